@@ -1,0 +1,234 @@
+"""The rule API: one small LibCST transformer per concern, run together in one traversal.
+
+A rule subclasses `Rule`, sets its code, name, summary, fix safety and a cheap `prefilter`
+regex, and defines LibCST `visit_<Node>` / `leave_<Node>` methods as a `CSTTransformer`
+would. Rules never do I/O: they see a tree and a `RuleContext` and return a tree; edits and
+diagnostics are recorded with `self.fixed(...)` and `self.report(...)`.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import libcst as cst
+
+from npu_migrate.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate_codemods.facts import FileFacts
+from npu_migrate_codemods.positions import node_positions
+from npu_migrate_codemods.suppression import Suppressions
+
+
+class Fix(str, enum.Enum):
+    """Fix safety, as ruff has it: safe fixes keep meaning; unsafe ones may not (opt-in)."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    NONE = "none"  # diagnostic only
+
+
+@dataclass
+class RuleContext:
+    """What a rule may know about the file it is looking at. Shared by all rules of a run."""
+
+    path: str
+    source: str
+    facts: FileFacts
+    options: Mapping[str, Any] = field(default_factory=dict)
+    suppressions: Suppressions = field(default_factory=Suppressions)
+    edits: list[Edit] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # imports the rewritten code needs; the engine adds the missing ones after the pass
+    imports: set[tuple[str, str | None, str | None]] = field(default_factory=set)
+    # set by the runner for the chunk being processed (line offset of the chunk in the file)
+    line_offset: int = 0
+    module: cst.Module | None = None
+    _pending: list[tuple[cst.CSTNode, Callable[[int, int], Any]]] = field(default_factory=list)
+
+    def resolve(self, node: cst.CSTNode) -> str | None:
+        """Qualified name of a Name/Attribute chain, aliases resolved (`th.cuda` -> `torch.cuda`)."""
+        parts = dotted_parts(node)
+        return self.facts.qualify(parts) if parts else None
+
+    def require_import(self, module: str, name: str | None = None, asname: str | None = None) -> None:
+        """Ask the engine for `import module` or `from module import name [as asname]`."""
+        self.imports.add((module, name, asname))
+
+
+def dotted_parts(node: cst.CSTNode) -> list[str] | None:
+    """`a.b.c` -> ['a', 'b', 'c']; None when the chain has anything but names."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    parts.reverse()
+    return parts
+
+
+def dotted_expr(dotted: str) -> cst.BaseExpression:
+    """'torch.npu.synchronize' -> the Attribute chain expression."""
+    head, *rest = dotted.split(".")
+    expr: cst.BaseExpression = cst.Name(head)
+    for part in rest:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
+
+
+class Rule:
+    """Base of every codemod. Subclasses set the class attributes and define visit/leave methods."""
+
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    fix: ClassVar[Fix] = Fix.SAFE
+    default: ClassVar[bool] = True  # in the default set; opt-in rules (insertions) say False
+    severity: ClassVar[Severity] = Severity.INFO  # severity of self.report() without an override
+    prefilter: ClassVar[str] = ""  # regex on the raw text; a file (chunk) is parsed only if some rule's matches
+    needs_torch_npu: ClassVar[bool] = False  # its edits make the file depend on `import torch_npu`
+    # "python" rules are LibCST transformers; "shell" rules implement `rewrite_text` over a
+    # launch script's text (and record edits with `fixed_at`/`report_at`).
+    language: ClassVar[str] = "python"
+    METADATA_DEPENDENCIES: ClassVar[tuple[Any, ...]] = ()
+
+    def __init__(self, context: RuleContext) -> None:
+        self.context = context
+        self.runner: RuleRunner | None = None
+
+    # -- helpers for rule authors ------------------------------------------------------------
+    def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = None) -> Any:
+        assert self.runner is not None
+        return self.runner.get_metadata(key, node, default)
+
+    def fixed(self, node: cst.CSTNode, message: str) -> None:
+        """Record that this rule rewrote `node` (an original node), with an explanation."""
+        code = self.code
+        self.context._pending.append((node, lambda line, col: Edit(code, message, line, col)))
+
+    def report(self, node: cst.CSTNode, message: str, severity: Severity | None = None,
+               code: str | None = None) -> None:
+        """Record a diagnostic at `node` (an original node)."""
+        sev = severity or self.severity
+        code = code or self.code
+        path = self.context.path
+        self.context._pending.append(
+            (node, lambda line, col: Diagnostic(code, message, path, line, col, sev)))
+
+    def resolve(self, node: cst.CSTNode) -> str | None:
+        return self.context.resolve(node)
+
+    def fixed_at(self, line: int, col: int, message: str) -> None:
+        """For text (shell) rules: record an edit at a known position of the original text."""
+        self.context.edits.append(Edit(self.code, message, line, col))
+
+    def report_at(self, line: int, col: int, message: str, severity: Severity | None = None,
+                  code: str | None = None) -> None:
+        self.context.diagnostics.append(Diagnostic(code or self.code, message, self.context.path,
+                                                   line, col, severity or self.severity))
+
+    def rewrite_text(self, text: str) -> str:
+        """Shell rules override this; Python rules use visit/leave methods instead."""
+        return text
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        return {"code": cls.code, "name": cls.name, "summary": cls.summary, "fix": cls.fix.value,
+                "default": cls.default}
+
+
+class RuleRunner(cst.CSTTransformer):
+    """Runs many rules in one traversal: dispatches each node to every rule that handles its type.
+
+    A rule's change to a node on a line carrying `# npu-migrate: ignore[CODE]` is dropped, with
+    the edits it recorded, so suppression works for fixes as well as for diagnostics.
+    """
+
+    def __init__(self, rules: Iterable[Rule]) -> None:
+        super().__init__()
+        self.rules = list(rules)
+        deps: set[Any] = set()
+        self._visit: dict[str, list[Callable[[cst.CSTNode], Any]]] = {}
+        self._leave: dict[str, list[tuple[Rule, Callable[..., Any]]]] = {}
+        for rule in self.rules:
+            rule.runner = self
+            deps.update(rule.METADATA_DEPENDENCIES)
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_") and "_" not in attr[6:]:
+                    self._visit.setdefault(attr[6:], []).append(getattr(rule, attr))
+                elif attr.startswith("leave_") and "_" not in attr[6:]:
+                    self._leave.setdefault(attr[6:], []).append((rule, getattr(rule, attr)))
+        self.METADATA_DEPENDENCIES = tuple(deps)  # type: ignore[misc]
+        self._context = self.rules[0].context if self.rules else None
+        self._accepted: list[tuple[cst.CSTNode, Callable[[int, int], Any]]] = []
+        self._all_positions: dict[int, tuple[int, int]] | None = None
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        for method in self._visit.get(type(node).__name__, ()):
+            method(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        handlers = self._leave.get(type(original_node).__name__)
+        if not handlers:
+            return updated_node
+        context = self._context
+        assert context is not None
+        for rule, method in handlers:
+            context._pending = []
+            result = method(original_node, updated_node)
+            pending = context._pending
+            context._pending = []
+            if result is not updated_node and self._suppressed(rule.code, original_node):
+                continue  # drop the change and what the rule said about it
+            self._accepted.extend(pending)
+            if result is not updated_node:
+                updated_node = result
+                if not isinstance(result, type(original_node)):
+                    break  # removed or replaced by another kind of node: other rules cannot apply
+        return updated_node
+
+    def _suppressed(self, code: str, node: cst.CSTNode) -> bool:
+        context = self._context
+        assert context is not None and context.suppressions is not None
+        if not context.suppressions:
+            return False
+        if self._all_positions is None:  # files with suppressions are rare: map every node once
+            assert context.module is not None
+            self._all_positions = node_positions(context.module, None)
+        line = self._all_positions[id(node)][0] + context.line_offset
+        return context.suppressions.suppresses(code, line)
+
+    def run(self, module: cst.Module, line_offset: int) -> cst.Module:
+        """Transform one parsed chunk; resolve the positions of what the rules recorded."""
+        context = self._context
+        assert context is not None
+        context.module = module
+        context.line_offset = line_offset
+        self._accepted = []
+        self._all_positions = None
+        if self.METADATA_DEPENDENCIES:
+            new_module = cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(self)
+        else:
+            new_module = module.visit(self)
+        if self._accepted:
+            where = node_positions(module, [node for node, _ in self._accepted])
+            for node, make in self._accepted:
+                line, col = where[id(node)]
+                item = make(line + line_offset, col)
+                (context.edits if isinstance(item, Edit) else context.diagnostics).append(item)
+        return new_module
+
+
+def compile_prefilter(rules: Iterable[type[Rule]]) -> re.Pattern[str] | None:
+    """One regex for the selected rules; None means some rule wants every file."""
+    patterns = []
+    for rule in rules:
+        if not rule.prefilter:
+            return None
+        patterns.append(f"(?:{rule.prefilter})")
+    return re.compile("|".join(patterns)) if patterns else re.compile(r"(?!)")

@@ -1,0 +1,3 @@
+from npu_migrate.cli import main
+
+main()

@@ -1,0 +1,102 @@
+"""Run torch_npu code without an Ascend device.
+
+`activate()` makes `import torch_npu`, `torch.npu.*`, `.npu()`, `"npu"` device strings,
+`torch.device("npu", i)`, `torch.autocast("npu")`, `torch.amp.GradScaler("npu")` and the
+`hccl` distributed backend work on CPU (or on CUDA with `activate("cuda")`), with memory statistics.
+A torch_npu custom operator without a reference implementation raises `EmulationError` naming it.
+
+It never activates when the real torch_npu is importable: `activate()` raises `RealTorchNpuError`.
+See docs/emulation.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import sys
+from typing import Iterator
+
+from ._state import STATE, EmulationError, RealTorchNpuError
+
+__all__ = ["activate", "deactivate", "emulated", "is_active", "real_torch_npu_available",
+           "EmulationError", "RealTorchNpuError"]
+
+
+def real_torch_npu_available() -> bool:
+    """True when a torch_npu other than this emulation can be imported."""
+    loaded = sys.modules.get("torch_npu")
+    if loaded is not None:
+        return not getattr(loaded, "__npu_migrate_emulation__", False)
+    try:
+        return importlib.util.find_spec("torch_npu") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def is_active() -> bool:
+    return STATE.active
+
+
+def activate(device: str = "cpu") -> bool:
+    """Install the emulation in this process; `device` is the backing device type, "cpu" or "cuda".
+
+    Returns True when it was installed, False when it was already active. Raises RealTorchNpuError
+    when the real torch_npu is importable, EmulationError for an unusable backing device.
+    """
+    if STATE.active:
+        return False
+    if real_torch_npu_available():
+        raise RealTorchNpuError(
+            "the real torch_npu is importable; npu-migrate's emulation refuses to shadow it "
+            "(run on the device, or remove torch_npu from the environment to emulate)")
+    import torch
+
+    if device not in ("cpu", "cuda"):
+        raise EmulationError(f"activate(device={device!r}): the backing device must be 'cpu' or 'cuda'")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise EmulationError("activate(device='cuda'): no CUDA device is available")
+    from . import _devices, _memory, _namespace
+
+    backend_name = torch._C._get_privateuse1_backend_name()
+    if backend_name not in ("privateuseone", "npu"):
+        raise EmulationError(f"the PrivateUse1 backend is already named {backend_name!r}; "
+                             "cannot register 'npu'")
+    if backend_name != "npu":
+        torch.utils.rename_privateuse1_backend("npu")  # cannot be undone: torch allows one rename
+    STATE.backing, STATE.current_index, STATE.amp_used, STATE.undo = device, 0, False, []
+    try:
+        _namespace.install_modules()
+        _devices.install_device_mapping()
+        if device == "cpu":
+            _memory.start_cpu_tracker()
+    except Exception:
+        _undo_all()
+        raise
+    STATE.active = True
+    return True
+
+
+def _undo_all() -> None:
+    while STATE.undo:
+        STATE.undo.pop()()
+
+
+def deactivate() -> None:
+    """Undo activate() as far as torch allows: patches, modules and modes are removed; the
+    PrivateUse1 backend keeps the name "npu" (torch permits a single rename per process)."""
+    if not STATE.active:
+        return
+    _undo_all()
+    STATE.active = False
+    STATE.device_mode = None
+
+
+@contextlib.contextmanager
+def emulated(device: str = "cpu") -> Iterator[None]:
+    """`with emulated(): ...` runs the block with the emulation active (if it was not already)."""
+    installed = activate(device)
+    try:
+        yield
+    finally:
+        if installed:
+            deactivate()

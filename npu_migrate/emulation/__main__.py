@@ -1,0 +1,37 @@
+"""`python -m npu_migrate.emulation [--backing cpu|cuda] SCRIPT [ARGS...]`: run a script as
+`__main__` with the emulation active."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+
+from . import EmulationError, activate
+
+
+def main(argv: list[str]) -> int:
+    backing = "cpu"
+    if argv[:1] == ["--backing"] and len(argv) > 1:
+        backing, argv = argv[1], argv[2:]
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2 if not argv else 0
+    script = argv[0]
+    try:
+        activate(backing)
+    except EmulationError as error:
+        print(f"npu-migrate emulation: {error}", file=sys.stderr)
+        return 2
+    sys.argv = list(argv)
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except FileNotFoundError as error:
+        if error.filename in (script, None):
+            print(f"{script}: no such file", file=sys.stderr)
+            return 2
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

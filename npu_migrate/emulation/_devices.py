@@ -1,0 +1,168 @@
+"""Device-string mapping: `"npu"`, `"npu:0"` and `torch.device("npu", 0)` are accepted wherever
+torch takes a device and are redirected to the backing device (CPU, or CUDA when asked).
+
+torch parses `"npu"` once `torch.utils.rename_privateuse1_backend("npu")` has run (torch_npu does
+the same, torch_npu_api.md §4); the tensors themselves live on the backing device. A
+TorchFunctionMode rewrites device arguments of every overridable torch call (factories, `.to`,
+`new_*`); the few plain-Python entry points (`torch.load`, autocast, GradScaler, distributed) are
+patched one by one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from ._state import MAPPING, STATE, set_attr
+
+DEVICE_KWARGS = tuple(MAPPING["device_kwargs"])
+
+
+class DeviceMapMode(TorchFunctionMode):
+    """Rewrites device arguments whose type is a key of `mapping` ({"npu": "cpu"})."""
+
+    def __init__(self, mapping: dict[str, str]) -> None:
+        super().__init__()
+        self.mapping = mapping
+        self._pattern = re.compile(r"^(%s)(?::(\d+))?$" % "|".join(map(re.escape, mapping)))
+
+    def map(self, value: Any) -> Any:
+        if isinstance(value, torch.device):
+            target = self.mapping.get(value.type)
+            if target is None:
+                return value
+            return torch.device(target, value.index) if target != "cpu" and value.index is not None \
+                else torch.device(target)
+        if isinstance(value, str):
+            match = self._pattern.match(value)
+            if match is None:
+                return value
+            target = self.mapping[match.group(1)]
+            return f"{target}:{match.group(2)}" if match.group(2) and target != "cpu" else target
+        if isinstance(value, dict):
+            return {self.map(k): self.map(v) for k, v in value.items()}
+        return value
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.device:  # keep torch.device("npu", 0) an npu device; map where it is used
+            return func(*args, **kwargs)
+        if args:
+            args = tuple(self.map(a) if isinstance(a, (str, torch.device)) else a for a in args)
+        for name in DEVICE_KWARGS:
+            if name in kwargs:
+                kwargs[name] = self.map(kwargs[name])
+        return func(*args, **kwargs)
+
+
+def backing_device(device: Any = None) -> torch.device:
+    """The real device that an npu device (or index, or None) stands for."""
+    if STATE.backing == "cpu":
+        return torch.device("cpu")
+    if isinstance(device, int):
+        return torch.device("cuda", device)
+    if device is None:
+        return torch.device("cuda", STATE.current_index)
+    mapped = STATE.device_mode.map(device) if STATE.device_mode else device
+    return torch.device(mapped)
+
+
+def _tensor_npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
+    return self.to(backing_device(device), non_blocking=non_blocking, memory_format=memory_format)
+
+
+def _module_npu(self, device=None):
+    return self.to(backing_device(device))
+
+
+def _is_npu(self) -> bool:
+    # An emulated npu tensor is a tensor on the backing device (documented limitation on CPU).
+    return self.device.type == STATE.backing
+
+
+def install_device_mapping() -> None:
+    mode = DeviceMapMode({MAPPING["device_type"]: STATE.backing})
+    mode.__enter__()
+    STATE.device_mode = mode
+    STATE.undo.append(lambda: mode.__exit__(None, None, None))
+
+    set_attr(torch.Tensor, "npu", _tensor_npu)
+    set_attr(torch.Tensor, "is_npu", property(_is_npu))
+    set_attr(torch.nn.Module, "npu", _module_npu)
+
+    original_load = torch.load
+
+    def load(*args, **kwargs):
+        if "map_location" in kwargs:
+            kwargs["map_location"] = mode.map(kwargs["map_location"])
+        elif len(args) > 1:
+            args = (args[0], mode.map(args[1])) + tuple(args[2:])
+        return original_load(*args, **kwargs)
+
+    set_attr(torch, "load", load)
+    _patch_amp(mode)
+    _patch_distributed()
+
+
+def _patch_amp(mode: DeviceMapMode) -> None:
+    autocast_cls = torch.amp.autocast_mode.autocast
+    original_init = autocast_cls.__init__
+    npu = MAPPING["device_type"]
+    default_dtype = getattr(torch, MAPPING["amp_default_dtype"])
+
+    def autocast_init(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+        if device_type == npu:
+            device_type = STATE.backing
+            dtype = default_dtype if dtype is None else dtype
+            if enabled:
+                STATE.amp_used = True
+        original_init(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    set_attr(autocast_cls, "__init__", autocast_init)
+
+    scaler_cls = torch.amp.GradScaler
+    original_scaler_init = scaler_cls.__init__
+
+    def scaler_init(self, device="cuda", *args, **kwargs):
+        original_scaler_init(self, mode.map(device), *args, **kwargs)
+
+    set_attr(scaler_cls, "__init__", scaler_init)
+
+
+def _patch_distributed() -> None:
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    backends = MAPPING["dist_backends"]
+
+    def map_backend(backend: Any) -> Any:
+        if not isinstance(backend, str):
+            return backend
+        # "hccl" or "npu:hccl" (torch_npu_api.md §1.4); other backends pass through
+        device, _, name = backend.rpartition(":")
+        if name in backends:
+            target = backends[name][STATE.backing]
+            return f"{STATE.backing}:{target}" if device else target
+        return backend
+
+    for func_name in ("init_process_group", "new_group"):
+        original = getattr(dist, func_name)
+
+        def wrapper(*args, __original=original, **kwargs):
+            if "backend" in kwargs:
+                kwargs["backend"] = map_backend(kwargs["backend"])
+            elif args and __original.__name__ == "init_process_group":
+                args = (map_backend(args[0]),) + tuple(args[1:])
+            if "device_id" in kwargs and STATE.device_mode is not None:
+                kwargs["device_id"] = STATE.device_mode.map(kwargs["device_id"])
+                if kwargs["device_id"] == torch.device("cpu"):
+                    kwargs.pop("device_id")
+            return __original(*args, **kwargs)
+
+        wrapper.__name__ = func_name
+        set_attr(dist, func_name, wrapper)
+    set_attr(dist, "is_hccl_available", lambda: True)

@@ -1,0 +1,198 @@
+"""Memory statistics and snapshots for the emulated device.
+
+On a CUDA backing the calls go to `torch.cuda`. On CPU there is no allocator with statistics, so a
+TorchDispatchMode watches every storage that an aten op returns and a weakref finalizer on the
+storage object tells when it dies (torch keeps one Python object per live storage). Live and peak
+bytes follow; history entries and snapshots follow torch_npu's schema (memory_snapshot.md §1.8:
+keys `segments` and `device_traces`, trace entries without `time_us`).
+"""
+
+from __future__ import annotations
+
+import collections
+import pickle
+import sys
+import traceback
+import weakref
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from ._state import STATE
+
+_ENABLED = (None, "state", "all")
+_CONTEXT = (None, "state", "alloc", "all")
+_STACKS = ("python", "all")
+
+
+def _frames() -> list[dict[str, Any]]:
+    stack = traceback.extract_stack()[:-4]  # drop the tracker's own frames
+    return [{"filename": f.filename, "line": f.lineno or 0, "name": f.name} for f in reversed(stack)]
+
+
+class CpuMemoryTracker(TorchDispatchMode):
+    """Counts bytes of live tensor storages created while it is on the dispatch stack."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.allocated = 0
+        self.peak = 0
+        self.num_allocs = 0
+        self.num_frees = 0
+        self.live: dict[int, tuple[int, int, list]] = {}  # id(storage) -> (address, size, frames)
+        self.history: collections.deque | None = None
+        self.context: str | None = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for leaf in tree_leaves(out):
+            if isinstance(leaf, torch.Tensor):
+                self._see(leaf)
+        return out
+
+    def _see(self, tensor: torch.Tensor) -> None:
+        try:
+            storage = tensor.untyped_storage()
+        except (RuntimeError, NotImplementedError):
+            return
+        key = id(storage)
+        if key in self.live:
+            return
+        size = storage.nbytes()
+        frames = _frames() if self.context in ("state", "alloc", "all") else []
+        self.live[key] = (storage.data_ptr(), size, frames)
+        self.allocated += size
+        self.num_allocs += 1
+        self.peak = max(self.peak, self.allocated)
+        weakref.finalize(storage, self._free, key)
+        if self.history is not None:
+            self.history.append(self._entry("alloc", key, frames if self.context in ("alloc", "all") else []))
+
+    def _free(self, key: int) -> None:
+        entry = self.live.get(key)
+        if entry is None:
+            return
+        if self.history is not None:
+            frames = _frames() if self.context == "all" else []
+            self.history.append(self._entry("free_requested", key, frames))
+            self.history.append(self._entry("free_completed", key, frames))
+        del self.live[key]
+        self.allocated -= entry[1]
+        self.num_frees += 1
+
+    def _entry(self, action: str, key: int, frames: list) -> dict[str, Any]:
+        address, size, _ = self.live[key]
+        return {"action": action, "addr": address, "size": size, "stream": 0, "pool_id": (0, 0),
+                "frames": frames}
+
+    def reset_peak(self) -> None:
+        self.peak = self.allocated
+
+
+def _tracker() -> CpuMemoryTracker | None:
+    return STATE.memory if STATE.backing == "cpu" else None
+
+
+def memory_allocated(device: Any = None) -> int:
+    t = _tracker()
+    return t.allocated if t else torch.cuda.memory_allocated(device=_cuda_index(device))
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    t = _tracker()
+    return t.peak if t else torch.cuda.max_memory_allocated(device=_cuda_index(device))
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    t = _tracker()
+    if t:
+        t.reset_peak()
+    else:
+        torch.cuda.reset_peak_memory_stats(device=_cuda_index(device))
+
+
+def memory_stats(device: Any = None) -> dict[str, Any]:
+    t = _tracker()
+    if not t:
+        return torch.cuda.memory_stats(device=_cuda_index(device))
+    stats: dict[str, Any] = {}
+    for kind in ("allocated_bytes", "active_bytes", "reserved_bytes", "requested_bytes"):
+        stats[f"{kind}.all.current"] = t.allocated
+        stats[f"{kind}.all.peak"] = t.peak
+    stats["allocation.all.allocated"] = t.num_allocs
+    stats["allocation.all.freed"] = t.num_frees
+    stats["num_alloc_retries"] = 0
+    stats["num_ooms"] = 0
+    return stats
+
+
+def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
+    stats = memory_stats(device)
+    return (f"npu-migrate emulated device: allocated {stats['allocated_bytes.all.current']} B, "
+            f"peak {stats['allocated_bytes.all.peak']} B")
+
+
+def _cuda_index(device: Any) -> Any:
+    if device is None or isinstance(device, int):
+        return device
+    return STATE.device_mode.map(device) if STATE.device_mode else device
+
+
+def _record_memory_history(enabled: str | None = "all", context: str | None = "all",
+                           stacks: str = "all", max_entries: int = sys.maxsize,
+                           device: Any = None) -> None:
+    """torch_npu signature (torch_npu_api.md §2.2): no legacy bool form, `device` ignored."""
+    if isinstance(enabled, bool) or enabled not in _ENABLED:
+        raise TypeError(f"_record_memory_history(): enabled must be one of {_ENABLED}, got {enabled!r}")
+    if context not in _CONTEXT:
+        raise TypeError(f"_record_memory_history(): context must be one of {_CONTEXT}, got {context!r}")
+    if stacks not in _STACKS:
+        raise TypeError(f"_record_memory_history(): stacks must be one of {_STACKS}, got {stacks!r}")
+    t = _tracker()
+    if not t:
+        torch.cuda.memory._record_memory_history(enabled, context=context, stacks=stacks,
+                                                 max_entries=max_entries)
+        return
+    if enabled is None:
+        t.history, t.context = None, None
+        return
+    t.history = collections.deque(maxlen=1 if enabled == "state" else max_entries)
+    t.context = context
+
+
+def _snapshot(device: Any = None, augment_with_fx_traces: bool = False) -> dict[str, Any]:
+    t = _tracker()
+    if not t:
+        snap = torch.cuda.memory._snapshot()
+        return {"segments": snap["segments"], "device_traces": snap["device_traces"]}
+    segments = []
+    for address, size, frames in t.live.values():
+        block = {"address": address, "size": size, "requested_size": size,
+                 "state": "active_allocated", "frames": frames}
+        segments.append({"device": 0, "address": address, "total_size": size, "allocated_size": size,
+                         "active_size": size, "requested_size": size, "stream": 0,
+                         "segment_type": "large" if size >= 1 << 20 else "small",
+                         "segment_pool_id": (0, 0), "is_expandable": False, "frames": frames,
+                         "blocks": [block]})
+    traces = list(t.history) if t.history is not None else []
+    return {"segments": segments, "device_traces": [traces]}
+
+
+def _dump_snapshot(filename: str = "dump_snapshot.pickle", augment_with_fx_traces: bool = False) -> None:
+    with open(filename, "wb") as handle:
+        pickle.dump(_snapshot(), handle, protocol=4)
+
+
+def start_cpu_tracker() -> CpuMemoryTracker:
+    tracker = CpuMemoryTracker()
+    tracker.__enter__()
+    STATE.memory = tracker
+
+    def stop() -> None:
+        tracker.__exit__(None, None, None)
+        STATE.memory = None
+
+    STATE.undo.append(stop)
+    return tracker

@@ -1,0 +1,53 @@
+"""Process-wide state of the emulation layer, shared by its modules."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+MAPPING: dict[str, Any] = json.loads((Path(__file__).with_name("mapping.json")).read_text())
+
+
+class EmulationError(RuntimeError):
+    """The emulation cannot do what was asked (an unknown torch_npu operator, a real torch_npu
+    installed, a feature with no CPU counterpart). The message names what failed."""
+
+
+class RealTorchNpuError(EmulationError):
+    """Raised by activate() when the real torch_npu package is importable: the emulation would
+    shadow it, so it refuses to run."""
+
+
+@dataclass
+class State:
+    active: bool = False
+    backing: str = "cpu"  # the device type "npu" is mapped onto: "cpu" or "cuda"
+    current_index: int = 0
+    amp_used: bool = False  # an npu autocast region was entered with enabled=True
+    undo: list[Callable[[], None]] = field(default_factory=list)
+    device_mode: Any = None
+    memory: Any = None  # _memory.CpuMemoryTracker when backing is cpu
+
+
+STATE = State()
+
+
+def set_attr(obj: Any, name: str, value: Any) -> None:
+    """setattr that remembers how to undo itself on deactivate()."""
+    missing = object()
+    # on classes read the own __dict__ so that inherited attributes are deleted, not copied down
+    old = obj.__dict__.get(name, missing) if isinstance(obj, type) else getattr(obj, name, missing)
+
+    def restore() -> None:
+        if old is missing:
+            try:
+                delattr(obj, name)
+            except AttributeError:
+                pass
+        else:
+            setattr(obj, name, old)
+
+    setattr(obj, name, value)
+    STATE.undo.append(restore)

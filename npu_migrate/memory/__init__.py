@@ -1,0 +1,1 @@
+"""`npu-migrate memory`: analysis of PyTorch / torch_npu memory snapshots and msMemScope data."""

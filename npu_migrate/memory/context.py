@@ -1,0 +1,86 @@
+"""What every analysis of one device needs, computed once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from npu_migrate.diagnostics import Diagnostic, Severity, Table
+from npu_migrate.memory.model import Snapshot
+from npu_migrate.memory.pool import PoolState, pool_at
+from npu_migrate.memory.replay import Replay, replay
+from npu_migrate.memory.sites import SiteTable
+from npu_migrate.memory.steps import Steps, find_steps
+
+
+@dataclass
+class DeviceContext:
+    snapshot: Snapshot
+    rep: Replay
+    steps: Steps
+    sites: SiteTable
+    findings: list[Diagnostic] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    marks: list[dict] = field(default_factory=list)  # findings anchored on events (for HTML)
+    facts: dict = field(default_factory=dict)  # numbers later analyses (advice) build on
+
+    @classmethod
+    def build(cls, snapshot: Snapshot, device: int, sites: SiteTable,
+              step_frame: str | None = None) -> "DeviceContext":
+        rep = replay(snapshot, device)
+        return cls(snapshot, rep, find_steps(snapshot, rep, step_frame), sites)
+
+    @property
+    def device(self) -> int:
+        return self.rep.device
+
+    def add(self, code: str, message: str, severity: Severity = Severity.WARNING,
+            event: int | None = None) -> None:
+        text = f"device {self.device}: {message}"
+        self.findings.append(Diagnostic(code, text, self.snapshot.path, 0, 0, severity))
+        if event is not None and event >= 0:
+            self.marks.append({"code": code, "event": int(event), "message": text,
+                               "severity": severity.value})
+
+    def when(self, event: int) -> str:
+        if event < 0:
+            return "before the recorded window"
+        times = self.rep.trace.time_us
+        if times is None:
+            return f"event {event}"
+        return f"event {event} (+{(times[event] - times[0]) / 1e6:.3f} s)"
+
+    @cached_property
+    def _pools(self) -> dict[int, PoolState]:
+        return {}
+
+    def pool(self, event: int) -> PoolState:
+        if event not in self._pools:
+            self._pools[event] = pool_at(self.snapshot, self.rep, event)
+        return self._pools[event]
+
+    def group_by_site(self, rows: np.ndarray, weights: np.ndarray, limit: int = 10
+                      ) -> list[tuple[str, str, int, int, int]]:
+        """(site, category, bytes, blocks, a representative stack) for `rows`, largest first."""
+        stacks = self.rep.blocks.stack[rows]
+        totals: dict[str, list] = {}
+        for stack, weight in zip(stacks.tolist(), weights.tolist()):
+            site = self.sites.site(stack)
+            entry = totals.setdefault(site, [self.sites.category(stack), 0, 0, stack])
+            entry[1] += weight
+            entry[2] += 1
+        ranked = sorted(totals.items(), key=lambda kv: -kv[1][1])[:limit]
+        return [(site, cat, total, count, stack) for site, (cat, total, count, stack) in ranked]
+
+
+def fmt_bytes(value: float) -> str:
+    value = float(value)
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{sign}{value:.0f} {unit}" if unit == "B" else f"{sign}{value:.2f} {unit}"
+        value /= 1024
+    return f"{sign}{value:.2f} TiB"

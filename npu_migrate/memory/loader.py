@@ -1,0 +1,203 @@
+"""Load a memory-snapshot pickle safely and normalise every known variant into `Snapshot`.
+
+Snapshots hold only builtins, so the unpickler refuses every class: a hostile pickle cannot
+import or call anything. Variants handled: current CUDA, old CUDA (top-level list of segments,
+legacy `history` blocks), torch_npu (no `time_us`, leading `workspace_snapshot` triples),
+several devices, expandable segments, private pools and ring-buffer-truncated traces.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from npu_migrate.memory.model import (
+    ACTIVE, ALLOC, CODE, INACTIVE, OOM, PENDING, SEG_ALLOC, WORKSPACE, DeviceTrace, Segment,
+    Snapshot,
+)
+
+STATE_ALIASES = {"active_awaiting_free": PENDING, "active_pending_free": PENDING,
+                 ACTIVE: ACTIVE, INACTIVE: INACTIVE}
+OTHER = CODE["other"]
+
+
+class SnapshotError(Exception):
+    """A file that is not a readable snapshot; the message is one line naming the file."""
+
+
+class RefusingUnpickler(pickle.Unpickler):
+    """Builds only builtin containers and scalars: any GLOBAL/STACK_GLOBAL is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refused to load class {module}.{name}")
+
+
+def read_pickle(path: str | Path) -> Any:
+    """Unpickle with the refusing unpickler; every failure becomes a one-line SnapshotError."""
+    try:
+        with open(path, "rb") as handle:
+            return RefusingUnpickler(io.BufferedReader(handle, 1 << 20)).load()
+    except OSError as exc:
+        raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except pickle.UnpicklingError as exc:
+        raise SnapshotError(f"{path}: not a memory snapshot: {exc}") from None
+    except EOFError:
+        raise SnapshotError(f"{path}: not a memory snapshot: the pickle is truncated") from None
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError, MemoryError,
+            OverflowError, UnicodeDecodeError) as exc:
+        raise SnapshotError(f"{path}: not a memory snapshot: corrupt pickle ({exc})") from None
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """Load a snapshot pickle, or an msMemScope CSV/DB export, from `path`."""
+    text = str(path)
+    if text.endswith((".csv", ".db")):
+        from npu_migrate.memory.msmemscope import load_msmemscope
+
+        return load_msmemscope(path)
+    return normalise(read_pickle(path), text)
+
+
+def normalise(data: Any, path: str = "<memory>") -> Snapshot:
+    """Turn an unpickled object into a Snapshot, or raise SnapshotError saying what is wrong."""
+    producer = "cuda"
+    if isinstance(data, list):  # segments-only dump of old CUDA releases
+        data, producer = {"segments": data, "device_traces": []}, "cuda-legacy"
+    if not isinstance(data, dict) or not isinstance(data.get("segments"), list):
+        kind = type(data).__name__
+        raise SnapshotError(f"{path}: not a memory snapshot: expected a dict with 'segments', "
+                            f"got {kind}")
+    traces_raw = data.get("device_traces", [])
+    if not isinstance(traces_raw, list) or not all(isinstance(t, list) for t in traces_raw):
+        raise SnapshotError(f"{path}: malformed snapshot: 'device_traces' is not a list of lists")
+    interner = _StackInterner()
+    try:
+        segments = [_segment(seg, interner) for seg in data["segments"]]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SnapshotError(f"{path}: malformed snapshot: bad segment ({_why(exc)})") from None
+    traces: dict[int, DeviceTrace] = {}
+    for device, entries in enumerate(traces_raw):
+        try:
+            traces[device] = _columns(device, entries, interner)
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise SnapshotError(f"{path}: malformed snapshot: bad trace entry on device {device} "
+                                f"({_why(exc)})") from None
+    annotations = [a for a in data.get("external_annotations") or [] if isinstance(a, dict)]
+    settings = data.get("allocator_settings") or {}
+    snapshot = Snapshot(path, producer, segments, traces, interner.table,
+                        settings if isinstance(settings, dict) else {}, annotations)
+    _adapt_workspace(snapshot)
+    has_time = any(t.time_us is not None for t in traces.values() if len(t))
+    if producer == "cuda" and (any(t.workspace_heads for t in traces.values())
+                               or (not has_time and "allocator_settings" not in data)):
+        snapshot.producer = "torch_npu"
+    if not has_time and any(len(t) for t in traces.values()):
+        snapshot.notes.append("no time_us in the trace: times are event indices")
+    return snapshot
+
+
+def _why(exc: Exception) -> str:
+    return f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+
+
+class _StackInterner:
+    """Maps frame lists to indices; identical stacks share one list after unpickling, so the
+    object identity is tried first and the content second."""
+
+    def __init__(self) -> None:
+        self.table: list[tuple[tuple[str, str, int], ...]] = []
+        self._by_content: dict[tuple, int] = {}
+        self._by_id: dict[int, int] = {}
+        self._keep: list[Any] = []  # keeps ids stable while loading
+
+    def index(self, frames: Any) -> int:
+        if not frames:
+            return -1
+        found = self._by_id.get(id(frames))
+        if found is not None:
+            return found
+        key = tuple((str(f.get("name", "?")), str(f.get("filename", "?")), int(f.get("line", 0)))
+                    for f in frames)
+        found = self._by_content.get(key)
+        if found is None:
+            found = self._by_content[key] = len(self.table)
+            self.table.append(key)
+        self._by_id[id(frames)] = found
+        self._keep.append(frames)
+        return found
+
+
+def _segment(raw: dict, interner: _StackInterner) -> Segment:
+    address = int(raw["address"])
+    blocks, cursor = [], address
+    for block in raw.get("blocks", []):
+        frames = block.get("frames")
+        requested = block.get("requested_size")
+        if "history" in block:  # legacy block: the newest history record carries the stack
+            last = block["history"][-1] if block["history"] else {}
+            frames = frames or last.get("frames")
+            requested = requested if requested is not None else last.get("real_size")
+        size = int(block["size"])
+        state = STATE_ALIASES.get(block.get("state", INACTIVE), INACTIVE)
+        blocks.append({"address": int(block.get("address", cursor)), "size": size,
+                       "requested_size": int(requested if requested is not None else size),
+                       "state": state, "stack": interner.index(frames)})
+        cursor += size
+    pool = raw.get("segment_pool_id", (0, 0))
+    return Segment(int(raw.get("device", 0) or 0), address, int(raw["total_size"]),
+                   int(raw.get("stream", 0) or 0), str(raw.get("segment_type", "large")),
+                   tuple(pool) if isinstance(pool, (list, tuple)) else (0, 0),
+                   bool(raw.get("is_expandable", False)), blocks)
+
+
+def _columns(device: int, entries: list, interner: _StackInterner) -> DeviceTrace:
+    n = len(entries)
+    action = np.fromiter((CODE.get(e["action"], OTHER) for e in entries), np.int8, n)
+    addr = np.fromiter((e.get("addr", 0) for e in entries), np.int64, n)
+    size = np.fromiter((e.get("size", 0) for e in entries), np.int64, n)
+    stream = np.fromiter((e.get("stream", 0) or 0 for e in entries), np.int64, n)
+    time_us = None
+    if n and "time_us" in entries[0]:
+        time_us = np.fromiter((e.get("time_us", 0) for e in entries), np.int64, n)
+    for i in np.flatnonzero(action == OOM):  # oom carries device_free where others carry addr
+        addr[i] = int(entries[i].get("device_free", 0))
+    stack = _stack_column(entries, interner)
+    return DeviceTrace(device, action, addr, size, stream, time_us, stack)
+
+
+def _stack_column(entries: list, interner: _StackInterner) -> np.ndarray:
+    frames = [e.get("frames") for e in entries]
+    if not frames:
+        return np.zeros(0, np.int32)
+    ids = np.fromiter(map(id, frames), np.int64, len(frames))
+    unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    table = np.fromiter((interner.index(frames[i]) for i in first), np.int32, len(unique))
+    return table[inverse.ravel()]
+
+
+def _adapt_workspace(snapshot: Snapshot) -> None:
+    """torch_npu puts (workspace_snapshot, segment_alloc, alloc) triples for live workspace
+    blocks at the head of a trace although they describe dump-time state, while `segments`
+    shows that workspace segment as one inactive block. Like MindStudio, count the triples and
+    mark the matching segments fully allocated so the replay balances."""
+    for device, trace in snapshot.traces.items():
+        heads, i = 0, 0
+        acts = trace.action
+        while (i + 2 < len(acts) and acts[i] == WORKSPACE and acts[i + 1] == SEG_ALLOC
+               and acts[i + 2] == ALLOC and trace.addr[i] == trace.addr[i + 2]):
+            _mark_allocated(snapshot, device, int(trace.addr[i]), int(trace.size[i]))
+            heads, i = heads + 1, i + 3
+        trace.workspace_heads = heads
+
+
+def _mark_allocated(snapshot: Snapshot, device: int, addr: int, size: int) -> None:
+    for seg in snapshot.segments:
+        if seg.device == device and seg.address == addr:
+            stack = seg.blocks[0]["stack"] if seg.blocks else -1
+            seg.blocks = [{"address": addr, "size": seg.total_size, "requested_size": size,
+                           "state": ACTIVE, "stack": stack}]
+            return

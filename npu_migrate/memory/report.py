@@ -1,0 +1,97 @@
+"""Run every analysis on a snapshot and gather the findings and tables into one Report."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu_migrate.diagnostics import Report, Severity, Table
+from npu_migrate.memory.advice import advise
+from npu_migrate.memory.context import DeviceContext, fmt_bytes
+from npu_migrate.memory.fragmentation import analyze_fragmentation, analyze_oom
+from npu_migrate.memory.history import analyze_history
+from npu_migrate.memory.leaks import analyze_leaks
+from npu_migrate.memory.model import ALLOC, FREE_REQ, Snapshot
+from npu_migrate.memory.peak import analyze_peak
+from npu_migrate.memory.sites import SiteTable
+from npu_migrate.memory.waste import analyze_waste
+
+SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def build_contexts(snapshot: Snapshot, devices: list[int] | None = None,
+                   step_frame: str | None = None) -> list[DeviceContext]:
+    sites = SiteTable(snapshot.stacks)
+    contexts = []
+    for device in devices if devices is not None else snapshot.devices:
+        ctx = DeviceContext.build(snapshot, device, sites, step_frame)
+        for analysis in (analyze_history, analyze_peak, analyze_leaks, analyze_fragmentation,
+                         analyze_oom, analyze_waste):
+            analysis(ctx)
+        contexts.append(ctx)
+    return contexts
+
+
+def analyze(snapshot: Snapshot, devices: list[int] | None = None,
+            step_frame: str | None = None) -> tuple[Report, list[DeviceContext]]:
+    contexts = build_contexts(snapshot, devices, step_frame)
+    report = Report(f"Memory snapshot analysis: {snapshot.path}")
+    report.summary = {
+        "producer": snapshot.producer,
+        "devices": ", ".join(str(c.device) for c in contexts) or "none",
+        "events": sum(c.rep.n_events for c in contexts),
+        "segments": len(snapshot.segments),
+    }
+    for note in snapshot.notes:
+        report.summary.setdefault("note", note)
+    report.tables.append(overview(contexts))
+    streams = stream_table(contexts)
+    if streams.rows:
+        report.tables.append(streams)
+    for ctx in contexts:
+        report.tables.extend(ctx.tables)
+        report.findings.extend(ctx.findings)
+    advice_findings, advice_table = advise(contexts, snapshot.path)
+    report.findings.extend(advice_findings)
+    if advice_table is not None:
+        report.tables.append(advice_table)
+    report.findings.sort(key=lambda d: SEVERITY_ORDER[d.severity])
+    return report, contexts
+
+
+def overview(contexts: list[DeviceContext]) -> Table:
+    rows = []
+    for ctx in contexts:
+        rep = ctx.rep
+        rows.append([ctx.device, rep.n_events, len(rep.blocks), len(ctx.steps),
+                     fmt_bytes(rep.peak_bytes),
+                     ctx.when(rep.peak_index) if rep.n_events else "-",
+                     fmt_bytes(rep.reserved.max()) if rep.n_events else fmt_bytes(rep.final[2]),
+                     fmt_bytes(rep.final[0]), fmt_bytes(rep.final[2])])
+    return Table("Devices", ["device", "events", "blocks", "steps", "peak allocated", "peak at",
+                             "peak reserved", "allocated at end", "reserved at end"], rows)
+
+
+def stream_peaks(ctx: DeviceContext) -> list[tuple[int, int, int]]:
+    """(stream, peak allocated, allocated at the end) per stream of the device."""
+    rep, trace = ctx.rep, ctx.rep.trace
+    counted = rep.blocks.counted
+    out = []
+    streams = np.unique(np.concatenate([trace.stream[trace.action == ALLOC], rep.blocks.stream]))
+    for stream in streams.tolist():
+        on = trace.stream == stream
+        delta = (np.where(on & (trace.action == ALLOC), trace.size, 0)
+                 - np.where(on & (trace.action == FREE_REQ), trace.size, 0))
+        start_rows = rep.blocks.allocated_at(-1) & (rep.blocks.stream == stream)
+        series = int(counted[start_rows].sum()) + np.cumsum(delta)
+        out.append((stream, int(series.max()) if len(series) else 0,
+                    int(series[-1]) if len(series) else 0))
+    return out
+
+
+def stream_table(contexts: list[DeviceContext]) -> Table:
+    rows = []
+    for ctx in contexts:
+        peaks = stream_peaks(ctx)
+        if len(peaks) > 1:
+            rows += [[ctx.device, hex(s), fmt_bytes(p), fmt_bytes(e)] for s, p, e in peaks]
+    return Table("Streams", ["device", "stream", "peak allocated", "allocated at end"], rows)

@@ -1,0 +1,70 @@
+"""Allocation sites and categories from call stacks (innermost frame first)."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+
+Frame = tuple[str, str, int]
+
+
+@lru_cache(maxsize=1)
+def _rules() -> tuple[re.Pattern, list[tuple[str, re.Pattern, re.Pattern | None]]]:
+    data = json.loads(resources.files("npu_migrate.memory").joinpath(
+        "data/categories.json").read_text(encoding="utf-8"))
+    library = re.compile("|".join(data["library_files"]))
+    rules = [(r["category"], re.compile(r["name"]), re.compile(r["file"]) if r["file"] else None)
+             for r in data["rules"]]
+    return library, rules
+
+
+def is_library(frame: Frame) -> bool:
+    return bool(_rules()[0].search(frame[1]))
+
+
+def site_of(stack: tuple[Frame, ...]) -> str:
+    """The innermost user frame as `file.py:line (function)`; library frames are skipped, and
+    a stack of library frames only gives its innermost Python frame."""
+    if not stack:
+        return "<no stack recorded>"
+    chosen = next((f for f in stack if not is_library(f)), None)
+    if chosen is None:  # all library code: the innermost Python frame, else the innermost
+        chosen = next((f for f in stack if f[1].endswith(".py")), stack[0])
+    name, filename, line = chosen
+    return f"{filename.rsplit('/', 1)[-1]}:{line} ({name})"
+
+
+def category_of(stack: tuple[Frame, ...]) -> str:
+    _, rules = _rules()
+    for category, name_re, file_re in rules:
+        for name, filename, _ in stack:
+            if name_re.search(name) and (file_re is None or file_re.search(filename)):
+                return category
+    return "other"
+
+
+def format_stack(stack: tuple[Frame, ...], limit: int = 40) -> list[str]:
+    """Outermost first, as Python tracebacks read; C++ unwinder noise ('??' files) dropped."""
+    frames = [f for f in stack if f[1] != "??"] or list(stack)
+    return [f"{filename}:{line} {name}" for name, filename, line in reversed(frames[:limit])]
+
+
+class SiteTable:
+    """Caches site and category per stack index of a snapshot."""
+
+    def __init__(self, stacks: list[tuple[Frame, ...]]):
+        self.stacks = stacks
+        self._site: dict[int, str] = {}
+        self._category: dict[int, str] = {}
+
+    def site(self, stack: int) -> str:
+        if stack not in self._site:
+            self._site[stack] = site_of(self.stacks[stack]) if stack >= 0 else "<no stack recorded>"
+        return self._site[stack]
+
+    def category(self, stack: int) -> str:
+        if stack not in self._category:
+            self._category[stack] = category_of(self.stacks[stack]) if stack >= 0 else "unknown"
+        return self._category[stack]
