@@ -141,6 +141,14 @@ class Rule:
                 "default": cls.default}
 
 
+class RuleCrash(Exception):
+    """A rule raised: the engine fails that one file and names the rule."""
+
+    def __init__(self, code: str, error: Exception) -> None:
+        super().__init__(f"rule {code} crashed: {type(error).__name__}: {error}")
+        self.code = code
+
+
 class RuleRunner(cst.CSTTransformer):
     """Runs many rules in one traversal: dispatches each node to every rule that handles its type.
 
@@ -169,7 +177,10 @@ class RuleRunner(cst.CSTTransformer):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         for method in self._visit.get(type(node).__name__, ()):
-            method(node)
+            try:
+                method(node)
+            except Exception as exc:
+                raise RuleCrash(method.__self__.code, exc) from exc
         return True
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
@@ -180,7 +191,10 @@ class RuleRunner(cst.CSTTransformer):
         assert context is not None
         for rule, method in handlers:
             context._pending = []
-            result = method(original_node, updated_node)
+            try:
+                result = method(original_node, updated_node)
+            except Exception as exc:
+                raise RuleCrash(rule.code, exc) from exc
             pending = context._pending
             context._pending = []
             if result is not updated_node and self._suppressed(rule.code, original_node):

@@ -75,7 +75,18 @@ class RuleSet:
 
 
 def migrate_text(text: str, path: str, ruleset: RuleSet) -> FileOutcome:
-    """Migrate one file's decoded text. Never raises for bad input: errors land in `error`."""
+    """Migrate one file's decoded text. Never raises: errors land in `error`, and the file
+    is left as it was."""
+    try:
+        return _migrate(text, path, ruleset)
+    except RecursionError:
+        return FileOutcome(path, error=f"{path}:0:0: too deeply nested to migrate; file left untouched")
+    except Exception as exc:  # a bug in a rule must cost one file, not the run
+        return FileOutcome(path, error=f"{path}:0:0: internal error ({type(exc).__name__}: {exc}); "
+                                       "file left untouched (please report this as a bug)")
+
+
+def _migrate(text: str, path: str, ruleset: RuleSet) -> FileOutcome:
     outcome = FileOutcome(path)
     if skips_file(text):
         return outcome

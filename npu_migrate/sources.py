@@ -31,7 +31,7 @@ def decode_source(data: bytes, path: str) -> SourceText:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"{path}:1:1: cannot read: {exc}") from None
+        raise SourceError(f"{path}:1:1: cannot decode: {exc}") from None
     if bom:
         data = data[len(codecs.BOM_UTF8):]
         encoding = "utf-8"

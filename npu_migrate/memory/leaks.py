@@ -15,6 +15,7 @@ from npu_migrate.diagnostics import Severity, Table
 from npu_migrate.memory.context import DeviceContext, fmt_bytes
 
 MIN_LEAK_STEPS = 2
+STEP_ROWS = 8  # steps printed at each end of a long run
 
 
 def analyze_leaks(ctx: DeviceContext) -> None:
@@ -25,13 +26,18 @@ def analyze_leaks(ctx: DeviceContext) -> None:
     starts = steps.starts
     at_start = [rep.allocated_before(s) for s in starts] + [int(rep.allocated[-1])]
     rows = []
-    for j, start in enumerate(starts):
+    # long runs: the first and last steps tell the story
+    shown = sorted(set(range(min(STEP_ROWS, len(starts))))
+                   | set(range(max(len(starts) - STEP_ROWS, 0), len(starts))))
+    for previous, j in zip([-1] + shown, shown):
+        if j != previous + 1:
+            rows.append(["..."] * 6)
         lo, hi = steps.bounds(j, rep.n_events)
-        rows.append([j, start, fmt_bytes(at_start[j]),
+        rows.append([j, starts[j], fmt_bytes(at_start[j]),
                      fmt_bytes(rep.allocated[lo:hi].max()) if hi > lo else "-",
                      fmt_bytes(rep.reserved[lo:hi].max()) if hi > lo else "-",
                      fmt_bytes(at_start[j + 1] - at_start[j])])
-    ctx.tables.append(Table(f"Device {ctx.device}: steps ({steps.source})",
+    ctx.tables.append(Table(f"Device {ctx.device}: {len(starts)} steps ({steps.source})",
                             ["step", "first event", "allocated at start", "peak allocated",
                              "peak reserved", "growth"], rows))
     diffs = np.diff(np.asarray(at_start[:len(starts)], dtype=np.int64))

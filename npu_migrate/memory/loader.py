@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import pickle
+from collections import defaultdict
+from operator import itemgetter, methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -154,15 +156,21 @@ def _segment(raw: dict, interner: _StackInterner) -> Segment:
                    bool(raw.get("is_expandable", False)), blocks)
 
 
+def _column(entries: list, key: str) -> np.ndarray:
+    """One int64 column; the C-level itemgetter path first, a tolerant pass if keys are
+    missing or None (oom entries have no addr, some producers omit stream)."""
+    try:
+        return np.fromiter(map(itemgetter(key), entries), np.int64, len(entries))
+    except (KeyError, TypeError):
+        return np.fromiter((e.get(key) or 0 for e in entries), np.int64, len(entries))
+
+
 def _columns(device: int, entries: list, interner: _StackInterner) -> DeviceTrace:
     n = len(entries)
-    action = np.fromiter((CODE.get(e["action"], OTHER) for e in entries), np.int8, n)
-    addr = np.fromiter((e.get("addr", 0) for e in entries), np.int64, n)
-    size = np.fromiter((e.get("size", 0) for e in entries), np.int64, n)
-    stream = np.fromiter((e.get("stream", 0) or 0 for e in entries), np.int64, n)
-    time_us = None
-    if n and "time_us" in entries[0]:
-        time_us = np.fromiter((e.get("time_us", 0) for e in entries), np.int64, n)
+    codes = defaultdict(lambda: OTHER, CODE)
+    action = np.fromiter(map(codes.__getitem__, map(itemgetter("action"), entries)), np.int8, n)
+    addr, size, stream = (_column(entries, key) for key in ("addr", "size", "stream"))
+    time_us = _column(entries, "time_us") if n and "time_us" in entries[0] else None
     for i in np.flatnonzero(action == OOM):  # oom carries device_free where others carry addr
         addr[i] = int(entries[i].get("device_free", 0))
     stack = _stack_column(entries, interner)
@@ -170,7 +178,7 @@ def _columns(device: int, entries: list, interner: _StackInterner) -> DeviceTrac
 
 
 def _stack_column(entries: list, interner: _StackInterner) -> np.ndarray:
-    frames = [e.get("frames") for e in entries]
+    frames = list(map(methodcaller("get", "frames"), entries))
     if not frames:
         return np.zeros(0, np.int32)
     ids = np.fromiter(map(id, frames), np.int64, len(frames))

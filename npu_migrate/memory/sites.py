@@ -20,6 +20,13 @@ def _rules() -> tuple[re.Pattern, list[tuple[str, re.Pattern, re.Pattern | None]
     return library, rules
 
 
+@lru_cache(maxsize=1)
+def _internals() -> re.Pattern:
+    data = json.loads(resources.files("npu_migrate.memory").joinpath(
+        "data/categories.json").read_text(encoding="utf-8"))
+    return re.compile(data["allocator_internals"])
+
+
 def is_library(frame: Frame) -> bool:
     return bool(_rules()[0].search(frame[1]))
 
@@ -31,7 +38,9 @@ def site_of(stack: tuple[Frame, ...]) -> str:
         return "<no stack recorded>"
     chosen = next((f for f in stack if not is_library(f)), None)
     if chosen is None:  # all library code: the innermost Python frame, else the innermost
-        chosen = next((f for f in stack if f[1].endswith(".py")), stack[0])
+        internals = _internals()  # C++ frame outside the allocator itself
+        chosen = next((f for f in stack if f[1].endswith(".py")), None) or next(
+            (f for f in stack if not internals.search(f[0])), stack[0])
     name, filename, line = chosen
     return f"{filename.rsplit('/', 1)[-1]}:{line} ({name})"
 

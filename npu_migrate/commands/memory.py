@@ -1,0 +1,244 @@
+"""`npu-migrate memory`: analyse memory snapshots (torch / torch_npu pickles, msMemScope CSV/DB).
+
+    npu-migrate memory FILE [--format text|json|markdown] [--html report.html]   (= report)
+    npu-migrate memory events FILE [filters] [--export events.csv|.json]
+    npu-migrate memory blocks FILE [filters] [--export blocks.csv|.json]
+    npu-migrate memory pool FILE --event N
+    npu-migrate memory compare A B
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable
+
+import click
+
+SUBCOMMANDS = ("report", "events", "blocks", "pool", "compare")
+
+
+class DefaultToReport(click.Group):
+    """`memory FILE ...` means `memory report FILE ...`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help"):
+            args = ["report", *args]
+        return super().parse_args(ctx, args)
+
+
+def fatal(message: str) -> None:
+    click.echo(f"npu-migrate memory: error: {message}", err=True)
+    sys.exit(2)
+
+
+def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn bad input into one line on stderr and exit code 2."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from npu_migrate.memory.loader import SnapshotError
+
+        try:
+            return func(*args, **kwargs)
+        except SnapshotError as exc:
+            fatal(str(exc))
+        except ValueError as exc:
+            fatal(str(exc))
+    return wrapper
+
+
+def load(path: str):
+    from npu_migrate.memory.loader import load_snapshot
+
+    return load_snapshot(path)
+
+
+def emit(report: Any, fmt: str, output: str | None) -> None:
+    if fmt == "json":
+        text = json.dumps(report.to_dict(), indent=2, default=str) + "\n"
+    elif fmt == "markdown":
+        text = report.to_markdown()
+    else:
+        from rich.console import Console
+
+        if output:
+            with open(output, "w", encoding="utf-8") as handle:
+                report.render(Console(file=handle, width=160, no_color=True))
+        else:
+            report.render(Console(width=max(Console().width, 120)))
+        return
+    if output:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        click.echo(text, nl=False)
+
+
+FILE = click.argument("file", type=click.Path(dir_okay=False))
+DEVICE = click.option("--device", "devices", type=int, multiple=True,
+                      help="Only these device indices (repeatable).")
+
+
+@click.group(cls=DefaultToReport, context_settings={"help_option_names": ["-h", "--help"]})
+def command() -> None:
+    """Analyse a memory snapshot: peak, leaks, fragmentation, OOMs, wasteful blocks, advice.
+
+    FILE is a pickle from torch.cuda.memory._dump_snapshot or
+    torch_npu.npu.memory._dump_snapshot, or an msMemScope memscope_dump CSV/DB export.
+    `npu-migrate memory FILE` runs `report`. See docs/memory.md.
+    """
+
+
+@command.command("report")
+@FILE
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False),
+              help="Also write a self-contained offline HTML report here.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here.")
+@click.option("--step-frame", help="Regex over 'file:line function' frames whose allocations "
+              "start a step (overrides annotations and pattern detection).")
+@DEVICE
+@guarded
+def report_cmd(file: str, fmt: str, html_path: str | None, output: str | None,
+               step_frame: str | None, devices: tuple[int, ...]) -> None:
+    """Findings and tables for FILE (the default subcommand)."""
+    from npu_migrate.memory.report import analyze
+
+    snapshot = load(file)
+    report, contexts = analyze(snapshot, list(devices) or None, step_frame)
+    if html_path:
+        from npu_migrate.memory.html import write_html
+
+        write_html(snapshot, contexts, report, html_path)
+        report.summary["html"] = html_path
+    emit(report, fmt, output)
+
+
+def _filters(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed([
+        click.option("--min-size", help="Smallest size shown (e.g. 1M)."),
+        click.option("--max-size", help="Largest size shown."),
+        click.option("--start", type=int, help="First event id."),
+        click.option("--end", type=int, help="Last event id."),
+        click.option("--since", "since_s", type=float, help="Seconds after the first event."),
+        click.option("--until", "until_s", type=float, help="Seconds after the first event."),
+        click.option("--limit", type=int, default=50, show_default=True,
+                     help="Rows printed (exports are not limited)."),
+        click.option("--export", "export_path", type=click.Path(dir_okay=False),
+                     help="Write all matching rows to a .csv or .json file."),
+        click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+                     default="text"),
+        DEVICE,
+    ]):
+        func = option(func)
+    return func
+
+
+def _view(file: str, devices: tuple[int, ...], kind: str, args: dict[str, Any]) -> None:
+    from npu_migrate.diagnostics import Report
+    from npu_migrate.memory.context import DeviceContext
+    from npu_migrate.memory.sites import SiteTable
+    from npu_migrate.memory import views
+
+    snapshot = load(file)
+    sites = SiteTable(snapshot.stacks)
+    report = Report(f"{kind.title()} view: {file}")
+    exported: list[dict[str, Any]] = []
+    min_size, max_size = views.parse_size(args["min_size"]), views.parse_size(args["max_size"])
+    for device in devices or snapshot.devices:
+        ctx = DeviceContext.build(snapshot, device, sites)
+        lo, hi = views.event_range(ctx, args["start"], args["end"], args["since_s"],
+                                   args["until_s"])
+        if kind == "events":
+            ids = views.select_events(ctx, lo, hi, min_size, max_size, args["actions"])
+            columns = views.EVENT_COLUMNS
+            make = views.event_records
+        else:
+            ids = views.select_blocks(ctx, lo, hi, min_size, max_size, args["states"])
+            columns = views.BLOCK_COLUMNS
+            make = views.block_records
+        report.summary[f"device {device}"] = f"{len(ids)} {kind}"
+        if args["export_path"]:
+            exported += [{"device": device, **r} for r in make(ctx, ids, True)]
+        shown = make(ctx, ids[:args["limit"]], False)
+        report.tables.append(views.as_table(f"Device {device}: {kind} {lo}-{hi - 1}"
+                                           f" ({len(ids)} match, {len(shown)} shown)",
+                                           columns, shown))
+    if args["export_path"]:
+        views.export(exported, ["device", *columns], args["export_path"])
+        report.summary["exported"] = f"{len(exported)} rows to {args['export_path']}"
+    emit(report, args["fmt"], None)
+
+
+@command.command("events")
+@FILE
+@_filters
+@click.option("--action", "actions", multiple=True, help="Only these actions (repeatable).")
+@guarded
+def events_cmd(file: str, devices: tuple[int, ...], **args: Any) -> None:
+    """Event view: ID, action, address, size, stream, allocated, active, reserved, stack."""
+    _view(file, devices, "events", args)
+
+
+@command.command("blocks")
+@FILE
+@_filters
+@click.option("--state", "states", multiple=True,
+              type=click.Choice(["active_allocated", "active_pending_free", "freed"]))
+@guarded
+def blocks_cmd(file: str, devices: tuple[int, ...], **args: Any) -> None:
+    """Block view: ID, requested size, size, address, state, alloc/free event, stack."""
+    _view(file, devices, "blocks", args)
+
+
+@command.command("pool")
+@FILE
+@click.option("--event", type=int, required=True, help="Pool state after this event id.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text")
+@DEVICE
+@guarded
+def pool_cmd(file: str, event: int, fmt: str, devices: tuple[int, ...]) -> None:
+    """Segments and blocks (with states) as they were after an event."""
+    from npu_migrate.diagnostics import Report, Table
+    from npu_migrate.memory.context import DeviceContext, fmt_bytes
+    from npu_migrate.memory.replay import STATE_NAMES
+    from npu_migrate.memory.sites import SiteTable
+
+    snapshot = load(file)
+    sites = SiteTable(snapshot.stacks)
+    report = Report(f"Pool after event {event}: {file}")
+    for device in devices or snapshot.devices:
+        ctx = DeviceContext.build(snapshot, device, sites)
+        if not -1 <= event < max(ctx.rep.n_events, 0):
+            raise ValueError(f"{file}: device {device} has events 0-{ctx.rep.n_events - 1}")
+        pool = ctx.pool(event)
+        blocks = ctx.rep.blocks
+        allocated = blocks.allocated_at(event)
+        rows = []
+        for seg in pool.segments:
+            rows.append([hex(seg.address), fmt_bytes(seg.size), "segment", "", fmt_bytes(seg.free),
+                         fmt_bytes(seg.largest_gap)])
+            for r in seg.rows.tolist():
+                state = STATE_NAMES[0] if allocated[r] else STATE_NAMES[1]
+                rows.append([hex(int(blocks.addr[r])), fmt_bytes(blocks.size[r]), state, r,
+                             sites.site(int(blocks.stack[r])), ""])
+        report.summary[f"device {device}"] = (f"reserved {fmt_bytes(pool.reserved)}, free "
+                                              f"{fmt_bytes(pool.free)}, largest free block "
+                                              f"{fmt_bytes(pool.largest_gap)}")
+        report.tables.append(Table(f"Device {device}", ["address", "size", "state", "block id",
+                                                        "site / free", "largest free"], rows))
+    emit(report, fmt, None)
+
+
+@command.command("compare")
+@click.argument("before", type=click.Path(dir_okay=False))
+@click.argument("after", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text")
+@guarded
+def compare_cmd(before: str, after: str, fmt: str) -> None:
+    """Peaks and per-site differences at the peak between two snapshots."""
+    from npu_migrate.memory.compare import compare
+
+    emit(compare(load(before), load(after)), fmt, None)

@@ -1,0 +1,122 @@
+"""`[tool.npu-migrate]` in pyproject.toml, found by walking up from the paths given (as ruff
+does). Command-line options override it. Unknown keys and bad values are errors naming the key."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+SECTION = "npu-migrate"
+AMP_DTYPES = ("bfloat16", "float16")
+
+
+class ConfigError(ValueError):
+    """A bad configuration; the message names the file and the key."""
+
+
+@dataclass
+class Settings:
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    enable: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    amp_dtype: str = "bfloat16"
+    target_version: str | None = None  # the torch_npu release the migrated code must run on
+    jobs: int | None = None
+    cache_dir: str | None = None
+    respect_gitignore: bool = True
+    source: str | None = None  # the pyproject.toml it came from
+    root: str = "."  # its folder: relative paths in the config are relative to it
+
+    def rule_options(self) -> dict[str, Any]:
+        return {"amp_dtype": self.amp_dtype, "target_version": self.target_version}
+
+
+def _key(name: str) -> str:
+    return name.replace("_", "-")
+
+
+_LIST_KEYS = {"select", "ignore", "enable", "exclude"}
+_KNOWN = {_key(f.name) for f in fields(Settings)} - {"source", "root"}
+
+
+def find_pyproject(paths: Iterable[str]) -> str | None:
+    """The nearest pyproject.toml with a [tool.npu-migrate] table, from the first path upwards."""
+    starts = [os.path.abspath(p) for p in paths] or [os.getcwd()]
+    start = os.path.commonpath(starts) if len(starts) > 1 else starts[0]
+    directory = start if os.path.isdir(start) else os.path.dirname(start)
+    while True:
+        candidate = os.path.join(directory, "pyproject.toml")
+        if os.path.isfile(candidate) and _has_section(candidate):
+            return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def _has_section(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return SECTION in tomllib.load(handle).get("tool", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return False  # a broken unrelated pyproject is not ours to judge while searching
+
+
+def load_settings(paths: Sequence[str], config_file: str | None = None,
+                  isolated: bool = False) -> Settings:
+    if isolated:
+        return Settings()
+    path = config_file or find_pyproject(paths)
+    if path is None:
+        return Settings()
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    table = data.get("tool", {}).get(SECTION, {})
+    settings = parse_table(table, path)
+    settings.source = path
+    settings.root = os.path.dirname(os.path.abspath(path))
+    return settings
+
+
+def parse_table(table: dict[str, Any], path: str = "pyproject.toml") -> Settings:
+    settings = Settings()
+    where = f"{path}: [tool.{SECTION}]"
+    for key, value in table.items():
+        if key not in _KNOWN:
+            raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(_KNOWN))})")
+        attr = key.replace("-", "_")
+        if key in _LIST_KEYS:
+            if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise ConfigError(f"{where}: {key} must be a list of strings")
+        elif key == "per-file-ignores":
+            if not (isinstance(value, dict) and all(
+                    isinstance(v, list) and all(isinstance(c, str) for c in v) for v in value.values())):
+                raise ConfigError(f"{where}: per-file-ignores must map globs to lists of codes")
+        elif key == "amp-dtype":
+            if value not in AMP_DTYPES:
+                raise ConfigError(f"{where}: amp-dtype must be one of {', '.join(AMP_DTYPES)}, not {value!r}")
+        elif key == "target-version":
+            if not (isinstance(value, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?(\S*)", value)):
+                raise ConfigError(f"{where}: target-version must be a torch_npu version such as '2.9.0'")
+        elif key == "jobs":
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                raise ConfigError(f"{where}: jobs must be a positive integer")
+        elif key == "cache-dir":
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: cache-dir must be a string")
+        elif key == "respect-gitignore":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: respect-gitignore must be true or false")
+        setattr(settings, attr, value)
+    return settings

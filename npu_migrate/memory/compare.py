@@ -1,0 +1,47 @@
+"""`npu-migrate memory compare A B`: two snapshots side by side (e.g. before/after AMP)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu_migrate.diagnostics import Report, Table
+from npu_migrate.memory.context import DeviceContext, fmt_bytes
+from npu_migrate.memory.model import Snapshot
+from npu_migrate.memory.report import build_contexts
+
+
+def peak_sites(ctx: DeviceContext) -> dict[str, int]:
+    if ctx.rep.n_events == 0:
+        return {}
+    rows = np.flatnonzero(ctx.rep.blocks.allocated_at(ctx.rep.peak_index))
+    groups = ctx.group_by_site(rows, ctx.rep.blocks.counted[rows], limit=1 << 30)
+    return {site: size for site, _, size, _, _ in groups}
+
+
+def compare(before: Snapshot, after: Snapshot, limit: int = 20) -> Report:
+    a = {c.device: c for c in build_contexts(before)}
+    b = {c.device: c for c in build_contexts(after)}
+    report = Report(f"Memory comparison: {before.path} -> {after.path}")
+    rows, site_rows = [], []
+    for device in sorted(set(a) | set(b)):
+        ca, cb = a.get(device), b.get(device)
+        pa = ca.rep.peak_bytes if ca else 0
+        pb = cb.rep.peak_bytes if cb else 0
+        ra = int(ca.rep.reserved.max()) if ca and ca.rep.n_events else 0
+        rb = int(cb.rep.reserved.max()) if cb and cb.rep.n_events else 0
+        rows.append([device, fmt_bytes(pa), fmt_bytes(pb), fmt_bytes(pb - pa),
+                     f"{100 * (pb - pa) / pa:+.1f}%" if pa else "-", fmt_bytes(ra), fmt_bytes(rb),
+                     ca.rep.n_events if ca else 0, cb.rep.n_events if cb else 0])
+        sa = peak_sites(ca) if ca else {}
+        sb = peak_sites(cb) if cb else {}
+        diffs = sorted(set(sa) | set(sb), key=lambda s: -abs(sb.get(s, 0) - sa.get(s, 0)))
+        site_rows += [[device, s, fmt_bytes(sa.get(s, 0)), fmt_bytes(sb.get(s, 0)),
+                       fmt_bytes(sb.get(s, 0) - sa.get(s, 0))] for s in diffs[:limit]]
+        report.summary[f"device {device} peak"] = (f"{fmt_bytes(pa)} -> {fmt_bytes(pb)} "
+                                                   f"({fmt_bytes(pb - pa)})")
+    report.tables.append(Table("Peaks", ["device", "peak A", "peak B", "change", "change %",
+                                         "peak reserved A", "peak reserved B", "events A",
+                                         "events B"], rows))
+    report.tables.append(Table("Live at the peak, by site (largest changes first)",
+                               ["device", "site", "A", "B", "change"], site_rows))
+    return report

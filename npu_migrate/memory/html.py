@@ -1,0 +1,161 @@
+"""`--html`: one self-contained offline page (our own inline JS/CSS, no CDN).
+
+The browser never gets every event or block: the timeline is cut into at most
+MAX_BUCKETS min/max buckets, the lifetime chart gets the MAX_BLOCKS blocks that cover the
+most bytes x events, and the pool view gets MAX_MOMENTS precomputed moments.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from npu_migrate.diagnostics import Report
+from npu_migrate.memory.context import DeviceContext
+from npu_migrate.memory.model import OOM, SEG_ALLOC, SEG_MAP, Snapshot
+from npu_migrate.memory.sites import format_stack
+
+MAX_BUCKETS = 20000
+MAX_BLOCKS = 2500
+MAX_MOMENTS = 24
+MAX_POOL_BLOCKS = 3000
+MAX_SEGMENTS = 64
+
+
+def write_html(snapshot: Snapshot, contexts: list[DeviceContext], report: Report,
+               path: str) -> None:
+    payload = {"file": snapshot.path, "producer": snapshot.producer,
+               "findings": [d.format(with_doc=False) for d in report.findings],
+               "summary": {k: str(v) for k, v in report.summary.items()},
+               "devices": [device_payload(ctx) for ctx in contexts]}
+    assets = resources.files("npu_migrate.memory").joinpath("assets")
+    page = assets.joinpath("report.html").read_text(encoding="utf-8")
+    data = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
+    page = (page.replace("/*CSS*/", assets.joinpath("report.css").read_text(encoding="utf-8"))
+            .replace("/*JS*/", assets.joinpath("report.js").read_text(encoding="utf-8"))
+            .replace("{{DATA}}", data))
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(page)
+
+
+def buckets(n: int) -> np.ndarray:
+    """Start index of each bucket (all events when there are few)."""
+    count = min(n, MAX_BUCKETS)
+    return np.unique((np.arange(count, dtype=np.int64) * n) // max(count, 1))
+
+
+def series_payload(ctx: DeviceContext) -> dict[str, Any]:
+    rep = ctx.rep
+    starts = buckets(rep.n_events)
+    if not len(starts):
+        return {"x": [], "amax": [], "amin": [], "rmax": [], "rmin": [], "act": []}
+    out = {"x": starts.tolist()}
+    for key, values, reducer in (("amax", rep.allocated, np.maximum), ("amin", rep.allocated,
+                                 np.minimum), ("rmax", rep.reserved, np.maximum),
+                                 ("rmin", rep.reserved, np.minimum),
+                                 ("act", rep.active, np.maximum)):
+        out[key] = reducer.reduceat(values, starts).tolist()
+    times = rep.trace.time_us
+    if times is not None:
+        out["t"] = np.round((times[starts] - times[0]) / 1e6, 6).tolist()
+    return out
+
+
+def address_space(ctx: DeviceContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every address range that was ever a segment, merged; returns starts, ends, offsets
+    so that a block's y position is offset + (address - start)."""
+    trace = ctx.rep.trace
+    grow = (trace.action == SEG_ALLOC) | (trace.action == SEG_MAP)
+    starts = [s.address for s in ctx.snapshot.segments if s.device == ctx.device]
+    ends = [s.address + s.total_size for s in ctx.snapshot.segments if s.device == ctx.device]
+    starts = np.concatenate([np.asarray(starts, np.int64), trace.addr[grow],
+                             ctx.rep.blocks.addr])
+    ends = np.concatenate([np.asarray(ends, np.int64), trace.addr[grow] + trace.size[grow],
+                           ctx.rep.blocks.addr + ctx.rep.blocks.size])
+    if not len(starts):
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    running_end = np.maximum.accumulate(ends)
+    new = np.concatenate([[True], starts[1:] > running_end[:-1]])
+    merged_starts = starts[new]
+    merged_ends = np.maximum.reduceat(ends, np.flatnonzero(new))
+    sizes = merged_ends - merged_starts
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return merged_starts, merged_ends, offsets
+
+
+def blocks_payload(ctx: DeviceContext, stacks: set[int]) -> dict[str, Any]:
+    rep, blocks = ctx.rep, ctx.rep.blocks
+    n = rep.n_events
+    begin = np.maximum(blocks.alloc, 0)
+    end = np.where(blocks.free < 0, n, blocks.free)
+    weight = blocks.size.astype(np.float64) * np.maximum(end - begin, 1)
+    rows = np.argsort(-weight, kind="stable")[:MAX_BLOCKS]
+    starts, ends, offsets = address_space(ctx)
+    where = np.clip(np.searchsorted(starts, blocks.addr[rows], side="right") - 1, 0, None)
+    y = offsets[where] + (blocks.addr[rows] - starts[where]) if len(starts) else np.zeros(len(rows))
+    stacks.update(int(s) for s in blocks.stack[rows])
+    drawn = [[int(r), int(begin[r]), int(end[r]), int(yy), int(blocks.size[r]),
+              int(blocks.requested[r]), int(blocks.state[r]), int(blocks.stack[r]),
+              hex(int(blocks.addr[r])), int(blocks.alloc[r]), int(blocks.free[r])]
+             for r, yy in zip(rows.tolist(), np.asarray(y).tolist())]
+    return {"rows": drawn, "total": int(len(blocks)),
+            "space": int((ends - starts).sum()) if len(starts) else 0}
+
+
+def moments(ctx: DeviceContext) -> list[int]:
+    rep = ctx.rep
+    n = rep.n_events
+    if n == 0:
+        return []
+    chosen = set(np.linspace(0, n - 1, MAX_MOMENTS - 4).astype(int).tolist())
+    chosen |= {rep.peak_index, rep.peak_reserved_index}
+    chosen |= set(np.flatnonzero(rep.trace.action == OOM)[:2].tolist())
+    return sorted(chosen)
+
+
+def pool_payload(ctx: DeviceContext, event: int, stacks: set[int]) -> dict[str, Any]:
+    pool = ctx.pool(event)
+    blocks = ctx.rep.blocks
+    allocated = blocks.allocated_at(event)
+    segs = sorted(pool.segments, key=lambda s: -s.size)[:MAX_SEGMENTS]
+    budget = MAX_POOL_BLOCKS
+    out = []
+    for seg in segs:
+        rows = seg.rows
+        if len(rows) > budget:
+            rows = rows[np.argsort(-blocks.size[rows], kind="stable")[:max(budget, 0)]]
+        budget -= len(rows)
+        stacks.update(int(s) for s in blocks.stack[rows])
+        out.append({"addr": hex(seg.address), "size": seg.size, "free": seg.free,
+                    "largest": seg.largest_gap, "pieces": seg.gaps, "exp": seg.expandable,
+                    "blocks": [[int(blocks.addr[r] - seg.address), int(blocks.size[r]),
+                                0 if allocated[r] else 1, int(r), int(blocks.stack[r])]
+                               for r in rows.tolist()],
+                    "hidden": int(len(seg.rows) - len(rows))})
+    return {"event": event, "reserved": pool.reserved, "free": pool.free,
+            "largest": pool.largest_gap, "segments": out,
+            "more_segments": max(len(pool.segments) - MAX_SEGMENTS, 0)}
+
+
+def device_payload(ctx: DeviceContext) -> dict[str, Any]:
+    rep = ctx.rep
+    stacks: set[int] = set()
+    payload = {
+        "device": ctx.device, "events": rep.n_events, "has_time": rep.trace.time_us is not None,
+        "peak": {"event": rep.peak_index, "bytes": rep.peak_bytes},
+        "series": series_payload(ctx),
+        "steps": ctx.steps.starts[:5000], "step_source": ctx.steps.source,
+        "marks": ctx.marks,
+        "blocks": blocks_payload(ctx, stacks),
+        "pools": [pool_payload(ctx, e, stacks) for e in moments(ctx)],
+    }
+    payload["stacks"] = {str(s): {"site": ctx.sites.site(s),
+                                  "frames": format_stack(ctx.snapshot.stacks[s], 30)}
+                         for s in sorted(stacks) if s >= 0}
+    return payload

@@ -1,0 +1,177 @@
+"""Runs the engine over many files: cache first, then the misses on all cores, results streamed
+back in a deterministic order so memory stays bounded whatever the size of the repository."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from npu_migrate.cache import Cache
+from npu_migrate.discovery import excluded
+from npu_migrate.engine import FileOutcome, RuleSet, migrate_text
+from npu_migrate.sources import SourceError, SourceText, decode_source
+
+# below this many cache misses a process pool costs more than it saves
+POOL_THRESHOLD = 24
+
+
+@dataclass
+class RunPlan:
+    """Everything a worker needs to rebuild the rule sets (picklable)."""
+
+    codes: list[str]
+    options: dict[str, Any] = field(default_factory=dict)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    root: str = "."
+
+    def __post_init__(self) -> None:
+        self._rulesets: dict[frozenset[str], RuleSet] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_rulesets"] = {}
+        return state
+
+    def ignored_for(self, path: str) -> frozenset[str]:
+        if not self.per_file_ignores:
+            return frozenset()
+        relative = os.path.relpath(os.path.abspath(path), self.root)
+        found: set[str] = set()
+        for pattern, codes in self.per_file_ignores.items():
+            if excluded(relative, [pattern]):
+                found.update(codes)
+        return frozenset(found)
+
+    def ruleset_for(self, path: str) -> RuleSet:
+        ignored = self.ignored_for(path)
+        ruleset = self._rulesets.get(ignored)
+        if ruleset is None:
+            from npu_migrate_codemods.registry import all_rules
+
+            by_code = {r.code: r for r in all_rules()}
+            rules = [by_code[c] for c in self.codes
+                     if not any(c.startswith(i.upper()) for i in ignored)]
+            ruleset = self._rulesets[ignored] = RuleSet(rules, self.options)
+        return ruleset
+
+
+@dataclass
+class FileResult:
+    outcome: FileOutcome
+    old_text: str | None = None  # set only when the file changes (for diffs)
+    new_bytes: bytes | None = None  # the encoded new content, when the file changes
+    cached: bool = False
+
+    @property
+    def path(self) -> str:
+        return self.outcome.path
+
+
+def process_bytes(data: bytes, path: str, plan: RunPlan) -> FileResult:
+    try:
+        source = decode_source(data, path)
+    except SourceError as exc:
+        return FileResult(FileOutcome(path, error=str(exc)))
+    try:
+        outcome = migrate_text(source.text, path, plan.ruleset_for(path))
+    except RecursionError:
+        return FileResult(FileOutcome(path, error=f"{path}:0:0: too deeply nested to parse"))
+    return _finish(outcome, source)
+
+
+def _finish(outcome: FileOutcome, source: SourceText) -> FileResult:
+    if outcome.new_text is None:
+        return FileResult(outcome)
+    try:
+        new_bytes = source.encode(outcome.new_text)
+    except UnicodeEncodeError as exc:
+        outcome.new_text = None
+        outcome.error = f"{outcome.path}:0:0: the rewrite cannot be encoded as {source.encoding}: {exc.reason}"
+        return FileResult(outcome)
+    return FileResult(outcome, source.text, new_bytes)
+
+
+def _read(path: str) -> bytes | FileResult:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        return FileResult(FileOutcome(path, error=f"{path}:0:0: cannot read: {exc.strerror}"))
+
+
+# -- worker side ----------------------------------------------------------------------------
+_PLAN: RunPlan | None = None
+
+
+def _init_worker(plan: RunPlan) -> None:
+    global _PLAN
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops cleanly
+    _PLAN = plan
+
+
+def _work(path: str) -> FileResult:
+    assert _PLAN is not None
+    data = _read(path)
+    return data if isinstance(data, FileResult) else process_bytes(data, path, _PLAN)
+
+
+# -- parent side ----------------------------------------------------------------------------
+def run(paths: Sequence[str], plan: RunPlan, jobs: int | None = None,
+        cache: Cache | None = None) -> Iterator[FileResult]:
+    """Yield one FileResult per path, in the order given."""
+    jobs = jobs or os.cpu_count() or 1
+    pending: list[tuple[int, str]] = []
+    ready: dict[int, FileResult] = {}
+    for index, path in enumerate(paths):
+        if cache is None:
+            pending.append((index, path))
+            continue
+        data = _read(path)
+        if isinstance(data, FileResult):
+            ready[index] = data
+            continue
+        hit = cache.get(data, path)
+        if hit is None:
+            pending.append((index, path))
+        else:
+            ready[index] = _from_cache(hit, data, path)
+    computed = _compute([p for _, p in pending], plan, jobs)
+    pending_index = iter(pending)
+    next_pending = next(pending_index, None)
+    for index, path in enumerate(paths):
+        if next_pending is not None and next_pending[0] == index:
+            result = next(computed)
+            if cache is not None and not result.outcome.error:
+                data = _read(path)
+                if not isinstance(data, FileResult):
+                    cache.put(data, path, result.outcome)
+            next_pending = next(pending_index, None)
+            yield result
+        else:
+            yield ready.pop(index)
+
+
+def _from_cache(outcome: FileOutcome, data: bytes, path: str) -> FileResult:
+    if outcome.new_text is None:
+        return FileResult(outcome, cached=True)
+    result = _finish(outcome, decode_source(data, path))
+    result.cached = True
+    return result
+
+
+def _compute(paths: list[str], plan: RunPlan, jobs: int) -> Iterator[FileResult]:
+    if jobs <= 1 or len(paths) < POOL_THRESHOLD:
+        for path in paths:
+            data = _read(path)
+            yield data if isinstance(data, FileResult) else process_bytes(data, path, plan)
+        return
+    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(plan,))
+    try:
+        # large files first would balance better, but order must stay deterministic for output
+        yield from executor.map(_work, paths, chunksize=max(1, min(16, len(paths) // (jobs * 8))))
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,148 @@
+"""The engine: prefilter, chunked single parse, suppression, import insertion, re-parse."""
+
+import ast
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from npu_migrate.engine import RuleSet, migrate_source, migrate_text, split_chunks
+from npu_migrate_codemods.base import Fix, Rule
+from npu_migrate_codemods.positions import node_positions
+from npu_migrate_codemods.registry import RuleError, all_rules, select_rules
+
+CORE = ["NPU100", "NPU101", "NPU102"]
+
+
+def run(text, select=CORE, path="x.py"):
+    return migrate_text(text, path, RuleSet(select_rules(all_rules(), select)))
+
+
+def test_file_without_cuda_is_never_parsed():
+    outcome = run("import torch\nx = torch.zeros(3)\n")
+    assert outcome.new_text is None and not outcome.parsed and not outcome.edits
+
+
+def test_only_matching_chunks_are_rewritten_rest_verbatim():
+    text = ("import torch\n\n\ndef a(x):\n    return x.cuda()   # odd  spacing kept\n\n\n"
+            "def b(y):\n    return y  +  1\n")
+    outcome = run(text)
+    assert outcome.new_text == text.replace("x.cuda()", "x.npu()").replace(
+        "import torch\n", "import torch\nimport torch_npu  # noqa: F401\n")
+    assert [(e.code, e.line, e.col) for e in outcome.edits] == [("NPU100", 2, 1), ("NPU101", 5, 12)]
+
+
+def test_chunks_concatenate_back_to_the_text():
+    text = "'''doc'''\n# c\n@dec\n\n@dec2\ndef f():\n    pass\nx = 1; y = 2\nclass A:\n    z = 3\n# tail\n"
+    chunks = split_chunks(text, ast.parse(text))
+    assert "".join(c for _, c in chunks) == text
+    assert [line for line, _ in chunks] == [1, 3, 8, 9]
+
+
+def test_form_feed_does_not_shift_chunk_lines():
+    text = "import torch\n\x0c\ndef f(x):\n    return x.cuda()\n"
+    outcome = run(text)
+    assert outcome.new_text.endswith("return x.npu()\n")
+    assert outcome.edits[-1].line == 4  # positions refer to the original text
+
+
+def test_syntax_error_is_reported_and_file_left_alone():
+    outcome = run("x = y.cuda(\n")
+    assert outcome.new_text is None
+    assert outcome.error.startswith("x.py:1:")
+    assert "syntax error" in outcome.error
+
+
+def test_line_suppression_drops_fix_and_skip_file_skips_everything():
+    text = "a = x.cuda()  # npu-migrate: ignore[NPU101]\nb = x.cuda()  # npu-migrate: ignore\nc = x.cuda()\n"
+    outcome = run(text)
+    assert outcome.new_text.splitlines()[1:] == text.splitlines()[:2] + ["c = x.npu()"]
+    assert [e.line for e in outcome.edits if e.code == "NPU101"] == [3]
+    assert run("# npu-migrate: skip-file\n" + text).new_text is None
+
+
+def test_suppressing_other_code_does_not_suppress():
+    outcome = run("a = x.cuda()  # npu-migrate: ignore[NPU102]\n")
+    assert "x.npu()" in outcome.new_text
+
+
+def test_import_added_once_and_idempotent():
+    text = "import os\nimport torch as th\n\ndef f(m):\n    return m.cuda(), m.is_cuda\n"
+    once = migrate_source(text, select=CORE)
+    assert once.count("import torch_npu") == 1
+    assert once.splitlines()[2] == "import torch_npu  # noqa: F401"
+    assert migrate_source(once, select=CORE) == once
+
+
+def test_import_goes_before_first_torch_import_when_it_is_not_plain_import_torch():
+    text = "from torch import nn\nx = y.cuda()\n"
+    assert migrate_source(text, select=CORE) == "import torch_npu  # noqa: F401\nfrom torch import nn\nx = y.npu()\n"
+
+
+def test_import_after_docstring_and_future_when_no_torch_import():
+    text = '"""Doc."""\nfrom __future__ import annotations\n\nx = y.cuda()\n'
+    assert migrate_source(text, select=CORE).splitlines()[2] == "import torch_npu  # noqa: F401"
+
+
+def test_existing_torch_npu_import_is_respected():
+    text = "import torch\nimport torch_npu\nx = y.cuda()\n"
+    assert migrate_source(text, select=CORE) == "import torch\nimport torch_npu\nx = y.npu()\n"
+
+
+def test_ignoring_npu100_adds_no_import():
+    assert migrate_source("x = y.cuda()\n", select=["NPU101"]) == "x = y.npu()\n"
+
+
+class _BrokenRule(Rule):
+    code = "NPX999"
+    name = "broken-for-test"
+    summary = "produces invalid code"
+    fix = Fix.SAFE
+    prefilter = r"boom"
+
+    def leave_Name(self, original_node, updated_node):
+        if updated_node.value == "boom":
+            self.fixed(original_node, "boom")
+            return updated_node.with_changes(value="lambda")
+        return updated_node
+
+
+def test_rewrite_that_does_not_parse_is_never_returned():
+    outcome = migrate_text("boom = 1\n", "b.py", RuleSet([_BrokenRule]))
+    assert outcome.new_text is None and outcome.edits == []
+    assert "would not parse" in outcome.error and outcome.error.startswith("b.py:")
+
+
+def test_unknown_selector_is_an_error():
+    with pytest.raises(RuleError, match="NPU9"):
+        select_rules(all_rules(), ["NPU9"])
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\n\nclass A:\n    def f(self, x):\n        return [x.cuda(0), (y.cuda()\n  )]\n",
+    "x = f(a)[1].cuda(non_blocking=True)\nif t.is_cuda: pass\n",
+])
+def test_positions_match_libcst_position_provider(source):
+    module = cst.parse_module(source)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    expected = wrapper.resolve(PositionProvider)
+    nodes = [n for n in expected if isinstance(n, (cst.Call, cst.Attribute, cst.Name))]
+    ours = node_positions(module, nodes)
+    for node in nodes:
+        start = expected[node].start
+        assert ours[id(node)] == (start.line, start.column + 1)
+
+
+class _CrashingRule(_BrokenRule):
+    code = "NPX998"
+    name = "crashing-for-test"
+
+    def leave_Name(self, original_node, updated_node):
+        raise RuntimeError("rule bug")
+
+
+def test_a_crashing_rule_fails_the_file_not_the_run():
+    outcome = migrate_text("boom = 1\n", "c.py", RuleSet([_CrashingRule]))
+    assert outcome.new_text is None
+    assert outcome.error.startswith("c.py:0:0: internal error") and "rule NPX998 crashed" in outcome.error
+    assert "rule bug" in outcome.error
