@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -91,6 +91,9 @@ class Rule:
     severity: ClassVar[Severity] = Severity.INFO  # severity of self.report() without an override
     prefilter: ClassVar[str] = ""  # regex on the raw text; a file (chunk) is parsed only if some rule's matches
     needs_torch_npu: ClassVar[bool] = False  # its edits make the file depend on `import torch_npu`
+    # True for rules that must see whole top-level statements (a loop and the function around
+    # it); others may be handed one statement of a function or class body, dedented
+    whole_statements: ClassVar[bool] = False
     # "python" rules are LibCST transformers; "shell" rules implement `rewrite_text` over a
     # launch script's text (and record edits with `fixed_at`/`report_at`).
     language: ClassVar[str] = "python"
@@ -176,11 +179,20 @@ class RuleRunner(cst.CSTTransformer):
         self._all_positions: dict[int, tuple[int, int]] | None = None
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        for method in self._visit.get(type(node).__name__, ()):
+        methods = self._visit.get(type(node).__name__)
+        if not methods:
+            return True
+        context = self._context
+        assert context is not None
+        context._pending = []
+        for method in methods:
             try:
                 method(node)
             except Exception as exc:
                 raise RuleCrash(method.__self__.code, exc) from exc
+        # keep what visit_ methods report (on_leave collects only what leave_ methods say)
+        self._accepted.extend(context._pending)
+        context._pending = []
         return True
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
@@ -217,8 +229,11 @@ class RuleRunner(cst.CSTTransformer):
         line = self._all_positions[id(node)][0] + context.line_offset
         return context.suppressions.suppresses(code, line)
 
-    def run(self, module: cst.Module, line_offset: int) -> cst.Module:
-        """Transform one parsed chunk; resolve the positions of what the rules recorded."""
+    def run(self, module: cst.Module, line_offset: int,
+            col_shift: Sequence[int] = ()) -> tuple[cst.Module, list[Edit | Diagnostic]]:
+        """Transform one parsed chunk. Returns the new chunk and what the rules recorded, placed
+        in the file: `line_offset` lines down, and `col_shift[i]` columns right on chunk line i+1
+        (the indentation the engine removed to parse a nested block on its own)."""
         context = self._context
         assert context is not None
         context.module = module
@@ -229,13 +244,14 @@ class RuleRunner(cst.CSTTransformer):
             new_module = cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(self)
         else:
             new_module = module.visit(self)
+        items: list[Edit | Diagnostic] = []
         if self._accepted:
             where = node_positions(module, [node for node, _ in self._accepted])
             for node, make in self._accepted:
                 line, col = where[id(node)]
-                item = make(line + line_offset, col)
-                (context.edits if isinstance(item, Edit) else context.diagnostics).append(item)
-        return new_module
+                shift = col_shift[line - 1] if line - 1 < len(col_shift) else 0
+                items.append(make(line + line_offset, col + shift))
+        return new_module, items
 
 
 def compile_prefilter(rules: Iterable[type[Rule]]) -> re.Pattern[str] | None:

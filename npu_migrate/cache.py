@@ -1,31 +1,101 @@
 """A content-addressed result cache: an unchanged file under an unchanged tool, rule set and
 configuration is not parsed again. One small JSON file per entry, written atomically, so
-concurrent runs are safe; an entry that cannot be read is ignored and rebuilt."""
+concurrent runs are safe; an entry that cannot be read is ignored and rebuilt.
+
+The run key covers the tool version and also a fingerprint of the rule and engine sources and of
+every plugin (distribution, version and its package files), so an edited rule or an upgraded
+plugin never serves stale results, even in an editable install where the version stays put.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import sys
 import tempfile
+from functools import lru_cache
 from typing import Any
 
 from npu_migrate import __version__
 from npu_migrate.diagnostics import Diagnostic, Edit, Severity
 from npu_migrate.engine import FileOutcome
 
-FORMAT = 1
+FORMAT = 2
 DEFAULT_DIR = ".npu-migrate-cache"
+# the engine modules whose code decides a file's result (besides the rules)
+_ENGINE_MODULES = ("engine", "sources", "diagnostics")
+_FINGERPRINT_SUFFIXES = (".py", ".json", ".toml", ".tsv")
+_MAX_PLUGIN_FILES = 2000  # a plugin living at the top of a huge folder: hash its module only
+
+
+def _hash_tree(digest: Any, directory: str, limit: int | None = None) -> bool:
+    """Feed every source/data file under `directory` into `digest`; False past `limit` files."""
+    count = 0
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if not name.endswith(_FINGERPRINT_SUFFIXES):
+                continue
+            count += 1
+            if limit is not None and count > limit:
+                return False
+            path = os.path.join(root, name)
+            digest.update(os.path.relpath(path, directory).encode("utf-8", "surrogateescape"))
+            try:
+                with open(path, "rb") as handle:
+                    digest.update(hashlib.sha256(handle.read()).digest())
+            except OSError:
+                digest.update(b"<unreadable>")
+    return True
+
+
+def _hash_file(digest: Any, path: str | None) -> None:
+    try:
+        with open(path or "", "rb") as handle:
+            digest.update(hashlib.sha256(handle.read()).digest())
+    except OSError:
+        digest.update(b"<no file>")
+
+
+@lru_cache(maxsize=1)
+def tool_fingerprint() -> str:
+    """A hash of the rule package and the engine sources (a few ms; once per process)."""
+    import npu_migrate_codemods
+
+    digest = hashlib.sha256(__version__.encode())
+    _hash_tree(digest, os.path.dirname(os.path.abspath(npu_migrate_codemods.__file__)))
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in _ENGINE_MODULES:
+        _hash_file(digest, os.path.join(here, f"{name}.py"))
+    return digest.hexdigest()
+
+
+def _plugin_fingerprints() -> list[str]:
+    from npu_migrate_codemods.registry import builtin_rules, plugin_origin, plugin_rules
+
+    builtins = set(builtin_rules())
+    out = []
+    for rule in plugin_rules():
+        if rule in builtins:
+            continue
+        digest = hashlib.sha256()
+        module = sys.modules.get(rule.__module__)
+        module_file = getattr(module, "__file__", None)
+        top = sys.modules.get(rule.__module__.split(".")[0])
+        package_dir = (os.path.dirname(top.__file__) if top is not None and getattr(top, "__file__", None)
+                       and os.path.basename(top.__file__) == "__init__.py" else None)
+        if package_dir is None or not _hash_tree(digest, package_dir, _MAX_PLUGIN_FILES):
+            digest = hashlib.sha256()
+            _hash_file(digest, module_file)
+        out.append(f"{rule.code}:{rule.__module__}:{plugin_origin(rule)}:{digest.hexdigest()[:16]}")
+    return sorted(out)
 
 
 def run_key(codes: list[str], options: dict[str, Any], extra: str = "") -> str:
-    """What, besides a file's content, decides its result."""
-    from npu_migrate_codemods.registry import all_rules
-
-    plugins = sorted(f"{r.code}:{r.__module__}" for r in all_rules() if not
-                     r.__module__.startswith("npu_migrate_codemods."))
-    material = json.dumps([FORMAT, __version__, sorted(codes), options, plugins, extra],
-                          sort_keys=True, default=str)
+    """What, besides a file's content and path, decides its result."""
+    material = json.dumps([FORMAT, __version__, tool_fingerprint(), sorted(codes), options,
+                           _plugin_fingerprints(), extra], sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
@@ -35,6 +105,7 @@ class Cache:
         self.key = key
         self.hits = 0
         self.misses = 0
+        self._prepared = False
 
     def _path(self, data: bytes, path: str) -> str:
         digest = hashlib.sha256(data)
@@ -49,8 +120,8 @@ class Cache:
             with open(self._path(data, path), encoding="utf-8") as handle:
                 entry = json.load(handle)
             outcome = _outcome_from(entry, path)
-        except (OSError, ValueError, KeyError, TypeError):
-            self.misses += 1
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            self.misses += 1  # missing or corrupt: computed again and overwritten by put()
             return None
         self.hits += 1
         return outcome
@@ -60,20 +131,48 @@ class Cache:
             return  # failures are retried next time (the tool may have been fixed)
         target = self._path(data, path)
         try:
+            self._prepare()
             os.makedirs(os.path.dirname(target), exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(_entry_of(outcome), handle)
-            os.replace(temp, target)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(_entry_of(outcome), handle)
+                os.replace(temp, target)  # atomic: a concurrent reader sees all or nothing
+            except BaseException:
+                _unlink(temp)
+                raise
         except OSError:
             pass  # a cache that cannot be written only costs time
+
+    def _prepare(self) -> None:
+        """Mark a new cache folder so that git and backup tools leave it alone."""
+        if self._prepared:
+            return
+        self._prepared = True
+        os.makedirs(self.directory, exist_ok=True)
+        for name, text in ((".gitignore", "# created by npu-migrate\n*\n"),
+                           ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n"
+                                            "# npu-migrate result cache; safe to delete\n")):
+            marker = os.path.join(self.directory, name)
+            if not os.path.exists(marker):
+                try:
+                    with open(marker, "x", encoding="utf-8") as handle:
+                        handle.write(text)
+                except OSError:
+                    pass  # another run made it first, or a read-only folder
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _entry_of(outcome: FileOutcome) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "new_text": outcome.new_text,
-        "parsed": outcome.parsed,
         "edits": [[e.code, e.message, e.line, e.col] for e in outcome.edits],
         "diagnostics": [[d.code, d.message, d.line, d.col, d.severity.value, d.end_line, d.end_col]
                         for d in outcome.diagnostics],
@@ -90,7 +189,12 @@ def _outcome_from(entry: dict[str, Any], path: str) -> FileOutcome:
         path,
         new_text=new_text,
         edits=[Edit(str(c), str(m), int(line), int(col)) for c, m, line, col in entry["edits"]],
-        diagnostics=[Diagnostic(str(c), str(m), path, int(line), int(col), Severity(s), el, ec)
+        diagnostics=[Diagnostic(str(c), str(m), path, int(line), int(col), Severity(s),
+                                _optional_int(el), _optional_int(ec))
                      for c, m, line, col, s, el, ec in entry["diagnostics"]],
-        parsed=bool(entry["parsed"]),
+        parsed=False,  # served from the cache: nothing was parsed in this run
     )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)

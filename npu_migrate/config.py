@@ -3,6 +3,7 @@ does). Command-line options override it. Unknown keys and bad values are errors 
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -11,7 +12,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 SECTION = "npu-migrate"
-AMP_DTYPES = ("bfloat16", "float16")
+# accepted spellings of amp-dtype -> the dtype the AMP rule inserts
+AMP_DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
+              "half": "float16"}
 
 
 class ConfigError(ValueError):
@@ -63,9 +66,17 @@ def find_pyproject(paths: Iterable[str]) -> str | None:
 def _has_section(path: str) -> bool:
     try:
         with open(path, "rb") as handle:
-            return SECTION in tomllib.load(handle).get("tool", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        return False  # a broken unrelated pyproject is not ours to judge while searching
+            data = handle.read()
+    except OSError:
+        return False
+    try:
+        return SECTION in tomllib.loads(data.decode("utf-8")).get("tool", {})
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        # a broken unrelated pyproject is not ours to judge; a broken one of ours must not be
+        # skipped silently (the run would go on with other settings)
+        if f"tool.{SECTION}".encode() in data or f'tool."{SECTION}"'.encode() in data:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        return False
 
 
 def load_settings(paths: Sequence[str], config_file: str | None = None,
@@ -83,10 +94,43 @@ def load_settings(paths: Sequence[str], config_file: str | None = None,
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     table = data.get("tool", {}).get(SECTION, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.{SECTION}] must be a table")
     settings = parse_table(table, path)
     settings.source = path
     settings.root = os.path.dirname(os.path.abspath(path))
+    if settings.cache_dir is not None:  # relative to the config file, not to where we run
+        settings.cache_dir = os.path.join(settings.root, os.path.expanduser(settings.cache_dir))
+    check_rule_selectors(settings, path)
     return settings
+
+
+def check_rule_selectors(settings: Settings, path: str) -> None:
+    """Every code, prefix or name in the config must match a rule (built-in or plugin);
+    per-file-ignores names are turned into codes, which is what the runner matches."""
+    from npu_migrate_codemods.registry import _matches, all_rules
+
+    where = f"{path}: [tool.{SECTION}]"
+    rules = all_rules()
+    by_name = {r.name: r.code for r in rules}
+
+    def check(key: str, selector: str) -> None:
+        if not any(_matches(rule, selector) for rule in rules):
+            close = difflib.get_close_matches(selector, [r.code for r in rules] + list(by_name), 1)
+            hint = f"; did you mean {close[0]!r}?" if close else " (see `npu-migrate rules`)"
+            raise ConfigError(f"{where}: {key}: unknown rule code or name {selector!r}{hint}")
+
+    for key in ("select", "ignore", "enable"):
+        for selector in getattr(settings, key):
+            check(key, selector)
+    resolved: dict[str, list[str]] = {}
+    for pattern, codes in settings.per_file_ignores.items():
+        for selector in codes:
+            check(f"per-file-ignores.{pattern!r}", selector)
+        # ALL becomes the empty prefix, which the runner's prefix match reads as every code
+        resolved[pattern] = ["" if c.strip().upper() == "ALL"
+                             else by_name.get(c.strip().lower(), c.strip().upper()) for c in codes]
+    settings.per_file_ignores = resolved
 
 
 def parse_table(table: dict[str, Any], path: str = "pyproject.toml") -> Settings:
@@ -94,7 +138,9 @@ def parse_table(table: dict[str, Any], path: str = "pyproject.toml") -> Settings
     where = f"{path}: [tool.{SECTION}]"
     for key, value in table.items():
         if key not in _KNOWN:
-            raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(_KNOWN))})")
+            close = difflib.get_close_matches(key, sorted(_KNOWN), 1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(f"{where}: unknown key {key!r} ({hint}known: {', '.join(sorted(_KNOWN))})")
         attr = key.replace("-", "_")
         if key in _LIST_KEYS:
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
@@ -104,8 +150,9 @@ def parse_table(table: dict[str, Any], path: str = "pyproject.toml") -> Settings
                     isinstance(v, list) and all(isinstance(c, str) for c in v) for v in value.values())):
                 raise ConfigError(f"{where}: per-file-ignores must map globs to lists of codes")
         elif key == "amp-dtype":
-            if value not in AMP_DTYPES:
+            if not isinstance(value, str) or value.lower() not in AMP_DTYPES:
                 raise ConfigError(f"{where}: amp-dtype must be one of {', '.join(AMP_DTYPES)}, not {value!r}")
+            value = AMP_DTYPES[value.lower()]
         elif key == "target-version":
             if not (isinstance(value, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?(\S*)", value)):
                 raise ConfigError(f"{where}: target-version must be a torch_npu version such as '2.9.0'")

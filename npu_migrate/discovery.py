@@ -59,28 +59,59 @@ def _walk(directory: str) -> Iterable[str]:
     for root, dirs, files in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not _skipped_dir(os.path.join(root, d)))
         for name in sorted(files):
-            yield os.path.join(root, name)
+            yield os.path.normpath(os.path.join(root, name))  # `a.py`, not `./a.py`
+
+
+def _views(path: str, roots: Sequence[str]) -> list[str]:
+    """The path as given and relative to each root it lies under: exclude globs are written
+    relative to the project (config) root or to where the command runs."""
+    views = [path]
+    absolute = os.path.abspath(path)
+    for root in roots:
+        relative = os.path.relpath(absolute, root)
+        if not relative.startswith(os.pardir) and relative not in views:
+            views.append(relative)
+    return views
+
+
+def _foreign_script(path: str) -> bool:
+    """An extension-less script whose shebang names another interpreter (a pre-commit `shell`
+    file such as `run_train`): the engine would read it as Python and fail."""
+    if path.endswith((".py", ".pyi", ".pyw") + SHELL_SUFFIXES):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" not in first
 
 
 def discover(paths: Iterable[str], exclude: Sequence[str] = (),
-             suffixes: Sequence[str] = PYTHON_SUFFIXES, respect_gitignore: bool = True) -> list[str]:
-    """Sorted, de-duplicated files. A file named explicitly is taken whatever its suffix, unless
-    excluded; folders are searched for `suffixes`."""
+             suffixes: Sequence[str] = PYTHON_SUFFIXES, respect_gitignore: bool = True,
+             root: str | None = None) -> list[str]:
+    """Sorted, de-duplicated files. A file named explicitly is taken whatever its suffix (but
+    not an extension-less script of another language), unless excluded; folders are searched
+    for `suffixes`. `root` is the config folder: exclude globs may be relative to it."""
     found: dict[str, None] = {}
+    roots = [os.getcwd()] + ([os.path.abspath(root)] if root else [])
     for path in paths:
         if os.path.isfile(path):
-            if not excluded(path, exclude):
+            if not any(excluded(v, exclude) for v in _views(path, roots)) and not _foreign_script(path):
                 found[os.path.normpath(path)] = None
             continue
         if not os.path.isdir(path):
             raise FileNotFoundError(f"{path}: no such file or directory")
         listed = _git_files(path) if respect_gitignore else None
+        if not listed:  # outside git, or a folder git ignores that was named explicitly
+            listed = None
         candidates = listed if listed is not None else _walk(path)
         for file in candidates:
             if not file.endswith(tuple(suffixes)):
                 continue
             relative = os.path.relpath(file, path)
-            if excluded(relative, exclude) or _in_skipped_dir(relative):
+            if _in_skipped_dir(relative) or excluded(relative, exclude) or (
+                    exclude and any(excluded(v, exclude) for v in _views(file, roots)[1:])):
                 continue
             if listed is not None and not os.path.isfile(file):
                 continue  # deleted but still in the index

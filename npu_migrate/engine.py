@@ -78,7 +78,10 @@ def migrate_text(text: str, path: str, ruleset: RuleSet) -> FileOutcome:
     """Migrate one file's decoded text. Never raises: errors land in `error`, and the file
     is left as it was."""
     try:
-        return _migrate(text, path, ruleset)
+        try:
+            return _migrate(text, path, ruleset)
+        except _Replan:
+            return _migrate(text, path, ruleset, nest=False)
     except RecursionError:
         return FileOutcome(path, error=f"{path}:0:0: too deeply nested to migrate; file left untouched")
     except Exception as exc:  # a bug in a rule must cost one file, not the run
@@ -86,7 +89,7 @@ def migrate_text(text: str, path: str, ruleset: RuleSet) -> FileOutcome:
                                        "file left untouched (please report this as a bug)")
 
 
-def _migrate(text: str, path: str, ruleset: RuleSet) -> FileOutcome:
+def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True) -> FileOutcome:
     outcome = FileOutcome(path)
     if skips_file(text):
         return outcome
@@ -101,21 +104,23 @@ def _migrate(text: str, path: str, ruleset: RuleSet) -> FileOutcome:
     context = RuleContext(path, text, FileFacts.from_tree(tree), ruleset.options,
                           Suppressions.parse(text))
     rules = {cls: cls(context) for cls in ruleset.matching(ruleset.python, text)}
+    lines = split_lines(text)
+    whole = not nest or any(cls.whole_statements for cls in rules)
+    match = compile_prefilter(list(rules)) or re.compile("")
     pieces = []
-    for start_line, chunk in split_chunks(text, tree):
+    for piece in plan_pieces(lines, tree.body, 1, len(lines) + 1, "", match, nest=not whole):
+        chunk = "".join(lines[piece.start - 1:piece.end - 1])
+        if not piece.parse:
+            pieces.append(chunk)
+            continue
         chosen = [rules[cls] for cls in ruleset.matching(rules, chunk)]
         if not chosen:
             pieces.append(chunk)
             continue
-        try:
-            module = cst.parse_module(chunk)
-        except cst.ParserSyntaxError as exc:
-            outcome.error = (f"{path}:{exc.raw_line + start_line - 1}:{exc.raw_column + 1}: "
-                             f"LibCST cannot parse this (file left untouched): {exc.message}")
+        new_chunk = _run_piece(piece, chunk, chosen, context, outcome)
+        if new_chunk is None:
             return outcome
-        outcome.parsed = True
-        new_module = RuleRunner(chosen).run(module, start_line - 1)
-        pieces.append(new_module.code if new_module is not module else chunk)
+        pieces.append(new_chunk)
     new_text = "".join(pieces)
     needs_npu = any(e.code in {r.code for r in rules if r.needs_torch_npu} for e in context.edits)
     adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
@@ -187,20 +192,120 @@ def _reparse_problem(text: str) -> str | None:
     return None
 
 
-def split_chunks(text: str, tree: ast.Module) -> list[tuple[int, str]]:
-    """Cut the text at top-level statement starts: [(first line, chunk text)]. Comments and
-    blank lines before a statement belong to it; the chunks concatenate back to the text."""
-    starts = []
-    for stmt in tree.body:
-        line = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
-        if not starts or line > starts[-1]:
-            starts.append(line)
+@dataclass
+class Piece:
+    """Lines [start, end) of the file; `indent` was removed from each line to parse a nested
+    block on its own (and is put back after); `parse` says whether LibCST must see it."""
+
+    start: int
+    end: int
+    indent: str
+    parse: bool
+
+
+def _stmt_start(stmt: ast.stmt) -> int:
+    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+
+
+_NESTABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def plan_pieces(lines: list[str], body: list[ast.stmt], start: int, end: int, indent: str,
+                match: re.Pattern[str], nest: bool = True) -> list[Piece]:
+    """Cut lines [start, end) holding `body` at statement starts; comments and blank lines before
+    a statement belong to it. A matching function or class is cut again into its header and body
+    statements, so LibCST parses only the statements that can need a rule."""
+    starts: list[int] = []
+    groups: list[list[ast.stmt]] = []
+    for stmt in body:
+        line = _stmt_start(stmt)
+        if starts and line <= starts[-1]:
+            groups[-1].append(stmt)  # `a; b` on one line
+            continue
+        starts.append(line)
+        groups.append([stmt])
     if not starts:
-        return [(1, text)]
-    lines = split_lines(text)
-    starts[0] = 1
-    bounds = starts + [len(lines) + 1]
-    return [(a, "".join(lines[a - 1:b - 1])) for a, b in zip(bounds, bounds[1:])]
+        return [Piece(start, end, indent, bool(match.search("".join(lines[start - 1:end - 1]))))]
+    starts[0] = start
+    pieces = []
+    for a, b, group in zip(starts, starts[1:] + [end], groups):
+        text = "".join(lines[a - 1:b - 1])
+        if not match.search(text):
+            pieces.append(Piece(a, b, indent, False))
+            continue
+        stmt = group[0]
+        inner = _nested(lines, stmt, a, b, indent, match) if nest and len(group) == 1 else None
+        pieces += inner if inner is not None else [Piece(a, b, indent, True)]
+    return pieces
+
+
+def _nested(lines: list[str], stmt: ast.stmt, a: int, b: int, indent: str,
+            match: re.Pattern[str]) -> list[Piece] | None:
+    if not isinstance(stmt, _NESTABLE) or len(stmt.body) < 2:
+        return None
+    first = stmt.body[0]
+    body_start = _stmt_start(first)
+    if body_start <= stmt.lineno or match.search("".join(lines[a - 1:body_start - 1])):
+        return None  # one-line def, or the header itself needs a rule: parse the whole statement
+    line = lines[first.lineno - 1]
+    inner_indent = line[:len(line) - len(line.lstrip(" \t"))]
+    if not inner_indent.startswith(indent) or len(inner_indent) <= len(indent):
+        return None
+    return [Piece(a, body_start, indent, False)] + plan_pieces(
+        lines, stmt.body, body_start, b, inner_indent, match)
+
+
+def _dedent(chunk_lines: list[str], indent: str) -> tuple[str, list[int]] | None:
+    """Remove up to `indent` from each line; None when a line is indented differently."""
+    out, removed = [], []
+    for line in chunk_lines:
+        stripped = line.lstrip(" \t")
+        lead = line[:len(line) - len(stripped)]
+        if line.startswith(indent):
+            cut = len(indent)
+        elif indent.startswith(lead):
+            cut = len(lead)  # a comment, blank line or string content further left
+        else:
+            return None
+        out.append(line[cut:])
+        removed.append(cut)
+    return "".join(out), removed
+
+
+def _run_piece(piece: Piece, chunk: str, rules: list[Rule], context: RuleContext,
+               outcome: FileOutcome) -> str | None:
+    """Parse and transform one piece; None (with outcome.error set) when LibCST cannot parse it."""
+    chunk_lines = split_lines(chunk)
+    removed: list[int] = []
+    source = chunk
+    if piece.indent:
+        dedented = _dedent(chunk_lines, piece.indent)
+        if dedented is None:
+            raise _Replan()
+        source, removed = dedented
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        if piece.indent:
+            raise _Replan() from None
+        outcome.error = (f"{outcome.path}:{exc.raw_line + piece.start - 1}:{exc.raw_column + 1}: "
+                         f"LibCST cannot parse this (file left untouched): {exc.message}")
+        return None
+    outcome.parsed = True
+    new_module, items = RuleRunner(rules).run(module, piece.start - 1, removed)
+    new_source = new_module.code if new_module is not module else source
+    if piece.indent and new_source != source:
+        new_lines = split_lines(new_source)
+        if len(new_lines) != len(chunk_lines):
+            raise _Replan()  # a rule added lines: re-run on the whole statement to indent them right
+        new_source = "".join(line[:cut] + new for line, cut, new in zip(chunk_lines, removed, new_lines))
+    for item in items:
+        (context.edits if isinstance(item, Edit) else context.diagnostics).append(item)
+    return new_source if piece.indent else (new_source if new_module is not module else chunk)
+
+
+class _Replan(Exception):
+    """A nested piece cannot be handled on its own: migrate the file without nesting."""
 
 
 def migrate_source(text: str, path: str = "<string>", select: Iterable[str] = (),

@@ -34,21 +34,29 @@ def shard(files: Sequence[str], k: int, n: int, root: str = ".") -> list[str]:
 
 
 def changed_since(revision: str, paths: Sequence[str]) -> set[str]:
-    """Absolute paths of files changed since `revision` (committed, staged, unstaged or new)."""
+    """Absolute paths of files changed since `revision` (committed, staged, unstaged or new).
+    Paths are built on the top folder as reached from the given paths (not git's resolved
+    one), so they compare equal to `os.path.abspath` of discovered files through symlinks."""
     anchor = next((p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in paths), ".")
+
     def git(*args: str) -> str:
         try:
             result = subprocess.run(["git", *args], cwd=anchor or ".", capture_output=True, text=True,
                                     timeout=120, check=False)
-        except OSError as exc:
-            raise SelectionError(f"--changed-since needs git: {exc.strerror}") from None
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SelectionError(f"--changed-since needs git: {exc}") from None
         if result.returncode != 0:
-            raise SelectionError(f"--changed-since {revision}: {result.stderr.strip().splitlines()[-1]}"
-                                 if result.stderr.strip() else f"--changed-since {revision}: git failed")
+            lines = result.stderr.strip().splitlines()
+            raise SelectionError(f"--changed-since {revision}: {lines[-1] if lines else 'git failed'}")
         return result.stdout
 
-    top = git("rev-parse", "--show-toplevel").strip()
-    git("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
-    names = git("diff", "--name-only", "--diff-filter=ACMRT", revision, "--").splitlines()
-    names += git("ls-files", "--others", "--exclude-standard", "--full-name", ":/").splitlines()
+    cdup = git("rev-parse", "--show-cdup").strip()
+    top = os.path.normpath(os.path.join(os.path.abspath(anchor), cdup))
+    try:
+        git("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    except SelectionError:
+        raise SelectionError(f"--changed-since {revision}: not a known git revision") from None
+    names = git("-c", "core.quotePath=false", "diff", "--name-only", "--no-relative", "-z",
+                "--diff-filter=ACMRT", revision, "--").split("\0")
+    names += git("ls-files", "-z", "--others", "--exclude-standard", "--full-name", ":/").split("\0")
     return {os.path.normpath(os.path.join(top, name)) for name in names if name}

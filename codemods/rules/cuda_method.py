@@ -1,41 +1,108 @@
-"""NPU101: `.cuda(...)` -> `.npu(...)`; NPU102: `.is_cuda` -> `.is_npu`."""
+"""NPU101: `.cuda(...)` -> `.npu(...)`; NPU102: `.is_cuda` -> `.is_npu`.
+
+Both are attribute renames on any receiver (tensors, modules, storages), with two exceptions
+that would change meaning: a receiver that is an imported *module* (`torch.cuda(...)`,
+`tvm.cuda(0)`: module functions, not tensor methods), and a file that defines its own `cuda`
+/ `is_cuda` (a method of the user's class: renaming only the calls would break it). The latter
+is reported, not rewritten.
+"""
+
+from __future__ import annotations
+
+import ast
 
 import libcst as cst
-import libcst.matchers as m
 
+from npu_migrate.diagnostics import Severity
 from npu_migrate_codemods.base import Fix, Rule
+from npu_migrate_codemods.facts import iter_statements
 
 
-class CudaMethod(Rule):
+def _file_facts(tree: ast.Module) -> tuple[frozenset[str], dict[str, int]]:
+    """(local names bound to modules by `import X [as Y]`, {defined method/attribute: line})
+    for the names this module cares about."""
+    modules: set[str] = set()
+    defined: dict[str, int] = {}
+    for stmt in iter_statements(tree.body):
+        if isinstance(stmt, ast.Import):
+            modules.update(a.asname or a.name.split(".")[0] for a in stmt.names)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in _OWN:
+            defined.setdefault(stmt.name, stmt.lineno)
+        elif isinstance(stmt, ast.ClassDef):
+            for item in stmt.body:  # `is_cuda = property(...)`, `cuda = _cuda`
+                targets = item.targets if isinstance(item, ast.Assign) else (
+                    [item.target] if isinstance(item, ast.AnnAssign) else [])
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id in _OWN:
+                        defined.setdefault(target.id, item.lineno)
+    return frozenset(modules), defined
+
+
+_OWN = ("cuda", "is_cuda")
+
+
+class _RenameRule(Rule):
+    fix = Fix.SAFE
+    needs_torch_npu = True
+    severity = Severity.WARNING
+
+    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(context)
+        self._facts: tuple[frozenset[str], dict[str, int]] | None = None
+
+    @property
+    def file_facts(self) -> tuple[frozenset[str], dict[str, int]]:
+        if self._facts is None:
+            self._facts = _file_facts(self.context.facts.tree)
+        return self._facts
+
+    def defined_here(self, name: str, node: cst.CSTNode) -> bool:
+        """Report instead of rewriting when the file defines its own `name`."""
+        line = self.file_facts[1].get(name)
+        if line is None:
+            return False
+        new = {"cuda": "npu", "is_cuda": "is_npu"}[name]
+        self.report(node, f"this file defines its own `{name}` (line {line}), so `.{name}` may be "
+                          f"the user's own: rename both to `{new}` by hand, or keep CUDA")
+        return True
+
+
+class CudaMethod(_RenameRule):
     code = "NPU101"
     name = "cuda-method"
     summary = "`.cuda(...)` on tensors and modules becomes `.npu(...)`, arguments kept"
-    fix = Fix.SAFE
     prefilter = r"\.cuda\b"
-    needs_torch_npu = True
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         func = updated_node.func
-        if not m.matches(func, m.Attribute(attr=m.Name("cuda"))):
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
             return updated_node
-        # `torch.cuda(...)` is no method call on a tensor; leave module attributes to other rules
-        if self.resolve(original_node.func) is not None:
+        receiver = original_node.func.value  # type: ignore[attr-defined]
+        # `torch.cuda(...)`, `tvm.cuda(0)`: a module's function, not a tensor or module method
+        if isinstance(receiver, cst.Name) and receiver.value in self.file_facts[0]:
+            return updated_node
+        if self.resolve(original_node.func) == "torch.cuda":
+            return updated_node
+        if self.defined_here("cuda", original_node):
             return updated_node
         self.fixed(original_node, "`.cuda()` → `.npu()`")
         return updated_node.with_changes(func=func.with_changes(attr=cst.Name("npu")))
 
 
-class IsCuda(Rule):
+class IsCuda(_RenameRule):
     code = "NPU102"
     name = "is-cuda"
     summary = "`x.is_cuda` becomes `x.is_npu`"
-    fix = Fix.SAFE
     prefilter = r"\.is_cuda\b"
-    needs_torch_npu = True
 
     def leave_Attribute(self, original_node: cst.Attribute,
                         updated_node: cst.Attribute) -> cst.BaseExpression:
         if updated_node.attr.value != "is_cuda":
+            return updated_node
+        receiver = original_node.value
+        if isinstance(receiver, cst.Name) and receiver.value in self.file_facts[0]:
+            return updated_node  # `somemodule.is_cuda`: a module attribute, not a tensor property
+        if self.defined_here("is_cuda", original_node):
             return updated_node
         self.fixed(original_node, "`.is_cuda` → `.is_npu`")
         return updated_node.with_changes(attr=cst.Name("is_npu"))

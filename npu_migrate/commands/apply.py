@@ -131,7 +131,8 @@ def _files(paths: Sequence[str], settings: Settings, exclude: Sequence[str], pla
     suffixes = PYTHON_SUFFIXES
     if any(by_code[c].language == "shell" for c in plan.codes):
         suffixes += SHELL_SUFFIXES
-    files = discover(paths, list(exclude) + settings.exclude, suffixes, settings.respect_gitignore)
+    files = discover(paths, list(exclude) + settings.exclude, suffixes, settings.respect_gitignore,
+                     root=settings.root)
     if since:
         changed = changed_since(since, paths)
         files = [f for f in files if os.path.abspath(f) in changed]

@@ -37,8 +37,11 @@ def is_active() -> bool:
     return STATE.active
 
 
-def activate(device: str = "cpu") -> bool:
+def activate(device: str = "cpu", track_memory: bool = True) -> bool:
     """Install the emulation in this process; `device` is the backing device type, "cpu" or "cuda".
+
+    `track_memory=False` skips the CPU allocation tracker behind torch.npu.memory_* (they then
+    report 0): it costs a Python call per aten op, and the verifier measures with the profiler.
 
     Returns True when it was installed, False when it was already active. Raises RealTorchNpuError
     when the real torch_npu is importable, EmulationError for an unusable backing device.
@@ -67,7 +70,7 @@ def activate(device: str = "cpu") -> bool:
     try:
         _namespace.install_modules()
         _devices.install_device_mapping()
-        if device == "cpu":
+        if device == "cpu" and track_memory:
             _memory.start_cpu_tracker()
     except Exception:
         _undo_all()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 
@@ -17,19 +18,17 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip(), file=sys.stderr)
         return 2 if not argv else 0
     script = argv[0]
+    if not os.path.isfile(script):
+        print(f"{script}: no such file", file=sys.stderr)
+        return 2
     try:
         activate(backing)
     except EmulationError as error:
         print(f"npu-migrate emulation: {error}", file=sys.stderr)
         return 2
     sys.argv = list(argv)
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except FileNotFoundError as error:
-        if error.filename in (script, None):
-            print(f"{script}: no such file", file=sys.stderr)
-            return 2
-        raise
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # as `python SCRIPT` does
+    runpy.run_path(script, run_name="__main__")
     return 0
 
 

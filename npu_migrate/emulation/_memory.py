@@ -91,8 +91,20 @@ class CpuMemoryTracker(TorchDispatchMode):
         self.peak = self.allocated
 
 
+class _Untracked(CpuMemoryTracker):
+    """Stands in when activate(track_memory=False): every statistic stays 0."""
+
+    def _see(self, tensor: torch.Tensor) -> None:
+        pass
+
+
+_UNTRACKED = _Untracked()
+
+
 def _tracker() -> CpuMemoryTracker | None:
-    return STATE.memory if STATE.backing == "cpu" else None
+    if STATE.backing != "cpu":
+        return None
+    return STATE.memory or _UNTRACKED
 
 
 def memory_allocated(device: Any = None) -> int:

@@ -170,11 +170,16 @@ def set_stream(s: Stream) -> None:
 
 # ---- RNG: the backing device's generator ---------------------------------------------------
 def manual_seed(seed: int) -> None:
-    torch.manual_seed(seed) if not _cuda() else torch.cuda.manual_seed(seed)
+    # the CPU generator directly: torch.manual_seed itself calls back into this module
+    torch.default_generator.manual_seed(int(seed)) if not _cuda() else torch.cuda.manual_seed(seed)
 
 
 def manual_seed_all(seed: int) -> None:
-    torch.manual_seed(seed) if not _cuda() else torch.cuda.manual_seed_all(seed)
+    manual_seed(seed) if not _cuda() else torch.cuda.manual_seed_all(seed)
+
+
+def _is_in_bad_fork() -> bool:
+    return False
 
 
 def seed() -> None:
@@ -235,11 +240,17 @@ def _amp_module(name: str) -> types.ModuleType:
         def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
                      backoff_factor: float = 0.5, growth_interval: int = 2000,
                      dynamic: bool = True, enabled: bool = True) -> None:
-            if not dynamic:  # a static loss scale: never grows, never backs off
-                growth_factor, backoff_factor, growth_interval = 1.0, 1.0, 2**31 - 1
+            self.dynamic = dynamic
             super().__init__(_NPU, init_scale=init_scale, growth_factor=growth_factor,
                              backoff_factor=backoff_factor, growth_interval=growth_interval,
                              enabled=enabled)
+
+        def update(self, new_scale=None) -> None:
+            if self.dynamic or not self.is_enabled() or new_scale is not None:
+                return super().update(new_scale)
+            scale = self.get_scale()  # a static loss scale: never grows, never backs off
+            super().update()
+            self._scale.fill_(scale)
 
     def custom_fwd(fwd=None, *, cast_inputs=None):
         return torch.amp.custom_fwd(fwd, device_type=STATE.backing, cast_inputs=cast_inputs)
@@ -340,7 +351,7 @@ _FUNCTIONS = (is_available, device_count, current_device, set_device, synchroniz
               get_device_properties, get_device_capability, mem_get_info, is_bf16_supported,
               get_amp_supported_dtype, current_stream, default_stream, stream, set_stream,
               manual_seed, manual_seed_all, seed, seed_all, initial_seed, get_rng_state,
-              set_rng_state, get_rng_state_all, set_rng_state_all, empty_cache,
+              set_rng_state, get_rng_state_all, set_rng_state_all, empty_cache, _is_in_bad_fork,
               is_autocast_enabled, get_autocast_dtype)
 _MEMORY = ("memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_stats",
            "memory_summary", "_record_memory_history", "_snapshot", "_dump_snapshot")

@@ -61,14 +61,35 @@ class DeviceContext:
             self._pools[event] = pool_at(self.snapshot, self.rep, event)
         return self._pools[event]
 
+    @property
+    def categories_given(self) -> bool:
+        """Whether the producer labelled events with categories (profile-made snapshots)."""
+        return self.rep.trace.category is not None
+
+    def categories(self, rows: np.ndarray) -> list[str]:
+        """Category per block row: the producer's label of its alloc event where there is
+        one, else inferred from the call stack."""
+        blocks = self.rep.blocks
+        stacks = blocks.stack[rows].tolist()
+        given = self.rep.trace.category
+        if given is None:
+            return [self.sites.category(s) for s in stacks]
+        names = self.snapshot.category_names
+        out = []
+        for stack, alloc in zip(stacks, blocks.alloc[rows].tolist()):
+            code = int(given[alloc]) if alloc >= 0 else -1
+            out.append(names[code] if code >= 0 else self.sites.category(stack))
+        return out
+
     def group_by_site(self, rows: np.ndarray, weights: np.ndarray, limit: int = 10
                       ) -> list[tuple[str, str, int, int, int]]:
         """(site, category, bytes, blocks, a representative stack) for `rows`, largest first."""
         stacks = self.rep.blocks.stack[rows]
         totals: dict[str, list] = {}
-        for stack, weight in zip(stacks.tolist(), weights.tolist()):
+        for stack, weight, category in zip(stacks.tolist(), weights.tolist(),
+                                           self.categories(rows)):
             site = self.sites.site(stack)
-            entry = totals.setdefault(site, [self.sites.category(stack), 0, 0, stack])
+            entry = totals.setdefault(site, [category, 0, 0, stack])
             entry[1] += weight
             entry[2] += 1
         ranked = sorted(totals.items(), key=lambda kv: -kv[1][1])[:limit]

@@ -34,8 +34,8 @@ def _over_time(ctx: DeviceContext) -> None:
     at_peak = rep.peak_reserved_index
     ctx.facts.update(peak_reserved=int(rep.reserved[at_peak]),
                      unused_at_peak_reserved=int(gap[at_peak]), worst_unused=int(gap[worst]))
-    ctx.tables.append(Table(f"Device {ctx.device}: reserved but not allocated", ["moment", "reserved",
-                            "allocated", "reserved - allocated"], [
+    ctx.tables.append(Table(f"Device {ctx.device}: reserved but not allocated",
+                            ["moment", "reserved", "allocated", "reserved - allocated"], [
         [f"peak reserved, {ctx.when(at_peak)}", fmt_bytes(rep.reserved[at_peak]),
          fmt_bytes(rep.allocated[at_peak]), fmt_bytes(gap[at_peak])],
         [f"largest gap, {ctx.when(worst)}", fmt_bytes(rep.reserved[worst]),
@@ -121,9 +121,9 @@ def analyze_oom(ctx: DeviceContext) -> None:
                                 ["site", "category", "bytes", "blocks"],
                                 [[s, c, fmt_bytes(b), n] for s, c, b, n, _ in top]))
         if request <= device_free + cached_free and request > largest:
-            verdict = (f"it would have fit: {fmt_bytes(cached_free)} sat free in the cache (largest "
-                       f"block {fmt_bytes(largest)}) plus {fmt_bytes(device_free)} on the device; a "
-                       "layout without split segments (expandable_segments) avoids this")
+            verdict = (f"it would have fit: {fmt_bytes(cached_free)} sat free in the cache "
+                       f"(largest block {fmt_bytes(largest)}) plus {fmt_bytes(device_free)} on the "
+                       "device; a layout without split segments (expandable_segments) avoids this")
             ctx.facts["oom_fragmented"] = True
         else:
             short = request - device_free - cached_free

@@ -124,23 +124,37 @@ def pool_payload(ctx: DeviceContext, event: int, stacks: set[int]) -> dict[str, 
     blocks = ctx.rep.blocks
     allocated = blocks.allocated_at(event)
     segs = sorted(pool.segments, key=lambda s: -s.size)[:MAX_SEGMENTS]
-    budget = MAX_POOL_BLOCKS
+    per_segment = max(MAX_POOL_BLOCKS // max(len(segs), 1), 16)
     out = []
     for seg in segs:
         rows = seg.rows
-        if len(rows) > budget:
-            rows = rows[np.argsort(-blocks.size[rows], kind="stable")[:max(budget, 0)]]
-        budget -= len(rows)
-        stacks.update(int(s) for s in blocks.stack[rows])
+        stacks.update(int(s) for s in blocks.stack[rows[:per_segment]])
         out.append({"addr": hex(seg.address), "size": seg.size, "free": seg.free,
                     "largest": seg.largest_gap, "pieces": seg.gaps, "exp": seg.expandable,
-                    "blocks": [[int(blocks.addr[r] - seg.address), int(blocks.size[r]),
-                                0 if allocated[r] else 1, int(r), int(blocks.stack[r])]
-                               for r in rows.tolist()],
-                    "hidden": int(len(seg.rows) - len(rows))})
+                    "blocks": _segment_blocks(blocks, allocated, rows, seg.address, per_segment)})
     return {"event": event, "reserved": pool.reserved, "free": pool.free,
             "largest": pool.largest_gap, "segments": out,
             "more_segments": max(len(pool.segments) - MAX_SEGMENTS, 0)}
+
+
+def _segment_blocks(blocks, allocated: np.ndarray, rows: np.ndarray, base: int,
+                    limit: int) -> list[list[int]]:
+    """[offset, size, state, row, stack] per block; a crowded segment is sent as runs of
+    touching blocks in the same state instead (row -1: several blocks)."""
+    if len(rows) <= limit:
+        return [[int(blocks.addr[r] - base), int(blocks.size[r]), 0 if allocated[r] else 1,
+                 int(r), int(blocks.stack[r])] for r in rows.tolist()]
+    runs: list[list[int]] = []
+    for r in rows.tolist():
+        offset, size = int(blocks.addr[r] - base), int(blocks.size[r])
+        state = 0 if allocated[r] else 1
+        last = runs[-1] if runs else None
+        if last and last[2] == state and last[0] + last[1] == offset:
+            last[1] += size
+            last[3] = -1
+        else:
+            runs.append([offset, size, state, int(r), int(blocks.stack[r])])
+    return runs
 
 
 def device_payload(ctx: DeviceContext) -> dict[str, Any]:

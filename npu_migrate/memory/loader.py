@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import re
 from collections import defaultdict
 from operator import itemgetter, methodcaller
 from pathlib import Path
@@ -92,12 +93,16 @@ def normalise(data: Any, path: str = "<memory>") -> Snapshot:
     settings = data.get("allocator_settings") or {}
     snapshot = Snapshot(path, producer, segments, traces, interner.table,
                         settings if isinstance(settings, dict) else {}, annotations)
+    snapshot.category_names = list(interner.categories)
     _adapt_workspace(snapshot)
     has_time = any(t.time_us is not None for t in traces.values() if len(t))
-    if producer == "cuda" and (any(t.workspace_heads for t in traces.values())
-                               or (not has_time and "allocator_settings" not in data)):
+    has_events = any(len(t) for t in traces.values())
+    if producer == "cuda" and (any(t.workspace_heads for t in traces.values()) or (
+            has_events and not has_time and "allocator_settings" not in data)):
         snapshot.producer = "torch_npu"
-    if not has_time and any(len(t) for t in traces.values()):
+    if not has_events:
+        snapshot.notes.append("no trace recorded: only the dump-time state is known")
+    elif not has_time:
         snapshot.notes.append("no time_us in the trace: times are event indices")
     return snapshot
 
@@ -115,6 +120,7 @@ class _StackInterner:
         self._by_content: dict[tuple, int] = {}
         self._by_id: dict[int, int] = {}
         self._keep: list[Any] = []  # keeps ids stable while loading
+        self.categories: dict[str, int] = {}  # producer-given categories
 
     def index(self, frames: Any) -> int:
         if not frames:
@@ -122,8 +128,7 @@ class _StackInterner:
         found = self._by_id.get(id(frames))
         if found is not None:
             return found
-        key = tuple((str(f.get("name", "?")), str(f.get("filename", "?")), int(f.get("line", 0)))
-                    for f in frames)
+        key = tuple(_frame(f) for f in frames)
         found = self._by_content.get(key)
         if found is None:
             found = self._by_content[key] = len(self.table)
@@ -131,6 +136,20 @@ class _StackInterner:
         self._by_id[id(frames)] = found
         self._keep.append(frames)
         return found
+
+
+PROFILER_FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<name>.+)$")
+
+
+def _frame(raw: dict) -> tuple[str, str, int]:
+    """(name, filename, line). Snapshots made from a profile (`_profile_to_snapshot`) write
+    `filename 'none'` and put `path(line): function` into the name; split those."""
+    name, filename = str(raw.get("name", "?")), str(raw.get("filename", "?"))
+    if filename == "none":
+        match = PROFILER_FRAME.match(name)
+        if match:
+            return match["name"], match["file"], int(match["line"])
+    return name, filename, int(raw.get("line", 0) or 0)
 
 
 def _segment(raw: dict, interner: _StackInterner) -> Segment:
@@ -174,7 +193,13 @@ def _columns(device: int, entries: list, interner: _StackInterner) -> DeviceTrac
     for i in np.flatnonzero(action == OOM):  # oom carries device_free where others carry addr
         addr[i] = int(entries[i].get("device_free", 0))
     stack = _stack_column(entries, interner)
-    return DeviceTrace(device, action, addr, size, stream, time_us, stack)
+    trace = DeviceTrace(device, action, addr, size, stream, time_us, stack)
+    if n and any("category" in e for e in entries[:64]):
+        codes = interner.categories
+        trace.category = np.fromiter(
+            (codes.setdefault(str(c), len(codes)) if c else -1
+             for c in map(methodcaller("get", "category"), entries)), np.int16, n)
+    return trace
 
 
 def _stack_column(entries: list, interner: _StackInterner) -> np.ndarray:

@@ -53,6 +53,9 @@ class DeviceTrace:
     time_us: np.ndarray | None  # int64, or None where the producer wrote no time (torch_npu)
     stack: np.ndarray  # int32
     workspace_heads: int = 0  # leading workspace_snapshot triples folded in by the loader
+    # producer-given category per event (profile-made snapshots): index into
+    # Snapshot.category_names, -1 where absent; None when no event has one
+    category: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.action)
@@ -70,7 +73,9 @@ class Snapshot:
     allocator_settings: dict[str, Any] = field(default_factory=dict)
     annotations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # msMemScope only: per block (device, addr, alloc event) -> (first, last access, max gap)
+    category_names: list[str] = field(default_factory=list)
+    # msMemScope only: per block (device, addr, alloc event) -> first access, last access and
+    # the longest gap between accesses, all in µs
     accesses: dict[tuple[int, int, int], tuple[int, int, int]] = field(default_factory=dict)
 
     @property

@@ -26,13 +26,14 @@ def analyze_peak(ctx: DeviceContext) -> None:
         [[site, cat, fmt_bytes(size), count, f"{100 * size / total:.1f}%"]
          for site, cat, size, count, _ in groups]))
     by_category: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for stack, weight in zip(blocks.stack[rows].tolist(), weights.tolist()):
-        entry = by_category[ctx.sites.category(stack)]
+    for category, weight in zip(ctx.categories(rows), weights.tolist()):
+        entry = by_category[category]
         entry[0] += weight
         entry[1] += 1
     ranked = sorted(by_category.items(), key=lambda kv: -kv[1][0])
     ctx.tables.append(Table(
-        f"Device {ctx.device}: live at the peak by category (from the call stacks)",
+        f"Device {ctx.device}: live at the peak by category (from the "
+        f"{'producer' if ctx.categories_given else 'call stacks'})",
         ["category", "bytes", "blocks", "share"],
         [[cat, fmt_bytes(size), count, f"{100 * size / total:.1f}%"]
          for cat, (size, count) in ranked]))

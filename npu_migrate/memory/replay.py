@@ -173,7 +173,8 @@ def pair_blocks(snapshot: Snapshot, device: int, trace: DeviceTrace) -> Blocks:
     orphan_done_after_req = orphan_req & follows(1, FREE_DONE)
     rows_oreq, rows_odone = np.flatnonzero(orphan_req), np.flatnonzero(orphan_done)
     pre_alloc = np.full(len(rows_oreq) + len(rows_odone), -1, np.int64)
-    pre_req = np.concatenate([pos[rows_oreq], np.full(len(rows_odone), -1, np.int64)])
+    # a free_completed alone: its free_requested came before the window
+    pre_req = np.concatenate([pos[rows_oreq], np.full(len(rows_odone), BEFORE_WINDOW, np.int64)])
     pre_free = np.concatenate([np.where(orphan_done_after_req[rows_oreq],
                                         _shifted(pos, 1)[rows_oreq], -1), pos[rows_odone]])
     pre_events = np.concatenate([pos[rows_oreq], pos[rows_odone]])

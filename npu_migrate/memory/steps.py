@@ -58,7 +58,7 @@ def find_steps(snapshot: Snapshot, rep: Replay, frame_pattern: str | None = None
 def _from_annotations(snapshot: Snapshot, rep: Replay) -> Steps | None:
     times = rep.trace.time_us
     for pattern, stage in ANNOTATION_MARKERS:
-        marks = sorted(a.get("time_us", 0) for a in snapshot.annotations
+        marks = sorted(int(a.get("time_us") or 0) for a in snapshot.annotations
                        if pattern.search(str(a.get("name", ""))) and a.get("stage") == stage
                        and a.get("device", rep.device) in (rep.device, -1, None))
         if len(marks) < 2:

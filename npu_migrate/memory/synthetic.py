@@ -9,13 +9,15 @@ leaks one small block per step.
 
 from __future__ import annotations
 
+import bisect
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 MiB = 1 << 20
 SEGMENT = 64 * MiB
 STREAM = 0x5A5A0000
+LEAK_BYTES = 32 * 1024  # a slow leak, e.g. losses.append(loss) without .item()
 
 
 def _frames(*sites: tuple[str, str, int]) -> list[dict[str, Any]]:
@@ -29,9 +31,11 @@ STACKS = {
                      ("_apply", f"{TORCH}/nn/modules/module.py", 900), ("main", TRAIN, 20)),
     "act": _frames(("linear", f"{TORCH}/nn/functional.py", 100),
                    ("forward", f"{TORCH}/nn/modules/linear.py", 125),
-                   ("_call_impl", f"{TORCH}/nn/modules/module.py", 1750), ("train_step", TRAIN, 41)),
+                   ("_call_impl", f"{TORCH}/nn/modules/module.py", 1750),
+                   ("train_step", TRAIN, 41)),
     "tmp": _frames(("gelu", f"{TORCH}/nn/functional.py", 200),
-                   ("forward", f"{TORCH}/nn/modules/activation.py", 700), ("train_step", TRAIN, 41)),
+                   ("forward", f"{TORCH}/nn/modules/activation.py", 700),
+                   ("train_step", TRAIN, 41)),
     "grad": _frames(("_engine_run_backward", f"{TORCH}/autograd/graph.py", 823),
                     ("backward", f"{TORCH}/autograd/__init__.py", 347),
                     ("backward", f"{TORCH}/_tensor.py", 581), ("train_step", TRAIN, 44)),
@@ -39,8 +43,18 @@ STACKS = {
                      ("step", f"{TORCH}/optim/adam.py", 234), ("train_step", TRAIN, 46)),
     "opt_tmp": _frames(("_multi_tensor_adam", f"{TORCH}/optim/adam.py", 703),
                        ("step", f"{TORCH}/optim/adam.py", 234), ("train_step", TRAIN, 46)),
+    "output": _frames(("forward", f"{TORCH}/nn/modules/linear.py", 125), ("train_step", TRAIN, 42)),
     "leak": _frames(("train_step", TRAIN, 48), ("main", TRAIN, 60)),
 }
+
+
+class _Block:
+    __slots__ = ("addr", "size", "state", "prev", "next", "seg")
+
+    def __init__(self, addr: int, size: int, seg: "_Segment"):
+        self.addr, self.size, self.state, self.seg = addr, size, "inactive", seg
+        self.prev: _Block | None = None
+        self.next: _Block | None = None
 
 
 @dataclass
@@ -48,18 +62,18 @@ class _Segment:
     address: int
     size: int
     pool: tuple = (0, 0)
-    cursor: int = 0
-    blocks: list[list] = field(default_factory=list)  # [address, size, state]
+    head: _Block | None = None
 
 
 class SimulatedAllocator:
-    """Exact-size reuse over bump-allocated segments; records every event."""
+    """Best-fit with splitting and coalescing over segments, like the caching allocator
+    (without size classes or streams); records every event."""
 
     def __init__(self, events: list[dict], clock: list[int], with_time: bool):
         self.events, self.clock, self.with_time = events, clock, with_time
         self.segments: list[_Segment] = []
-        self.free_lists: dict[tuple, list[list]] = {}
-        self.live: dict[int, list] = {}
+        self.free: dict[tuple, list[tuple[int, int]]] = {}  # pool -> sorted (size, addr)
+        self.blocks: dict[int, _Block] = {}
         self.next_address = 0x7F0000000000
 
     def _event(self, action: str, addr: int, size: int, frames: list | None) -> None:
@@ -71,47 +85,75 @@ class SimulatedAllocator:
             entry["frames"] = frames
         self.events.append(entry)
 
+    def _unfree(self, block: _Block) -> None:
+        free = self.free[block.seg.pool]
+        del free[bisect.bisect_left(free, (block.size, block.addr))]
+
+    def _refree(self, block: _Block) -> None:
+        bisect.insort(self.free.setdefault(block.seg.pool, []), (block.size, block.addr))
+
     def alloc(self, size: int, frames: list, pool: tuple = (0, 0)) -> int:
         size = -(-size // 512) * 512
-        reuse = self.free_lists.get((pool, size))
-        if reuse:
-            block = reuse.pop()
+        free = self.free.setdefault(pool, [])
+        i = bisect.bisect_left(free, (size, -1))
+        if i < len(free):
+            block = self.blocks[free.pop(i)[1]]
         else:
-            seg = next((s for s in self.segments if s.pool == pool
-                        and s.size - s.cursor >= size), None)
-            if seg is None:
-                seg_size = max(SEGMENT, -(-size // (2 * MiB)) * 2 * MiB)
-                seg = _Segment(self.next_address, seg_size, pool)
-                self.next_address += seg_size + 2 * MiB
-                self.segments.append(seg)
-                self._event("segment_alloc", seg.address, seg_size, frames)
-            block = [seg.address + seg.cursor, size, "inactive"]
-            seg.cursor += size
-            seg.blocks.append(block)
-        block[2] = "active_allocated"
-        self.live[block[0]] = block
-        self._event("alloc", block[0], size, frames)
-        return block[0]
+            seg_size = max(SEGMENT, -(-size // (2 * MiB)) * 2 * MiB)
+            seg = _Segment(self.next_address, seg_size, pool)
+            self.next_address += seg_size + 2 * MiB
+            self.segments.append(seg)
+            self._event("segment_alloc", seg.address, seg_size, frames)
+            block = seg.head = self.blocks[seg.address] = _Block(seg.address, seg_size, seg)
+        if block.size - size >= 512:  # split: the remainder stays free
+            rest = _Block(block.addr + size, block.size - size, block.seg)
+            rest.prev, rest.next = block, block.next
+            if block.next:
+                block.next.prev = rest
+            block.next, block.size = rest, size
+            self.blocks[rest.addr] = rest
+            self._refree(rest)
+        block.state = "active_allocated"
+        self._event("alloc", block.addr, block.size, frames)
+        return block.addr
 
-    def free(self, addr: int, frames: list, pool: tuple = (0, 0), complete: bool = True) -> None:
-        block = self.live.pop(addr)
-        self._event("free_requested", addr, block[1], frames)
+    def free_block(self, addr: int, frames: list, complete: bool = True) -> None:
+        block = self.blocks[addr]
+        self._event("free_requested", addr, block.size, frames)
         if not complete:
-            block[2] = "active_pending_free"
+            block.state = "active_pending_free"
             return
-        self._event("free_completed", addr, block[1], frames)
-        block[2] = "inactive"
-        self.free_lists.setdefault((pool, block[1]), []).append(block)
+        self._event("free_completed", addr, block.size, frames)
+        block.state = "inactive"
+        nxt = block.next
+        if nxt is not None and nxt.state == "inactive":  # coalesce with the next block
+            self._unfree(nxt)
+            block.size += nxt.size
+            block.next = nxt.next
+            if nxt.next:
+                nxt.next.prev = block
+            del self.blocks[nxt.addr]
+        prev = block.prev
+        if prev is not None and prev.state == "inactive":  # and with the previous one
+            self._unfree(prev)
+            prev.size += block.size
+            prev.next = block.next
+            if block.next:
+                block.next.prev = prev
+            del self.blocks[block.addr]
+            block = prev
+        self._refree(block)
 
     def segments_dump(self, device: int = 0) -> list[dict[str, Any]]:
         out = []
         for seg in self.segments:
-            blocks = [{"address": a, "size": s, "requested_size": s, "state": st,
-                       "frames": STACKS["act"] if st != "inactive" else []}
-                      for a, s, st in seg.blocks]
-            if seg.cursor < seg.size:
-                blocks.append({"address": seg.address + seg.cursor, "size": seg.size - seg.cursor,
-                               "requested_size": 0, "state": "inactive", "frames": []})
+            blocks, block = [], seg.head
+            while block is not None:
+                live = block.state != "inactive"
+                blocks.append({"address": block.addr, "size": block.size,
+                               "requested_size": block.size if live else 0,
+                               "state": block.state, "frames": STACKS["act"] if live else []})
+                block = block.next
             allocated = sum(b["size"] for b in blocks if b["state"] == "active_allocated")
             active = allocated + sum(b["size"] for b in blocks
                                      if b["state"] == "active_pending_free")
@@ -125,9 +167,9 @@ class SimulatedAllocator:
 
 def training_snapshot(target_events: int = 20000, layers: int = 12, seed: int = 0, *,
                       leak: bool = True, with_time: bool = True, profiler_steps: bool = True,
-                      seq_lengths: tuple[int, ...] = (256, 384, 512, 640),
+                      seq_lengths: tuple[int, ...] = (100, 300, 700, 1500, 3000),
                       hidden: int = 1024, private_pool: bool = False,
-                      pending_at_end: bool = False) -> dict[str, Any]:
+                      pending_at_end: bool = False, hold_output: bool = False) -> dict[str, Any]:
     """A CUDA-style snapshot of a training loop with about `target_events` trace entries."""
     rng = random.Random(seed)
     events: list[dict] = []
@@ -137,6 +179,7 @@ def training_snapshot(target_events: int = 20000, layers: int = 12, seed: int = 
     params = [alloc.alloc(hidden * hidden * 4, STACKS["param"]) for _ in range(layers)]
     grads: list[int] = []
     state: list[int] = []
+    output = None
     step = 0
     while len(events) < target_events:
         if profiler_steps and with_time:
@@ -147,37 +190,41 @@ def training_snapshot(target_events: int = 20000, layers: int = 12, seed: int = 
         for _ in range(layers):
             acts.append(alloc.alloc(seq * hidden * 4, STACKS["act"]))
             tmp = alloc.alloc(seq * hidden * 8, STACKS["tmp"])
-            alloc.free(tmp, STACKS["tmp"])
+            alloc.free_block(tmp, STACKS["tmp"])
+        if hold_output:  # `out = model(x)`: the previous out dies only when out is rebound
+            previous, output = output, alloc.alloc(seq * hidden * 16, STACKS["output"])
+            if previous is not None:
+                alloc.free_block(previous, STACKS["output"])
         for layer in reversed(range(layers)):
             if not grads or len(grads) < layers:
                 grads.append(alloc.alloc(hidden * hidden * 4, STACKS["grad"]))
             tmp = alloc.alloc(seq * hidden * 4, STACKS["grad"])
-            alloc.free(acts[layer], STACKS["grad"])
-            alloc.free(tmp, STACKS["grad"])
+            alloc.free_block(acts[layer], STACKS["grad"])
+            alloc.free_block(tmp, STACKS["grad"])
         if not state:
             state = [alloc.alloc(hidden * hidden * 4, STACKS["state"]) for _ in range(2 * layers)]
         for _ in range(layers // 4 or 1):
             tmp = alloc.alloc(hidden * hidden * 4, STACKS["opt_tmp"])
-            alloc.free(tmp, STACKS["opt_tmp"])
+            alloc.free_block(tmp, STACKS["opt_tmp"])
         if leak:
-            alloc.alloc(256 * 1024, STACKS["leak"])  # e.g. losses.append(loss) without .item()
+            alloc.alloc(LEAK_BYTES, STACKS["leak"])  # e.g. losses.append(loss) without .item()
         if private_pool and step % 4 == 0:
             graph = alloc.alloc(2 * MiB, STACKS["act"], pool=(1, 7))
-            alloc.free(graph, STACKS["act"], pool=(1, 7))
+            alloc.free_block(graph, STACKS["act"])
         if profiler_steps and with_time:
             annotations.append({"name": f"ProfilerStep#{step}", "stage": "END", "device": 0,
                                 "time_us": clock[0]})
         step += 1
     if pending_at_end:
         held = alloc.alloc(3 * MiB, STACKS["tmp"])
-        alloc.free(held, STACKS["tmp"], complete=False)
+        alloc.free_block(held, STACKS["tmp"], complete=False)
     snapshot: dict[str, Any] = {"segments": alloc.segments_dump(), "device_traces": [events]}
     if with_time:
         snapshot["allocator_settings"] = {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1,
                                           "garbage_collection_threshold": 0.0,
                                           "expandable_segments": False}
         snapshot["external_annotations"] = annotations
-    snapshot["_facts"] = {"steps": step, "leak_bytes_per_step": 256 * 1024 if leak else 0,
+    snapshot["_facts"] = {"steps": step, "leak_bytes_per_step": LEAK_BYTES if leak else 0,
                           "leak_site": "train.py:48 (train_step)"}
     return snapshot
 

@@ -19,6 +19,7 @@ EVENT_COLUMNS = ["id", "action", "address", "size", "stream", "allocated", "acti
                  "time_us", "call_stack"]
 BLOCK_COLUMNS = ["id", "requested_size", "size", "address", "state", "alloc_event",
                  "free_requested_event", "free_event", "stream", "call_stack"]
+BYTE_COLUMNS = ("size", "requested_size", "allocated", "active", "reserved")
 UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 
@@ -114,7 +115,7 @@ def _stack_text(ctx: DeviceContext, stack: int, full: bool) -> str:
 
 def as_table(title: str, columns: list[str], records: list[dict[str, Any]]) -> Table:
     def show(key: str, value: Any) -> Any:
-        if key in ("size", "requested_size", "allocated", "active", "reserved") and value is not None:
+        if key in BYTE_COLUMNS and value is not None:
             return fmt_bytes(value)
         return "" if value is None else value
 

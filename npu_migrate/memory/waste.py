@@ -67,8 +67,9 @@ def _report(ctx: DeviceContext, rows: np.ndarray, kinds: dict[str, np.ndarray], 
                             ["kind", "site", "blocks", "bytes at the peak"], table))
     if total >= REPORT_SHARE * peak_bytes:
         kind, site = table[0][0], table[0][1]
-        ctx.add("MEM005", f"{fmt_bytes(total)} ({100 * total / peak_bytes:.0f}% of the peak) is held "
-                f"by blocks that are {', '.join(k for k in kinds)} (heuristic, against {basis}); "
+        share = 100 * total / peak_bytes
+        ctx.add("MEM005", f"{fmt_bytes(total)} ({share:.0f}% of the peak) is held by blocks "
+                f"that are {', '.join(k for k in kinds)} (heuristic, against {basis}); "
                 f"largest: {site} ({kind})", Severity.INFO, ctx.rep.peak_index)
 
 
@@ -76,14 +77,14 @@ def _from_accesses(ctx: DeviceContext) -> None:
     blocks = ctx.rep.blocks
     accesses = ctx.snapshot.accesses
     flags = {"lazy_used": [], "delayed_free": [], "long_idle": []}
-    n = ctx.rep.n_events
+    times = ctx.rep.times
     for row in np.flatnonzero(blocks.alloc >= 0).tolist():
         key = (ctx.device, int(blocks.addr[row]), int(blocks.alloc[row]))
         if key not in accesses:
             continue
         first, last, max_gap = accesses[key]
-        start = int(blocks.alloc[row])
-        end = int(blocks.free[row]) if blocks.free[row] >= 0 else n
+        start = int(times[blocks.alloc[row]])
+        end = int(times[blocks.free[row]] if blocks.free[row] >= 0 else times[-1])
         life = max(end - start, 1)
         if (first - start) / life > ACCESS_SHARE:
             flags["lazy_used"].append(row)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from npu_migrate.diagnostics import Report, Table
+from npu_migrate.diagnostics import Diagnostic, Report, Severity, Table
 
 from .metrics import Comparison, compare, dtype_name
 from .sizes import format_bytes
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .core import VerifyOptions
 
 EXIT = {"pass": 0, "fail": 1, "error": 2}
-_KIND_ORDER = ("output", "loss", "grad", "param", "act")
+_KIND_ORDER = ("output", "loss", "grad", "param", "buffer", "act")
 
 
 @dataclass
@@ -34,6 +34,7 @@ class Outcome:
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "exit_code": self.exit_code, "reason": self.reason,
                 "first_failure": self.first_failure, "memory": self.memory,
+                "findings": [d.to_dict() for d in self.findings()],
                 "tensors": [c.to_dict() for c in self.comparisons], **self.data}
 
     def report(self, max_rows: int = 50) -> Report:
@@ -58,7 +59,26 @@ class Outcome:
         if self.memory.get("rows"):
             report.tables.append(Table("Peak memory", ["side", "backend", "peak", "live at start", "budget"],
                                        self.memory["rows"]))
+        report.findings = self.findings()
         return report
+
+    def findings(self) -> list[Diagnostic]:
+        """VER001 numerical divergence, VER002 the migrated code raised, VER003 over a memory budget."""
+        out = []
+        root = self.data.get("migrated_root", ".")
+        ff = self.first_failure
+        if ff:
+            file, _, line = str(ff.get("location", "?:0")).rpartition(":")
+            path = file if file.startswith("/") else f"{root}/{file}"
+            if ff.get("tensor"):
+                message = f"first divergence in module '{ff['module']}' ({ff['class']}): {ff['tensor']}: {ff['reason']}"
+                out.append(Diagnostic("VER001", message, path, int(line or 0), 0, Severity.ERROR))
+            else:
+                message = f"migrated code raised in module '{ff['module']}' ({ff['class']}): {ff['reason']}"
+                out.append(Diagnostic("VER002", message, path, int(line or 0), 0, Severity.ERROR))
+        for failure in self.memory.get("failures", []):
+            out.append(Diagnostic("VER003", failure, root, 0, 0, Severity.ERROR))
+        return out
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -143,12 +163,13 @@ def analyze(reference: dict[str, Any], target: dict[str, Any], options: "VerifyO
                          "reason": f"{target_error['type']}: {target_error['message']}",
                          "raised_at": target_error.get("location")}
         if target_error.get("location"):
+            first_failure["class_location"] = first_failure["location"]
             first_failure["location"] = target_error["location"]
     else:
         failing = [c for c in comparisons if not c.passed]
         if failing:
             c = failing[0]
-            module = _module_of_tensor(c.name) if c.name.startswith(("grad/", "param/")) else "<model>"
+            module = _module_of_tensor(c.name) if c.name.startswith(("grad/", "param/", "buffer/")) else "<model>"
             first_failure = {**_location(module, target, reference), "tensor": c.name, "reason": c.reason}
 
     memory, memory_failures = _memory(reference, target, options, amp)
@@ -165,7 +186,8 @@ def analyze(reference: dict[str, Any], target: dict[str, Any], options: "VerifyO
         verdict, reason = "pass", f"{len(comparisons)} tensors match within thresholds"
     if verdict == "fail" and memory_failures and reason not in memory_failures:
         reason += "; " + "; ".join(memory_failures)
-    data = {"reference": f"{reference['backend']} ({options.original})",
+    data = {"migrated_root": str(options.migrated),
+            "reference": f"{reference['backend']} ({options.original})",
             "target": f"{target['backend']} ({options.migrated})",
             "steps": options.steps, "amp": amp, "error": target_error,
             "timing": {"reference": reference.get("timing"), "target": target.get("timing")}}
@@ -175,6 +197,8 @@ def analyze(reference: dict[str, Any], target: dict[str, Any], options: "VerifyO
 def _memory(reference: dict[str, Any], target: dict[str, Any], options: "VerifyOptions",
             amp: bool) -> tuple[dict[str, Any], list[str]]:
     ref_mem, tgt_mem = reference.get("memory"), target.get("memory")
+    if not options.memory:
+        ref_mem = tgt_mem = None
     memory: dict[str, Any] = {}
     failures: list[str] = []
     rows = []
@@ -207,4 +231,5 @@ def _memory(reference: dict[str, Any], target: dict[str, Any], options: "VerifyO
     elif (options.max_peak or options.max_peak_ratio) and not tgt_mem:
         failures.append("peak memory of the migrated side could not be measured")
     memory["rows"] = rows
+    memory["failures"] = failures
     return memory, failures

@@ -51,7 +51,7 @@ def compare(name: str, ref: torch.Tensor, target: torch.Tensor, th: Thresholds) 
     r, t = r[both], t[both]
     diff = (t - r).abs()
     max_abs = float(diff.max()) if diff.numel() else 0.0
-    rel = diff / (r.abs() + 1e-12)
+    rel = diff / r.abs().clamp_min(max(th.abs_floor, 1e-30))
     max_rel = float(rel.max()) if rel.numel() else 0.0
     share_1e3 = float((rel > 1e-3).double().mean()) if rel.numel() else 0.0
     share_5e3 = float((rel > 5e-3).double().mean()) if rel.numel() else 0.0
@@ -60,13 +60,13 @@ def compare(name: str, ref: torch.Tensor, target: torch.Tensor, th: Thresholds) 
         cosine = 1.0
     else:
         cosine = float((r * t).sum()) / norms if norms > 0 else 0.0
-    reason = _verdict(ref_dtype, target_dtype, new_nonfinite, cosine, max_abs, th)
+    reason = _verdict(ref_dtype, target_dtype, new_nonfinite, cosine, max_abs, share_5e3, th)
     return Comparison(name, list(ref.shape), ref_dtype, target_dtype, cosine, max_abs, max_rel,
                       share_1e3, share_5e3, reason == "", reason)
 
 
 def _verdict(ref_dtype: str, target_dtype: str, new_nonfinite: int, cosine: float, max_abs: float,
-             th: Thresholds) -> str:
+             share_5e3: float, th: Thresholds) -> str:
     """Empty string when the pair passes, else the first rule it breaks."""
     if new_nonfinite:
         return f"{new_nonfinite} NaN/Inf where the reference is finite"
@@ -80,4 +80,6 @@ def _verdict(ref_dtype: str, target_dtype: str, new_nonfinite: int, cosine: floa
         return f"cosine {cosine:.6f} < {th.cosine_hard_min}"
     if max_abs > th.max_abs_hard:
         return f"max abs error {max_abs:.3g} > {th.max_abs_hard}"
+    if th.max_share_rel_5e3 is not None and share_5e3 > th.max_share_rel_5e3:
+        return f"{share_5e3:.1%} of elements beyond 5/1000 relative error > {th.max_share_rel_5e3:.1%}"
     return ""

@@ -62,7 +62,7 @@ class Side:
                                 "never shadows a real torch_npu, so nothing can run the migrated side")
             self.device, self.backend, self.stats = "npu", "torch_npu", torch.npu
         else:
-            emulation.activate(backing)
+            emulation.activate(backing, track_memory=False)  # peak comes from the profiler
             self.device, self.backend = "npu", f"emulation ({backing})"
             self.stats = torch.cuda if backing == "cuda" else None
         self._watch_autocast()
@@ -215,6 +215,8 @@ def run_job(side: Side, job: dict[str, Any]) -> dict[str, Any]:
             optimizer.step()
         for name, param in spec.model.named_parameters():
             tensors[f"param/{name}"] = to_cpu_copy(param)
+        for name, buffer in spec.model.named_buffers():
+            tensors[f"buffer/{name}"] = to_cpu_copy(buffer)
     except Exception as error:  # noqa: BLE001
         module = recorder.stack[-1] if recorder.stack else None
         result["error"] = describe_error(error, root, "step", module)

@@ -20,6 +20,7 @@ class Thresholds:
     max_abs_hard: float
     abs_floor: float
     dtype_must_match: bool
+    max_share_rel_5e3: float | None
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -61,10 +62,17 @@ class ThresholdPolicy:
         if amp:
             values.update(self.amp)
         values.update(self.user)
-        return Thresholds(**{f.name: _coerce(f.type, values[f.name]) for f in fields(Thresholds)})
+        try:
+            return Thresholds(**{f.name: _coerce(f.type, values[f.name]) for f in fields(Thresholds)})
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"bad threshold value: {error}") from error
 
 
 def _coerce(kind: Any, value: Any) -> Any:
+    if value is None or str(value).lower() in ("none", "null", "off"):
+        if "None" not in str(kind):
+            raise ValueError(f"threshold value {value!r} cannot be disabled")
+        return None
     if kind in (bool, "bool"):
         return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
     return float(value)

@@ -6,7 +6,10 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from npu_migrate.engine import RuleSet, migrate_source, migrate_text, split_chunks
+import re
+
+from npu_migrate.engine import RuleSet, migrate_source, migrate_text, plan_pieces
+from npu_migrate_codemods.imports import split_lines
 from npu_migrate_codemods.base import Fix, Rule
 from npu_migrate_codemods.positions import node_positions
 from npu_migrate_codemods.registry import RuleError, all_rules, select_rules
@@ -32,11 +35,50 @@ def test_only_matching_chunks_are_rewritten_rest_verbatim():
     assert [(e.code, e.line, e.col) for e in outcome.edits] == [("NPU100", 2, 1), ("NPU101", 5, 12)]
 
 
-def test_chunks_concatenate_back_to_the_text():
-    text = "'''doc'''\n# c\n@dec\n\n@dec2\ndef f():\n    pass\nx = 1; y = 2\nclass A:\n    z = 3\n# tail\n"
-    chunks = split_chunks(text, ast.parse(text))
-    assert "".join(c for _, c in chunks) == text
-    assert [line for line, _ in chunks] == [1, 3, 8, 9]
+def test_pieces_cover_the_text_and_nest_into_matching_defs():
+    text = ('"""doc"""\n# c\n@dec\n\n@dec2\ndef f():\n    pass\nx = 1; y = 2\n'
+            "class A:\n    z = 3\n\n    def g(self, t):\n        a = 1\n        return t.cuda()\n# tail\n")
+    lines = split_lines(text)
+    pieces = plan_pieces(lines, ast.parse(text).body, 1, len(lines) + 1, "", re.compile(r"\.cuda"))
+    assert "".join("".join(lines[p.start - 1:p.end - 1]) for p in pieces) == text
+    assert [(p.start, p.end, p.indent, p.parse) for p in pieces] == [
+        (1, 3, "", False), (3, 8, "", False), (8, 9, "", False),
+        (9, 10, "", False), (10, 12, "    ", False),
+        (12, 13, "    ", False), (13, 14, "        ", False), (14, 16, "        ", True),
+    ]
+
+
+NESTED_CASES = [
+    # a method inside a class: only the statement is parsed, indentation restored
+    ("import torch\n\nclass A:\n    x = 1\n\n    def f(self, t):\n        y = 2\n        return t.cuda()  # c\n",
+     "import torch\nimport torch_npu  # noqa: F401\n\nclass A:\n    x = 1\n\n    def f(self, t):\n"
+     "        y = 2\n        return t.npu()  # c\n"),
+    # a comment at column 0 and a string with lines further left inside the body
+    ('def f(t):\n    s = """doc\nleft\n  mid\n"""\n# col0\n    return t.cuda()\n',
+     'def f(t):\n    s = """doc\nleft\n  mid\n"""\n# col0\n    return t.npu()\n'),
+    # tabs
+    ("def f(t):\n\ta = 1\n\treturn t.cuda()\n", "def f(t):\n\ta = 1\n\treturn t.npu()\n"),
+    # whitespace-only lines inside a string, and a call spread over lines
+    ("def f(t):\n    s = '''a\n    \n    b'''\n    return t.cuda(\n        0)\n",
+     "def f(t):\n    s = '''a\n    \n    b'''\n    return t.npu(\n        0)\n"),
+    # a string rewritten inside a nested statement keeps lines further left
+    ("def f(t):\n    a = 1\n    return (t.cuda(), '''x\ny''')\n",
+     "def f(t):\n    a = 1\n    return (t.npu(), '''x\ny''')\n"),
+]
+
+
+@pytest.mark.parametrize("before, after", NESTED_CASES)
+def test_nested_pieces_round_trip(before, after):
+    if "import torch" not in before:
+        after = "import torch_npu  # noqa: F401\n" + after
+    assert migrate_source(before, select=CORE) == after
+
+
+def test_nested_positions_are_file_positions():
+    text = "class A:\n    a = 1\n\n    def f(self, t):\n        b = 2\n        return t.cuda()\n"
+    outcome = run(text, select=["NPU101"])
+    assert [(e.line, e.col) for e in outcome.edits] == [(6, 16)]
+
 
 
 def test_form_feed_does_not_shift_chunk_lines():

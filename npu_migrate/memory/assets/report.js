@@ -79,7 +79,8 @@
     }
     // steps and finding marks
     g.strokeStyle = "rgba(80,160,80,0.35)";
-    (dev.steps || []).forEach(function (st) {
+    var visibleSteps = (dev.steps || []).filter(function (st) { return st >= view.x0 && st <= view.x1; });
+    if (visibleSteps.length * 4 < c.w) visibleSteps.forEach(function (st) {
       if (st < view.x0 || st > view.x1) return;
       var px = xToPx(st, c.w); g.beginPath(); g.moveTo(px, 6); g.lineTo(px, 6 + plotH); g.stroke();
     });
@@ -139,7 +140,7 @@
       drawnBlocks.push([x0, y0, Math.max(x1 - x0, 1), Math.max(h, 3), b]);
     }
     g.fillStyle = "#667"; g.font = "11px sans-serif";
-    g.fillText("address space " + bytes(space), 4, 14);
+    g.fillText("address", 4, 14); g.fillText("space", 4, 26); g.fillText(bytes(space), 4, 38);
     document.getElementById("lifetime-note").textContent = rows.length + " largest of " +
       dev.blocks.total + " blocks drawn (by size x lifetime); " + drawnBlocks.length + " in view";
     return drawnBlocks.length;
@@ -277,6 +278,8 @@
     var list = document.getElementById("findings");
     list.textContent = "";
     DATA.findings.forEach(function (text) {
+      var other = / device (\d+): /.exec(text);
+      if (other && +other[1] !== dev.device) return;  // another device's finding
       var mark = null;
       (dev.marks || []).forEach(function (m) { if (text.indexOf(m.message) >= 0) mark = m; });
       var item = el("li", text, mark ? mark.severity : "");
@@ -310,15 +313,26 @@
       var h = poolBoxes[i];
       if (px >= h[0] && px <= h[0] + h[2] && py >= h[1] && py <= h[1] + h[3]) {
         var b = h[4];
-        showBlock({ id: b[3], size: b[1], requested: b[1], stack: b[4], addr: h[5].addr + " + " + b[0],
-                    alloc: -2, free: -2 }, b[2] ? " (pending free)" : " (allocated)");
+        var what = b[2] ? " (pending free)" : " (allocated)";
+        if (b[3] < 0) what = " and the blocks touching it" + what;
+        showBlock({ id: b[3] < 0 ? "run" : b[3], size: b[1], requested: b[1], stack: b[4],
+                    addr: h[5].addr + " + " + b[0], alloc: -2, free: -2 }, what);
         return;
       }
     }
   });
   window.addEventListener("resize", function () { if (dev) { redraw(); drawPool(); } });
 
-  var drawn = DATA.devices.length ? selectDevice(0) : 0;
+  // report.html#device=1&event=421 opens a device focused on an event (links from findings)
+  var wanted = {};
+  location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
+    var parts = kv.split("="); if (parts.length === 2) wanted[parts[0]] = +parts[1];
+  });
+  var start = 0;
+  DATA.devices.forEach(function (d, i) { if (d.device === wanted.device) start = i; });
+  select.value = start;
+  var drawn = DATA.devices.length ? selectDevice(start) : 0;
+  if (dev && wanted.event >= 0 && wanted.event < dev.events) focusEvent(wanted.event);
   document.body.setAttribute("data-render", "ok");
   document.body.setAttribute("data-drawn", String(drawn));
   statusEl.textContent = "rendered " + drawn + " items";

@@ -1,0 +1,42 @@
+"""`npu-migrate analyze`: what a CUDA code base is in for on Ascend NPUs. Architecture (model
+structure, CUDA locations with what `apply` does, distributed set-up, custom CUDA code, a
+complexity rating), computation (heavy operators, NPU kernel support, fusion, AMP,
+collectives) and memory (DataLoaders, transfers, synchronisation, leaks, allocator advice)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from npu_migrate.analyze.aggregate import SECTIONS, Aggregator, Assessment
+from npu_migrate.analyze.model import FileScan
+from npu_migrate.runner import RunPlan
+
+ANALYZED_SUFFIXES = (".py", ".sh", ".bash", ".cu", ".cuh")
+
+__all__ = ["SECTIONS", "Assessment", "analyze", "default_plan"]
+
+
+def default_plan(select: Sequence[str] = (), ignore: Sequence[str] = (), enable: Sequence[str] = (),
+                 options: dict | None = None, per_file_ignores: dict | None = None, root: str = ".") -> RunPlan:
+    from npu_migrate_codemods.registry import all_rules, select_rules
+
+    chosen = select_rules(all_rules(), select, ignore, enable)
+    return RunPlan([r.code for r in chosen], dict(options or {}), dict(per_file_ignores or {}), root)
+
+
+def analyze(paths: Sequence[str], only: Sequence[str] = SECTIONS, jobs: int | None = None,
+            exclude: Sequence[str] = (), plan: RunPlan | None = None, respect_gitignore: bool = True,
+            progress: Callable[[FileScan], None] | None = None) -> Assessment:
+    """Analyse files and folders. Raises FileNotFoundError for a path that does not exist."""
+    from npu_migrate.analyze.worker import run
+    from npu_migrate.discovery import discover
+
+    only = tuple(s for s in SECTIONS if s in only)
+    files = discover(paths, exclude, ANALYZED_SUFFIXES, respect_gitignore)
+    engine_plan = (plan or default_plan()) if "architecture" in only else None
+    aggregator = Aggregator(only)
+    for scan in run(files, engine_plan, jobs):
+        aggregator.add(scan)
+        if progress is not None:
+            progress(scan)
+    return aggregator.finish()

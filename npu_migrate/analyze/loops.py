@@ -1,0 +1,208 @@
+"""Memory and transfer analysis of training loops.
+
+A training loop is the innermost `for`/`while` loop that contains a `.backward()` call. Inside
+it the analyzer looks for host synchronisations, blocking host-to-device copies, tensors that
+keep their autograd graph while they are accumulated across steps, optimizer steps without
+gradient accumulation, and `empty_cache()` calls. Loss tensors are the receivers of
+`.backward()` (also through `scaler.scale(loss)`); model outputs are names assigned from a call
+of something named like a model (`model`, `net`, `self.model`, `forward`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from npu_migrate.analyze.findings import finding
+from npu_migrate.analyze.model import FileScan
+from npu_migrate.analyze.scan import HOST_FACTORIES, device_like
+from npu_migrate.diagnostics import Severity
+
+SYNC_METHODS = {"item": "`.item()`", "cpu": "`.cpu()`", "numpy": "`.numpy()`", "tolist": "`.tolist()`"}
+DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data"})
+DETACHING_FUNCS = frozenset({"float", "int", "len", "bool", "str"})
+
+
+def training_loops(loops: list[ast.AST], backward_calls: list[ast.Call]) -> list[ast.AST]:
+    """The innermost loop around each backward call, once each, in source order."""
+    chosen: dict[int, ast.AST] = {}
+    for call in backward_calls:
+        best = None
+        for loop in loops:
+            if loop.lineno <= call.lineno <= (loop.end_lineno or loop.lineno):
+                if best is None or loop.lineno >= best.lineno:
+                    best = loop
+        if best is not None:
+            chosen[id(best)] = best
+    return sorted(chosen.values(), key=lambda n: (n.lineno, n.col_offset))
+
+
+class LoopAnalysis:
+    def __init__(self, scan: FileScan, qualify: Callable[[ast.AST], str | None]) -> None:
+        self.scan = scan
+        self.path = scan.path
+        self.qualify = qualify
+
+    def run(self, loop: ast.AST) -> None:
+        self.scan.train_loops.append((loop.lineno, loop.col_offset + 1))
+        parents: dict[int, ast.AST] = {}
+        for node in ast.walk(loop):
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+        self.parents = parents
+        self.loop = loop
+        losses, outputs = self._grad_names(loop)
+        grad_names = losses | outputs
+        reported: set[int] = set()
+        steps: list[ast.Call] = []
+        for node in ast.walk(loop):
+            kind = type(node)
+            if kind is ast.Call:
+                self._call(node, reported, steps)
+            elif kind is ast.AugAssign and type(node.op) is ast.Add and _bare(node.value, grad_names):
+                self._leak(node, _name_of(node.value, grad_names), "accumulated with `+=`")
+            elif kind is ast.Assign and type(node.value) is ast.BinOp and type(node.value.op) is ast.Add:
+                target = node.targets[0]
+                if (type(target) is ast.Name and type(node.value.left) is ast.Name
+                        and node.value.left.id == target.id and _bare(node.value.right, grad_names)):
+                    self._leak(node, _name_of(node.value.right, grad_names), "accumulated with `+`")
+        self._appends(loop, grad_names)
+        if steps:
+            if any(self._periodic(step) for step in steps):
+                self.scan.accumulation = True
+            else:
+                step = steps[0]
+                self.scan.findings.append(finding(
+                    "ANA046", self.path, step,
+                    "the optimizer steps on every iteration: to train a larger effective batch in NPU "
+                    "memory, accumulate gradients over N steps (scale the loss by 1/N, step when "
+                    "`i % N == 0`)"))
+
+    # -- pieces --------------------------------------------------------------------------------
+    def _grad_names(self, loop: ast.AST) -> tuple[set[str], set[str]]:
+        losses: set[str] = set()
+        outputs: set[str] = set()
+        for node in ast.walk(loop):
+            if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "backward":
+                receiver = node.func.value
+                if type(receiver) is ast.Call and receiver.args:  # scaler.scale(loss).backward()
+                    receiver = receiver.args[0]
+                if type(receiver) is ast.Name:
+                    losses.add(receiver.id)
+            elif type(node) is ast.Assign and type(node.value) is ast.Call:
+                callee = _callee_name(node.value.func).lower()
+                if "model" in callee or "net" in callee or callee == "forward":
+                    for target in node.targets:
+                        for name in ast.walk(target):
+                            if type(name) is ast.Name:
+                                outputs.add(name.id)
+        return losses, outputs
+
+    def _call(self, node: ast.Call, reported: set[int], steps: list[ast.Call]) -> None:
+        func = node.func
+        if type(func) is not ast.Attribute:
+            return
+        attr = func.attr
+        if attr in SYNC_METHODS and not node.args and id(node) not in reported:
+            receiver = func.value  # `x.detach().cpu().numpy()` is one synchronisation
+            while type(receiver) is ast.Call and type(receiver.func) is ast.Attribute:
+                reported.add(id(receiver))
+                receiver = receiver.func.value
+            periodic = self._periodic(node)
+            message = (f"{SYNC_METHODS[attr]} in the training loop waits for the NPU to finish "
+                       "every queued operator")
+            if periodic:
+                self.scan.findings.append(finding(
+                    "ANA041", self.path, node, message + " (only every N steps here: acceptable for logging)",
+                    severity=Severity.INFO))
+            else:
+                self.scan.findings.append(finding(
+                    "ANA041", self.path, node,
+                    message + ": keep values on the device and read them every N steps"))
+        elif attr in ("cuda", "to") and _copies_to_device(node) and not _non_blocking(node):
+            receiver = func.value
+            if type(receiver) is ast.Call and (self.qualify(receiver.func) or "") in HOST_FACTORIES:
+                message = ("a tensor is built on the host and copied to the device on every step: "
+                           "create it on the device (`device=`) or once, before the loop")
+            else:
+                message = ("blocking host-to-device copy on every step: use "
+                           "`non_blocking=True` with `pin_memory=True` in the DataLoader")
+            self.scan.findings.append(finding("ANA042", self.path, node, message))
+        elif attr == "step" and "sched" not in _callee_name(func.value).lower():
+            steps.append(node)
+        elif attr == "empty_cache":
+            self.scan.findings.append(finding(
+                "ANA047", self.path, node,
+                "`empty_cache()` inside the training loop hides fragmentation at the cost of "
+                "re-allocating every step: on NPU set PYTORCH_NPU_ALLOC_CONF=expandable_segments:True "
+                "and drop the call"))
+
+    def _appends(self, loop: ast.AST, grad_names: set[str]) -> None:
+        for node in ast.walk(loop):
+            if (type(node) is ast.Call and type(node.func) is ast.Attribute
+                    and node.func.attr in ("append", "extend") and node.args
+                    and _bare(node.args[0], grad_names)):
+                self._leak(node, _name_of(node.args[0], grad_names), "appended to a list")
+
+    def _leak(self, node: ast.AST, name: str, how: str) -> None:
+        self.scan.findings.append(finding(
+            "ANA044", self.path, node,
+            f"`{name}` keeps its autograd graph and is {how} on every step: the graphs of all steps "
+            f"stay alive (memory grows each step); use `{name}.item()` or `{name}.detach()`"))
+
+    def _periodic(self, node: ast.AST) -> bool:
+        """Whether an `if` with a `%` test between the node and the loop guards it."""
+        current = self.parents.get(id(node))
+        while current is not None and current is not self.loop:
+            if type(current) is ast.If and any(type(n) is ast.BinOp and type(n.op) is ast.Mod
+                                               for n in ast.walk(current.test)):
+                return True
+            current = self.parents.get(id(current))
+        return False
+
+
+def _callee_name(func: ast.AST) -> str:
+    if type(func) is ast.Attribute:
+        return func.attr if type(func.value) is not ast.Name or func.value.id == "self" else func.value.id + "." + func.attr
+    return func.id if type(func) is ast.Name else ""
+
+
+def _bare(node: ast.AST, names: set[str]) -> bool:
+    """Whether `node` uses one of `names` with its autograd graph (not via .item()/.detach()...)."""
+    kind = type(node)
+    if kind is ast.Name:
+        return node.id in names
+    if kind is ast.Call:
+        func = node.func
+        if type(func) is ast.Attribute:
+            return func.attr not in DETACHING and _bare(func.value, names)
+        if type(func) is ast.Name and func.id in DETACHING_FUNCS:
+            return False
+        return False
+    if kind is ast.Attribute:
+        return node.attr not in DETACHING and _bare(node.value, names)
+    if kind is ast.Subscript:
+        return _bare(node.value, names)
+    if kind is ast.BinOp:
+        return _bare(node.left, names) or _bare(node.right, names)
+    if kind is ast.UnaryOp:
+        return _bare(node.operand, names)
+    return False
+
+
+def _name_of(node: ast.AST, names: set[str]) -> str:
+    for child in ast.walk(node):
+        if type(child) is ast.Name and child.id in names:
+            return child.id
+    return "tensor"
+
+
+def _copies_to_device(node: ast.Call) -> bool:
+    if node.func.attr == "cuda":  # type: ignore[attr-defined]
+        return True
+    return device_like(node)
+
+
+def _non_blocking(node: ast.Call) -> bool:
+    return any(k.arg == "non_blocking" and not (type(k.value) is ast.Constant and k.value.value is False)
+               for k in node.keywords)

@@ -1,0 +1,52 @@
+"""What the per-file scan hands back to the parent process: small, picklable records of hits
+only (never the text or the tree), so memory stays proportional to what is found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from npu_migrate.diagnostics import Diagnostic
+
+
+@dataclass
+class Site:
+    """A CUDA code location and what `apply` does about it: actions are (code, 'fix'|'flag', message)."""
+
+    kind: str
+    line: int
+    col: int
+    what: str
+    actions: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+@dataclass
+class ModuleClass:
+    """A class of the project that may be an nn.Module (decided across files by its bases)."""
+
+    name: str
+    line: int
+    bases: list[str]  # last name of each base
+    is_torch: bool  # derives directly from a torch nn container class
+    layers: list[tuple[str, str, int]] = field(default_factory=list)  # (kind, type, line)
+    submodules: list[tuple[str, int]] = field(default_factory=list)  # (class name, line)
+    repeated: int = 0  # line of a ModuleList / Sequential built from a loop (0 = none)
+
+
+@dataclass
+class FileScan:
+    path: str
+    error: str | None = None
+    sites: list[Site] = field(default_factory=list)
+    classes: list[ModuleClass] = field(default_factory=list)
+    ops: list[tuple[str, int, int]] = field(default_factory=list)  # (callable, line, col)
+    distributed: list[tuple[str, str, int]] = field(default_factory=list)  # (kind, what, line)
+    collectives: list[tuple[str, int]] = field(default_factory=list)
+    third_party: list[tuple[str, str, int]] = field(default_factory=list)  # (entry key, detail, line)
+    amp: list[tuple[str, int]] = field(default_factory=list)  # (what, line)
+    dataloaders: list[dict[str, Any]] = field(default_factory=list)
+    train_loops: list[tuple[int, int]] = field(default_factory=list)  # (line, col)
+    accumulation: bool = False  # optimizer steps every N iterations somewhere
+    checkpointing: bool = False  # torch.utils.checkpoint in use
+    findings: list[Diagnostic] = field(default_factory=list)
+    engine_error: str | None = None

@@ -1,0 +1,133 @@
+"""Writers for the assessment: rich tables on a terminal, markdown, JSON, SARIF 2.1.0 and a
+self-contained HTML page. Every format carries the same tables and located findings."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from npu_migrate import __version__
+from npu_migrate.analyze.aggregate import Assessment
+from npu_migrate.analyze.findings import sarif_rules
+from npu_migrate.diagnostics import Report, Table
+
+FORMATS = ("text", "markdown", "json", "sarif", "html")
+HEADINGS = {"architecture": "Architecture", "computation": "Computation", "memory": "Memory"}
+
+
+def render(assessment: Assessment, fmt: str, max_rows: int = 0, console: Any = None) -> str:
+    if fmt == "json":
+        return json.dumps(to_json(assessment), indent=2, default=str) + "\n"
+    if fmt == "sarif":
+        from npu_migrate.sarif import to_sarif
+
+        return json.dumps(to_sarif(assessment.findings, sarif_rules(), __version__), indent=2) + "\n"
+    if fmt == "markdown":
+        return to_markdown(assessment)
+    if fmt == "html":
+        return to_html(assessment)
+    return to_terminal(assessment, max_rows, console)
+
+
+def to_json(assessment: Assessment) -> dict[str, Any]:
+    return {
+        "title": assessment.title,
+        "tool": {"name": "npu-migrate", "version": __version__},
+        "summary": assessment.summary,
+        "rating": assessment.rating.to_dict() if assessment.rating else None,
+        "sections": {name: [t.to_dict() for t in tables] for name, tables in assessment.sections.items()},
+        "findings": [d.to_dict() for d in assessment.findings],
+        "errors": assessment.errors,
+        "engine_errors": assessment.engine_errors,
+    }
+
+
+def to_markdown(assessment: Assessment) -> str:
+    parts = [f"# {assessment.title}", ""]
+    parts += [f"- **{key}**: {value}" for key, value in assessment.summary.items()] + [""]
+    for name, tables in assessment.sections.items():
+        parts += [f"## {HEADINGS[name]}", ""]
+        for table in tables:
+            parts.append(table.to_markdown() if table.rows else f"### {table.title}\n\nNone found.\n")
+    if assessment.findings:
+        parts += ["## Findings", ""]
+        parts += [f"- `{d.format(with_doc=False)}` ([{d.code}]({d.doc}))" for d in assessment.findings]
+        parts.append("")
+    if assessment.errors:
+        parts += ["## Files that could not be analysed", ""] + [f"- `{e}`" for e in assessment.errors] + [""]
+    if assessment.engine_errors:
+        parts += ["## Files `apply` cannot rewrite", ""] + [f"- `{e}`" for e in assessment.engine_errors] + [""]
+    return "\n".join(parts)
+
+
+def to_html(assessment: Assessment) -> str:
+    esc = html.escape
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f"<title>{esc(assessment.title)}</title>",
+           "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}"
+           "table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:0.25em 0.5em;"
+           "text-align:left;vertical-align:top}th{background:#f2f2f2}code{font-size:90%}"
+           ".warning{color:#9a5b00}.error{color:#b00020}.info{color:#555}</style></head><body>",
+           f"<h1>{esc(assessment.title)}</h1>", "<ul>"]
+    out += [f"<li><b>{esc(str(k))}</b>: {esc(str(v))}</li>" for k, v in assessment.summary.items()]
+    out.append("</ul>")
+    for name, tables in assessment.sections.items():
+        out.append(f"<h2>{esc(HEADINGS[name])}</h2>")
+        for table in tables:
+            out.append(f"<h3>{esc(table.title)}</h3>")
+            if not table.rows:
+                out.append("<p>None found.</p>")
+                continue
+            out.append("<table><tr>" + "".join(f"<th>{esc(c)}</th>" for c in table.columns) + "</tr>")
+            out += ["<tr>" + "".join(f"<td>{esc(str(v))}</td>" for v in row) + "</tr>" for row in table.rows]
+            out.append("</table>")
+    if assessment.findings:
+        out.append("<h2>Findings</h2><ul>")
+        out += [f'<li class="{d.severity.value}"><code>{esc(d.format(with_doc=False))}</code></li>'
+                for d in assessment.findings]
+        out.append("</ul>")
+    for title, errors in (("Files that could not be analysed", assessment.errors),
+                          ("Files apply cannot rewrite", assessment.engine_errors)):
+        if errors:
+            out.append(f"<h2>{esc(title)}</h2><ul>")
+            out += [f"<li><code>{esc(e)}</code></li>" for e in errors]
+            out.append("</ul>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def to_terminal(assessment: Assessment, max_rows: int, console: Any) -> str:
+    """Print with rich (to `console`, or capture and return the text when none is given)."""
+    from rich.console import Console
+
+    capture = console is None
+    if capture:
+        console = Console(record=True, width=160, color_system=None, force_terminal=False)
+    report = Report(assessment.title, summary=assessment.summary)
+    report.render(console)
+    for name, tables in assessment.sections.items():
+        console.rule(f"[bold]{HEADINGS[name]}")
+        clipped = [_clip(t, max_rows) for t in tables if t.rows]
+        Report("", tables=clipped).render(console) if clipped else None
+        empty = [t.title for t in tables if not t.rows]
+        if empty:
+            console.print("none found: " + "; ".join(empty), markup=False, highlight=False)
+    findings = assessment.findings
+    if findings:
+        console.rule("[bold]Findings")
+        shown = findings if not max_rows else findings[:max_rows * 4]
+        for finding in shown:
+            console.print(finding.format(), markup=False, highlight=False)
+        if len(shown) < len(findings):
+            console.print(f"… {len(findings) - len(shown)} more findings (use --max-rows 0 or --format markdown/json)")
+    for error in assessment.errors + assessment.engine_errors:
+        console.print(error, markup=False, highlight=False, style="red")
+    return console.export_text() if capture else ""
+
+
+def _clip(table: Table, max_rows: int) -> Table:
+    if not max_rows or len(table.rows) <= max_rows:
+        return table
+    rows = table.rows[:max_rows] + [[f"… {len(table.rows) - max_rows} more rows"] + [""] * (len(table.columns) - 1)]
+    return Table(table.title, table.columns, rows)

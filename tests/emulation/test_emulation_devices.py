@@ -1,0 +1,182 @@
+"""The emulation layer on CPU: device strings, the torch.npu namespace, AMP, distributed, ops."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from npu_migrate import emulation
+from npu_migrate.emulation import EmulationError
+
+FAKE_REAL = __import__("pathlib").Path(__file__).resolve().parents[1] / "verify" / "fake_torch_npu"
+
+
+@pytest.fixture
+def emu():
+    with emulation.emulated():
+        import torch_npu
+
+        yield torch_npu
+
+
+def test_device_strings_reach_the_backing_device(emu):
+    assert torch.zeros(2, device="npu").device.type == "cpu"
+    assert torch.ones(2, device="npu:0").sum().item() == 2
+    device = torch.device("npu", 0)
+    assert (device.type, device.index) == ("npu", 0)  # still an npu device object
+    assert torch.randn(3, device=device).device.type == "cpu"
+    assert torch.arange(4).to("npu").tolist() == [0, 1, 2, 3]
+    assert torch.arange(4).to(device="npu:0", dtype=torch.float16).dtype == torch.float16
+    assert torch.ones(2).new_zeros(3, device="npu").shape == (3,)
+    model = torch.nn.Linear(3, 2).npu()
+    x = torch.randn(4, 3).npu()
+    assert x.is_npu and model(x).shape == (4, 2)
+    with torch.device("npu"):
+        assert torch.empty(1).device.type == "cpu"
+
+
+def test_torch_load_map_location(emu):
+    buffer = io.BytesIO()
+    torch.save({"w": torch.arange(3.0)}, buffer)
+    for location in ("npu", "npu:0", torch.device("npu", 0), {"cpu": "npu:0"}):
+        buffer.seek(0)
+        assert torch.load(buffer, map_location=location)["w"].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_namespace_follows_torch_npu(emu):
+    assert emu.npu is torch.npu and sys.modules["torch.npu"] is torch.npu
+    assert torch.npu.is_available() and torch.npu.device_count() == 1
+    torch.npu.set_device("npu:0")
+    assert torch.npu.current_device() == 0
+    with pytest.raises(EmulationError, match="1 device"):
+        torch.npu.set_device(1)
+    torch.npu.synchronize()
+    start, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
+    start.record()
+    torch.randn(64, 64) @ torch.randn(64, 64)
+    end.record()
+    assert start.elapsed_time(end) >= 0
+    with torch.npu.stream(torch.npu.Stream()):
+        pass
+    torch.npu.manual_seed(7)
+    first = torch.randn(3, device="npu")
+    torch.npu.manual_seed(7)
+    assert torch.equal(first, torch.randn(3, device="npu"))
+    assert torch.npu.get_device_capability() is None  # as torch_npu without the env var
+    assert torch.float16 in torch.npu.get_amp_supported_dtype()
+    with emu.npu.mstx.annotate("step"):
+        emu.npu.mstx.mark("inside")
+
+
+def test_autocast_and_grad_scaler(emu):
+    model = torch.nn.Linear(8, 4)
+    x = torch.randn(2, 8, device="npu")
+    with torch.autocast(device_type="npu"):
+        assert model(x).dtype == torch.float16  # torch_npu's default AMP dtype
+    with torch.npu.amp.autocast(dtype=torch.bfloat16):
+        assert model(x).dtype == torch.bfloat16
+    with torch.autocast("npu", enabled=False):
+        assert model(x).dtype == torch.float32
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = model.weight.detach().clone()
+    scaler = torch.amp.GradScaler("npu")
+    with torch.autocast("npu"):
+        loss = model(x).float().pow(2).mean()
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    assert not torch.equal(before, model.weight)
+    for dynamic, expected in ((False, 8.0), (True, 4.0)):  # an overflow backs off a dynamic scale only
+        scaler = emu.npu.amp.GradScaler(init_scale=8.0, dynamic=dynamic)
+        optimizer.zero_grad()
+        scaler.scale(model(x).sum()).backward()
+        model.weight.grad.fill_(float("inf"))
+        scaler.step(optimizer)
+        scaler.update()
+        assert scaler.get_scale() == expected
+
+
+def test_hccl_backend_runs_on_gloo(emu, tmp_path):
+    import torch.distributed as dist
+
+    dist.init_process_group("hccl", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        assert dist.get_backend() == "gloo"
+        tensor = torch.ones(3, device="npu")
+        dist.all_reduce(tensor)
+        assert tensor.tolist() == [1.0, 1.0, 1.0]
+        assert dist.is_hccl_available()
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("layout", ["BSH", "SBH", "BSND", "BNSD"])
+def test_npu_fusion_attention_matches_sdpa(emu, layout):
+    b, n, s, d = 2, 4, 6, 8
+    q, k, v = (torch.randn(b, n, s, d, requires_grad=True) for _ in range(3))
+    causal = torch.ones(s, s, dtype=torch.bool).triu(1)  # True = masked out, as in torch_npu
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def pack(t):
+        return {"BNSD": t, "BSND": t.transpose(1, 2), "BSH": t.transpose(1, 2).reshape(b, s, n * d),
+                "SBH": t.permute(2, 0, 1, 3).reshape(s, b, n * d)}[layout]
+
+    out = emu.npu_fusion_attention(pack(q), pack(k), pack(v), n, layout, atten_mask=causal,
+                                   scale=d ** -0.5)[0]
+    assert torch.allclose(out, pack(expected), atol=1e-5)
+    out.sum().backward()
+    assert q.grad is not None
+    by_mode = emu.npu_fusion_attention(pack(q), pack(k), pack(v), n, layout, sparse_mode=2,
+                                       scale=d ** -0.5)[0]
+    assert torch.allclose(by_mode, out, atol=1e-6)
+
+
+def test_fusion_attention_grouped_query(emu):
+    q = torch.randn(1, 4, 5, 8)
+    kv = torch.randn(1, 2, 5, 8)
+    out = emu.npu_fusion_attention(q, kv, kv, 4, "BNSD", scale=0.3)[0]
+    expected = F.scaled_dot_product_attention(q, kv.repeat_interleave(2, 1), kv.repeat_interleave(2, 1), scale=0.3)
+    assert torch.allclose(out, expected, atol=1e-5)
+    with pytest.raises(EmulationError, match="TND"):
+        emu.npu_fusion_attention(q, kv, kv, 4, "TND")
+
+
+def test_other_reference_ops(emu):
+    x = torch.randn(3, 8)
+    y, rstd = emu.npu_rms_norm(x, torch.ones(8), epsilon=1e-6)
+    assert torch.allclose(y, x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6), atol=1e-6)
+    assert torch.allclose(emu.npu_swiglu(x), F.silu(x[:, :4]) * x[:, 4:])
+    assert torch.allclose(emu.fast_gelu(x), x * torch.sigmoid(1.702 * x), atol=1e-6)
+
+
+def test_unknown_operator_fails_clearly(emu):
+    from torch_npu import npu_some_fused_kernel  # importing the name works
+
+    with pytest.raises(EmulationError, match="torch_npu.npu_some_fused_kernel"):
+        npu_some_fused_kernel(torch.ones(1))
+    with pytest.raises(AttributeError, match="no attribute 'not_an_op'"):
+        emu.not_an_op
+
+
+def test_deactivate_undoes_the_patches():
+    with emulation.emulated():
+        assert emulation.is_active() and "torch_npu" in sys.modules
+    assert not emulation.is_active()
+    assert "torch_npu" not in sys.modules and not hasattr(torch, "npu")
+    assert not hasattr(torch.Tensor, "npu") and not hasattr(torch.nn.Module, "npu")
+    with pytest.raises((RuntimeError, ImportError)):  # torch finds no npu device module again
+        torch.zeros(1, device="npu")
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast is the stock class again
+        assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).dtype == torch.bfloat16
+
+
+def test_refuses_when_real_torch_npu_is_importable(monkeypatch):
+    monkeypatch.syspath_prepend(str(FAKE_REAL))
+    assert emulation.real_torch_npu_available()
+    with pytest.raises(emulation.RealTorchNpuError, match="real torch_npu"):
+        emulation.activate()
+    assert not emulation.is_active()

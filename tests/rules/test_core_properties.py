@@ -1,0 +1,174 @@
+"""Properties of the issue-2 rule family (NPU101-NPU143) as a whole: idempotence over
+combinations of the patterns, no crash on arbitrary valid Python, untouched files without CUDA."""
+
+import ast
+
+import hypothesmith
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from npu_migrate.engine import RuleSet, migrate_text
+from npu_migrate_codemods.base import RuleContext, RuleRunner
+from npu_migrate_codemods.facts import FileFacts
+from npu_migrate_codemods.registry import all_rules, select_rules
+
+FAMILY = ["NPU100", "NPU101", "NPU102", "NPU103", "NPU104", "NPU105", "NPU120", "NPU121",
+          "NPU130", "NPU140", "NPU141", "NPU142", "NPU143"]
+RULES = select_rules(all_rules(), select=FAMILY)
+RULESET = RuleSet(RULES)
+
+HEADER = [
+    "import torch",
+    "import torch as th",
+    "import torch.distributed as dist",
+    "import argparse",
+    "from torch.cuda import synchronize, get_arch_list",
+    "from torch.cuda.amp import autocast, GradScaler",
+    "from torch import cuda",
+    "import torch.cuda as tc",
+    "from torch.distributed import Backend, is_nccl_available",
+]
+STATEMENTS = [
+    "x = t.cuda(non_blocking=True)",
+    "ok = x.is_cuda",
+    'd = torch.device("cuda", 0)',
+    "d = th.device(f'cuda:{rank}')",
+    'y = x.to("cuda:%d" % i)',
+    'y = x.to("cuda:{}".format(i), non_blocking=True)',
+    'z = torch.zeros(2, device="cuda" if torch.cuda.is_available() else "cpu")',
+    'm = torch.load("cuda_model.pt", map_location="cuda")',
+    'same = x.device.type == "cuda"',
+    'p.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cuda")',
+    'p.add_argument("--no-cuda", action="store_true")',
+    "torch.cuda.synchronize()",
+    "n = th.cuda.device_count()",
+    "synchronize()",
+    "archs = get_arch_list()",
+    "cuda.empty_cache()",
+    "tc.manual_seed_all(1)",
+    "s = GradScaler()",
+    "s2 = torch.cuda.amp.GradScaler(1024.0)",
+    "c = torch.cuda.amp.autocast(True, torch.bfloat16)",
+    "a = autocast(enabled=False)",
+    "b = torch.autocast(device_type='cuda')",
+    "g = torch.amp.GradScaler()",
+    'dist.init_process_group("nccl")',
+    'dist.init_process_group(backend="cuda:nccl,cpu:gloo")',
+    "k = Backend.NCCL",
+    "ok = is_nccl_available() and dist.is_nccl_available()",
+    'ok = dist.get_backend() == "nccl"',
+    'print("cuda is ready, nccl too")',
+    "# a comment about torch.cuda.synchronize()",
+]
+
+
+def run(text: str):
+    outcome = migrate_text(text, "gen.py", RULESET)
+    assert outcome.error is None, outcome.error
+    return outcome.new_text if outcome.new_text is not None else text
+
+
+def indent(lines):
+    return ["    " + line for line in lines]
+
+
+@st.composite
+def programs(draw):
+    header = draw(st.lists(st.sampled_from(HEADER), unique=True, max_size=5))
+    body = draw(st.lists(st.sampled_from(STATEMENTS), min_size=1, max_size=8))
+    wrap = draw(st.sampled_from(["module", "function", "class"]))
+    if wrap == "function":
+        body = ["def main(t, x, i, rank, p):"] + indent(body)
+    elif wrap == "class":
+        body = ["class Runner:", "    def go(self, t, x, i, rank, p):"] + indent(indent(body))
+    return "\n".join(header + body) + "\n"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_idempotent_over_pattern_combinations(text):
+    once = run(text)
+    ast.parse(once)
+    assert run(once) == once
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_comments_and_non_device_strings_survive(text):
+    once = run(text)
+    assert once.count("# a comment about torch.cuda.synchronize()") == text.count(
+        "# a comment about torch.cuda.synchronize()")
+    assert once.count('"cuda is ready, nccl too"') == text.count('"cuda is ready, nccl too"')
+    assert once.count('"cuda_model.pt"') == text.count('"cuda_model.pt"')
+    assert once.count('"--no-cuda"') == text.count('"--no-cuda"')
+
+
+def test_all_patterns_together():
+    """Every pattern of the pools at once (one module): each is rewritten as it is alone."""
+    once = run("\n".join(HEADER + STATEMENTS) + "\n")
+    for fragment in [
+        "import torch_npu  # noqa: F401", "from torch.npu import synchronize; from torch.cuda import get_arch_list",
+        "from torch.amp import autocast, GradScaler", "from torch import npu as cuda", "import torch.npu as tc",
+        "from torch.distributed import Backend, is_hccl_available", "x = t.npu(non_blocking=True)",
+        "ok = x.is_npu", 'torch.device("npu", 0)', "th.device(f'npu:{rank}')", 'x.to("npu:%d" % i)',
+        'x.to("npu:{}".format(i), non_blocking=True)', 'device="npu" if torch.npu.is_available() else "cpu"',
+        'torch.load("cuda_model.pt", map_location="npu")', 'x.device.type == "npu"',
+        'default="npu", choices=["npu", "cpu"], help="cuda"', 'p.add_argument("--no-cuda", action="store_true")',
+        "torch.npu.synchronize()", "th.npu.device_count()", 'GradScaler("npu")',
+        'torch.amp.GradScaler("npu", 1024.0)', 'torch.amp.autocast("npu", enabled=True, dtype=torch.bfloat16)',
+        'autocast("npu", enabled=False)', "torch.autocast(device_type='npu')", 'torch.amp.GradScaler("npu")',
+        'dist.init_process_group("hccl")', 'backend="npu:hccl,cpu:gloo"', "k = Backend.HCCL",
+        "is_hccl_available() and dist.is_hccl_available()", 'dist.get_backend() == "hccl"',
+        'print("cuda is ready, nccl too")', "# a comment about torch.cuda.synchronize()",
+    ]:
+        assert fragment in once, fragment
+
+
+# -- arbitrary valid Python ------------------------------------------------------------------------
+
+def _run_rules_directly(source: str):
+    """Bypass the prefilters: every rule of the family visits every node of the module."""
+    module = cst.parse_module(source)
+    context = RuleContext("gen.py", source, FileFacts.from_tree(ast.parse(source)))
+    runner = RuleRunner([cls(context) for cls in RULES])
+    new_module, _ = runner.run(module, 0)
+    return new_module.code
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(hypothesmith.from_node(cst.Module))
+def test_no_crash_on_arbitrary_python(source):
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        return  # hypothesmith occasionally yields code CPython rejects
+    new = _run_rules_directly(source)
+    ast.parse(new)
+    outcome = migrate_text(source, "gen.py", RULESET)
+    assert outcome.error is None or "LibCST cannot parse" in outcome.error
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(hypothesmith.from_grammar())
+def test_files_without_cuda_come_back_byte_identical(source):
+    if any(word in source for word in ("cuda", "nccl", "NCCL", "amp", "autocast", "GradScaler",
+                                       "custom_fwd", "custom_bwd")):
+        return
+    outcome = migrate_text(source, "gen.py", RULESET)
+    assert outcome.new_text is None
+    assert outcome.edits == [] and outcome.diagnostics == []
+
+
+@pytest.mark.parametrize("text", [
+    "import torch\r\nx = torch.ones(2)\r\nprint('gpu')\r\n",
+    "\ufeffimport torch\nmodel = Net()\nmodel.train()\n",
+    "import torch\n\tx = 1\n"[:0] + "if True:\n\tx = torch.zeros(1)  # tab\n",
+    "",
+])
+def test_plain_torch_files_are_untouched(text):
+    outcome = migrate_text(text, "plain.py", RULESET)
+    assert outcome.error is None and outcome.new_text is None

@@ -1,0 +1,97 @@
+"""NPU160-NPU164: torch.backends.cuda / torch.backends.cudnn knobs."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
+
+CODES = ["NPU160", "NPU161", "NPU162", "NPU163", "NPU164"]
+N = "import torch_npu  # noqa: F401\n"
+
+REWRITES = [
+    ("import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = False\n",
+     "import torch\n" + N + "torch.npu.matmul.allow_hf32 = True\ntorch.npu.conv.allow_hf32 = False\n"),
+    ("import torch as th\nif th.backends.cuda.matmul.allow_tf32:\n    pass\n",
+     "import torch as th\n" + N + "if th.npu.matmul.allow_hf32:\n    pass\n"),
+    # module aliases: the use is spelled from torch when torch is imported ...
+    ("import torch\nimport torch.backends.cudnn as cudnn\ncudnn.allow_tf32 = True\n",
+     "import torch\n" + N + "import torch.backends.cudnn as cudnn\ntorch.npu.conv.allow_hf32 = True\n"),
+    # ... and from torch_npu when it is not
+    ("from torch.backends.cuda import matmul\nmatmul.allow_tf32 = True\n",
+     N + "from torch.backends.cuda import matmul\ntorch_npu.npu.matmul.allow_hf32 = True\n"),
+    ("import torch\ntorch.backends.cuda.cufft_plan_cache.max_size = 32\ntorch.backends.cuda.cufft_plan_cache.clear()\n",
+     "import torch\n" + N + "torch.npu.backends.fft_plan_cache.max_size = 32\ntorch.npu.backends.fft_plan_cache.clear()\n"),
+]
+
+
+@pytest.mark.parametrize("before,expected", REWRITES)
+def test_rewrites(before: str, expected: str) -> None:
+    assert after(before, CODES) == expected
+    assert_idempotent(before, CODES)
+
+
+def test_the_classic_training_header() -> None:
+    """The lines most training scripts start with: TF32 rewritten, cuDNN flags explained."""
+    src = ("import torch\n\ntorch.backends.cudnn.benchmark = True\ntorch.backends.cudnn.deterministic = True\n"
+           "torch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True\n")
+    outcome = migrate(src, CODES)
+    assert outcome.new_text.endswith("torch.backends.cudnn.benchmark = True\ntorch.backends.cudnn.deterministic = True\n"
+                                     "torch.npu.matmul.allow_hf32 = True\ntorch.npu.conv.allow_hf32 = True\n")
+    assert codes_at(outcome) == [("NPU161", 3), ("NPU161", 4)]
+    by_line = {d.line: d for d in outcome.diagnostics}
+    assert by_line[3].severity.value == "info" and "no effect" in by_line[3].message
+    assert by_line[4].severity.value == "warning"
+    assert "torch.use_deterministic_algorithms" in by_line[4].message
+    assert "set_deterministic_level" in by_line[4].message
+
+
+def test_cudnn_module_alias_and_from_import() -> None:
+    src = ("import torch.backends.cudnn as cudnn\nfrom torch.backends import cudnn as cd\n"
+           "cudnn.benchmark = True\ncd.deterministic = True\n")
+    outcome = migrate(src, CODES)
+    assert outcome.new_text is None
+    assert codes_at(outcome) == [("NPU161", 3), ("NPU161", 4)]
+
+
+def test_sdp_switches_are_reported_with_the_replacement() -> None:
+    src = ("import torch\nfrom torch.backends.cuda import sdp_kernel\n"
+           "with sdp_kernel(enable_flash=False, enable_math=True):\n    pass\n"
+           "torch.backends.cuda.enable_flash_sdp(False)\nok = torch.backends.cuda.flash_sdp_enabled()\n")
+    outcome = migrate(src, CODES)
+    assert outcome.new_text is None
+    assert codes_at(outcome) == [("NPU162", 2), ("NPU162", 3), ("NPU162", 5), ("NPU162", 6)]
+    assert all("sdpa_kernel" in d.message and "use_compatible_impl" in d.message for d in outcome.diagnostics)
+
+
+def test_plan_cache_index_and_size_limits() -> None:
+    src = ("import torch\ntorch.backends.cuda.cufft_plan_cache[0].max_size = 10\n"
+           "torch.backends.cuda.cufft_plan_cache.max_size = 512\n")
+    outcome = migrate(src, CODES)
+    assert "torch.backends.cuda.cufft_plan_cache[0].max_size = 10" in outcome.new_text  # not rewritten
+    assert "torch.npu.backends.fft_plan_cache.max_size = 512" in outcome.new_text
+    assert codes_at(outcome) == [("NPU163", 2), ("NPU163", 3)]
+    assert "1 and 99" in outcome.diagnostics[1].message
+
+
+def test_build_queries_are_info() -> None:
+    src = "import torch\nif torch.backends.cudnn.is_available() and torch.backends.cudnn.version() > 8000:\n    pass\n"
+    outcome = migrate(src, CODES)
+    assert codes_at(outcome) == [("NPU164", 2), ("NPU164", 2)]
+    assert {d.severity.value for d in outcome.diagnostics} == {"info"}
+
+
+def test_unchanged() -> None:
+    src = ("import torch\ntorch.backends.mps.is_available()\ntorch.backends.mkldnn.enabled = True\n"
+           "torch.set_float32_matmul_precision('high')\nx = config.backends.cudnn.benchmark\n")
+    outcome = migrate(src, CODES)
+    assert outcome.new_text is None and outcome.diagnostics == []
+
+
+def test_rules_work_in_a_function_body_chunk() -> None:
+    """The engine may hand a function's statements over one by one: names still resolve."""
+    src = ("import torch\n\n\ndef setup(fast):\n    x = 1\n    torch.backends.cuda.matmul.allow_tf32 = fast\n"
+           "    torch.backends.cudnn.benchmark = fast\n    return x\n")
+    outcome = migrate(src, CODES)
+    assert "    torch.npu.matmul.allow_hf32 = fast\n" in outcome.new_text
+    assert codes_at(outcome) == [("NPU161", 7)]

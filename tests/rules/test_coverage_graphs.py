@@ -1,0 +1,82 @@
+"""NPU175 compile backends, NPU176 CUDA graphs → NPU graphs, NPU177 graph() arguments."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
+
+CODES = ["NPU175", "NPU176", "NPU177"]
+N = "import torch_npu  # noqa: F401\n"
+
+REWRITES = [
+    ("import torch\nm = torch.compile(model, backend='cudagraphs')\n",
+     "import torch\n" + N + "m = torch.compile(model, backend='npugraphs')\n"),
+    ('import torch\nm = torch.compile(model, mode="max-autotune", backend="cudagraphs", fullgraph=True)\n',
+     "import torch\n" + N + 'm = torch.compile(model, mode="max-autotune", backend="npugraphs", fullgraph=True)\n'),
+    ('import torch._dynamo as dynamo\nm = dynamo.optimize("cudagraphs")(model)\n',
+     N + 'import torch._dynamo as dynamo\nm = dynamo.optimize("npugraphs")(model)\n'),
+    ("import torch\n@torch.compile(backend='cudagraphs')\ndef f(x):\n    return x\n",
+     "import torch\n" + N + "@torch.compile(backend='npugraphs')\ndef f(x):\n    return x\n"),
+    ("import torch\nwith torch.cuda.graph(g, pool, stream, 'thread_local'):\n    pass\n",
+     "import torch\n" + N + "with torch.npu.graph(g, pool, stream, capture_error_mode='thread_local'):\n    pass\n"),
+    ("import torch\nwith torch.cuda.graph(g, check_input_liveness=True, pool=p):\n    pass\n",
+     "import torch\n" + N + "with torch.npu.graph(g, pool=p):\n    pass\n"),
+    ("import torch\nwith torch.cuda.graph(g, pool=p, enable_annotations=True):\n    pass\n",
+     "import torch\n" + N + "with torch.npu.graph(g, pool=p):\n    pass\n"),
+]
+
+
+@pytest.mark.parametrize("before,expected", REWRITES)
+def test_rewrites(before: str, expected: str) -> None:
+    assert after(before, CODES) == expected
+    assert_idempotent(before, CODES)
+
+
+def test_a_whole_cuda_graph_capture_with_caveats() -> None:
+    src = ("import torch\n\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    y = model(x)\n"
+           "g.replay()\nf = torch.cuda.make_graphed_callables(model, (x,))\n")
+    outcome = migrate(src, CODES)
+    assert outcome.new_text.endswith("g = torch.npu.NPUGraph()\nwith torch.npu.graph(g):\n    y = model(x)\n"
+                                     "g.replay()\nf = torch.npu.make_graphed_callables(model, (x,))\n")
+    assert codes_at(outcome) == [("NPU176", 3), ("NPU176", 4), ("NPU176", 7)]
+    assert all("inference only" in d.message for d in outcome.diagnostics)
+
+
+def test_from_import_of_cuda_graph() -> None:
+    src = "from torch.cuda import CUDAGraph, graph\ng = CUDAGraph()\nwith graph(g, None, None, 'global'):\n    pass\n"
+    text = after(src, CODES)
+    assert "from torch_npu.npu import NPUGraph as CUDAGraph, graph\n" in text
+    assert "with graph(g, None, None, capture_error_mode='global'):" in text
+    assert_idempotent(src, CODES)
+
+
+def test_tensorrt_backend_is_reported() -> None:
+    outcome = migrate("import torch\nm = torch.compile(model, backend='tensorrt')\n", CODES)
+    assert outcome.new_text is None and codes_at(outcome) == [("NPU175", 2)]
+
+
+def test_unchanged() -> None:
+    src = ("import torch\nm = torch.compile(model)\nm = torch.compile(model, backend='inductor')\n"
+           "m = torch.compile(model, mode='reduce-overhead')\nlog('cudagraphs')\n"
+           "with torch.npu.graph(g, None, None, True):\n    pass\n")  # NPU's own 4th parameter
+    outcome = migrate(src, CODES)
+    assert outcome.new_text is None and outcome.diagnostics == []
+
+
+def test_cuda_graph_signature_is_what_the_rule_assumes() -> None:
+    """torch.cuda.graph's first three parameters are (graph, pool, stream); the fourth is
+    capture_error_mode, which torch.npu.graph takes as its fifth."""
+    params = list(inspect.signature(torch.cuda.graph.__init__).parameters)[1:]
+    assert params[:4] == ["cuda_graph", "pool", "stream", "capture_error_mode"]
+    from npu_migrate_codemods.rules.coverage_graphs import _NPU_GRAPH_LACKS
+    assert set(_NPU_GRAPH_LACKS) <= set(params)
+
+
+def test_compile_backend_is_registered_upstream() -> None:
+    """"cudagraphs" is a real dynamo backend name (the rule's CUDA side)."""
+    from torch._dynamo.backends.registry import list_backends
+    assert "cudagraphs" in list_backends(exclude_tags=())

@@ -1,0 +1,454 @@
+"""NPU400 `amp`: autocast around the forward pass and loss; GradScaler with fp16."""
+
+from textwrap import dedent
+
+import pytest
+
+from npu_migrate.engine import RuleSet, migrate_text
+from npu_migrate_codemods.registry import all_rules, select_rules
+
+
+def migrate(src: str, dtype: str | None = None, enable=("amp",), select=("NPU100",)):
+    options = {"amp_dtype": dtype} if dtype else {}
+    ruleset = RuleSet(select_rules(all_rules(), select=list(select), enable=list(enable)), options)
+    outcome = migrate_text(dedent(src), "train.py", ruleset)
+    assert outcome.error is None, outcome.error
+    return outcome
+
+
+def after(src: str, dtype: str | None = None, **kwargs) -> str:
+    outcome = migrate(src, dtype, **kwargs)
+    return outcome.new_text if outcome.new_text is not None else dedent(src)
+
+
+BF16_PAIRS = [
+    # the plain loop: transfers and zero_grad stay outside, comments move with the code
+    ("""\
+     import torch
+
+     for x, y in loader:
+         x = x.to(device)
+         optimizer.zero_grad()
+         # forward
+         out = model(x)  # logits
+         loss = criterion(out, y)
+         loss.backward()
+         optimizer.step()
+     """, """\
+     import torch
+     import torch_npu  # noqa: F401
+
+     for x, y in loader:
+         x = x.to(device)
+         optimizer.zero_grad()
+         # forward
+         with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+             out = model(x)  # logits
+             loss = criterion(out, y)
+         loss.backward()
+         optimizer.step()
+     """),
+    # an alias of torch; the loss scaled for accumulation; the loss read through an attribute
+    ("""\
+     import torch as th
+
+     def step(model, batch, opt):
+         outputs = model(**batch)
+         loss = outputs.loss / 4
+         loss.backward()
+         opt.step()
+     """, """\
+     import torch as th
+     import torch_npu  # noqa: F401
+
+     def step(model, batch, opt):
+         with th.autocast(device_type="npu", dtype=th.bfloat16):
+             outputs = model(**batch)
+             loss = outputs.loss / 4
+         loss.backward()
+         opt.step()
+     """),
+    # no `import torch`: it is added; the step happens in an `if` (gradient accumulation)
+    ("""\
+     from torch import nn
+
+     def train(net, data, sgd, crit):
+         for i, (a, b) in enumerate(data):
+             pred = net(a)
+             loss = crit(pred, b)
+             (loss / 2).backward()
+             if i % 2 == 1:
+                 sgd.step()
+                 sgd.zero_grad()
+     """, """\
+     import torch_npu  # noqa: F401
+     import torch
+     from torch import nn
+
+     def train(net, data, sgd, crit):
+         for i, (a, b) in enumerate(data):
+             with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                 pred = net(a)
+                 loss = crit(pred, b)
+             (loss / 2).backward()
+             if i % 2 == 1:
+                 sgd.step()
+                 sgd.zero_grad()
+     """),
+    # evaluation loops: `with torch.no_grad()` around the loop, and inside it
+    ("""\
+     import torch
+
+     def evaluate(model, loader):
+         with torch.no_grad():
+             for x, y in loader:
+                 x = x.to("npu")
+                 pred = model(x)
+                 hits = (pred.argmax(1) == y).sum()
+         return hits
+
+     def evaluate2(model, loader):
+         for x in loader:
+             with torch.inference_mode():
+                 out = model(x)
+     """, """\
+     import torch
+     import torch_npu  # noqa: F401
+
+     def evaluate(model, loader):
+         with torch.no_grad():
+             for x, y in loader:
+                 x = x.to("npu")
+                 with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                     pred = model(x)
+                     hits = (pred.argmax(1) == y).sum()
+         return hits
+
+     def evaluate2(model, loader):
+         for x in loader:
+             with torch.inference_mode():
+                 with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                     out = model(x)
+     """),
+    # `@torch.no_grad()` on the function; a method model call
+    ("""\
+     import torch
+
+     class Runner:
+         @torch.no_grad()
+         def predict(self, loader):
+             for batch in loader:
+                 logits = self.model(batch)
+                 self.outputs.append(logits)
+     """, """\
+     import torch
+     import torch_npu  # noqa: F401
+
+     class Runner:
+         @torch.no_grad()
+         def predict(self, loader):
+             for batch in loader:
+                 with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                     logits = self.model(batch)
+                     self.outputs.append(logits)
+     """),
+]
+
+
+@pytest.mark.parametrize("before,expected", BF16_PAIRS)
+def test_bf16_insertions(before, expected):
+    assert after(before) == dedent(expected)
+    assert after(expected) == dedent(expected)  # applying twice inserts nothing more
+
+
+FP16_LOOP = """\
+    import torch
+
+    def train(model, loader, optimizer, scheduler, epochs):
+        model.train()
+        for epoch in range(epochs):
+            for step, (x, y) in enumerate(loader):
+                logits = model(x)
+                loss = torch.nn.functional.cross_entropy(logits, y) / 2
+                loss.backward()
+                if (step + 1) % 2 == 0:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad()
+            torch.save({
+                'model': model.state_dict(),
+                'optimizer': optimizer.state_dict(),
+            }, "ckpt.pt")
+    """
+
+FP16_EXPECTED = """\
+    import torch
+    import torch_npu  # noqa: F401
+
+    def train(model, loader, optimizer, scheduler, epochs):
+        model.train()
+        scaler = torch.amp.GradScaler("npu")
+        for epoch in range(epochs):
+            for step, (x, y) in enumerate(loader):
+                with torch.autocast(device_type="npu", dtype=torch.float16):
+                    logits = model(x)
+                    loss = torch.nn.functional.cross_entropy(logits, y) / 2
+                scaler.scale(loss).backward()
+                if (step + 1) % 2 == 0:
+                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    scaler.step(optimizer)
+                    scaler.update()
+                    scheduler.step()
+                    optimizer.zero_grad()
+            torch.save({
+                'model': model.state_dict(),
+                'optimizer': optimizer.state_dict(),
+                'scaler': scaler.state_dict(),
+            }, "ckpt.pt")
+    """
+
+
+def test_fp16_scaler_accumulation_clipping_and_checkpoint():
+    outcome = migrate(FP16_LOOP, "float16")
+    assert outcome.new_text == dedent(FP16_EXPECTED)
+    lines = {e.line: e.message for e in outcome.edits if e.code == "NPU400"}
+    assert "GradScaler" in lines[5] and "unscale_" in lines[11] and "scaler.step" in lines[12]
+    assert "checkpoint" in lines[15]
+    assert after(FP16_EXPECTED, "float16") == dedent(FP16_EXPECTED)
+
+
+def test_fp16_top_level_script_loop_and_one_line_checkpoint():
+    src = """\
+    import torch
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        for x, y in loader:
+            loss = crit(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        torch.save({"opt": opt.state_dict()}, "c.pt")
+    """
+    assert after(src, "fp16") == dedent("""\
+    import torch
+    import torch_npu  # noqa: F401
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("npu")
+    for epoch in range(3):
+        for x, y in loader:
+            with torch.autocast(device_type="npu", dtype=torch.float16):
+                loss = crit(model(x), y)
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        torch.save({"opt": opt.state_dict(), "scaler": scaler.state_dict()}, "c.pt")
+    """)
+
+
+def test_fp16_scaler_name_avoids_existing_names():
+    src = """\
+    import torch
+    scaler = MinMaxScaler()
+    for x in loader:
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+    """
+    text = after(src, "float16")
+    assert 'npu_scaler = torch.amp.GradScaler("npu")' in text
+    assert "npu_scaler.scale(loss).backward()" in text and "scaler = MinMaxScaler()" in text
+
+
+def test_fp16_needs_a_loop_for_the_scaler():
+    src = """\
+    import torch
+    def train_step(model, x, opt):
+        loss = model(x).mean()
+        loss.backward()
+        opt.step()
+    """
+    outcome = migrate(src, "float16")
+    assert outcome.new_text is None
+    [diag] = outcome.diagnostics
+    assert diag.code == "NPU400" and diag.line == 4 and "GradScaler" in diag.message
+    # bf16 needs no scaler: the same step is wrapped
+    assert "with torch.autocast(" in after(src)
+
+
+def test_fp16_closure_step_and_several_optimizers_are_left_alone():
+    closure = """\
+    import torch
+    for x in loader:
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step(closure)
+    """
+    outcome = migrate(closure, "float16")
+    assert outcome.new_text is None and "plain statement" in outcome.diagnostics[0].message
+    two = """\
+    import torch
+    for x in loader:
+        loss = model(x).sum()
+        loss.backward()
+        opt_a.step()
+        opt_b.step()
+    """
+    outcome = migrate(two, "float16")
+    assert outcome.new_text is None and "several optimizers" in outcome.diagnostics[0].message
+
+
+UNRECOGNISED = [
+    ("""\
+     import torch
+     for x, y in loader:
+         criterion(model(x), y).backward()
+         optimizer.step()
+     """, "inside the `.backward()` call"),
+    ("""\
+     import torch
+     for x, y in loader:
+         loss = criterion(model(x), y)
+         loss.backward()
+     """, "no optimizer `.step()`"),
+    ("""\
+     import torch
+     for real in loader:
+         d_loss = disc(real).mean() - disc(gen(noise())).mean()
+         d_loss.backward()
+         d_opt.step()
+         g_loss = -disc(gen(noise())).mean()
+         g_loss.backward()
+         g_opt.step()
+     """, "several `.backward()`"),
+    ("""\
+     import torch
+     def fit(model, loss, optimizer):
+         loss.backward()
+         optimizer.step()
+     """, "not computed in the statements just above"),
+    ("""\
+     import torch
+     for x in loader:
+         loss = model(x); loss.backward()
+         optimizer.step()
+     """, "not a statement of its own"),
+]
+
+
+@pytest.mark.parametrize("src,why", UNRECOGNISED)
+def test_unrecognised_shapes_are_left_alone_with_a_reason(src, why):
+    outcome = migrate(src)
+    assert outcome.new_text is None
+    assert outcome.diagnostics and {d.code for d in outcome.diagnostics} == {"NPU400"}
+    assert all(why in d.message and d.line > 2 for d in outcome.diagnostics)
+
+
+ALREADY_AMP = [
+    """\
+    import torch
+    scaler = torch.cuda.amp.GradScaler()
+    for x, y in loader:
+        with torch.cuda.amp.autocast():
+            loss = crit(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    """,
+    """\
+    import torch
+    from apex import amp
+    model, opt = amp.initialize(model, opt, opt_level="O1")
+    for x, y in loader:
+        loss = crit(model(x), y)
+        with amp.scale_loss(loss, opt) as scaled:
+            scaled.backward()
+        opt.step()
+    """,
+    """\
+    import torch
+    from apex import amp
+    for x, y in loader:
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+    """,
+]
+
+
+@pytest.mark.parametrize("src", ALREADY_AMP)
+def test_code_already_using_amp_is_left_alone(src):
+    outcome = migrate(src)
+    assert outcome.new_text is None
+    assert all(d.code == "NPU400" and "already" in d.message for d in outcome.diagnostics)
+
+
+UNCHANGED = [
+    # a framework owns the backward pass (accelerate, DeepSpeed)
+    "import torch\nfor b in dl:\n    loss = model(b).loss\n    accelerator.backward(loss)\n    opt.step()\n",
+    # a loop under no_grad that calls no model (an EMA update)
+    "import torch\nwith torch.no_grad():\n    for e, p in zip(ema, params):\n        e.mul_(0.9).add_(p)\n",
+    # a loop without gradients disabled is not an evaluation loop for certain
+    "import torch\nfor x in loader:\n    out = model(x)\n",
+    # `torch.set_grad_enabled(True)` does not disable gradients
+    "import torch\nwith torch.set_grad_enabled(True):\n    for x in loader:\n        out = model(x)\n",
+]
+
+
+@pytest.mark.parametrize("src", UNCHANGED)
+def test_unchanged_and_silent(src):
+    outcome = migrate(src)
+    assert outcome.new_text is None and outcome.diagnostics == []
+
+
+def test_suppression_comment_leaves_the_loop_alone():
+    src = """\
+    import torch
+    for x, y in loader:  # npu-migrate: ignore[NPU400]
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+    """
+    assert migrate(src).new_text is None
+
+
+def test_unknown_dtype_is_an_error():
+    outcome = migrate("import torch\nfor x in l:\n    loss = m(x)\n    loss.backward()\n    o.step()\n",
+                      "int8")
+    assert outcome.new_text is None
+    assert [d.severity.name for d in outcome.diagnostics] == ["ERROR"]
+    assert "amp_dtype" in outcome.diagnostics[0].message
+
+
+def test_works_together_with_default_rules_in_the_same_block():
+    src = """\
+    import torch
+    for x, y in loader:
+        x = x.cuda()
+        out = model(x.cuda())
+        loss = crit(out, y)
+        loss.backward()
+        opt.step()
+    """
+    text = after(src, select=("NPU100", "NPU101"))
+    assert text == dedent("""\
+    import torch
+    import torch_npu  # noqa: F401
+    for x, y in loader:
+        x = x.npu()
+        with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+            out = model(x.npu())
+            loss = crit(out, y)
+        loss.backward()
+        opt.step()
+    """)
+
+
+def test_selected_by_name_and_code_but_not_by_default():
+    names = {r.code for r in select_rules(all_rules())}
+    assert "NPU400" not in names
+    assert [r.code for r in select_rules(all_rules(), select=["amp"])] == ["NPU400"]
+    enabled = select_rules(all_rules(), enable=["amp", "pin-memory", "memory-snapshot"])
+    assert {"NPU400", "NPU410", "NPU420"} <= {r.code for r in enabled}

@@ -1,0 +1,177 @@
+"""NPU251-NPU257: launch scripts, through the engine exactly as `npu-migrate apply` runs them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from npu_migrate.engine import RuleSet, migrate_text
+from npu_migrate_codemods.registry import all_rules, select_rules
+from npu_migrate_codemods.shellwords import lex
+
+SHELL_CODES = ["NPU251", "NPU252", "NPU253", "NPU254", "NPU255", "NPU256", "NPU257"]
+
+
+def run(text: str, select=SHELL_CODES, path: str = "run.sh"):
+    outcome = migrate_text(text, path, RuleSet(select_rules(all_rules(), select=select)))
+    assert outcome.error is None
+    return outcome
+
+
+def migrated(text: str, select=SHELL_CODES) -> str:
+    outcome = run(text, select)
+    return outcome.new_text if outcome.new_text is not None else text
+
+
+def codes(outcome) -> list[tuple[str, int, str]]:
+    return [(d.code, d.line, d.severity.value) for d in outcome.diagnostics]
+
+
+REWRITES = [
+    ("export CUDA_VISIBLE_DEVICES=0,1\n", "export ASCEND_RT_VISIBLE_DEVICES=0,1\n"),
+    ('export CUDA_VISIBLE_DEVICES="0,1,2,3"\n', 'export ASCEND_RT_VISIBLE_DEVICES="0,1,2,3"\n'),
+    ("CUDA_VISIBLE_DEVICES=0,1 python train.py\n", "ASCEND_RT_VISIBLE_DEVICES=0,1 python train.py\n"),
+    ("export A=1 CUDA_LAUNCH_BLOCKING=1 B=2\n", "export A=1 ASCEND_LAUNCH_BLOCKING=1 B=2\n"),
+    ("env CUDA_VISIBLE_DEVICES=3 python t.py\n", "env ASCEND_RT_VISIBLE_DEVICES=3 python t.py\n"),
+    ("docker run -e CUDA_VISIBLE_DEVICES=0 img\n", "docker run -e ASCEND_RT_VISIBLE_DEVICES=0 img\n"),
+    ("mpirun -x CUDA_VISIBLE_DEVICES -np 2 python t.py\n", "mpirun -x ASCEND_RT_VISIBLE_DEVICES -np 2 python t.py\n"),
+    ("unset CUDA_VISIBLE_DEVICES\n", "unset ASCEND_RT_VISIBLE_DEVICES\n"),
+    ('echo "$CUDA_VISIBLE_DEVICES ${CUDA_VISIBLE_DEVICES:-0}"\n',
+     'echo "$ASCEND_RT_VISIBLE_DEVICES ${ASCEND_RT_VISIBLE_DEVICES:-0}"\n'),
+    ("N=$(echo $CUDA_VISIBLE_DEVICES | tr , ' ' | wc -w)\n",
+     "N=$(echo $ASCEND_RT_VISIBLE_DEVICES | tr , ' ' | wc -w)\n"),
+    ("export TORCH_NCCL_ASYNC_ERROR_HANDLING=1\n", "export TORCH_HCCL_ASYNC_ERROR_HANDLING=1\n"),
+    ("export NCCL_BUFFSIZE=8388608\n", "export HCCL_BUFFSIZE=8\n"),
+    ("export NCCL_BUFFSIZE='0x1000000'\n", "export HCCL_BUFFSIZE='16'\n"),
+    ("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n",
+     "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True\n"),
+    ('export PYTORCH_CUDA_ALLOC_CONF="release_lock_on_cudamalloc:True"\n',
+     'export PYTORCH_NPU_ALLOC_CONF="release_lock_on_npumalloc:True"\n'),
+    ("torchrun --nproc_per_node=8 train.py --backend nccl\n", "torchrun --nproc_per_node=8 train.py --backend hccl\n"),
+    ("python -m torch.distributed.launch --nproc_per_node 2 main.py --dist-backend 'nccl'\n",
+     "python -m torch.distributed.launch --nproc_per_node 2 main.py --dist-backend 'hccl'\n"),
+    ("torchrun t.py --ddp_backend=nccl\n", "torchrun t.py --ddp_backend=hccl\n"),
+    # line continuations
+    ("CUDA_VISIBLE_DEVICES=0,1 \\\n  torchrun --nproc_per_node=2 train.py \\\n  --backend nccl\n",
+     "ASCEND_RT_VISIBLE_DEVICES=0,1 \\\n  torchrun --nproc_per_node=2 train.py \\\n  --backend hccl\n"),
+    # here-documents are lexed line by line; an apostrophe inside does not swallow the rest
+    ("cat > job.sh <<EOF\ndon't panic\nexport CUDA_VISIBLE_DEVICES=0\nEOF\nexport CUDA_LAUNCH_BLOCKING=1\n",
+     "cat > job.sh <<EOF\ndon't panic\nexport ASCEND_RT_VISIBLE_DEVICES=0\nEOF\nexport ASCEND_LAUNCH_BLOCKING=1\n"),
+    # CRLF line endings are kept
+    ("export CUDA_VISIBLE_DEVICES=0\r\npython t.py\r\n", "export ASCEND_RT_VISIBLE_DEVICES=0\r\npython t.py\r\n"),
+]
+
+UNCHANGED = [
+    "# export CUDA_VISIBLE_DEVICES=0,1\n",  # comment
+    "python t.py  # CUDA_VISIBLE_DEVICES=0 --backend nccl\n",  # trailing comment
+    "echo 'CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES'\n",  # single quotes: text only
+    "echo CUDA_VISIBLE_DEVICES=0\n",  # echo arguments are text
+    'echo "Set CUDA_VISIBLE_DEVICES first"\n',  # mentioned, not expanded
+    "export MY_CUDA_VISIBLE_DEVICES=3,1\n",
+    "export ASCEND_RT_VISIBLE_DEVICES=0,1\n",
+    "torchrun t.py --backend gloo\n",
+    "python t.py --rdzv_backend c10d\n",
+    "python t.py --backend \"${BACKEND:-nccl}\"\n",  # computed
+    "python t.py nccl\n",  # not a backend argument
+    'CUDA_FLAG="--cuda"\nuv run main.py $CUDA_FLAG\n',  # a script's own variable, not a CUDA setting
+]
+
+
+@pytest.mark.parametrize("before,after", REWRITES)
+def test_rewrites(before: str, after: str) -> None:
+    assert migrated(before) == after
+    assert migrated(after) == after
+
+
+@pytest.mark.parametrize("text", UNCHANGED)
+def test_unchanged(text: str) -> None:
+    outcome = run(text)
+    assert outcome.new_text is None
+
+
+def test_edits_have_codes_lines_and_columns() -> None:
+    text = "#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0\nexport NCCL_BUFFSIZE=2097152\ntorchrun t.py --backend nccl\n"
+    outcome = run(text)
+    assert [(e.code, e.line, e.col) for e in outcome.edits] == [("NPU251", 2, 8), ("NPU253", 3, 8), ("NPU256", 4, 25)]
+
+
+def test_descending_ids_are_an_error() -> None:
+    outcome = run("export CUDA_VISIBLE_DEVICES=3,2,1,0\n")
+    assert outcome.new_text == "export ASCEND_RT_VISIBLE_DEVICES=3,2,1,0\n"
+    assert codes(outcome) == [("NPU251", 1, "error")]
+    assert codes(run(outcome.new_text)) == [("NPU251", 1, "error")]  # still reported after migration
+
+
+def test_computed_buffsize_is_flagged_and_kept() -> None:
+    outcome = run('export NCCL_BUFFSIZE=$((8*1024*1024))\necho "$NCCL_BUFFSIZE"\n')
+    assert outcome.new_text is None
+    assert codes(outcome) == [("NPU253", 1, "warning"), ("NPU253", 2, "warning")]
+
+
+def test_alloc_conf_problems_are_errors() -> None:
+    outcome = run("export PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n"
+                  "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,garbage_collection_threshold:0.6\n")
+    assert codes(outcome) == [("NPU254", 1, "error"), ("NPU254", 2, "error")]
+
+
+def test_flags_for_variables_and_nvidia_smi() -> None:
+    outcome = run("export NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth0\nNGPU=$(nvidia-smi -L | wc -l)\n")
+    assert outcome.new_text is None
+    assert codes(outcome) == [("NPU255", 1, "info"), ("NPU255", 1, "info"), ("NPU257", 2, "warning")]
+
+
+def test_suppression_for_edits_and_diagnostics() -> None:
+    text = ("export CUDA_VISIBLE_DEVICES=1,0  # npu-migrate: ignore[NPU251]\n"
+            "torchrun t.py --backend nccl  # npu-migrate: ignore[NPU256]\n"
+            "export CUDA_LAUNCH_BLOCKING=1  # npu-migrate: ignore\n"
+            "export NCCL_DEBUG=INFO  # npu-migrate: ignore[NPU2]\n"
+            "export CUDA_VISIBLE_DEVICES=0\n")
+    outcome = run(text)
+    assert outcome.diagnostics == []
+    assert outcome.new_text == text.replace("CUDA_VISIBLE_DEVICES=0\n", "ASCEND_RT_VISIBLE_DEVICES=0\n")
+
+
+def test_skip_file_and_python_rules_do_not_touch_shell() -> None:
+    assert run("# npu-migrate: skip-file\nexport CUDA_VISIBLE_DEVICES=0\n").new_text is None
+    assert run("export CUDA_VISIBLE_DEVICES=0\n", select=["NPU201"]).new_text is None
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_migrated_script_still_parses_and_sets_the_npu_names(tmp_path) -> None:
+    text = ("#!/bin/bash\nset -e\nexport CUDA_VISIBLE_DEVICES=\"0,1\" NCCL_BUFFSIZE=4194304\n"
+            "cat <<'EOF' >/dev/null\nit's a heredoc\nEOF\n"
+            "CUDA_LAUNCH_BLOCKING=1 bash -c 'echo \"$ASCEND_LAUNCH_BLOCKING\"'\n"
+            "echo \"$CUDA_VISIBLE_DEVICES|$HCCL_BUFFSIZE\"\n")
+    script = tmp_path / "run.sh"
+    script.write_text(migrated(text))
+    result = subprocess.run(["bash", str(script)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["1", "0,1|4"]
+
+
+_WORD = st.text(alphabet="abcXYZ019_=-$'\" #\\\n;|&(){}", max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_WORD)
+def test_lexer_never_crashes_and_keeps_offsets_in_range(text: str) -> None:
+    for words in lex(text):
+        for word in words:
+            assert 0 <= word.start <= word.end <= len(text)
+            for seg in word.segments:
+                assert word.start <= seg.start <= seg.end <= len(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["export ", "", "env ", "docker run -e "]),
+       st.sampled_from(["CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "NCCL_BUFFSIZE", "PYTORCH_CUDA_ALLOC_CONF"]),
+       st.sampled_from(["0", "'1,2'", '"4194304"', "$X", "max_split_size_mb:64"]),
+       st.sampled_from([" python t.py\n", "\n", "  # comment CUDA_VISIBLE_DEVICES=1\n"]))
+def test_shell_rewrite_is_idempotent(prefix: str, name: str, value: str, suffix: str) -> None:
+    text = f"{prefix}{name}={value}{suffix}"
+    once = migrated(text)
+    assert migrated(once) == once
+    assert once.endswith(suffix if "#" in suffix else suffix.replace("CUDA_VISIBLE", "ASCEND_RT_VISIBLE"))

@@ -1,0 +1,144 @@
+"""NPU301-NPU314: CUDA-only third-party code is reported with its NPU route, never rewritten."""
+
+from __future__ import annotations
+
+import pytest
+
+from npu_migrate.diagnostics import Severity
+from npu_migrate.engine import RuleSet, migrate_text
+from npu_migrate_codemods.registry import all_rules, find_rule, select_rules
+from npu_migrate_codemods.rules.third_party import best_import_entry, cu_file_diagnostic, entries
+
+
+def run(text: str, select=("NPU3",)):
+    outcome = migrate_text(text, "x.py", RuleSet(select_rules(all_rules(), select=list(select))))
+    assert outcome.error is None, outcome.error
+    assert outcome.new_text is None  # diagnostics only
+    return outcome
+
+
+def found(text: str) -> list[tuple[str, int]]:
+    return [(d.code, d.line) for d in run(text).diagnostics]
+
+
+def _import_case(entry: dict) -> str:
+    module, _, name = entry["cuda"].rpartition(".")
+    return f"from {module} import {name}\n" if module else f"import {entry['cuda']}\n"
+
+
+@pytest.mark.parametrize("entry", [e for e in entries() if "import" in e["at"]], ids=lambda e: e["cuda"])
+def test_every_import_entry_is_reported_by_its_code(entry: dict) -> None:
+    diagnostics = run(_import_case(entry)).diagnostics
+    assert [(d.code, d.line, d.severity) for d in diagnostics] == [(entry["code"], 1, Severity.WARNING)]
+    assert entry["message"] in diagnostics[0].message
+
+
+@pytest.mark.parametrize("entry", [e for e in entries() if "call" in e["at"]], ids=lambda e: e["cuda"])
+def test_every_call_entry_is_reported_through_its_module(entry: dict) -> None:
+    module, _, name = entry["cuda"].rpartition(".")
+    args = '"k", sources=["k.cu"]' if entry.get("when") == "cuda_sources" else ""
+    text = f"import {module} as lib\nresult = lib.{name}({args})\n"
+    calls = [d for d in run(text).diagnostics if d.line == 2]
+    assert [(d.code, d.message) for d in calls] == [(entry["code"], entry["message"])]
+
+
+@pytest.mark.parametrize("entry", [e for e in entries() if "reference" in e["at"]], ids=lambda e: e["cuda"])
+def test_every_reference_entry_is_reported(entry: dict) -> None:
+    head = entry["cuda"].split(".")[0]
+    text = f"import {head}\nvalue = {entry['cuda']}\n"
+    assert (entry["code"], 2) in found(text)
+
+
+def test_import_is_reported_once_by_the_most_specific_entry() -> None:
+    assert found("from apex.optimizers import FusedAdam, FusedLAMB\n") == [("NPU302", 1), ("NPU302", 1)]
+    assert best_import_entry("apex.optimizers.FusedNovoGrad")["cuda"] == "apex.optimizers"
+    assert best_import_entry("apex.fp16_utils")["cuda"] == "apex"
+    assert best_import_entry("apexx") is None
+
+
+def test_direct_import_then_call_is_reported_at_the_import_only() -> None:
+    text = "from flash_attn import flash_attn_func\nout = flash_attn_func(q, k, v, causal=True)\n"
+    assert found(text) == [("NPU305", 1)]
+
+
+def test_module_import_then_call_gets_the_specific_recipe() -> None:
+    text = "import flash_attn\nout = flash_attn.flash_attn_func(q, k, v, causal=True)\n"
+    diagnostics = run(text).diagnostics
+    assert [(d.code, d.line) for d in diagnostics] == [("NPU305", 1), ("NPU305", 2)]
+    message = diagnostics[1].message
+    for fact in ("'BSND'", "7-tuple", "keep_prob=1 - dropout_p", "True = masked out", "sparse_mode=3", "** -0.5"):
+        assert fact in message
+
+
+def test_varlen_recipe_spells_out_tnd_and_cumulative_lengths() -> None:
+    text = "from flash_attn import flash_attn_varlen_func\n"
+    message = run(text).diagnostics[0].message
+    assert "'TND'" in message and "cu_seqlens_q[1:].tolist()" in message
+
+
+def test_apex_amp_usage() -> None:
+    text = ("from apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level='O1')\n"
+            "with amp.scale_loss(loss, opt) as scaled:\n    scaled.backward()\n")
+    assert found(text) == [("NPU301", 1), ("NPU301", 2), ("NPU301", 3)]
+
+
+def test_cpp_extension_load_only_with_cuda_sources() -> None:
+    text = ("import os\nfrom torch.utils.cpp_extension import load, load_inline\n"
+            "a = load('a', sources=['a.cpp'])\n"
+            "b = load('b', [os.path.join(here, 'b_kernel.cu')])\n"
+            "c = load('c', sources=['c.cpp'], with_cuda=True)\n"
+            "d = load_inline('d', cpp_sources=src)\n"
+            "e = load_inline('e', cpp_sources=src, cuda_sources=cuda_src)\n")
+    assert found(text) == [("NPU311", 4), ("NPU311", 5), ("NPU311", 7)]
+
+
+def test_setup_py_cuda_extension() -> None:
+    text = ("from setuptools import setup\nimport torch.utils.cpp_extension as ext\n"
+            "setup(ext_modules=[ext.CUDAExtension('k', ['k.cpp', 'k_cuda.cu'])], cmdclass={'build_ext': ext.BuildExtension})\n")
+    assert found(text) == [("NPU311", 3)]
+
+
+def test_channels_last_uses() -> None:
+    text = ("import torch\nmodel = model.to(memory_format=torch.channels_last)\n"
+            "x = x.contiguous(memory_format=torch.channels_last_3d)\ny = x.contiguous()\n")
+    assert found(text) == [("NPU313", 2), ("NPU313", 3)]
+
+
+def test_channels_last_found_even_after_an_assignment_through_torch() -> None:
+    text = "import torch\ntorch.backends.cudnn.benchmark = True\nx = x.to(memory_format=torch.channels_last)\n"
+    assert found(text) == [("NPU313", 3)]
+
+
+NOT_REPORTED = [
+    "import torch\nimport torch.nn.functional as F\nout = F.scaled_dot_product_attention(q, k, v)\n",
+    "from torch.utils.cpp_extension import CppExtension, BuildExtension\n",
+    "from . import apex\nfrom .flash_attn import something\n",  # relative imports are the project's own
+    "import apexlib\nimport tritonclient\n",
+    "triton = 3\nvalue = triton.jit\n",  # not the triton package
+    "import torch\nx = torch.load('model.pt')\n",
+    "import torch.nn as nn\nm = nn.parallel.DistributedDataParallel(m)\nbn = nn.SyncBatchNorm(8)\n",
+]
+
+
+@pytest.mark.parametrize("text", NOT_REPORTED)
+def test_not_reported(text: str) -> None:
+    assert found(text) == []
+
+
+def test_suppression() -> None:
+    text = "import flash_attn  # npu-migrate: ignore[NPU305]\nimport cupy  # npu-migrate: ignore\nimport pynvml\n"
+    assert found(text) == [("NPU310", 3)]
+
+
+def test_selecting_one_code_reports_only_it() -> None:
+    text = "import cupy\nimport pynvml\nimport triton\n"
+    assert [d.code for d in run(text, select=["NPU309"]).diagnostics] == ["NPU309"]
+
+
+def test_cu_file_diagnostic() -> None:
+    diagnostic = cu_file_diagnostic("csrc/kernel.cu")
+    assert (diagnostic.code, diagnostic.path, diagnostic.line, diagnostic.severity) == (
+        "NPU312", "csrc/kernel.cu", 0, Severity.WARNING)
+    assert "Ascend C" in diagnostic.message
+    assert diagnostic.format().endswith("(docs/rules/NPU312.md)")
+    assert find_rule("NPU312").name == "cuda-source-file"
