@@ -475,7 +475,8 @@ class BlockPlan:
         if any(i not in mapping for i in self.indices()):
             return None
         for start, (end, _) in self.wraps.items():
-            if [mapping[i] for i in range(start, end)] != list(range(mapping[start], mapping[start] + end - start)):
+            moved = [mapping[i] - mapping[start] for i in range(start, end)]
+            if moved != list(range(end - start)):
                 return None
         at = {mapping[i]: i for i in self.indices()}  # updated index -> original index
         body = list(updated)

@@ -127,8 +127,8 @@ class Cache:
         return outcome
 
     def put(self, data: bytes, path: str, outcome: FileOutcome) -> None:
-        if outcome.error:
-            return  # failures are retried next time (the tool may have been fixed)
+        # failures are cached too: the key changes with the tool, so a fixed tool retries them,
+        # and an unparseable file is not parsed again on every run
         target = self._path(data, path)
         try:
             self._prepare()
@@ -173,6 +173,7 @@ def _entry_of(outcome: FileOutcome) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "new_text": outcome.new_text,
+        "error": outcome.error,
         "edits": [[e.code, e.message, e.line, e.col] for e in outcome.edits],
         "diagnostics": [[d.code, d.message, d.line, d.col, d.severity.value, d.end_line, d.end_col]
                         for d in outcome.diagnostics],
@@ -185,9 +186,13 @@ def _outcome_from(entry: dict[str, Any], path: str) -> FileOutcome:
     new_text = entry["new_text"]
     if new_text is not None and not isinstance(new_text, str):
         raise TypeError("bad new_text")
+    error = entry.get("error")
+    if error is not None and not isinstance(error, str):
+        raise TypeError("bad error")
     return FileOutcome(
         path,
         new_text=new_text,
+        error=error,
         edits=[Edit(str(c), str(m), int(line), int(col)) for c, m, line, col in entry["edits"]],
         diagnostics=[Diagnostic(str(c), str(m), path, int(line), int(col), Severity(s),
                                 _optional_int(el), _optional_int(ec))

@@ -294,14 +294,16 @@ def _run_piece(piece: Piece, chunk: str, rules: list[Rule], context: RuleContext
     outcome.parsed = True
     new_module, items = RuleRunner(rules).run(module, piece.start - 1, removed)
     new_source = new_module.code if new_module is not module else source
-    if piece.indent and new_source != source:
+    if new_source == source:
+        new_source = chunk
+    elif piece.indent:
         new_lines = split_lines(new_source)
         if len(new_lines) != len(chunk_lines):
             raise _Replan()  # a rule added lines: re-run on the whole statement to indent them right
         new_source = "".join(line[:cut] + new for line, cut, new in zip(chunk_lines, removed, new_lines))
     for item in items:
         (context.edits if isinstance(item, Edit) else context.diagnostics).append(item)
-    return new_source if piece.indent else (new_source if new_module is not module else chunk)
+    return new_source
 
 
 class _Replan(Exception):

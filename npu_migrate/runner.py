@@ -145,7 +145,7 @@ def run(paths: Sequence[str], plan: RunPlan, jobs: int | None = None,
     for index, path in enumerate(paths):
         if next_pending is not None and next_pending[0] == index:
             result = next(computed)
-            if cache is not None and not result.outcome.error:
+            if cache is not None:
                 data = _read(path)
                 if not isinstance(data, FileResult):
                     cache.put(data, path, result.outcome)

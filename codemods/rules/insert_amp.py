@@ -9,6 +9,7 @@ optimizer's in checkpoints. Evaluation loops get autocast alone. Files that alre
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import cached_property
 
@@ -36,9 +37,9 @@ class InsertAmp(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self.blocks: dict[int, BlockPlan] = {}
-        self.dicts: dict[int, tuple[str, str]] = {}
-        self.top_level: dict[int, BlockPlan] = {}  # id(top-level loop) -> edits around it  # id(original Dict) -> (scaler, key quote)
+        self.blocks: dict[int, BlockPlan] = {}  # id(original block) -> statement edits
+        self.dicts: dict[int, tuple[str, str]] = {}  # id(original Dict) -> (scaler, key quote)
+        self.top_level: dict[int, BlockPlan] = {}  # id(top-level loop) -> edits around it
         self.dtype_error_reported = False
         self.findings: list[tuple[cst.CSTNode, str, Severity | None]] = []
 
@@ -68,8 +69,6 @@ class InsertAmp(Rule):
         return "torch"
 
     def fresh_name(self, wanted: str) -> str:
-        import ast
-
         used = {n.id for n in ast.walk(self.context.facts.tree) if isinstance(n, ast.Name)}
         name = wanted
         while name in used:
@@ -82,8 +81,9 @@ class InsertAmp(Rule):
         if self.dtype is None:
             if not self.dtype_error_reported:
                 self.dtype_error_reported = True
-                self.note(node.body[0] if node.body else node, f"unknown amp_dtype {self.context.options.get('amp_dtype')!r}: "
-                            "use bfloat16 or float16", severity=Severity.ERROR)
+                wanted = self.context.options.get("amp_dtype")
+                self.note(node.body[0] if node.body else node,
+                          f"unknown amp_dtype {wanted!r}: use bfloat16 or float16", severity=Severity.ERROR)
             return
         steps = find_training_steps(node, self.resolve)
         for step in steps:
@@ -206,12 +206,27 @@ class InsertAmp(Rule):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         for node, message, severity in self.findings:
             self.report(node, message, severity=severity)
-        return updated_node
+        # statements before a top-level loop go in here, after every rule has left the loop
+        # (a FlattenSentinel from leave_For would keep later rules from seeing it); the runner
+        # cannot place a Module for its suppression check, hence the fallback in _leave_loop
+        if not self.top_level or self.context.suppressions:
+            return updated_node
+        plan = BlockPlan()
+        for index, stmt in enumerate(original_node.body):
+            found = self.top_level.get(id(stmt))
+            if found is not None:
+                plan.before[index] = found.before[0]
+                plan.notes += found.notes
+        body = plan.apply(list(original_node.body), list(updated_node.body))
+        if body is None:
+            return updated_node
+        for node, message in plan.notes:
+            self.fixed(node, message)
+        return updated_node.with_changes(body=body)
 
     def _leave_loop(self, original_node, updated_node):
-        # a top-level loop: statements go before it (the runner cannot place a Module change)
         plan = self.top_level.get(id(original_node))
-        if plan is None:
+        if plan is None or not self.context.suppressions:
             return updated_node
         for node, message in plan.notes:
             self.fixed(node, message)

@@ -132,7 +132,7 @@ class InsertPinMemory(Rule):
             return False
         if not (_root_names(call.func.value, heads_only=True) & derived):
             return False
-        if any(a.keyword and a.keyword.value == "non_blocking" for a in call.args) or any(a.star for a in call.args):
+        if any(a.star or (a.keyword and a.keyword.value == "non_blocking") for a in call.args):
             return False
         positional = [a for a in call.args if not a.keyword]
         if len(positional) > 1:

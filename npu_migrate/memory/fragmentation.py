@@ -38,7 +38,7 @@ def _over_time(ctx: DeviceContext) -> None:
                             ["moment", "reserved", "allocated", "reserved - allocated"], [
         [f"peak reserved, {ctx.when(at_peak)}", fmt_bytes(rep.reserved[at_peak]),
          fmt_bytes(rep.allocated[at_peak]), fmt_bytes(gap[at_peak])],
-        [f"largest gap, {ctx.when(worst)}", fmt_bytes(rep.reserved[worst]),
+        [f"widest, {ctx.when(worst)}", fmt_bytes(rep.reserved[worst]),
          fmt_bytes(rep.allocated[worst]), fmt_bytes(gap[worst])],
         ["end of trace", fmt_bytes(rep.reserved[-1]), fmt_bytes(rep.allocated[-1]),
          fmt_bytes(gap[-1])]]))

@@ -77,15 +77,27 @@ def test_terminal_rendering_clips_long_tables(demo):
     assert "Heavy operators" in text and "more rows" in text
 
 
-def cli(*args, cwd=REPO):
-    return subprocess.run([sys.executable, "-m", "npu_migrate", "analyze", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+def cli(*args):
+    """In-process (click's runner): the same code path as the console script, minus start-up."""
+    from click.testing import CliRunner
+
+    from npu_migrate.cli import main
+
+    return CliRunner().invoke(main, ["analyze", *args], catch_exceptions=False)
+
+
+def test_cli_subprocess_exit_codes(tmp_path):
+    """One real subprocess, as a user runs it: a missing path is a one-line error, exit 2."""
+    result = subprocess.run([sys.executable, "-m", "npu_migrate", "analyze", str(tmp_path / "nope")],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "nope" in result.stderr
 
 
 def test_cli_only_memory_json(tmp_path):
     out = tmp_path / "report.json"
     result = cli(DEMO, "--only", "memory", "--format", "json", "--output", str(out), "-j", "1")
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.output
     assert result.stdout == ""
     data = json.loads(out.read_text())
     assert list(data["sections"]) == ["memory"]
@@ -94,20 +106,19 @@ def test_cli_only_memory_json(tmp_path):
 
 def test_cli_terminal_and_markdown():
     result = cli(CPU_ONLY, "-j", "1")
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.output
     assert "Ascend NPU migration assessment" in result.stdout and "DataLoaders" in result.stdout
     markdown = cli(CPU_ONLY, "--format", "markdown", "-j", "1")
     assert markdown.stdout.startswith("# Ascend NPU migration assessment")
 
 
 def test_cli_bad_input(tmp_path):
-    missing = cli(str(tmp_path / "nope"))
-    assert missing.returncode == 2 and "nope" in missing.stderr and "\n" == missing.stderr[-1]
-    assert cli().returncode == 2
+    assert cli().exit_code == 2
+    assert cli(CPU_ONLY, "--only", "nonsense").exit_code == 2
     (tmp_path / "ok.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
     (tmp_path / "bad.py").write_text("def broken(:\n    pass\n")
     result = cli(str(tmp_path), "--format", "json", "-j", "1")
-    assert result.returncode == 1
+    assert result.exit_code == 1
     assert f"{tmp_path / 'bad.py'}:1:" in result.stderr
     data = json.loads(result.stdout)
     assert data["summary"]["files that failed"] == 1

@@ -188,3 +188,9 @@ def test_a_crashing_rule_fails_the_file_not_the_run():
     assert outcome.new_text is None
     assert outcome.error.startswith("c.py:0:0: internal error") and "rule NPX998 crashed" in outcome.error
     assert "rule bug" in outcome.error
+
+
+def test_parsed_but_unchanged_nested_piece_keeps_its_indentation():
+    # the second statement matches the prefilter (".cuda" in a string) but is not rewritten
+    text = "def f(t):\n    a = 1\n    log('.cuda here')\n    return t.cuda()\n"
+    assert migrate_source(text, select=["NPU101"]) == text.replace("t.cuda()", "t.npu()")

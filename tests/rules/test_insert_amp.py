@@ -452,3 +452,19 @@ def test_selected_by_name_and_code_but_not_by_default():
     assert [r.code for r in select_rules(all_rules(), select=["amp"])] == ["NPU400"]
     enabled = select_rules(all_rules(), enable=["amp", "pin-memory", "memory-snapshot"])
     assert {"NPU400", "NPU410", "NPU420"} <= {r.code for r in enabled}
+
+
+def test_fp16_top_level_loop_with_step_markers_is_idempotent():
+    src = """\
+    import torch
+    # train
+    for x, y in loader:
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+    """
+    enable = ("amp", "memory-snapshot")
+    once = after(src, "float16", enable=enable)
+    assert 'scaler = torch.amp.GradScaler("npu")\nfor npu_migrate_step, (x, y) in enumerate(loader):' in once
+    assert "ProfilerStep#" in once and "scaler.scale(loss).backward()" in once
+    assert after(once, "float16", enable=enable) == once

@@ -257,9 +257,14 @@ def test_recording_starts_once_and_dumps_once_at_exit(runs):
         {"call": "_dump_snapshot", "filename": str(tmp / "ok_3.pickle")},
     ]
     assert calls[0]["call"] == "_record_memory_history" and calls[-1]["call"] == "_dump_snapshot"
-    assert [c["name"] for c in calls if c["call"] == "record_function"] == [
-        "ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]
+    markers = [c["name"] for c in calls if c["call"] == "record_function"]
+    assert markers == ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]
     assert (tmp / "ok_3.pickle").exists()
+    # the names are what `npu-migrate memory` splits steps on
+    from npu_migrate.memory.steps import ANNOTATION_MARKERS
+
+    pattern, stage = ANNOTATION_MARKERS[0]
+    assert stage == "START" and all(pattern.search(name) for name in markers)
 
 
 def test_the_dump_happens_when_the_training_step_raises(runs):

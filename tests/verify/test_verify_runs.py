@@ -121,6 +121,19 @@ def test_fault_reasons_say_what_diverged(outcomes):
     assert outcomes["fault/changed_constant"].first_failure["tensor"] == "act/scale#0/out"
 
 
+def test_findings_point_into_the_migrated_tree(outcomes):
+    (finding,) = outcomes["fault/dropped_op"].findings()
+    assert finding.code == "VER001" and finding.path.endswith("fault_dropped_op/models.py")
+    assert "module 'mlp' (FeedForward)" in finding.message
+    text = (Path(finding.path)).read_text().splitlines()
+    assert text[finding.line - 1].startswith("class FeedForward")
+    (raised,) = outcomes["fault/wrong_device"].findings()
+    assert raised.code == "VER002"
+    assert 'device="cuda"' in Path(raised.path).read_text().splitlines()[raised.line - 1]
+    assert {f.code for f in outcomes["budget"].findings()} == {"VER003"}
+    assert outcomes["amp"].findings() == []
+
+
 def test_amp_uses_amp_thresholds_and_reports_the_saving(outcomes):
     outcome = outcomes["amp"]
     assert outcome.verdict == "pass", outcome.reason

@@ -42,6 +42,12 @@ def test_failures_are_isolated_and_listed_at_the_end(tmp_path, monkeypatch):
                                monkeypatch=monkeypatch).stdout)
     assert payload["summary"]["files_failed"] == 3
     assert sorted(f.split(":", 1)[0] for f in payload["summary"]["failures"]) == sorted(BROKEN)
+    # failures are cached like any result (the key changes with the tool): still reported,
+    # nothing parsed again
+    again = json.loads(apply("--check", "--format", "json", ".", cwd=tmp_path,
+                             monkeypatch=monkeypatch).stdout)["summary"]
+    assert again["failures"] == payload["summary"]["failures"]
+    assert again["files_cached"] == 6 and again["files_parsed"] == 0
 
 
 def test_an_interrupted_run_leaves_whole_files_and_a_second_run_finishes(tmp_path):
