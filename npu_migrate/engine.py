@@ -24,7 +24,8 @@ from npu_migrate_codemods.facts import FileFacts
 from npu_migrate_codemods.imports import insert_imports, split_lines
 from npu_migrate_codemods.suppression import Suppressions, skips_file
 
-SHELL_SUFFIXES = (".sh", ".bash")
+# which rule language handles which files; Python is everything else
+TEXT_LANGUAGES = {"shell": (".sh", ".bash"), "cuda": (".cu", ".cuh")}
 
 
 @dataclass
@@ -54,9 +55,11 @@ class RuleSet:
         self.rules = list(rules)
         self.options = dict(options or {})
         self.python = [r for r in self.rules if r.language == "python"]
-        self.shell = [r for r in self.rules if r.language == "shell"]
         self.python_filter = compile_prefilter(self.python)
-        self.shell_filter = compile_prefilter(self.shell)
+        self.text_rules = {language: [r for r in self.rules if r.language == language]
+                           for language in TEXT_LANGUAGES}
+        self.text_filters = {language: compile_prefilter(rules)
+                             for language, rules in self.text_rules.items()}
         self._single = {r: (re.compile(r.prefilter) if r.prefilter else None) for r in self.rules}
 
     def codes(self) -> list[str]:
@@ -70,8 +73,19 @@ class RuleSet:
                 found.append(rule)
         return found
 
-    def wants(self, path: str) -> bool:
-        return bool(self.shell) if path.endswith(SHELL_SUFFIXES) else bool(self.python)
+    def suffixes(self) -> tuple[str, ...]:
+        """The file suffixes this rule set has something to say about."""
+        found = (".py",) if self.python else ()
+        for language, rules in self.text_rules.items():
+            found += TEXT_LANGUAGES[language] if rules else ()
+        return found
+
+
+def language_of(path: str) -> str:
+    for language, suffixes in TEXT_LANGUAGES.items():
+        if path.endswith(suffixes):
+            return language
+    return "python"
 
 
 def migrate_text(text: str, path: str, ruleset: RuleSet) -> FileOutcome:
@@ -93,8 +107,9 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True) -> FileO
     outcome = FileOutcome(path)
     if skips_file(text):
         return outcome
-    if path.endswith(SHELL_SUFFIXES):
-        return _migrate_shell(text, path, ruleset, outcome)
+    language = language_of(path)
+    if language != "python":
+        return _migrate_text_rules(text, path, ruleset, language, outcome)
     pattern = ruleset.python_filter
     if pattern is not None and not pattern.search(text):
         return outcome
@@ -149,14 +164,16 @@ def _import_order(item: tuple[str, str | None, str | None]) -> tuple[int, str]:
     return (0 if item[0] == "torch_npu" else 1, repr(item))
 
 
-def _migrate_shell(text: str, path: str, ruleset: RuleSet, outcome: FileOutcome) -> FileOutcome:
-    pattern = ruleset.shell_filter
+def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
+                        outcome: FileOutcome) -> FileOutcome:
+    """Shell scripts and CUDA sources: line-based rules over the text."""
+    pattern = ruleset.text_filters[language]
     if pattern is not None and not pattern.search(text):
         return outcome
     context = RuleContext(path, text, FileFacts(ast.Module(body=[], type_ignores=[])),
                           ruleset.options, Suppressions.parse(text))
     new_text = text
-    for cls in ruleset.matching(ruleset.shell, text):
+    for cls in ruleset.matching(ruleset.text_rules[language], text):
         new_text = cls(context).rewrite_text(new_text)
     outcome.edits = sorted(context.edits, key=lambda e: (e.line, e.col))
     outcome.diagnostics = _unsuppressed(context)

@@ -9,8 +9,8 @@ from typing import Any
 import libcst as cst
 
 from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix, Rule
-from npu_migrate_codemods.rules.coverage_common import NameMapRule, name_prefilter
+from npu_migrate_codemods.base import Fix
+from npu_migrate_codemods.rules.coverage_common import CoverageRule, NameMapRule, name_prefilter
 
 DATA = "coverage_memory.json"
 
@@ -66,7 +66,7 @@ def _choose(condition: cst.BaseExpression, if_true: str | None, if_false: str | 
     return cst.IfExp(test=condition, body=_string(if_true), orelse=_string(if_false))
 
 
-class RecordMemoryHistory(Rule):
+class RecordMemoryHistory(CoverageRule):
     code = "NPU156"
     name = "record-memory-history-arguments"
     summary = "`_record_memory_history(True, trace_alloc_max_entries=…)` and keywords torch_npu rejects are rewritten"

@@ -3,16 +3,15 @@ NPU151: the same names as strings in `Tensor.type(...)` and in comparisons with 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import libcst as cst
 import libcst.matchers as m
 
+from npu_migrate.diagnostics import Severity
 from npu_migrate_codemods.base import Fix, Rule
 from npu_migrate_codemods.rules.coverage_common import (NameMapRule, entries_for, name_prefilter,
                                                         string_value, with_string)
-from npu_migrate.diagnostics import Severity
 
 DATA = "coverage_tensors.json"
 

@@ -219,7 +219,7 @@ class Cupy(_ThirdPartyRule):
 class Nvml(_ThirdPartyRule):
     code = "NPU310"
     name = "nvml"
-    summary = "pynvml/GPUtil/gpustat read NVIDIA's NVML: use torch.npu.device_count/mem_get_info/utilization"
+    summary = "pynvml/GPUtil/gpustat query NVIDIA's driver (NVML, nvidia-smi): use torch.npu.device_count/mem_get_info/utilization"
     prefilter = _prefilter("NPU310")
 
 
@@ -234,7 +234,12 @@ class CudaSourceFile(_ThirdPartyRule):
     code = "NPU312"
     name = "cuda-source-file"
     summary = "`.cu`/`.cuh` files in the tree cannot be compiled for NPU (reported by file discovery)"
-    prefilter = r"(?!)"  # no Python pattern: the engine reports files through `cu_file_diagnostic`
+    language = "cuda"  # a text rule over CUDA sources: the engine hands it `.cu`/`.cuh` files
+    prefilter = ""
+
+    def rewrite_text(self, text: str) -> str:
+        self.context.diagnostics.append(cu_file_diagnostic(self.context.path))
+        return text
 
 
 class ChannelsLast(_ThirdPartyRule):

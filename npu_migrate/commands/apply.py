@@ -16,7 +16,7 @@ from npu_migrate import __version__
 from npu_migrate.cache import DEFAULT_DIR, Cache, run_key
 from npu_migrate.config import ConfigError, Settings, load_settings
 from npu_migrate.diffs import colourise, unified_diff
-from npu_migrate.discovery import PYTHON_SUFFIXES, SHELL_SUFFIXES, SKIP_DIRS, discover
+from npu_migrate.discovery import SKIP_DIRS, discover
 from npu_migrate.runner import FileResult, RunPlan, process_bytes, run
 from npu_migrate.selection import SelectionError, changed_since, parse_shard, shard
 from npu_migrate.sources import write_atomic
@@ -125,12 +125,7 @@ def _plan(settings: Settings, select: Sequence[str], ignore: Sequence[str], enab
 
 def _files(paths: Sequence[str], settings: Settings, exclude: Sequence[str], plan: RunPlan,
            since: str | None, shard_spec: str | None) -> list[str]:
-    from npu_migrate_codemods.registry import all_rules
-
-    by_code = {r.code: r for r in all_rules()}
-    suffixes = PYTHON_SUFFIXES
-    if any(by_code[c].language == "shell" for c in plan.codes):
-        suffixes += SHELL_SUFFIXES
+    suffixes = plan.ruleset_for("").suffixes()
     files = discover(paths, list(exclude) + settings.exclude, suffixes, settings.respect_gitignore,
                      root=settings.root)
     if since:

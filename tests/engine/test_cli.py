@@ -123,3 +123,13 @@ def test_real_subprocess_dry_run_on_the_demo(tmp_path):
     assert "+import torch_npu  # noqa: F401" in result.stdout
     assert "would change" in result.stderr
     assert subprocess.run(["git", "diff", "--no-index", "--quiet", demo, str(copy)]).returncode == 0
+
+
+def test_sarif_format_lists_pending_fixes_and_failures(project):
+    (project / "pkg" / "broken.py").write_text("x = y.cuda(\n")
+    result = invoke(project, "--check", "--format", "sarif")
+    assert result.exit_code == 1
+    log = json.loads(result.stdout)
+    assert log["version"] == "2.1.0"
+    found = {(r["ruleId"], r["level"]) for r in log["runs"][0]["results"]}
+    assert ("NPU101", "warning") in found and ("NPU000", "error") in found

@@ -5,6 +5,24 @@ from __future__ import annotations
 import struct
 import zlib
 
+import numpy as np
+
+
+def _sequential(line: np.ndarray, previous: np.ndarray, channels: int, kind: int) -> np.ndarray:
+    out = bytearray(line.tobytes())
+    up = previous.tobytes()
+    for x in range(len(out)):
+        left = out[x - channels] if x >= channels else 0
+        corner = up[x - channels] if x >= channels else 0
+        if kind == 3:
+            out[x] = (out[x] + (left + up[x]) // 2) & 255
+        else:
+            p = left + up[x] - corner
+            pa, pb, pc = abs(p - left), abs(p - up[x]), abs(p - corner)
+            pred = left if pa <= pb and pa <= pc else up[x] if pb <= pc else corner
+            out[x] = (out[x] + pred) & 255
+    return np.frombuffer(bytes(out), np.uint8)
+
 
 def read_png(path) -> tuple[int, int, int, list[bytes]]:
     """(width, height, channels, rows of raw pixel bytes)."""
@@ -24,24 +42,18 @@ def read_png(path) -> tuple[int, int, int, list[bytes]]:
     channels = 3 if color == 2 else 4
     raw = zlib.decompress(idat)
     stride = width * channels
-    rows, previous = [], bytearray(stride)
+    rows, previous = [], np.zeros(stride, np.uint8)
     for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for x in range(stride):
-            left = line[x - channels] if x >= channels else 0
-            up, corner = previous[x], previous[x - channels] if x >= channels else 0
-            if kind == 1:
-                line[x] = (line[x] + left) & 255
-            elif kind == 2:
-                line[x] = (line[x] + up) & 255
-            elif kind == 3:
-                line[x] = (line[x] + (left + up) // 2) & 255
-            elif kind == 4:
-                p = left + up - corner
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-                pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
-                line[x] = (line[x] + pred) & 255
-        rows.append(bytes(line))
+        start = y * (stride + 1)
+        kind = raw[start]
+        line = np.frombuffer(raw, np.uint8, stride, start + 1).copy()
+        if kind == 1:  # sub: running sum per channel
+            line = (np.cumsum(line.reshape(-1, channels), axis=0) & 255).astype(np.uint8).ravel()
+        elif kind == 2:  # up
+            line = line + previous
+        elif kind in (3, 4):  # average / Paeth depend on the reconstructed left byte
+            line = _sequential(line, previous, channels, kind)
+        rows.append(line.tobytes())
         previous = line
     return width, height, channels, rows
 

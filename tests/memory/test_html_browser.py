@@ -28,33 +28,38 @@ def chromium(tmp_path, *args):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
-def html_for(tmp_path, write_pickle):
-    data = training_snapshot(target_events=60000, layers=8)
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    """One HTML report of a 40,000-event synthetic run, shared by the tests below."""
+    import pickle
+
+    folder = tmp_path_factory.mktemp("html")
+    data = training_snapshot(target_events=40000, layers=8)
     data.pop("_facts")
-    snapshot = write_pickle(data)
-    page = tmp_path / "report.html"
-    result = CliRunner().invoke(command, ["report", str(snapshot), "--html", str(page),
+    snapshot = folder / "snap.pickle"
+    snapshot.write_bytes(pickle.dumps(data, protocol=5))
+    out = folder / "report.html"
+    result = CliRunner().invoke(command, ["report", str(snapshot), "--html", str(out),
                                           "--format", "json"])
     assert result.exit_code == 0, result.output
-    return page
+    return out
 
 
-def test_page_is_self_contained(tmp_path, write_pickle):
-    text = html_for(tmp_path, write_pickle).read_text()
+def test_page_is_self_contained(page):
+    text = page.read_text()
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", text)
     assert "cdn" not in text.lower() and "http://" not in text and "https://" not in text
     assert text.count("<script") == 2  # the data block and our own code
 
 
 @needs_chromium
-def test_loads_without_script_errors_and_draws(tmp_path, write_pickle):
-    page = html_for(tmp_path, write_pickle)
+def test_loads_without_script_errors_and_draws(page, tmp_path):
     dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
     body = re.search(r"<body[^>]*>", dom).group(0)
     assert 'data-render="ok"' in body and "data-error" not in body
     assert int(re.search(r'data-drawn="(\d+)"', body).group(1)) > 100
     shot = tmp_path / "shot.png"
-    chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,1300", page.as_uri())
+    chromium(tmp_path, f"--screenshot={shot}", "--window-size=1000,900", page.as_uri())
     seen = colours(shot)
     assert len(seen) > 50, "the screenshot looks blank"
     blue = sum(n for (r, g, b), n in seen.items() if abs(r - 40) < 30 and abs(g - 100) < 30
@@ -84,9 +89,8 @@ def test_real_multi_device_file_renders(tmp_path):
 
 
 @needs_chromium
-def test_the_error_marker_catches_script_errors(tmp_path, write_pickle):
+def test_the_error_marker_catches_script_errors(page, tmp_path):
     """The harness itself: a page whose script throws must show data-error."""
-    page = html_for(tmp_path, write_pickle)
     broken = tmp_path / "broken.html"
     broken.write_text(page.read_text().replace("</body>", "<script>null.x = 1;</script></body>"))
     body = re.search(r"<body[^>]*>", chromium(tmp_path, "--dump-dom", broken.as_uri()).stdout)

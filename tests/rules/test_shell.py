@@ -175,3 +175,24 @@ def test_shell_rewrite_is_idempotent(prefix: str, name: str, value: str, suffix:
     once = migrated(text)
     assert migrated(once) == once
     assert once.endswith(suffix if "#" in suffix else suffix.replace("CUDA_VISIBLE", "ASCEND_RT_VISIBLE"))
+
+
+_TOKENS = st.sampled_from([
+    "export ", "CUDA_VISIBLE_DEVICES", "NCCL_BUFFSIZE", "PYTORCH_CUDA_ALLOC_CONF", "CUDA_LAUNCH_BLOCKING",
+    "NCCL_DEBUG", "=", "0,1", "3,1", "4194304", "expandable_segments:True", "$", "${", "}", "$(", ")",
+    "'", '"', "#", " ", "\n", "\\\n", ";", "|", "echo ", "torchrun ", "--backend ", "nccl", "<<EOF\n",
+    "EOF\n", "`", "nvidia-smi",
+])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TOKENS, max_size=30).map("".join))
+def test_random_scripts_keep_their_lines_and_settle_in_one_pass(text: str) -> None:
+    outcome = run(text)
+    once = outcome.new_text if outcome.new_text is not None else text
+    assert once.count("\n") == text.count("\n")
+    assert migrated(once) == once
+    if not any(mark in text for mark in ("'", '"', "`", "$(", "${", "<<")):  # no multi-line strings
+        for before, after in zip(text.split("\n"), once.split("\n")):
+            if before.lstrip().startswith("#"):
+                assert before == after  # comment lines are never touched
