@@ -48,7 +48,8 @@ def builtin_rules() -> tuple[type[Rule], ...]:
 
     found: list[type[Rule]] = []
     for info in pkgutil.iter_modules(package.__path__):
-        found += _rules_in(importlib.import_module(f"{package.__name__}.{info.name}"))
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        found += [r for r in _rules_in(module) if r not in found]  # `__all__` may re-export
     return tuple(sorted(found, key=lambda r: r.code))
 
 

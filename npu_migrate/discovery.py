@@ -62,16 +62,26 @@ def _walk(directory: str) -> Iterable[str]:
             yield os.path.normpath(os.path.join(root, name))  # `a.py`, not `./a.py`
 
 
-def _views(path: str, roots: Sequence[str]) -> list[str]:
-    """The path as given and relative to each root it lies under: exclude globs are written
-    relative to the project (config) root or to where the command runs."""
-    views = [path]
+def _is_excluded(path: str, patterns: Sequence[str], roots: Sequence[str],
+                 below_argument: str | None = None) -> bool:
+    """Exclude globs are written relative to the folder given on the command line, to the
+    project (config) root or to where the command runs; or absolute. Components above those
+    folders never count (a checkout under /tmp/build/ is not excluded by `build`)."""
+    if not patterns:
+        return False
+    views = [below_argument] if below_argument is not None else []
+    if not os.path.isabs(path):
+        views.append(path)
     absolute = os.path.abspath(path)
     for root in roots:
         relative = os.path.relpath(absolute, root)
-        if not relative.startswith(os.pardir) and relative not in views:
+        if not relative.startswith(os.pardir):
             views.append(relative)
-    return views
+    if any(excluded(view, patterns) for view in views):
+        return True
+    return any(os.path.isabs(p) and (fnmatch.fnmatch(absolute, p.rstrip("/"))
+                                     or fnmatch.fnmatch(absolute, p.rstrip("/") + "/*"))
+               for p in patterns)
 
 
 def _foreign_script(path: str) -> bool:
@@ -97,7 +107,7 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (),
     roots = [os.getcwd()] + ([os.path.abspath(root)] if root else [])
     for path in paths:
         if os.path.isfile(path):
-            if not any(excluded(v, exclude) for v in _views(path, roots)) and not _foreign_script(path):
+            if not _is_excluded(path, exclude, roots) and not _foreign_script(path):
                 found[os.path.normpath(path)] = None
             continue
         if not os.path.isdir(path):
@@ -110,8 +120,7 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (),
             if not file.endswith(tuple(suffixes)):
                 continue
             relative = os.path.relpath(file, path)
-            if _in_skipped_dir(relative) or excluded(relative, exclude) or (
-                    exclude and any(excluded(v, exclude) for v in _views(file, roots)[1:])):
+            if _in_skipped_dir(relative) or _is_excluded(file, exclude, roots, relative):
                 continue
             if listed is not None and not os.path.isfile(file):
                 continue  # deleted but still in the index

@@ -73,6 +73,22 @@ class RuleSet:
                 found.append(rule)
         return found
 
+    def chunk_filters(self, rules: Iterable[type[Rule]], facts: FileFacts) -> dict[type[Rule], re.Pattern[str] | None]:
+        """Per-rule patterns for the pieces of one file: the rule's prefilter, or a local name
+        that this file binds to something the prefilter matches (`from torch.cuda import
+        synchronize` makes a bare `synchronize()` elsewhere in the file worth parsing)."""
+        filters = {}
+        for rule in rules:
+            pattern = self._single[rule]
+            if pattern is not None:
+                aliases = [local for local, target in facts.aliases.items()
+                           if local != target and pattern.search(target)]
+                if aliases:
+                    names = "|".join(sorted(map(re.escape, aliases)))
+                    pattern = re.compile(f"(?:{rule.prefilter})|\\b(?:{names})\\b")
+            filters[rule] = pattern
+        return filters
+
     def suffixes(self) -> tuple[str, ...]:
         """The file suffixes this rule set has something to say about."""
         found = (".py",) if self.python else ()
@@ -121,14 +137,16 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True) -> FileO
     rules = {cls: cls(context) for cls in ruleset.matching(ruleset.python, text)}
     lines = split_lines(text)
     whole = not nest or any(cls.whole_statements for cls in rules)
-    match = compile_prefilter(list(rules)) or re.compile("")
+    chunk_filters = ruleset.chunk_filters(rules, context.facts)
+    match = _union(chunk_filters.values())
     pieces = []
     for piece in plan_pieces(lines, tree.body, 1, len(lines) + 1, "", match, nest=not whole):
         chunk = "".join(lines[piece.start - 1:piece.end - 1])
         if not piece.parse:
             pieces.append(chunk)
             continue
-        chosen = [rules[cls] for cls in ruleset.matching(rules, chunk)]
+        chosen = [rule for cls, rule in rules.items()
+                  if chunk_filters[cls] is None or chunk_filters[cls].search(chunk)]
         if not chosen:
             pieces.append(chunk)
             continue
@@ -158,6 +176,15 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True) -> FileO
             return outcome
         outcome.new_text = new_text
     return outcome
+
+
+def _union(patterns: Iterable[re.Pattern[str] | None]) -> re.Pattern[str]:
+    parts = []
+    for pattern in patterns:
+        if pattern is None:
+            return re.compile("")
+        parts.append(f"(?:{pattern.pattern})")
+    return re.compile("|".join(parts) or r"(?!)")
 
 
 def _import_order(item: tuple[str, str | None, str | None]) -> tuple[int, str]:

@@ -64,13 +64,15 @@ def test_document_is_up_to_date() -> None:
         "docs/coverage.md is stale: run `python -m npu_migrate_codemods.coverage`")
 
 
-def test_cli_check_and_write(tmp_path) -> None:
+def test_cli_check_and_write(tmp_path, capsys) -> None:
     out = tmp_path / "coverage.md"
-    command = [sys.executable, "-m", "npu_migrate_codemods.coverage", "--output", str(out)]
-    stale = subprocess.run(command + ["--check"], capture_output=True, text=True)
-    assert stale.returncode == 1 and "stale" in stale.stderr
-    wrote = subprocess.run(command, capture_output=True, text=True)
+    assert coverage.main(["--check", "--output", str(out)]) == 1
+    assert "stale" in capsys.readouterr().err
+    # the documented command, as a user runs it
+    wrote = subprocess.run([sys.executable, "-m", "npu_migrate_codemods.coverage", "--output", str(out)],
+                           capture_output=True, text=True)
     assert wrote.returncode == 0, wrote.stderr
     assert out.read_text(encoding="utf-8") == coverage.render()
-    fresh = subprocess.run(command + ["--check"], capture_output=True, text=True)
-    assert fresh.returncode == 0, fresh.stderr
+    assert coverage.main(["--check", "--output", str(out)]) == 0
+    out.write_text(out.read_text(encoding="utf-8") + "edited by hand\n", encoding="utf-8")
+    assert coverage.main(["--check", "--output", str(out)]) == 1

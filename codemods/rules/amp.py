@@ -120,6 +120,7 @@ class AmpDevice(Rule):
         self._callees: set[int] = set()
         self._in_import = 0
         self._reported: set[str] = set()
+        self._tails = frozenset(name.rsplit(".", 1)[1] for name in [*self.table.generic, *self.table.legacy])
 
     @property
     def uses(self) -> AmpUses:
@@ -188,6 +189,8 @@ class AmpDevice(Rule):
             found = self._cuda_member(func)
             if found is not None:
                 return self._from_cuda_amp(original_node, updated_node, *found)
+        if tail not in self._tails:
+            return updated_node
         qualified = self.resolve(func)
         if qualified in self.table.generic:
             return self._generic(original_node, updated_node, qualified, self.table.generic[qualified])

@@ -206,6 +206,39 @@ class NcclBackend(_DistRule):
         return updated_node
 
 
+    # -- names that hold a backend: `backend = "nccl"`, `def f(backend="nccl")`, {"backend": ...}
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if not _mentions_nccl(updated_node.value) or not all(
+                self._backend_names(t.target) for t in original_node.targets):
+            return updated_node
+        value = self._swap(original_node.value, updated_node.value, "an assignment to a backend name")
+        return updated_node.with_changes(value=value) if value is not updated_node.value else updated_node
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign,
+                        updated_node: cst.AnnAssign) -> cst.AnnAssign:
+        if (updated_node.value is None or original_node.value is None
+                or not _mentions_nccl(updated_node.value) or not self._backend_names(original_node.target)):
+            return updated_node
+        value = self._swap(original_node.value, updated_node.value, "an assignment to a backend name")
+        return updated_node.with_changes(value=value) if value is not updated_node.value else updated_node
+
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        if (updated_node.default is None or original_node.default is None
+                or not _mentions_nccl(updated_node.default) or not self._backend_names(updated_node.name)):
+            return updated_node
+        value = self._swap(original_node.default, updated_node.default, "a backend parameter default")
+        return updated_node.with_changes(default=value) if value is not updated_node.default else updated_node
+
+    def leave_DictElement(self, original_node: cst.DictElement,
+                          updated_node: cst.DictElement) -> cst.DictElement:
+        key = updated_node.key
+        if not (isinstance(key, cst.SimpleString) and _mentions_nccl(updated_node.value)
+                and any(word in key.raw_value.lower() for word in self.table.names)):
+            return updated_node
+        value = self._swap(original_node.value, updated_node.value, f"the `{key.raw_value}` entry")
+        return updated_node.with_changes(value=value) if value is not updated_node.value else updated_node
+
+
 class NcclBackendConstant(_DistRule):
     code = "NPU141"
     name = "nccl-backend-constant"

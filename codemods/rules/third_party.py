@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from functools import cache
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import libcst as cst
@@ -116,9 +117,13 @@ class _ThirdPartyRule(Rule):
                 self._report_import(alias, f"{module}.{name}")
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._report_call(node)
+
+    def _report_call(self, node: cst.Call) -> bool:
+        """Report a call an entry names; whether one was reported."""
         wanted = self._entries("call")
         if not wanted:
-            return
+            return False
         name = self._qualify(node.func)
         for entry in wanted:
             if entry["cuda"] != name:
@@ -126,8 +131,13 @@ class _ThirdPartyRule(Rule):
             if "import" in entry["at"] and isinstance(node.func, cst.Name):
                 continue  # imported by name: the import statement carries the report
             if entry.get("when") == "cuda_sources" and not _builds_cuda(node):
+                if entry.get("message_computed") and _computed_sources(node):
+                    self.report(node, entry["message_computed"])
+                    return True
                 continue
             self.report(node, entry["message"])
+            return True
+        return False
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         wanted = self._entries("reference")
@@ -136,6 +146,35 @@ class _ThirdPartyRule(Rule):
             for entry in wanted:
                 if entry["cuda"] == name:
                     self.report(node, entry["message"])
+
+
+def _cu_strings(call: cst.Call) -> list[cst.SimpleString]:
+    """`.cu`/`.cuh` string literals among a call's arguments, not those of calls nested in them."""
+    return _cu_strings_in(arg.value for arg in call.args)
+
+
+def _cu_strings_in(nodes: Iterable[cst.CSTNode]) -> list[cst.SimpleString]:
+    found: list[cst.SimpleString] = []
+    stack: list[cst.CSTNode] = list(nodes)[::-1]  # popped in source order
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.SimpleString):
+            if node.raw_value.endswith(CU_SUFFIXES):
+                found.append(node)
+        elif not isinstance(node, (cst.Call, cst.Lambda)):
+            stack.extend(reversed(node.children))
+    return found
+
+
+def _computed_sources(call: cst.Call) -> bool:
+    """Whether a load(...) call's sources are computed (not a literal list of strings)."""
+    for index, arg in enumerate(call.args):
+        if (arg.keyword and arg.keyword.value == "sources") or (arg.keyword is None and index == 1):
+            value = arg.value
+            if isinstance(value, (cst.List, cst.Tuple)):
+                return not all(isinstance(e.value, cst.SimpleString) for e in value.elements)
+            return not isinstance(value, cst.SimpleString)
+    return False
 
 
 def _builds_cuda(call: cst.Call) -> bool:
@@ -228,6 +267,36 @@ class CudaExtension(_ThirdPartyRule):
     name = "cuda-extension"
     summary = "CUDAExtension and cpp_extension.load(...) of .cu sources cannot build for NPU: Ascend C operator"
     prefilter = _prefilter("NPU311")
+
+    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(context)
+        self._seen: set[int] = set()  # .cu strings already covered by a reported call
+
+    def visit_Call(self, node: cst.Call) -> None:
+        strings = _cu_strings(node)
+        if self._report_call(node):
+            self._seen.update(id(s) for s in m.findall(node, m.SimpleString()))
+            return
+        self._report_sources(node, strings, "passes")  # e.g. a project's own build helper
+
+    def visit_List(self, node: cst.List) -> None:
+        self._report_sources(node, _cu_strings_in(node.elements), "names")
+
+    def visit_Tuple(self, node: cst.Tuple) -> None:
+        self._report_sources(node, _cu_strings_in(node.elements), "names")
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if node.raw_value.endswith(CU_SUFFIXES):
+            self._report_sources(node, [node], "names")
+
+    def _report_sources(self, node: cst.CSTNode, strings: list[cst.SimpleString], verb: str) -> None:
+        fresh = [s for s in strings if id(s) not in self._seen]
+        if not fresh:
+            return
+        self._seen.update(id(s) for s in strings)
+        entry = next(e for e in entries() if e["code"] == self.code and e["cuda"].startswith("`.cu`"))
+        names = ", ".join(f"`{s.raw_value}`" for s in fresh[:3])
+        self.report(node, f"{verb} CUDA sources ({names}): {entry['message']}")
 
 
 class CudaSourceFile(_ThirdPartyRule):

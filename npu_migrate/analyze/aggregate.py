@@ -204,7 +204,8 @@ class Aggregator:
         self.rating = rate(self._counts(fallback))
         reasons = Table(f"Migration complexity: {self.rating.level} (score {self.rating.score})",
                         ["driver", "count", "points"])
-        reasons.rows = [[label, count, points] for label, count, points in self.rating.reasons]
+        reasons.rows = [[label, count, points] for label, count, points in self.rating.reasons] or [
+            ["no CUDA-specific code found", 0, 0.0]]
         effort = Table(f"Effort estimate: {self.rating.total_days} person-days", ["category", "items", "days"])
         effort.rows = [[label, count, days] for label, count, days in self.rating.effort]
         tables += [reasons, effort]

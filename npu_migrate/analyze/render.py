@@ -104,12 +104,12 @@ def to_terminal(assessment: Assessment, max_rows: int, console: Any) -> str:
     capture = console is None
     if capture:
         console = Console(record=True, width=160, color_system=None, force_terminal=False)
-    report = Report(assessment.title, summary=assessment.summary)
-    report.render(console)
+    Report(assessment.title, summary=assessment.summary).render(console)
     for name, tables in assessment.sections.items():
         console.rule(f"[bold]{HEADINGS[name]}")
-        clipped = [_clip(t, max_rows) for t in tables if t.rows]
-        Report("", tables=clipped).render(console) if clipped else None
+        for table in tables:
+            if table.rows:
+                console.print(_rich_table(_clip(table, max_rows)))
         empty = [t.title for t in tables if not t.rows]
         if empty:
             console.print("none found: " + "; ".join(empty), markup=False, highlight=False)
@@ -124,6 +124,18 @@ def to_terminal(assessment: Assessment, max_rows: int, console: Any) -> str:
     for error in assessment.errors + assessment.engine_errors:
         console.print(error, markup=False, highlight=False, style="red")
     return console.export_text() if capture else ""
+
+
+def _rich_table(table: Table) -> Any:
+    """Locations must stay whole on a narrow terminal: cells wrap instead of being cut."""
+    from rich.table import Table as RichTable
+
+    rich_table = RichTable(title=table.title, title_justify="left")
+    for column in table.columns:
+        rich_table.add_column(column, overflow="fold")
+    for row in table.rows:
+        rich_table.add_row(*(str(v) for v in row))
+    return rich_table
 
 
 def _clip(table: Table, max_rows: int) -> Table:

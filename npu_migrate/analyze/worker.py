@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import re
 import signal
 import warnings
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,7 @@ from npu_migrate.sources import SourceError, read_source
 CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
 SHELL_SUFFIXES = (".sh", ".bash")
 POOL_THRESHOLD = 24
+LAUNCHERS = re.compile(r"\btorchrun\b|-m\s+torch\.distributed\.(?:launch|run)\b|^\s*deepspeed\s|\baccelerate\s+launch\b")
 # the engine accepts an already parsed tree from some version on: then each file is parsed once
 _ENGINE_TAKES_TREE = "tree" in inspect.signature(migrate_text).parameters
 
@@ -39,6 +41,10 @@ def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
         return FileScan(path, error=str(exc))
     if path.endswith(SHELL_SUFFIXES):
         scan = FileScan(path)
+        for number, line in enumerate(text.splitlines(), 1):
+            launcher = LAUNCHERS.search(line)
+            if launcher and not line.lstrip().startswith("#"):
+                scan.distributed.append(("launcher", launcher.group(0).strip(), number))
         if plan is not None:
             _merge(scan, migrate_text(text, path, plan.ruleset_for(path)))
         return scan

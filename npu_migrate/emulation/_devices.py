@@ -103,6 +103,9 @@ def install_device_mapping() -> None:
         return original_load(*args, **kwargs)
 
     set_attr(torch, "load", load)
+    original_default = torch.set_default_device
+    # torch keeps the default-device mode under every other mode, so map the device up front
+    set_attr(torch, "set_default_device", lambda device: original_default(mode.map(device)))
     _patch_amp(mode)
     _patch_distributed()
 

@@ -18,11 +18,21 @@ def peak_sites(ctx: DeviceContext) -> dict[str, int]:
     return {site: size for site, _, size, _, _ in groups}
 
 
+def peak_categories(ctx: DeviceContext) -> dict[str, int]:
+    if ctx.rep.n_events == 0:
+        return {}
+    rows = np.flatnonzero(ctx.rep.blocks.allocated_at(ctx.rep.peak_index))
+    out: dict[str, int] = {}
+    for category, size in zip(ctx.categories(rows), ctx.rep.blocks.counted[rows].tolist()):
+        out[category] = out.get(category, 0) + size
+    return out
+
+
 def compare(before: Snapshot, after: Snapshot, limit: int = 20) -> Report:
     a = {c.device: c for c in build_contexts(before)}
     b = {c.device: c for c in build_contexts(after)}
     report = Report(f"Memory comparison: {before.path} -> {after.path}")
-    rows, site_rows = [], []
+    rows, site_rows, category_rows = [], [], []
     for device in sorted(set(a) | set(b)):
         ca, cb = a.get(device), b.get(device)
         pa = ca.rep.peak_bytes if ca else 0
@@ -37,6 +47,12 @@ def compare(before: Snapshot, after: Snapshot, limit: int = 20) -> Report:
         diffs = sorted(set(sa) | set(sb), key=lambda s: -abs(sb.get(s, 0) - sa.get(s, 0)))
         site_rows += [[device, s, fmt_bytes(sa.get(s, 0)), fmt_bytes(sb.get(s, 0)),
                        fmt_bytes(sb.get(s, 0) - sa.get(s, 0))] for s in diffs[:limit]]
+        ka = peak_categories(ca) if ca else {}
+        kb = peak_categories(cb) if cb else {}
+        category_rows += [[device, k, fmt_bytes(ka.get(k, 0)), fmt_bytes(kb.get(k, 0)),
+                           fmt_bytes(kb.get(k, 0) - ka.get(k, 0))]
+                          for k in sorted(set(ka) | set(kb),
+                                          key=lambda k: -abs(kb.get(k, 0) - ka.get(k, 0)))]
         report.summary[f"device {device} peak"] = (f"{fmt_bytes(pa)} -> {fmt_bytes(pb)} "
                                                    f"({fmt_bytes(pb - pa)})")
     report.tables.append(Table("Peaks", ["device", "peak A", "peak B", "change", "change %",
@@ -44,4 +60,6 @@ def compare(before: Snapshot, after: Snapshot, limit: int = 20) -> Report:
                                          "events B"], rows))
     report.tables.append(Table("Live at the peak, by site (largest changes first)",
                                ["device", "site", "A", "B", "change"], site_rows))
+    report.tables.append(Table("Live at the peak, by category", ["device", "category", "A", "B",
+                                                                 "change"], category_rows))
     return report

@@ -23,6 +23,7 @@ MAX_BLOCKS = 2500
 MAX_MOMENTS = 24
 MAX_POOL_BLOCKS = 3000
 MAX_SEGMENTS = 64
+MAX_STEPS = 20000  # step boundary lines sent (drawn only when they are 4 px apart)
 
 
 def write_html(snapshot: Snapshot, contexts: list[DeviceContext], report: Report,
@@ -164,7 +165,8 @@ def device_payload(ctx: DeviceContext) -> dict[str, Any]:
         "device": ctx.device, "events": rep.n_events, "has_time": rep.trace.time_us is not None,
         "peak": {"event": rep.peak_index, "bytes": rep.peak_bytes},
         "series": series_payload(ctx),
-        "steps": ctx.steps.starts[:5000], "step_source": ctx.steps.source,
+        "steps": ctx.steps.starts[:MAX_STEPS], "step_count": len(ctx.steps),
+        "step_source": ctx.steps.source,
         "marks": ctx.marks,
         "blocks": blocks_payload(ctx, stacks),
         "pools": [pool_payload(ctx, e, stacks) for e in moments(ctx)],

@@ -99,7 +99,8 @@ def block_records(ctx: DeviceContext, rows: np.ndarray, full_stack: bool) -> lis
     b = ctx.rep.blocks
     return [{"id": r, "requested_size": int(b.requested[r]), "size": int(b.size[r]),
              "address": hex(int(b.addr[r])), "state": STATE_NAMES[int(b.state[r])],
-             "alloc_event": int(b.alloc[r]), "free_requested_event": int(max(b.free_requested[r], -1)),
+             "alloc_event": int(b.alloc[r]),
+             "free_requested_event": int(max(b.free_requested[r], -1)),
              "free_event": int(b.free[r]), "stream": hex(int(b.stream[r])),
              "call_stack": _stack_text(ctx, int(b.stack[r]), full_stack)}
             for r in rows.tolist()]

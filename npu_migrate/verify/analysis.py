@@ -49,9 +49,13 @@ class Outcome:
         report = Report("npu-migrate verify", summary=summary)
         rows = [_row(c) for c in self.comparisons]
         if max_rows and len(rows) > max_rows:
-            failing = [r for r, c in zip(rows, self.comparisons) if not c.passed]
-            kept = failing[:max_rows] + [r for r, c in zip(rows, self.comparisons) if c.passed][:max(0, max_rows - len(failing))]
-            rows = kept + [[f"... {len(self.comparisons) - len(kept)} passing rows left out (--max-rows 0 shows all)"] + [""] * 8]
+            # keep the first divergence, then failing rows, then passing ones, in table order
+            first = (self.first_failure or {}).get("tensor")
+            rank = sorted(range(len(rows)), key=lambda i: (self.comparisons[i].name != first,
+                                                          self.comparisons[i].passed, i))
+            keep = sorted(rank[:max_rows])
+            rows = [rows[i] for i in keep] + [[f"... {len(self.comparisons) - len(keep)} rows left out "
+                                               "(--max-rows 0 shows all)"] + [""] * 8]
         if rows:
             report.tables.append(Table("Tensors (reference vs migrated)",
                                        ["tensor", "shape", "dtype", "cosine", "max abs", "max rel",

@@ -192,3 +192,13 @@ def test_attribute_stores_do_not_hide_imports():
     result = scan("import torch\ntorch.backends.cudnn.benchmark = True\ntorch.cuda.synchronize()\n"
                   "import numpy as np\nnp = None\nx = np.matmul(a, b)\n")
     assert sorted((s.line, s.kind) for s in result.sites) == [(2, "other CUDA API"), (3, "torch.cuda API")]
+
+
+def test_shell_launchers(tmp_path):
+    from npu_migrate.analyze.worker import analyze_file
+
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n# torchrun in a comment\nexport CUDA_VISIBLE_DEVICES=0,1\n"
+                      "torchrun --nproc_per_node=2 train.py\npython -m torch.distributed.launch x.py\n")
+    result = analyze_file(str(script), None)
+    assert result.distributed == [("launcher", "torchrun", 4), ("launcher", "-m torch.distributed.launch", 5)]

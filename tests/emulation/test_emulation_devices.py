@@ -37,6 +37,11 @@ def test_device_strings_reach_the_backing_device(emu):
     assert x.is_npu and model(x).shape == (4, 2)
     with torch.device("npu"):
         assert torch.empty(1).device.type == "cpu"
+    torch.set_default_device("npu:0")
+    try:
+        assert torch.empty(1).device.type == "cpu"
+    finally:
+        torch.set_default_device(None)
 
 
 def test_torch_load_map_location(emu):
@@ -180,3 +185,23 @@ def test_refuses_when_real_torch_npu_is_importable(monkeypatch):
     with pytest.raises(emulation.RealTorchNpuError, match="real torch_npu"):
         emulation.activate()
     assert not emulation.is_active()
+
+
+def test_bad_backing_devices_are_refused():
+    with pytest.raises(EmulationError, match="'cpu' or 'cuda'"):
+        emulation.activate("xpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(EmulationError, match="no CUDA device"):
+            emulation.activate("cuda")
+    assert not emulation.is_active()
+
+
+def test_memory_statistics_can_be_left_out():
+    emulation.activate(track_memory=False)
+    try:
+        kept = torch.ones(1000, device="npu")
+        assert torch.npu.memory_allocated() == 0 and torch.npu.max_memory_allocated() == 0
+        assert emulation.activate() is False  # already active
+    finally:
+        emulation.deactivate()
+    assert kept.sum().item() == 1000

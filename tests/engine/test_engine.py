@@ -194,3 +194,24 @@ def test_parsed_but_unchanged_nested_piece_keeps_its_indentation():
     # the second statement matches the prefilter (".cuda" in a string) but is not rewritten
     text = "def f(t):\n    a = 1\n    log('.cuda here')\n    return t.cuda()\n"
     assert migrate_source(text, select=["NPU101"]) == text.replace("t.cuda()", "t.npu()")
+
+
+class _SynchronizeRule(Rule):
+    """A test rule keyed on the qualified name, with a prefilter that only an import shows."""
+
+    code = "NPX997"
+    name = "sync-for-test"
+    summary = "flags torch.cuda.synchronize calls"
+    fix = Fix.NONE
+    prefilter = r"\bcuda\b"
+
+    def visit_Call(self, node):
+        if self.resolve(node.func) == "torch.cuda.synchronize":
+            self.report(node, "sync")
+
+
+def test_aliased_names_make_their_pieces_parsed():
+    text = ("from torch.cuda import synchronize as sync\n\n\ndef f():\n    a = 1\n    sync()\n\n\n"
+            "class A:\n    b = 2\n\n    def g(self):\n        c = 3\n        sync()\n")
+    outcome = migrate_text(text, "s.py", RuleSet([_SynchronizeRule]))
+    assert [(d.line, d.col) for d in outcome.diagnostics] == [(6, 5), (14, 9)]

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from npu_migrate.commands.memory import command
 from npu_migrate.memory.synthetic import training_snapshot
-from tests.memory.reference import load_raw, replay as reference_replay
+from .reference import load_raw, replay as reference_replay
 
 
 def make(write_pickle, name="a.pickle", **kwargs):
@@ -104,9 +104,21 @@ def test_compare(write_pickle):
     assert peaks[1] == f"{ref_a / 2**20:.2f} MiB" and peaks[2] == f"{ref_b / 2**20:.2f} MiB"
     sites = data["tables"][1]["rows"]
     assert sites[0][1] in ("train.py:41 (train_step)", "train.py:44 (train_step)")
+    categories = {row[1]: row for row in data["tables"][2]["rows"]}
+    assert categories["activation"][4] != "0 B" and categories["parameter"][4] == "0 B"
 
 
 def test_bad_size_is_usage_error(write_pickle):
     path = make(write_pickle)
     result = run("events", path, "--min-size", "lots")
     assert result.exit_code == 2
+
+
+def test_step_frame_option(write_pickle):
+    path = make(write_pickle)
+    raw = load_raw(path)["device_traces"][0]
+    leaks = [e for e in raw if e["action"] == "alloc" and e["frames"][0]["line"] == 48]
+    result = run(path, "--step-frame", r"train\.py:48 ", "--format", "json")
+    assert result.exit_code == 0, result.output
+    devices = next(t for t in json.loads(result.output)["tables"] if t["title"] == "Devices")
+    assert devices["rows"][0][3] == len(leaks)

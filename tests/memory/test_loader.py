@@ -78,7 +78,8 @@ def test_old_cuda_list_with_history_blocks():
     snap = normalise(as_legacy_list(data), "legacy")
     assert snap.producer == "cuda-legacy" and not snap.traces
     live = [b for s in snap.segments for b in s.blocks if b["state"] == "active_allocated"]
-    expected = [b for s in data["segments"] for b in s["blocks"] if b["state"] == "active_allocated"]
+    expected = [b for s in data["segments"] for b in s["blocks"]
+                if b["state"] == "active_allocated"]
     assert len(live) == len(expected)
     assert all(b["stack"] >= 0 for b in live)  # frames recovered from `history`
     assert sum(b["requested_size"] for b in live) == sum(b["requested_size"] for b in expected)

@@ -16,7 +16,7 @@ from npu_migrate.memory.model import ALLOC  # noqa: E402
 from npu_migrate.memory.replay import replay  # noqa: E402
 from npu_migrate.memory.report import analyze  # noqa: E402
 from npu_migrate.memory.sites import SiteTable  # noqa: E402
-from tests.memory.reference import load_raw, replay as reference_replay  # noqa: E402
+from .reference import load_raw, replay as reference_replay  # noqa: E402
 
 
 @pytest.fixture(scope="module")

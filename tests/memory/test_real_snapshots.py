@@ -10,9 +10,9 @@ from npu_migrate.memory.model import ACTIONS
 from npu_migrate.memory.pool import pool_at
 from npu_migrate.memory.replay import replay
 from npu_migrate.memory.report import analyze
-from tests.memory.conftest import leak_demo, real_file_params
-from tests.memory.reference import load_raw, never_freed_by_site
-from tests.memory.reference import replay as reference_replay
+from .conftest import SHARED, leak_demo, real_file_params
+from .reference import load_raw, never_freed_by_site
+from .reference import replay as reference_replay
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def test_leak_demo_is_diagnosed_with_its_site(name):
 
 
 def test_oom_event_is_explained():
-    path = leak_demo("snapshot_expandable.pkl").parent.parent / "cuda" / "multi_gpu_expandable_oom.pickle"
+    path = SHARED / "cuda" / "multi_gpu_expandable_oom.pickle"
     if not path.exists():
         pytest.skip(f"{path} not found")
     raw = load_raw(path)

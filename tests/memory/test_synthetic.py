@@ -14,7 +14,7 @@ from npu_migrate.memory.report import analyze
 from npu_migrate.memory.synthetic import (
     LEAK_BYTES, STACKS, SimulatedAllocator, as_torch_npu, training_snapshot, truncate,
 )
-from tests.memory.reference import replay as reference_replay
+from .reference import replay as reference_replay
 
 
 def snapshot(**kwargs):
@@ -69,6 +69,9 @@ def test_workspace_triples_balance_the_replay():
     # the workspace block stays allocated the whole run, on top of the CUDA-shaped replay
     assert (rep.allocated[3:] - plain.allocated == 8 << 20).all()
     assert rep.trace.time_us is None and "event indices" in snap.notes[0]
+    report, _ = analyze(snap)
+    assert not any(f.code == "MEM006" for f in report.findings)  # a complete trace
+    assert any(f.code == "MEM004" and "event " in f.message for f in report.findings)
 
 
 def test_truncated_trace_is_rebuilt_backwards():
@@ -151,7 +154,8 @@ def test_output_held_into_the_next_step_is_wasteful():
     live = blocks.allocated_at(peak)
     step = ctx.steps.step_of(np.array([peak]))[0]
     lo, hi = ctx.steps.bounds(int(step), ctx.rep.n_events)
-    held = live & (blocks.alloc < lo) & (blocks.alloc >= 0) & (blocks.free >= lo) & (blocks.free < hi)
+    held = (live & (blocks.alloc < lo) & (blocks.alloc >= 0)
+            & (blocks.free >= lo) & (blocks.free < hi))
     assert int(blocks.counted[held].sum()) == 3000 * 1024 * 16  # exactly the previous output
     clean, _ = analyze(normalise(snapshot(target_events=8000, layers=4, leak=False,
                                           seq_lengths=(3000,))[0], "syn"))

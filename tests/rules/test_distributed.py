@@ -44,6 +44,12 @@ REWRITES = [
     ('ok = backend != "nccl"\n', 'ok = backend != "hccl"\n'),
     ('ok = "nccl" == args.dist_backend\n', 'ok = "hccl" == args.dist_backend\n'),
     ("ok = self.backend in ('nccl', 'gloo')\n", "ok = self.backend in ('hccl', 'gloo')\n"),
+    # names that hold a backend
+    ('backend = "nccl"\n', 'backend = "hccl"\n'),
+    ('def setup(rank, backend="nccl"):\n    pass\n', 'def setup(rank, backend="hccl"):\n    pass\n'),
+    ("cfg = {'dist_backend': 'nccl', 'name': 'nccl'}\n", "cfg = {'dist_backend': 'hccl', 'name': 'nccl'}\n"),
+    ("from torch.distributed import is_nccl_available\nself.backend: str = 'nccl' if is_nccl_available() else 'gloo'\n",
+     "from torch.distributed import is_hccl_available\nself.backend: str = 'hccl' if is_hccl_available() else 'gloo'\n"),
     # argparse
     ('p.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"], help="nccl")\n',
      'p.add_argument("--dist-backend", default="hccl", choices=["hccl", "gloo"], help="nccl")\n'),
@@ -71,6 +77,7 @@ UNCHANGED = [
     'x = lib.Backend.NCCL\n',
     'ok = mylib.is_nccl_available()\n',
     'b = "nccl"\n',
+    'msg = {"text": "nccl"}\n',
     D + 'dist.init_process_group(backend="hccl")\n',
     'p.add_argument("--device", default="nccl")\n',
 ]

@@ -142,3 +142,36 @@ def test_cu_file_diagnostic() -> None:
     assert "Ascend C" in diagnostic.message
     assert diagnostic.format().endswith("(docs/rules/NPU312.md)")
     assert find_rule("NPU312").name == "cuda-source-file"
+
+
+def test_engine_reports_cuda_source_files() -> None:
+    ruleset = RuleSet(select_rules(all_rules()))
+    outcome = migrate_text("__global__ void k(float* x) { x[0] = 1; }\n", "csrc/k.cu", ruleset)
+    assert outcome.new_text is None and outcome.error is None
+    assert [(d.code, d.path, d.line) for d in outcome.diagnostics] == [("NPU312", "csrc/k.cu", 0)]
+    header = migrate_text("#pragma once\n", "csrc/k.cuh", ruleset)
+    assert [d.code for d in header.diagnostics] == ["NPU312"]
+    ignored = migrate_text("__global__ void k() {}\n", "k.cu",
+                           RuleSet(select_rules(all_rules(), ignore=["NPU312"])))
+    assert ignored.diagnostics == []
+
+
+def test_cuda_sources_handed_to_other_calls_and_computed_load_sources() -> None:
+    text = ("import os, torch.utils.cpp_extension\n"
+            "plugin = custom_ops.get_plugin('bias_act', sources=['bias_act.cpp', 'bias_act.cu'])\n"
+            "ext = torch.utils.cpp_extension.load(name=n, sources=cached_sources)\n"
+            "ok = torch.utils.cpp_extension.load(name=n, sources=['a.cpp', 'b.cpp'])\n"
+            "also = torch.utils.cpp_extension.load('k', [os.path.join(d, 'k.cu')])\n"
+            "name = 'kernel.cuda.py'\n")
+    diagnostics = run(text).diagnostics
+    assert [(d.code, d.line) for d in diagnostics] == [("NPU311", 2), ("NPU311", 3), ("NPU311", 5)]
+    assert "`bias_act.cu`" in diagnostics[0].message
+    assert "computed" in diagnostics[1].message
+
+
+def test_cuda_source_lists_and_strings_are_reported_once() -> None:
+    text = ("import os\nsources = ['bias_act.cpp', 'bias_act.cu']\nsources = [os.path.join(d, s) for s in sources]\n"
+            "kernel = 'csrc/kernel.cuh'\nfiles = ('a.cu', 'b.cu')\ndoc = 'see kernel.cu.txt'\n")
+    diagnostics = run(text).diagnostics
+    assert [(d.code, d.line) for d in diagnostics] == [("NPU311", 2), ("NPU311", 4), ("NPU311", 5)]
+    assert "names CUDA sources (`a.cu`, `b.cu`)" in diagnostics[2].message

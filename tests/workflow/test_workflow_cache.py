@@ -88,22 +88,22 @@ def test_corrupt_entries_are_ignored_and_rebuilt(tmp_path, monkeypatch):
 
 
 def test_concurrent_runs_share_one_cache_safely(tmp_path):
-    for i in range(80):
+    for i in range(48):
         write(tmp_path / f"d{i % 4}" / f"f{i}.py", (CUDA if i % 3 else CLEAN) + f"N = {i}\n")
     args = ["apply", "--check", "--format", "json", "--jobs", "1", "."]
     command = [sys.executable, "-m", "npu_migrate", *args]
     procs = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(3)]
+                              text=True) for _ in range(2)]
     outputs = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [1, 1, 1], [err for _, err in outputs]
+    assert [p.returncode for p in procs] == [1, 1], [err for _, err in outputs]
     runs = [json.loads(out) for out, _ in outputs]
-    assert runs[0]["files"] == runs[1]["files"] == runs[2]["files"]
-    assert all(r["summary"]["files_scanned"] == 80 for r in runs)
+    assert runs[0]["files"] == runs[1]["files"]
+    assert all(r["summary"]["files_scanned"] == 48 for r in runs)
     cache = tmp_path / ".npu-migrate-cache"
     assert not list(cache.rglob("*.tmp"))
     warm = cli(*args, cwd=tmp_path)
     warm_run = json.loads(warm.stdout)
-    assert warm_run["summary"]["files_cached"] == 80 and warm_run["summary"]["files_parsed"] == 0
+    assert warm_run["summary"]["files_cached"] == 48 and warm_run["summary"]["files_parsed"] == 0
     assert warm_run["files"] == runs[0]["files"]
 
 

@@ -206,3 +206,16 @@ def test_broken_toml_of_our_section_is_an_error_but_an_unrelated_one_is_skipped(
     assert result.exit_code == 2 and "invalid TOML" in result.stderr
     write(tmp_path / "pyproject.toml", "[project\nname = 'x'\n")
     assert apply("--check", "a.py", cwd=tmp_path, monkeypatch=monkeypatch).exit_code == 1
+
+
+def test_exclude_ignores_folders_above_the_project_and_takes_absolute_globs(tmp_path, monkeypatch):
+    root = tmp_path / "build" / "proj"  # a checkout that happens to live under `build/`
+    write(root / "pyproject.toml", '[tool.npu-migrate]\nexclude = ["build"]\n')
+    write(root / "pkg" / "a.py", CUDA)
+    write(root / "pkg" / "build" / "gen.py", CUDA)
+    for args in ((".",), (str(root),), (str(root / "pkg" / "a.py"), str(root / "pkg" / "build" / "gen.py"))):
+        result = apply("--check", "--format", "json", *args, cwd=root, monkeypatch=monkeypatch)
+        assert summary_of(result)["files_scanned"] == 1, args
+    absolute = apply("--check", "--format", "json", "--exclude", str(root / "pkg"), ".", cwd=root,
+                     monkeypatch=monkeypatch)
+    assert summary_of(absolute)["files_scanned"] == 0

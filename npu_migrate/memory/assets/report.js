@@ -274,7 +274,7 @@
     summary.appendChild(el("span", "device " + dev.device));
     summary.appendChild(el("span", dev.events + " events"));
     summary.appendChild(el("span", "peak allocated " + bytes(dev.peak.bytes) + " at " + eventLabel(dev.peak.event)));
-    summary.appendChild(el("span", (dev.steps || []).length + " steps (" + dev.step_source + ")"));
+    summary.appendChild(el("span", dev.step_count + " steps (" + dev.step_source + ")"));
     var list = document.getElementById("findings");
     list.textContent = "";
     DATA.findings.forEach(function (text) {

@@ -1,0 +1,55 @@
+"""Monorepo output: roll-ups per top-level package, and a progress bar with rate and ETA when
+standard error is a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+
+from workflow_helpers import CUDA, apply, write
+
+CLEAN = "import os\n"
+
+
+def test_summary_rolls_up_per_top_level_package(tmp_path, monkeypatch):
+    for name, body in [("alpha/a1.py", CUDA), ("alpha/sub/a2.py", CLEAN), ("beta/b1.py", CUDA),
+                       ("beta/b2.py", CUDA), ("gamma/g.py", "x.cuda(\n"), ("top.py", CLEAN)]:
+        write(tmp_path / "mono" / name, body)
+    result = apply("--check", "--format", "json", "mono", cwd=tmp_path, monkeypatch=monkeypatch)
+    packages = json.loads(result.stdout)["summary"]["packages"]
+    assert {k: (v["files"], v.get("changed", 0), v.get("failed", 0)) for k, v in packages.items()} == {
+        ".": (1, 0, 0), "alpha": (2, 1, 0), "beta": (2, 2, 0), "gamma": (1, 0, 1)}
+    text = apply("--check", "--no-cache", "mono", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert "per package: .: 0/1 changed; alpha: 1/2 changed; beta: 2/2 changed; gamma: 0/1 changed, 1 failed" \
+        in text.stderr
+
+
+def test_progress_bar_with_rate_and_eta_on_a_terminal(tmp_path):
+    for i in range(240):
+        write(tmp_path / f"pkg{i % 4}" / f"m{i}.py", CLEAN + f"N = {i}\n")
+    leader, follower = pty.openpty()
+    env = dict(os.environ, COLUMNS="120", TERM="xterm")
+    process = subprocess.Popen([sys.executable, "-m", "npu_migrate", "apply", "--check", "--no-cache", "."],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not data:
+            break
+        chunks.append(data)
+    process.wait(timeout=120)
+    os.close(leader)
+    terminal = b"".join(chunks).decode("utf-8", "replace")
+    assert process.returncode == 0, terminal
+    assert "migrating" in terminal and "ETA" in terminal and "/240" in terminal
+    assert "240 file(s) scanned, 0 would change, 0 failed" in terminal
+    piped = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--check", "--no-cache", "."],
+                           cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert "ETA" not in piped.stderr and "migrating" not in piped.stderr  # no bar in logs
