@@ -6,12 +6,14 @@ For each fixture pair under fixtures/verify, it times
 - plain: one process runs the original's steps on CPU, one runs the migrated steps under the
   emulation (no hooks, no profiler, no comparison), each started like the verifier starts a side;
 - verify: `npu-migrate verify` on the same pair (both sides, peak memory, hooks, comparison).
-It prints the medians and the ratio verify / plain. Figures depend on the machine's load.
+It prints the medians of wall time and of CPU time (user + system of the child processes, which a
+loaded machine inflates much less) and the ratios verify / plain.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,13 +47,23 @@ for _ in range(steps):
 """
 
 
-def timed(cmd: list[str]) -> float:
-    start = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of a child process; CPU time is robust to a loaded machine."""
+    start, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
-    if proc.returncode not in (0,):
+    if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:4])}...: exit {proc.returncode}\n{proc.stderr[-2000:]}")
-    return elapsed
+    return elapsed, _children_cpu() - cpu
+
+
+def _add(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    return a[0] + b[0], a[1] + b[1]
 
 
 def main() -> None:
@@ -61,18 +73,19 @@ def main() -> None:
     parser.add_argument("--models", default="mlp,cnn,transformer,amp_mlp")
     args = parser.parse_args()
     print(f"steps={args.steps} repeats={args.repeats} python={sys.version.split()[0]}")
-    print(f"{'model':<12} {'plain s':>8} {'verify s':>9} {'ratio':>6}")
+    print(f"{'model':<12} {'plain s':>8} {'verify s':>9} {'ratio':>6} {'plain cpu':>10} {'verify cpu':>11} {'ratio':>6}")
     for model in args.models.split(","):
         original, migrated = FIXTURES / "original" / model, FIXTURES / "migrated" / model
         plain, verify = [], []
         for _ in range(args.repeats):
-            plain.append(timed([sys.executable, "-c", PLAIN, "original", str(original), str(args.steps)])
-                         + timed([sys.executable, "-c", PLAIN, "migrated", str(migrated), str(args.steps)]))
+            plain.append(_add(timed([sys.executable, "-c", PLAIN, "original", str(original), str(args.steps)]),
+                              timed([sys.executable, "-c", PLAIN, "migrated", str(migrated), str(args.steps)])))
             verify.append(timed([sys.executable, "-m", "npu_migrate", "verify", "--original", str(original),
                                  "--migrated", str(migrated), "--entry", "train.py:build",
                                  "--steps", str(args.steps), "--format", "json"]))
-        p, v = statistics.median(plain), statistics.median(verify)
-        print(f"{model:<12} {p:8.2f} {v:9.2f} {v / p:6.2f}")
+        p, v = (statistics.median(x[0] for x in plain), statistics.median(x[0] for x in verify))
+        pc, vc = (statistics.median(x[1] for x in plain), statistics.median(x[1] for x in verify))
+        print(f"{model:<12} {p:8.2f} {v:9.2f} {v / p:6.2f} {pc:10.2f} {vc:11.2f} {vc / pc:6.2f}")
 
 
 if __name__ == "__main__":

@@ -269,8 +269,10 @@ def find_training_steps(module: cst.Module, resolve: Resolve) -> list[TrainingSt
         if not backward:
             continue
         receiver = backward[0].func.value
+        if resolve(receiver) is not None:
+            continue  # `torch.autograd.backward(loss)`: a module function, not a loss tensor
         # `accelerator.backward(loss)`, `engine.backward(loss)`: a framework owns precision
-        if backward[0].args and resolve(receiver) is None and not _assigned_before(site, receiver):
+        if backward[0].args and not _assigned_before(site, receiver):
             continue
         found.append(_training_step(site, backward[0], resolve))
     _flag_shared_loops(found)
@@ -308,10 +310,15 @@ def _training_step(site: Site, backward: cst.Call, resolve: Resolve) -> Training
         problems.append(f"the loss `{code_of(receiver)}` is computed in a statement that is "
                         "not a plain assignment")
     else:
+        # back over the simple statements above the loss, then forward past the ones that only
+        # prepare the batch (transfers, unpacking, zero_grad, logging)
+        body = site.block.body
         start = anchor
-        while start > 0 and _is_forward_line(site.block.body[start - 1]):
+        while start > 0 and _is_simple_line(body[start - 1]):
             start -= 1
-        region = site.block.body[start:anchor + 1]
+        while start < anchor and not _is_forward_line(body[start]):
+            start += 1
+        region = body[start:anchor + 1]
         if not any(not is_transfer_call(c) for s in region for c in calls_in(s)):
             problems.append("no forward call found in the statements that compute the loss")
         else:
@@ -336,9 +343,15 @@ def _loss_roots(expr: cst.CSTNode) -> set[str]:
     return set()
 
 
+def _is_simple_line(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr)) for s in stmt.body)
+
+
 def _is_forward_line(stmt: cst.CSTNode) -> bool:
+    """An assignment that computes something: it calls more than transfers."""
     return (is_assignment_line(stmt) and not is_transfer_line(stmt)
-            and not calls_method(stmt, "zero_grad"))
+            and any(not is_transfer_call(c) for c in calls_in(stmt)))
 
 
 def _find_optimizer(step: TrainingStep, loop: cst.CSTNode | None) -> None:
@@ -411,7 +424,7 @@ def find_eval_loops(module: cst.Module, resolve: Resolve) -> list[EvalLoop]:
         loop = site.stmt
         if not isinstance(loop, cst.For) or not isinstance(loop.body, cst.IndentedBlock):
             continue
-        if any(method_name(c) == "backward" for c in calls_in(loop.body)):
+        if not _iterates_data(loop.iter) or any(method_name(c) == "backward" for c in calls_in(loop.body)):
             continue
         owners = site.owners + (loop,)
         block = loop.body
@@ -423,23 +436,41 @@ def find_eval_loops(module: cst.Module, resolve: Resolve) -> list[EvalLoop]:
             block, owners, disabled = first.body, owners + (first,), True
         if not disabled:
             continue
-        region = _eval_region(block, resolve)
+        region = _eval_region(block, resolve, _target_names(loop.target))
         if region is not None:
             found.append(EvalLoop(site, block, region, in_autocast(owners)))
     return found
 
 
-def _eval_region(block: cst.IndentedBlock, resolve: Resolve) -> tuple[int, int] | None:
+def _iterates_data(expr: cst.CSTNode) -> bool:
+    """`loader`, `self.val_loader`, `enumerate(tqdm(test_dl))`: a loop over batches, by name."""
+    while isinstance(expr, cst.Call) and expr.args and code_of(expr.func) in insertion_data()["loader_wrappers"]:
+        expr = expr.args[0].value
+    if isinstance(expr, cst.Name):
+        last = expr.value
+    elif isinstance(expr, cst.Attribute):
+        last = expr.attr.value
+    else:
+        return False
+    return bool(_pattern("data_names").search(last))
+
+
+def _eval_region(block: cst.IndentedBlock, resolve: Resolve, batch: set[str]) -> tuple[int, int] | None:
+    """The statements after the batch transfers, if one of them feeds the batch to a model."""
     body = block.body
     start = 0
     while start < len(body) and is_transfer_line(body[start]):
+        batch = batch | assigned_names(body[start])
         start += 1
     end = start
     while end < len(body) and _is_eval_line(body[end]):
         end += 1
-    region = body[start:end]
-    if any(is_model_call(c, resolve) for s in region for c in calls_in(s)):
-        return start, end
+    for stmt in body[start:end]:
+        for call in calls_in(stmt):
+            if is_model_call(call, resolve) and any(
+                    batch & {n.value for n in m.findall(arg.value, m.Name()) if isinstance(n, cst.Name)}
+                    for arg in call.args):
+                return start, end
     return None
 
 

@@ -99,8 +99,11 @@ def _check_plugin_rule(rule: type[Rule], where: str) -> None:
         raise RuleError(f"{label}: name {rule.name!r} must be kebab-case")
     if not isinstance(rule.fix, Fix):
         raise RuleError(f"{label}: fix must be a Fix member, not {rule.fix!r}")
-    if rule.language not in ("python", "shell"):
-        raise RuleError(f"{label}: language must be 'python' or 'shell', not {rule.language!r}")
+    from npu_migrate.engine import TEXT_LANGUAGES
+
+    languages = ("python", *TEXT_LANGUAGES)
+    if rule.language not in languages:
+        raise RuleError(f"{label}: language must be one of {', '.join(languages)}, not {rule.language!r}")
     try:
         re.compile(rule.prefilter)
     except re.error as exc:

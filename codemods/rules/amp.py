@@ -27,6 +27,7 @@ import libcst as cst
 from npu_migrate.diagnostics import Severity
 from npu_migrate_codemods.base import Fix, Rule, dotted_parts
 from npu_migrate_codemods.rules.device_strings import code_of, device_expr, mentions_cuda
+from npu_migrate_codemods.rules.torch_cuda_api import split_import
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "amp.json"
 CUDA_AMP = "torch.cuda.amp"
@@ -365,9 +366,16 @@ class AmpDevice(Rule):
                 body.append(stmt)
                 continue
             rest = [a for a in stmt.names if a not in amp]
-            body.append(cst.ImportFrom(module=cst.Name("torch"), names=_comma_list(amp)))
-            if rest:
-                body.append(stmt.with_changes(names=_comma_list(rest), lpar=None, rpar=None))
+            if not rest:
+                body.append(stmt.with_changes(module=cst.Name("torch")))
+            else:
+                split = split_import(stmt, amp, cst.Name("torch"), rest)
+                if split is None:
+                    self.report(original_node, "`amp` should come from `torch`, but the other names of "
+                                               "this import carry comments: split the import by hand")
+                    body.append(stmt)
+                    continue
+                body.extend(split)
             self.fixed(original_node, "`from torch.cuda import amp` → `from torch import amp`")
             changed = True
         return updated_node.with_changes(body=body) if changed else updated_node
@@ -402,9 +410,3 @@ def _append_keyword(args: list[cst.Arg], keyword: str, value: cst.BaseExpression
     if last.comma is cst.MaybeSentinel.DEFAULT:
         return [*args[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new]
     return [*args, new.with_changes(comma=last.comma)]  # a trailing comma stays trailing
-
-
-def _comma_list(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
-    return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT if i == len(aliases) - 1 else
-                           cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            for i, a in enumerate(aliases)]

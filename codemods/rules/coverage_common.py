@@ -97,22 +97,23 @@ def name_map(data_file: str, code: str) -> NameMap:
 
 def name_prefilter(data_file: str, code: str) -> str:
     """A regex matching every chunk that can use a mapped name. A use spelled as a chain shows
-    the name's last two parts (`cudnn.benchmark`, `nvtx.range_push`, `ProfilerActivity.CUDA`);
-    an import shows the last part on an import line. (A use through an alias of the module,
-    `import torch.backends.cudnn as cd` then `cd.benchmark`, shows neither and is missed in
-    statements other than the import: a documented limit.)"""
-    owners: set[str] = set()
+    the name's last part after a dot (`.benchmark`, `.range_push`, `.CUDA`), whatever the alias
+    in front; an import shows it followed by `,`, `as`, `)` or the line end; a member of a name whose members are all
+    handled shows that name and a dot. (A name imported under another name and used bare in
+    another statement, `..._record_memory_history as rmh` then `rmh(True)`, shows none of these
+    and is missed there: a documented limit.)"""
     lasts: set[str] = set()
     any_member: set[str] = set()  # names whose every member is handled (reported)
     for entry in load_data(data_file)["entries"]:
         if entry.get("code") == code and entry.get("match", "name") == "name":
             parts = entry["cuda"].split(".")
-            owners.add(parts[-2])
             lasts.add(parts[-1])
             if entry.get("members") == "flag" or entry["action"] == "flag":
                 any_member.add(parts[-1])
-    owner, last = (_words(owners), _words(lasts))
-    pattern = rf"\b(?:{owner})\s*\.\s*(?:{last})\b|\bimport\s*(?:\([^)]*|[^\n]*)\b(?:{last})\b"
+    last = _words(lasts)
+    # an imported name is followed by a comma, `as`, a parenthesis or the end of the line (a
+    # loose test: a prefilter may let too much through, never too little)
+    pattern = rf"\.\s*(?:{last})\b|\b(?:{last})[ \t]*(?:,|\)|\bas\b|\\|(?m:$))"
     if any_member:
         pattern += rf"|\b(?:{_words(any_member)})\s*\.\s*\w"
     return pattern

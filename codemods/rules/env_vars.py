@@ -313,17 +313,13 @@ def _ast_dotted(node: ast.expr) -> list[str] | None:
     return [node.id, *reversed(parts)]
 
 
-def _prefilter(kinds: frozenset[str]) -> str:
-    return envmap.names_pattern(kinds)
-
-
 class VisibleDevices(_EnvVarRule):
     code = "NPU201"
     name = "visible-devices"
     summary = "`CUDA_VISIBLE_DEVICES` becomes `ASCEND_RT_VISIBLE_DEVICES`; device ids must be strictly ascending"
     severity = Severity.ERROR
     kinds = frozenset({"device_list"})
-    prefilter = _prefilter(kinds)
+    prefilter = envmap.names_pattern(kinds)
 
 
 class EnvVarRename(_EnvVarRule):
@@ -331,7 +327,7 @@ class EnvVarRename(_EnvVarRule):
     name = "env-var-rename"
     summary = "CUDA/NCCL variables with an exact NPU counterpart are renamed (`CUDA_LAUNCH_BLOCKING`, `TORCH_NCCL_*`, ...)"
     kinds = frozenset({"rename"})
-    prefilter = _prefilter(kinds)
+    prefilter = envmap.names_pattern(kinds)
 
 
 class HcclBuffsize(_EnvVarRule):
@@ -340,7 +336,7 @@ class HcclBuffsize(_EnvVarRule):
     summary = "`NCCL_BUFFSIZE` (bytes) becomes `HCCL_BUFFSIZE` (MB): literal values converted, computed ones flagged"
     severity = Severity.WARNING
     kinds = frozenset({"bytes_to_mb"})
-    prefilter = _prefilter(kinds)
+    prefilter = envmap.names_pattern(kinds)
 
 
 class AllocConf(_EnvVarRule):
@@ -349,7 +345,7 @@ class AllocConf(_EnvVarRule):
     summary = "`PYTORCH_CUDA_ALLOC_CONF` becomes `PYTORCH_NPU_ALLOC_CONF`; keys torch_npu refuses are errors"
     severity = Severity.ERROR
     kinds = frozenset({"alloc_conf"})
-    prefilter = _prefilter(kinds)
+    prefilter = envmap.names_pattern(kinds)
 
 
 class EnvNoCounterpart(_EnvVarRule):
@@ -358,7 +354,7 @@ class EnvNoCounterpart(_EnvVarRule):
     summary = "CUDA/NCCL variables with no verified NPU counterpart are reported (NCCL_*, CUDA_*, ...)"
     fix = Fix.NONE
     kinds = frozenset({"flag"})
-    prefilter = _prefilter(kinds)
+    prefilter = envmap.names_pattern(kinds)
 
 
 class LaunchBackendArg(_EnvVarRule):

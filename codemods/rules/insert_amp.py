@@ -116,7 +116,10 @@ class InsertAmp(Rule):
                         f"(`{self.existing_amp}`)", severity=Severity.INFO)
             return
         if step.problems:
-            self.note(backward_stmt, "no autocast inserted: " + "; ".join(step.problems[:2]))
+            # no optimizer step, or no loop or function: most likely no training loop at all
+            unlikely = step.optimizer is None or (step.loop is None and step.site.function() is None)
+            severity = Severity.INFO if unlikely else None
+            self.note(backward_stmt, "no autocast inserted: " + "; ".join(step.problems[:2]), severity)
             return
         fp16 = self.dtype == "float16"
         if fp16 and step.scaler_problems:

@@ -14,7 +14,7 @@ import ast
 import re
 from functools import cache
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import Any
 
 import libcst as cst
 import libcst.matchers as m

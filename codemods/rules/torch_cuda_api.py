@@ -198,21 +198,23 @@ class TorchCudaApi(Rule):
             moved = stmt.with_changes(module=_npu_module(stmt.module))
             self.fixed(orig, "`from torch.cuda import ...` → `from torch.npu import ...`")
             return [moved]
-        npu_names = [self._renamed(a) for a in mine]
-        npu_import = cst.ImportFrom(module=dotted_expr("torch.npu"), names=_comma_list(npu_names))
-        cuda_import = stmt.with_changes(names=_comma_list(rest), lpar=None, rpar=None)
         moved_names = ", ".join(_dotted(a.name) or "" for a in mine)
+        split = split_import(stmt, [self._renamed(a) for a in mine], dotted_expr("torch.npu"), rest)
+        if split is None:
+            self.report(orig, f"`{moved_names}` should come from `torch.npu`, but the other names of "
+                              "this import carry comments: split the import by hand",
+                        severity=Severity.WARNING)
+            return None
         self.fixed(orig, f"`{moved_names}` now imported from `torch.npu`; "
-                         "the rest stays in the `torch.cuda` import")
-        return [npu_import, cuda_import]
+                         "the rest stays in a `torch.cuda` import")
+        return list(split)
 
     def _renamed(self, alias: cst.ImportAlias) -> cst.ImportAlias:
         name = _dotted(alias.name) or ""
         new = self.names.rewrites[name]
-        asname = alias.asname
-        if new != name and asname is None:
-            asname = cst.AsName(name=cst.Name(name))
-        return cst.ImportAlias(name=cst.Name(new), asname=asname)
+        if new == name:
+            return alias
+        return alias.with_changes(name=cst.Name(new), asname=alias.asname or cst.AsName(name=cst.Name(name)))
 
 
 class TorchCudaNoCounterpart(Rule):
@@ -253,7 +255,30 @@ def _asname(alias: cst.ImportAlias) -> str | None:
     return name.value if isinstance(name, cst.Name) else None
 
 
-def _comma_list(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
-    return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT if i == len(aliases) - 1 else
-                           cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            for i, a in enumerate(aliases)]
+def split_import(stmt: cst.ImportFrom, moved: list[cst.ImportAlias], module: cst.BaseExpression,
+                 rest: list[cst.ImportAlias]) -> list[cst.ImportFrom] | None:
+    """`from M import <rest>; from <module> import <moved>` on the line where `stmt` starts.
+
+    The names that stay come first, on one line, so that both statements start on the same
+    line (tools that cut a file at statement starts keep them together); the moved names keep
+    the original parentheses, line breaks and comments. None when a name that stays carries a
+    comment, which one line could not keep."""
+    if any("#" in _EMPTY.code_for_node(alias) for alias in rest):
+        return None
+    single = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT if i == len(rest) - 1 else
+                             cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+              for i, a in enumerate(rest)]
+    stay = stmt.with_changes(names=single, lpar=None, rpar=None)
+    parenthesized = stmt.lpar is not None
+    names = []
+    for i, alias in enumerate(moved):
+        last = i == len(moved) - 1
+        if last and not parenthesized:
+            alias = alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        elif not last and alias.comma is cst.MaybeSentinel.DEFAULT:
+            alias = alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        names.append(alias)
+    return [stay, stmt.with_changes(module=module, names=names)]
+
+
+_EMPTY = cst.Module([])

@@ -169,3 +169,13 @@ def _patch_distributed() -> None:
         wrapper.__name__ = func_name
         set_attr(dist, func_name, wrapper)
     set_attr(dist, "is_hccl_available", lambda: True)
+
+    ddp = torch.nn.parallel.DistributedDataParallel
+    original_ddp_init = ddp.__init__
+
+    def ddp_init(self, module, device_ids=None, output_device=None, *args, **kwargs):
+        if STATE.backing == "cpu":  # DDP wants no device ids for a CPU module
+            device_ids = output_device = None
+        original_ddp_init(self, module, device_ids, output_device, *args, **kwargs)
+
+    set_attr(ddp, "__init__", ddp_init)

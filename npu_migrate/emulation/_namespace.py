@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.machinery
+import os
 import sys
 import time
 import types
@@ -13,7 +14,6 @@ from typing import Any
 import torch
 
 from . import _memory, ops
-from ._devices import backing_device
 from ._state import MAPPING, STATE, EmulationError
 
 _NPU = MAPPING["device_type"]
@@ -36,7 +36,10 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
-    return torch.cuda.device_count() if _cuda() else MAPPING["emulated_device_count"]
+    if _cuda():
+        return torch.cuda.device_count()
+    # under torchrun each local rank selects its own device; on CPU they all share it
+    return max(MAPPING["emulated_device_count"], int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
 
 
 def current_device() -> int:
@@ -402,7 +405,7 @@ def build_modules() -> dict[str, types.ModuleType]:
 
 def _unknown_attribute(name: str) -> Any:
     # npu_* and a few other names are torch_npu custom operators: importable, failing on call
-    if name.startswith("npu_") or name in ("one_", "fast_gelu"):
+    if name.startswith("npu_") or name == "one_":
         return ops.UnemulatedOp(name)
     raise AttributeError(f"module 'torch_npu' (npu-migrate emulation) has no attribute {name!r}")
 
@@ -427,4 +430,3 @@ def install_modules() -> None:
                 sys.modules[name] = module
 
     STATE.undo.append(restore)
-    backing_device()  # validates the state early

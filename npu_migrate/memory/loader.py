@@ -8,6 +8,7 @@ several devices, expandable segments, private pools and ring-buffer-truncated tr
 
 from __future__ import annotations
 
+import gc
 import io
 import pickle
 import re
@@ -62,7 +63,15 @@ def load_snapshot(path: str | Path) -> Snapshot:
         from npu_migrate.memory.msmemscope import load_msmemscope
 
         return load_msmemscope(path)
-    return normalise(read_pickle(path), text)
+    # Millions of fresh dicts would trigger the cyclic GC over and over (it costs more than
+    # the unpickling itself); snapshots hold no cycles, so pause it while loading.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return normalise(read_pickle(path), text)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def normalise(data: Any, path: str = "<memory>") -> Snapshot:

@@ -67,11 +67,19 @@ class SiteTable:
         self.stacks = stacks
         self._site: dict[int, str] = {}
         self._category: dict[int, str] = {}
+        self._full: dict[int, str] = {}
 
     def site(self, stack: int) -> str:
         if stack not in self._site:
             self._site[stack] = site_of(self.stacks[stack]) if stack >= 0 else "<no stack recorded>"
         return self._site[stack]
+
+    def full(self, stack: int) -> str:
+        """The whole stack on one line, innermost frame first (for exports)."""
+        if stack not in self._full:
+            frames = format_stack(self.stacks[stack], limit=1 << 16) if stack >= 0 else []
+            self._full[stack] = " <- ".join(reversed(frames))
+        return self._full[stack]
 
     def category(self, stack: int) -> str:
         if stack not in self._category:

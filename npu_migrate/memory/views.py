@@ -13,7 +13,6 @@ from npu_migrate.diagnostics import Table
 from npu_migrate.memory.context import DeviceContext, fmt_bytes
 from npu_migrate.memory.model import ACTIONS, CODE
 from npu_migrate.memory.replay import STATE_NAMES
-from npu_migrate.memory.sites import format_stack
 
 EVENT_COLUMNS = ["id", "action", "address", "size", "stream", "allocated", "active", "reserved",
                  "time_us", "call_stack"]
@@ -107,11 +106,7 @@ def block_records(ctx: DeviceContext, rows: np.ndarray, full_stack: bool) -> lis
 
 
 def _stack_text(ctx: DeviceContext, stack: int, full: bool) -> str:
-    if not full:
-        return ctx.sites.site(stack)
-    if stack < 0:
-        return ""
-    return " <- ".join(reversed(format_stack(ctx.snapshot.stacks[stack])))
+    return ctx.sites.full(stack) if full else ctx.sites.site(stack)
 
 
 def as_table(title: str, columns: list[str], records: list[dict[str, Any]]) -> Table:
@@ -126,7 +121,7 @@ def as_table(title: str, columns: list[str], records: list[dict[str, Any]]) -> T
 def export(records: list[dict[str, Any]], columns: list[str], path: str) -> None:
     if path.endswith(".json"):
         with open(path, "w", encoding="utf-8") as handle:
-            json.dump(records, handle, indent=1)
+            json.dump(records, handle, separators=(",", ":"))
         return
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)

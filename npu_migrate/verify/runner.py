@@ -88,6 +88,8 @@ def _install_cuda_shim() -> None:
     torch.Tensor.cuda = lambda self, device=None, non_blocking=False, **kw: self.to("cpu")
     torch.nn.Module.cuda = lambda self, device=None: self.to("cpu")
     torch.cuda.synchronize = lambda device=None: None
+    torch.cuda.set_device = lambda device: None
+    torch.cuda.current_device = lambda: 0
 
 
 def seed_everything(seed: int) -> None:

@@ -115,6 +115,9 @@ def test_hccl_backend_runs_on_gloo(emu, tmp_path):
         dist.all_reduce(tensor)
         assert tensor.tolist() == [1.0, 1.0, 1.0]
         assert dist.is_hccl_available()
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1).npu(), device_ids=[0])
+        model(torch.ones(3, 2, device="npu")).sum().backward()  # gradients all-reduced over gloo
+        assert model.module.weight.grad.tolist() == [[3.0, 3.0]]
     finally:
         dist.destroy_process_group()
 

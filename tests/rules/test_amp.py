@@ -57,7 +57,7 @@ REWRITES = [
      'from torch import amp\nwith amp.autocast("npu", enabled=False):\n    pass\n'),
     ("import torch.cuda.amp as amp\ns = amp.GradScaler()\n", 'import torch.amp as amp\ns = amp.GradScaler("npu")\n'),
     ("from torch.cuda import amp, synchronize\ns = amp.GradScaler()\n",
-     'from torch import amp; from torch.cuda import synchronize\ns = amp.GradScaler("npu")\n'),
+     'from torch.cuda import synchronize; from torch import amp\ns = amp.GradScaler("npu")\n'),
     # device-generic spellings with a CUDA device
     (T + 'with torch.autocast("cuda"):\n    pass\n', T + 'with torch.autocast("npu"):\n    pass\n'),
     (T + "with torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n    pass\n",

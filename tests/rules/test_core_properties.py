@@ -105,7 +105,7 @@ def test_all_patterns_together():
     """Every pattern of the pools at once (one module): each is rewritten as it is alone."""
     once = run("\n".join(HEADER + STATEMENTS) + "\n")
     for fragment in [
-        "import torch_npu  # noqa: F401", "from torch.npu import synchronize; from torch.cuda import get_arch_list",
+        "import torch_npu  # noqa: F401", "from torch.cuda import get_arch_list; from torch.npu import synchronize",
         "from torch.amp import autocast, GradScaler", "from torch import npu as cuda", "import torch.npu as tc",
         "from torch.distributed import Backend, is_hccl_available", "x = t.npu(non_blocking=True)",
         "ok = x.is_npu", 'torch.device("npu", 0)', "th.device(f'npu:{rank}')", 'x.to("npu:%d" % i)',

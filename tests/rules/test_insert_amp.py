@@ -394,6 +394,13 @@ UNCHANGED = [
     "import torch\nfor x in loader:\n    out = model(x)\n",
     # `torch.set_grad_enabled(True)` does not disable gradients
     "import torch\nwith torch.set_grad_enabled(True):\n    for x in loader:\n        out = model(x)\n",
+    # library code under no_grad: loops over parameter groups and dict items are no evaluation
+    "import torch\nclass Opt:\n    @torch.no_grad()\n    def step(self):\n"
+    "        for group in self.param_groups:\n            has = self._init_group(group)\n",
+    "import torch\n@torch.no_grad()\ndef squash(self):\n"
+    "    for name, cfg in self.data_groups.items():\n        self.update_mask(name, **cfg)\n",
+    # a loop over batches that feeds no model with them
+    "import torch\n@torch.no_grad()\ndef count(loader):\n    for x in loader:\n        n = total(7)\n",
 ]
 
 
@@ -468,3 +475,41 @@ def test_fp16_top_level_loop_with_step_markers_is_idempotent():
     assert 'scaler = torch.amp.GradScaler("npu")\nfor npu_migrate_step, (x, y) in enumerate(loader):' in once
     assert "ProfilerStep#" in once and "scaler.scale(loss).backward()" in once
     assert after(once, "float16", enable=enable) == once
+
+
+def test_forward_is_found_across_zero_grad_transfers_and_logging():
+    src = """\
+    import torch
+    for x, y in loader:
+        x, y = batch
+        out = model(x.to(device))
+        optimizer.zero_grad()
+        y = y.to(device)
+        log.debug("step")
+        loss = crit(out, y)
+        loss.backward()
+        optimizer.step()
+    """
+    assert after(src) == dedent("""\
+    import torch
+    import torch_npu  # noqa: F401
+    for x, y in loader:
+        x, y = batch
+        with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+            out = model(x.to(device))
+            optimizer.zero_grad()
+            y = y.to(device)
+            log.debug("step")
+            loss = crit(out, y)
+        loss.backward()
+        optimizer.step()
+    """)
+
+
+def test_a_backward_pass_without_optimizer_is_only_an_info():
+    outcome = migrate("import torch\nx = torch.ones(2, requires_grad=True)\ndef grad(f):\n"
+                      "    y = f(x).sum()\n    y.backward()\n    return x.grad\n")
+    assert outcome.new_text is None
+    assert [(d.code, d.severity.name) for d in outcome.diagnostics] == [("NPU400", "INFO")]
+    functional = "import torch\nfor x in data:\n    loss = m(x)\n    torch.autograd.backward(loss)\n    opt.step()\n"
+    assert migrate(functional).diagnostics == [] and migrate(functional).new_text is None

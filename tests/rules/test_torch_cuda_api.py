@@ -46,9 +46,9 @@ REWRITES = [
     ("from torch.cuda import (\n    Stream,  # streams\n    Event,\n)\n",
      "from torch.npu import (\n    Stream,  # streams\n    Event,\n)\n"),
     ("from torch.cuda import synchronize, get_arch_list  # mixed\n",
-     "from torch.npu import synchronize; from torch.cuda import get_arch_list  # mixed\n"),
+     "from torch.cuda import get_arch_list; from torch.npu import synchronize  # mixed\n"),
     ("from torch.cuda import nvtx, empty_cache\n",
-     "from torch.npu import empty_cache; from torch.cuda import nvtx\n"),
+     "from torch.cuda import nvtx; from torch.npu import empty_cache\n"),
     ("import torch.cuda as tc\ntc.synchronize()\nn = tc.device_count()\n",
      "import torch.npu as tc\ntc.synchronize()\nn = tc.device_count()\n"),
     ("from torch import cuda\ncuda.synchronize()\n", "from torch import npu as cuda\ncuda.synchronize()\n"),
@@ -95,8 +95,8 @@ def test_unchanged(before):
 
 def test_mixed_import_never_imports_a_missing_name_and_flags_the_rest():
     outcome = migrate("from torch.cuda import synchronize, get_arch_list, is_tf32_supported\n")
-    assert outcome.new_text == ("from torch.npu import synchronize; "
-                                "from torch.cuda import get_arch_list, is_tf32_supported\n")
+    assert outcome.new_text == ("from torch.cuda import get_arch_list, is_tf32_supported; "
+                                "from torch.npu import synchronize\n")
     codes = [(d.code, d.line) for d in outcome.diagnostics]
     assert codes == [("NPU121", 1), ("NPU121", 1)]
     assert "HF32" in outcome.diagnostics[1].message
@@ -192,3 +192,21 @@ def test_flagged_and_rewritten_names_exist_upstream_or_are_npu_only():
         name = entry["cuda"].removeprefix("torch.cuda.")
         if entry["action"] == "rewrite" and name not in upstream:
             assert "NPU-only" in entry.get("note", ""), name
+
+
+def test_split_import_keeps_comments_and_parentheses():
+    src = "from torch.cuda import (\n    synchronize,  # sync\n    get_arch_list,\n    Stream\n)\n"
+    out = after(src)
+    namespace = {}
+    compile(out, "t.py", "exec")  # valid Python
+    assert out == ("from torch.cuda import get_arch_list; "
+                   "from torch.npu import (\n    synchronize,  # sync\n    Stream\n)\n")
+    assert after(out) == out
+    assert namespace == {}
+
+
+def test_split_import_whose_remaining_names_carry_comments_is_reported():
+    src = "from torch.cuda import (\n    synchronize,\n    get_arch_list,  # arch\n)\n"
+    outcome = migrate(src)
+    assert outcome.new_text is None
+    assert ("NPU120", 1) in [(d.code, d.line) for d in outcome.diagnostics]

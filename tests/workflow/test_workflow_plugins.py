@@ -188,3 +188,13 @@ def test_broken_plugins_are_errors_naming_the_plugin(plugin_path, installed, mon
             assert "plugin 'fake'" in result.stderr and "npu-migrate-fake 1.0" in result.stderr
     assert (tmp_path / "a.py").read_text() == CUDA
     sys.modules.pop(module, None)
+
+
+def test_plugin_diagnostics_in_sarif(plugin_path, installed, monkeypatch, tmp_path):
+    installed(plugin_path)
+    write(tmp_path / "train.py", SOURCE)
+    result = apply("--check", "--format", "sarif", "train.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    run = json.loads(result.stdout)["runs"][0]
+    found = [(r["ruleId"], r["level"]) for r in run["results"]]
+    assert ("EXA102", "error") in found
+    assert "EXA102" in {rule["id"] for rule in run["tool"]["driver"]["rules"]}
