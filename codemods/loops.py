@@ -137,20 +137,20 @@ def assigned_names(stmt: cst.CSTNode) -> set[str]:
         elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
             targets = [small.target]
         for target in targets:
-            names |= _target_names(target)
+            names |= target_names(target)
     return names
 
 
-def _target_names(target: cst.CSTNode) -> set[str]:
+def target_names(target: cst.CSTNode) -> set[str]:
     if isinstance(target, cst.Name):
         return {target.value}
     if isinstance(target, (cst.Tuple, cst.List)):
         found: set[str] = set()
         for element in target.elements:
-            found |= _target_names(element.value)
+            found |= target_names(element.value)
         return found
     if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
+        return target_names(target.value)
     return set()
 
 
@@ -170,10 +170,6 @@ def is_transfer_line(stmt: cst.CSTNode) -> bool:
     helpers = set(insertion_data()["container_methods"])
     return (any(is_transfer_call(c) for c in calls)
             and all(is_transfer_call(c) or method_name(c) in helpers for c in calls))
-
-
-def calls_method(stmt: cst.CSTNode, name: str) -> bool:
-    return any(method_name(c) == name for c in calls_in(stmt))
 
 
 def is_model_call(call: cst.Call, resolve: Resolve) -> bool:
@@ -378,6 +374,10 @@ def _find_optimizer(step: TrainingStep, loop: cst.CSTNode | None) -> None:
     if len(optimizers) > 1:
         step.scaler_problems.append("several optimizers step here (" + ", ".join(optimizers) + ")")
     step.optimizer = next(iter(optimizers.values()))
+    if any(all(clip.block is not s.block for s in step.steps) for clip in step.clips):
+        # unscale_ may run once per step(): clipping on accumulation iterations would repeat it
+        step.scaler_problems.append("gradient clipping runs where the optimizer does not step "
+                                    "(gradient accumulation); clip next to `optimizer.step()`")
     if step.loop is None:
         step.scaler_problems.append(
             "the training step is a function of its own; create the GradScaler where the loop "
@@ -436,7 +436,7 @@ def find_eval_loops(module: cst.Module, resolve: Resolve) -> list[EvalLoop]:
             block, owners, disabled = first.body, owners + (first,), True
         if not disabled:
             continue
-        region = _eval_region(block, resolve, _target_names(loop.target))
+        region = _eval_region(block, resolve, target_names(loop.target))
         if region is not None:
             found.append(EvalLoop(site, block, region, in_autocast(owners)))
     return found

@@ -49,7 +49,8 @@ _KNOWN = {_key(f.name) for f in fields(Settings)} - {"source", "root"}
 
 
 def find_pyproject(paths: Iterable[str]) -> str | None:
-    """The nearest pyproject.toml with a [tool.npu-migrate] table, from the first path upwards."""
+    """The nearest pyproject.toml with a [tool.npu-migrate] table, from the common folder of the
+    paths upwards."""
     starts = [os.path.abspath(p) for p in paths] or [os.getcwd()]
     start = os.path.commonpath(starts) if len(starts) > 1 else starts[0]
     directory = start if os.path.isdir(start) else os.path.dirname(start)
@@ -70,7 +71,8 @@ def _has_section(path: str) -> bool:
     except OSError:
         return False
     try:
-        return SECTION in tomllib.loads(data.decode("utf-8")).get("tool", {})
+        tool = tomllib.loads(data.decode("utf-8")).get("tool", {})
+        return isinstance(tool, dict) and SECTION in tool
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         # a broken unrelated pyproject is not ours to judge; a broken one of ours must not be
         # skipped silently (the run would go on with other settings)
@@ -93,7 +95,8 @@ def load_settings(paths: Sequence[str], config_file: str | None = None,
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get(SECTION, {})
+    tool = data.get("tool", {})
+    table = tool.get(SECTION, {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.{SECTION}] must be a table")
     settings = parse_table(table, path)
@@ -101,13 +104,14 @@ def load_settings(paths: Sequence[str], config_file: str | None = None,
     settings.root = os.path.dirname(os.path.abspath(path))
     if settings.cache_dir is not None:  # relative to the config file, not to where we run
         settings.cache_dir = os.path.join(settings.root, os.path.expanduser(settings.cache_dir))
-    check_rule_selectors(settings, path)
+    resolve_selectors_and_globs(settings, path)
     return settings
 
 
-def check_rule_selectors(settings: Settings, path: str) -> None:
+def resolve_selectors_and_globs(settings: Settings, path: str) -> None:
     """Every code, prefix or name in the config must match a rule (built-in or plugin);
-    per-file-ignores names are turned into codes, which is what the runner matches."""
+    per-file-ignores names are turned into codes, which is what the runner matches; globs lose
+    a leading `./`."""
     from npu_migrate_codemods.registry import _matches, all_rules
 
     where = f"{path}: [tool.{SECTION}]"
@@ -128,9 +132,17 @@ def check_rule_selectors(settings: Settings, path: str) -> None:
         for selector in codes:
             check(f"per-file-ignores.{pattern!r}", selector)
         # ALL becomes the empty prefix, which the runner's prefix match reads as every code
-        resolved[pattern] = ["" if c.strip().upper() == "ALL"
+        resolved[_normal_glob(pattern)] = ["" if c.strip().upper() == "ALL"
                              else by_name.get(c.strip().lower(), c.strip().upper()) for c in codes]
     settings.per_file_ignores = resolved
+    settings.exclude = [_normal_glob(p) for p in settings.exclude]
+
+
+def _normal_glob(pattern: str) -> str:
+    """`./tests/*` means `tests/*`: paths are matched without a leading `./`."""
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    return pattern
 
 
 def parse_table(table: dict[str, Any], path: str = "pyproject.toml") -> Settings:

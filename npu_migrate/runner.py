@@ -126,6 +126,7 @@ def run(paths: Sequence[str], plan: RunPlan, jobs: int | None = None,
     jobs = jobs or os.cpu_count() or 1
     pending: list[tuple[int, str]] = []
     ready: dict[int, FileResult] = {}
+    reload: set[int] = set()
     for index, path in enumerate(paths):
         if cache is None:
             pending.append((index, path))
@@ -137,8 +138,12 @@ def run(paths: Sequence[str], plan: RunPlan, jobs: int | None = None,
         hit = cache.get(data, path)
         if hit is None:
             pending.append((index, path))
+        elif hit.new_text is None:
+            ready[index] = FileResult(hit, cached=True)  # small: edits and diagnostics only
         else:
-            ready[index] = _from_cache(hit, data, path)
+            # a file that changes: its texts are fetched again when its turn comes, so that a
+            # warm run does not hold every changed file's old and new text at once
+            reload.add(index)
     computed = _compute([p for _, p in pending], plan, jobs)
     pending_index = iter(pending)
     next_pending = next(pending_index, None)
@@ -146,13 +151,32 @@ def run(paths: Sequence[str], plan: RunPlan, jobs: int | None = None,
         if next_pending is not None and next_pending[0] == index:
             result = next(computed)
             if cache is not None:
-                data = _read(path)
-                if not isinstance(data, FileResult):
-                    cache.put(data, path, result.outcome)
+                _store(cache, path, result)
             next_pending = next(pending_index, None)
             yield result
+        elif index in reload:
+            assert cache is not None
+            yield _reload(path, plan, cache)
         else:
             yield ready.pop(index)
+
+
+def _store(cache: Cache, path: str, result: FileResult) -> None:
+    data = _read(path)
+    if not isinstance(data, FileResult):
+        cache.put(data, path, result.outcome)
+
+
+def _reload(path: str, plan: RunPlan, cache: Cache) -> FileResult:
+    data = _read(path)
+    if isinstance(data, FileResult):
+        return data
+    hit = cache.get(data, path)
+    if hit is not None:
+        return _from_cache(hit, data, path)
+    result = process_bytes(data, path, plan)  # edited (or evicted) since the first look
+    cache.put(data, path, result.outcome)
+    return result
 
 
 def _from_cache(outcome: FileOutcome, data: bytes, path: str) -> FileResult:

@@ -1,4 +1,5 @@
-"""The insertion rules on a real training loop: an MLP on synthetic data, trained on CPU through
+"""The insertion rules on a real training loop: an MLP on synthetic data (gradient accumulation
+over two micro-batches, clipping, checkpoints, an evaluation pass), trained on CPU through
 npu_migrate.emulation before and after `--enable amp,pin-memory,memory-snapshot` (bf16 and fp16).
 
 All runs share one subprocess (importing torch once). Pinning needs an accelerator: the runner

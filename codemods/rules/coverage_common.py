@@ -96,27 +96,34 @@ def name_map(data_file: str, code: str) -> NameMap:
 
 
 def name_prefilter(data_file: str, code: str) -> str:
-    """A regex matching every chunk that can use a mapped name. A use spelled as a chain shows
-    the name's last part after a dot (`.benchmark`, `.range_push`, `.CUDA`), whatever the alias
-    in front; an import shows it followed by `,`, `as`, `)` or the line end; a member of a name whose members are all
-    handled shows that name and a dot. (A name imported under another name and used bare in
-    another statement, `..._record_memory_history as rmh` then `rmh(True)`, shows none of these
-    and is missed there: a documented limit.)"""
+    """A regex matching every chunk that can use a mapped name.
+
+    A use spelled as a chain shows the name's last two parts (`cudnn.benchmark`,
+    `nvtx.range_push`, `ProfilerActivity.CUDA`), whichever alias starts it; an import shows the
+    last part after `import`; a member of a name whose members are all handled (reported) shows
+    that name and a dot (with its owner too when the name is a common word: `cuda.memory.`).
+    Missed, a documented limit: uses in other statements through a module alias with another
+    name (`import torch.profiler as tp` then `tp.profile`) or an imported name renamed with `as`.
+    Every branch starts with a literal ("." or "import"), so `re` skips ahead fast."""
+    pairs: set[tuple[str, str]] = set()
     lasts: set[str] = set()
-    any_member: set[str] = set()  # names whose every member is handled (reported)
+    members: set[tuple[str, str]] = set()
     for entry in load_data(data_file)["entries"]:
         if entry.get("code") == code and entry.get("match", "name") == "name":
-            parts = entry["cuda"].split(".")
-            lasts.add(parts[-1])
+            *_, owner, last = entry["cuda"].split(".")
+            pairs.add((owner, last))
+            lasts.add(last)
             if entry.get("members") == "flag" or entry["action"] == "flag":
-                any_member.add(parts[-1])
-    last = _words(lasts)
-    # an imported name is followed by a comma, `as`, a parenthesis or the end of the line (a
-    # loose test: a prefilter may let too much through, never too little)
-    pattern = rf"\.\s*(?:{last})\b|\b(?:{last})[ \t]*(?:,|\)|\bas\b|\\|(?m:$))"
-    if any_member:
-        pattern += rf"|\b(?:{_words(any_member)})\s*\.\s*\w"
-    return pattern
+                members.add((owner, last))
+    after_dot = [rf"(?<={re.escape(owner)}\.){re.escape(last)}\b" for owner, last in sorted(pairs)]
+    after_dot += [rf"(?<={re.escape(last if _distinctive(last) else f'{owner}.{last}')}\.)\w"
+                  for owner, last in sorted(members)]
+    return rf"\.(?:{'|'.join(after_dot)})|import[ \t]*(?:\([^)]*?|[^\n(]*?)\b(?:{_words(lasts)})\b"
+
+
+def _distinctive(word: str) -> bool:
+    """`nvtx`, `ProfilerActivity`: rare enough in other code to stand alone (`memory` is not)."""
+    return len(word) <= 4 or not word.islower() or "_" in word
 
 
 def _words(words: Iterable[str]) -> str:

@@ -25,7 +25,8 @@ class MapLocation(CoverageRule):
     fix = Fix.SAFE
     needs_torch_npu = True
     severity = Severity.INFO
-    prefilter = r"\bload\b"
+    # a keyword `map_location=`, or a dict or lambda as the second positional argument
+    prefilter = r"map_location|load\s*\([^(),]*,\s*(?:\{|lambda)"
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         position = _LOADERS.get(self.resolve(original_node.func) or "")

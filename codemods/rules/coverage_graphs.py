@@ -71,7 +71,8 @@ class CudaGraphArguments(CoverageRule):
     summary = "`torch.cuda.graph(g, pool, stream, mode)`: arguments after `stream` become keywords for `torch.npu.graph`"
     fix = Fix.SAFE
     severity = Severity.WARNING
-    prefilter = r"\bgraph\b"
+    # the rule acts on a 4th positional argument or on the two CUDA-only keywords
+    prefilter = r"graph\s*\((?:[^()\n]*,){3}|enable_annotations|check_input_liveness"
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         if self.resolve(original_node.func) not in _GRAPH:

@@ -216,10 +216,6 @@ class _DeviceRule(Rule):
         return mentions_cuda(node)
 
 
-def _keyword_args(args: Iterable[cst.Arg]) -> Iterable[tuple[int, cst.Arg]]:
-    return ((i, a) for i, a in enumerate(args) if a.keyword is not None)
-
-
 class DeviceString(_DeviceRule):
     code = "NPU103"
     name = "device-string"

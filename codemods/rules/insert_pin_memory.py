@@ -21,7 +21,7 @@ import libcst.matchers as m
 from npu_migrate.diagnostics import Severity
 from npu_migrate_codemods.base import Fix, Rule, dotted_parts
 from npu_migrate_codemods.loops import (
-    _target_names, append_elements, calls_in, insertion_data, method_name, walk)
+    target_names, append_elements, calls_in, insertion_data, method_name, walk)
 
 KEYWORD_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                 whitespace_after=cst.SimpleWhitespace(""))
@@ -111,17 +111,21 @@ class InsertPinMemory(Rule):
     def visit_For(self, node: cst.For) -> None:
         if not self.pinned or not _iterates(node.iter, self.pinned):
             return
-        derived = _target_names(node.target)
+        derived = target_names(node.target)
         for site in walk(node.body):
             stmt = site.stmt
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
-                    if isinstance(small, cst.Assign) and _derives(small.value, derived):
-                        for target in small.targets:
-                            derived |= _target_names(target.target)
+                    if isinstance(small, cst.Assign):
+                        names = set().union(*(target_names(t.target) for t in small.targets))
+                        # `x = x.to(device)` keeps x the batch; `x = model(x)` makes it an output
+                        if _derives(small.value, derived):
+                            derived |= names
+                        else:
+                            derived -= names
             for comp in m.findall(stmt, m.CompFor()):
                 if _root_names(comp.iter) & derived:
-                    derived |= _target_names(comp.target)
+                    derived |= target_names(comp.target)
             for call in calls_in(stmt) if not _compound(stmt) else []:
                 if self._is_batch_copy(call, derived):
                     self.copies.add(id(call))

@@ -24,7 +24,7 @@ from npu_migrate_codemods import envmap
 from npu_migrate_codemods.base import Fix, Rule, dotted_parts
 
 CU_SUFFIXES = (".cu", ".cuh")
-_IGNORED_TOKENS = {"torch", "utils", "ops", "amp", "parallel", "load", "jit"}
+_IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda"}
 
 
 @cache
@@ -51,12 +51,21 @@ def cu_file_diagnostic(path: str) -> Diagnostic:
 
 
 def _prefilter(code: str) -> str:
-    tokens: set[str] = set()
+    """Import statements always spell the top module; a call or attribute use through an alias
+    spells `.last_name`. Generic words (`torch`, `load`, `jit`, `cuda`) would match most files."""
+    words: set[str] = set()
     for entry in entries():
-        if entry["code"] == code:
-            tokens |= {p for p in entry["cuda"].split(".") if p and p not in _IGNORED_TOKENS and " " not in p}
-    extra = r"|\.cuh?\b|cuda_sources|with_cuda" if code == "NPU311" else ""
-    return r"\b(?:" + "|".join(sorted(map(re.escape, tokens))) + ")\\b" + extra if tokens else r"(?!)"
+        if entry["code"] != code or not entry["at"]:
+            continue
+        parts = entry["cuda"].split(".")
+        if parts[0] != "torch":
+            words.add(rf"\b{re.escape(parts[0])}\b")
+        if {"call", "reference"} & set(entry["at"]) and parts[-1] not in _IGNORED_TOKENS:
+            # torch names may be imported by name (`from torch import channels_last`)
+            words.add(rf"\b{re.escape(parts[-1])}\b" if parts[0] == "torch" else rf"\.{re.escape(parts[-1])}\b")
+    if code == "NPU311":
+        words |= {r"\.cuh?\b", "cuda_sources", "with_cuda", "cpp_extension"}
+    return "|".join(sorted(words)) if words else r"(?!)"
 
 
 def _import_name(node: cst.BaseExpression) -> str | None:
@@ -196,7 +205,7 @@ class ApexAmp(_ThirdPartyRule):
     code = "NPU301"
     name = "apex-amp"
     summary = "apex (amp and the package as a whole) is CUDA-only: native AMP with torch.autocast('npu') + GradScaler('npu')"
-    prefilter = _prefilter("NPU301") + r"|\bapex\b"
+    prefilter = _prefilter("NPU301")
 
 
 class ApexFusedOptimizer(_ThirdPartyRule):

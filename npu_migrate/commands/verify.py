@@ -35,6 +35,11 @@ def command(original, migrated, entry, steps, seed, reference, backing, max_peak
 
     Exit codes: 0 pass, 1 fail, 2 error.
     """
+    try:
+        import torch  # noqa: F401  (the verifier runs models: torch is needed here, not for apply)
+    except ImportError:
+        click.echo("npu-migrate verify: PyTorch is not installed (pip install torch)", err=True)
+        sys.exit(2)
     from npu_migrate.verify import VerifyOptions, verify
     from npu_migrate.verify.sizes import parse_size
     from npu_migrate.verify.thresholds import ThresholdPolicy, parse_overrides

@@ -223,9 +223,54 @@ def test_files_without_cuda_come_back_byte_identical(source):
 @pytest.mark.parametrize("text", [
     "import torch\r\nx = torch.ones(2)\r\nprint('gpu')\r\n",
     "\ufeffimport torch\nmodel = Net()\nmodel.train()\n",
-    "import torch\n\tx = 1\n"[:0] + "if True:\n\tx = torch.zeros(1)  # tab\n",
+    "if True:\n\tx = torch.zeros(1)  # tab\n",
     "",
 ])
 def test_plain_torch_files_are_untouched(text):
     outcome = migrate_text(text, "plain.py", RULESET)
     assert outcome.error is None and outcome.new_text is None
+
+
+TRAINING_SCRIPT = '''\
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+from torch.cuda.amp import GradScaler, autocast
+
+
+def setup(rank, world_size, backend="nccl"):
+    os.environ["MASTER_ADDR"] = "localhost"
+    dist.init_process_group(backend, rank=rank, world_size=world_size)
+    torch.cuda.set_device(rank)
+
+
+def train(args, model, loader, rank):
+    use_cuda = not args.no_cuda and torch.cuda.is_available()
+    device = torch.device(f"cuda:{rank}" if use_cuda else "cpu")
+    scaler = GradScaler(enabled=args.amp)
+    for x, y in loader:
+        x = x.cuda(non_blocking=True)
+        with autocast(enabled=args.amp):
+            loss = model(x)
+        if x.is_cuda:
+            torch.cuda.synchronize()
+    torch.save(model.state_dict(), "cuda_model.pt")
+
+
+if __name__ == "__main__":
+    torch.backends.cudnn.benchmark = True
+'''
+
+
+def test_a_training_script_that_also_sets_torch_attributes():
+    """`torch.backends.cudnn.benchmark = True` assigns an attribute of `torch`; it must not
+    make `torch` look rebound (which would stop every `torch.cuda.X` rewrite in the file)."""
+    once = run(TRAINING_SCRIPT)
+    for fragment in ['backend="hccl"', "torch.npu.set_device(rank)", "torch.npu.is_available()",
+                     'torch.device(f"npu:{rank}" if use_cuda else "cpu")', 'GradScaler("npu", enabled=args.amp)',
+                     "x.npu(non_blocking=True)", 'autocast("npu", enabled=args.amp)', "x.is_npu",
+                     "torch.npu.synchronize()", '"cuda_model.pt"', "from torch.amp import GradScaler, autocast"]:
+        assert fragment in once, fragment
+    assert run(once) == once

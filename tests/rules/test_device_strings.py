@@ -99,7 +99,7 @@ UNCHANGED = [
     'y = x.to(device)\n',
     'ok = kind == "cuda"\n',  # not a device by name
     'if backend.type == "cuda":\n    pass\n',
-    'd = torch.device("cuda") if False else None\n'[:0] + 'x = {"cuda": 1}\n',
+    'x = {"cuda": 1}\n',
     'y = x.to("npu:0")\n',
     'with torch.autocast("cuda"):\n    pass\n',  # NPU130 owns AMP calls
     'dev = "cuda" if use_gpu else "cpu"\n',  # not an availability test, not a device position

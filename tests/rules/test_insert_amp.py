@@ -1,5 +1,6 @@
 """NPU400 `amp`: autocast around the forward pass and loss; GradScaler with fp16."""
 
+from pathlib import Path
 from textwrap import dedent
 
 import pytest
@@ -513,3 +514,72 @@ def test_a_backward_pass_without_optimizer_is_only_an_info():
     assert [(d.code, d.severity.name) for d in outcome.diagnostics] == [("NPU400", "INFO")]
     functional = "import torch\nfor x in data:\n    loss = m(x)\n    torch.autograd.backward(loss)\n    opt.step()\n"
     assert migrate(functional).diagnostics == [] and migrate(functional).new_text is None
+
+
+def test_a_transformers_style_loop_with_all_three_rules():
+    """Accumulation, clipping, a scheduler, `**batch`, an eval loop and a checkpoint together."""
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "insertion"
+    src = (fixtures / "hf_style.py").read_text()
+    enable = ("amp", "pin-memory", "memory-snapshot")
+    outcome = migrate(src, "fp16", enable=enable)
+    assert outcome.new_text == (fixtures / "hf_style.fp16.expected").read_text()
+    assert after(outcome.new_text, "fp16", enable=enable) == outcome.new_text
+    assert [(d.code, d.line) for d in outcome.diagnostics] == [("NPU410", 8)]
+
+
+# -- generated training loops: the rewrite always parses, is idempotent and keeps every line ------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+PREPARE = ["x, y = batch", "x = x.to(device)", "optimizer.zero_grad()", "# a comment", "",
+           "log.info('step %d', i)"]
+FORWARD = ["out = model(x)", "out = model(x)  # forward", "feats = encoder(x)\n{i}out = head(feats)"]
+LOSS = ["loss = criterion(out, y)", "loss = criterion(out, y) / accum",
+        "loss = criterion(\n{i}    out, y)"]
+AFTER = ["", "total += loss.item()", "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"]
+
+
+@st.composite
+def training_loops(draw):
+    in_function = draw(st.booleans())
+    indent = "        " if in_function else "    "
+    lines = ["import torch", ""]
+    if in_function:
+        lines.append("def train(model, loader, optimizer, criterion, device, accum=2):")
+    header = draw(st.sampled_from(["for batch in loader:", "for i, batch in enumerate(loader):"]))
+    lines.append(indent[:-4] + header)
+    body = draw(st.lists(st.sampled_from(PREPARE), max_size=3))
+    body += [draw(st.sampled_from(FORWARD)), draw(st.sampled_from(LOSS)), "loss.backward()"]
+    body.append(draw(st.sampled_from(AFTER)))
+    if draw(st.booleans()):
+        body += ["if (i + 1) % accum == 0:", "    optimizer.step()", "    optimizer.zero_grad()"]
+    else:
+        body.append("optimizer.step()")
+    for line in body:
+        lines.append((indent + line.replace("{i}", indent)) if line else "")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=40, deadline=None)
+@given(training_loops(), st.sampled_from(["bfloat16", "float16"]))
+def test_generated_loops(src, dtype):
+    import ast
+
+    outcome = migrate(src, dtype)
+    text = outcome.new_text if outcome.new_text is not None else src
+    ast.parse(text)
+    if dtype == "float16" and "clip_grad_norm_" in src and "accum == 0" in src:
+        # clipping on every micro-step would call `scaler.unscale_` twice before `update()`
+        assert outcome.new_text is None and "clip next to" in outcome.diagnostics[0].message
+        return
+    assert "with torch.autocast(" in text, outcome.diagnostics
+    if dtype == "float16":
+        assert "scaler.scale(loss).backward()" in text and "scaler.step(optimizer)\n" in text
+        assert ("scaler.unscale_(optimizer)" in text) == ("clip_grad_norm_" in src)
+    assert after(text, dtype) == text
+    # nothing the user wrote is lost: every original line survives (indented, at most)
+    kept = [line.strip() for line in text.splitlines()]
+    for line in src.splitlines():
+        if line.strip() and line.strip() not in ("loss.backward()", "optimizer.step()"):
+            assert line.strip() in kept, line

@@ -54,6 +54,8 @@ PAIRS = [
          out.to("cpu")
          out.to(device)
          x.to(torch.float16)
+         y = model(y)
+         y = y.to(host_device)
      """, """\
      loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=False, pin_memory=True)
      for step, batch in enumerate(loader):
@@ -65,6 +67,8 @@ PAIRS = [
          out.to("cpu")
          out.to(device)
          x.to(torch.float16)
+         y = model(y)
+         y = y.to(host_device)
      """),
     # a loader from a helper function, passed to a training function as a parameter
     ("""\

@@ -138,3 +138,27 @@ def test_the_tool_fingerprint_follows_file_contents(tmp_path):
     assert fingerprint() == before
     write(tmp_path / "data" / "m.json", '{"cuda": "npu"}\n')
     assert fingerprint() != before
+
+
+def test_a_warm_run_fetches_changed_files_when_their_turn_comes(tmp_path):
+    """Cached results of files that change are not all held in memory before the first one is
+    yielded: they are read again in turn (so an edit made meanwhile is seen, not a stale hit)."""
+    from npu_migrate.cache import Cache
+    from npu_migrate.commands.apply import _plan
+    from npu_migrate.config import Settings
+    from npu_migrate.runner import run
+
+    files = [str(p) for p in tree(tmp_path)]
+    plan = _plan(Settings(), (), (), ())
+    cache = Cache(str(tmp_path / "cache"), "key")
+    cold = list(run(files, plan, 1, cache))
+    stream = run(files, plan, 1, cache)
+    assert next(stream).cached
+    last_changed = max(i for i, r in enumerate(cold) if r.outcome.changed)
+    Path(files[last_changed]).write_text(CUDA + "z = x.cuda()\n")
+    rest = list(stream)
+    edited = rest[last_changed - 1]
+    assert not edited.cached
+    assert len(edited.outcome.edits) == len(cold[last_changed].outcome.edits) + 1  # the new .cuda()
+    assert "z = x.npu()" in edited.outcome.new_text
+    assert all(r.cached for i, r in enumerate(rest) if i != last_changed - 1)

@@ -77,7 +77,7 @@ def test_enable_adds_an_opt_in_rule(tmp_path):
 
 
 def test_exclude_from_config_and_command_line(tmp_path, monkeypatch):
-    root = project(tmp_path, 'exclude = ["legacy", "pkg/generated"]')
+    root = project(tmp_path, 'exclude = ["legacy", "./pkg/generated"]')
     for name in ("pkg/a.py", "pkg/legacy/b.py", "pkg/generated/c.py", "pkg/other/d.py"):
         write(root / name, CUDA)
     result = apply("--check", "--format", "json", ".", cwd=root, monkeypatch=monkeypatch)

@@ -63,9 +63,9 @@ def consumer(tmp_path: Path, config: dict) -> Path:
 
 def pre_commit(root: Path, home: Path, *args: str, extra_env: dict[str, str] | None = None,
                timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never", NO_COLOR="1",
-               **(extra_env or {}))
-    env.pop("PYTHONPATH", None) if extra_env is None or "PYTHONPATH" not in extra_env else None
+    env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never", NO_COLOR="1")
+    env.pop("PYTHONPATH", None)  # only what the test asks for (the example plugin)
+    env.update(extra_env or {})
     return subprocess.run([sys.executable, "-m", "pre_commit", "run", *args], cwd=root, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
