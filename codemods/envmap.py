@@ -111,7 +111,8 @@ def names_pattern(kinds: frozenset[str]) -> str:
     words |= {name for name, kind in checks.items() if kind in kinds}
     heads = {e.cuda[:-1] for e in prefixes if e.kind in kinds}
     parts = [re.escape(w) for w in sorted(words)] + [re.escape(h) + "[A-Z0-9_]" for h in sorted(heads)]
-    return r"\b(?:" + "|".join(parts) + ")" if parts else r"(?!)"
+    # no leading \b: a literal start lets `re` skip ahead fast (a prefilter may over-match)
+    return "|".join(parts) if parts else r"(?!)"
 
 
 # -- values ------------------------------------------------------------------------------------

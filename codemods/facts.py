@@ -52,9 +52,7 @@ class FileFacts:
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 for target in targets:
-                    for node in ast.walk(target):
-                        if isinstance(node, ast.Name):
-                            assigned.add(node.id)
+                    assigned.update(bound_names(target))
         facts.aliases = {k: v for k, v in bound.items() if v != _AMBIGUOUS and k not in assigned}
         facts.constants = _module_constants(tree)
         facts.top_imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
@@ -73,6 +71,17 @@ class FileFacts:
                    for s in self.top_imports)
 
 
+def bound_names(target: ast.expr) -> list[str]:
+    """Names an assignment target binds: `a`, `a, (b, *c)`; not the base of `a.b` or `a[i]`."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return bound_names(target.value)
+    return []
+
+
 def _bind(bound: dict[str, str], local: str, target: str) -> None:
     previous = bound.get(local)
     bound[local] = target if previous in (None, target) else _AMBIGUOUS
@@ -89,9 +98,8 @@ def _module_constants(tree: ast.Module) -> dict[str, object]:
         elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
             targets = [stmt.target]
         for target in targets:
-            for node in ast.walk(target):
-                if isinstance(node, ast.Name):
-                    counts[node.id] = counts.get(node.id, 0) + 1
+            for name in bound_names(target):
+                counts[name] = counts.get(name, 0) + 1
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             if isinstance(stmt.value, ast.Constant):

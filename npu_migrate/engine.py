@@ -261,13 +261,15 @@ def plan_pieces(lines: list[str], body: list[ast.stmt], start: int, end: int, in
     statements, so LibCST parses only the statements that can need a rule."""
     starts: list[int] = []
     groups: list[list[ast.stmt]] = []
+    previous_end = 0
     for stmt in body:
         line = _stmt_start(stmt)
-        if starts and line <= starts[-1]:
-            groups[-1].append(stmt)  # `a; b` on one line
-            continue
-        starts.append(line)
-        groups.append([stmt])
+        if starts and line <= previous_end:
+            groups[-1].append(stmt)  # `a; b` on one line, or `x = (\n 1); y = 2`
+        else:
+            starts.append(line)
+            groups.append([stmt])
+        previous_end = max(previous_end, stmt.end_lineno or line)
     if not starts:
         return [Piece(start, end, indent, bool(match.search("".join(lines[start - 1:end - 1]))))]
     starts[0] = start

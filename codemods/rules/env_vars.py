@@ -362,7 +362,7 @@ class LaunchBackendArg(_EnvVarRule):
     name = "launch-backend-arg"
     summary = "`--backend nccl` (and `--dist-backend`, `--ddp_backend`) in subprocess commands becomes `hccl`"
     kinds = frozenset({"backend"})
-    prefilter = r"\bnccl\b"
+    prefilter = "nccl"
 
 
 class NvidiaSmiCommand(_EnvVarRule):

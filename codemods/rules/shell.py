@@ -87,7 +87,7 @@ class ShellBackendArg(_ShellRule):
     name = "shell-backend-arg"
     summary = "Launch scripts: `--backend nccl` (`--dist-backend`, `--ddp_backend`, ...) becomes `hccl`"
     kinds = frozenset({"backend"})
-    prefilter = r"\bnccl\b"
+    prefilter = "nccl"
 
 
 class ShellNvidiaSmi(_ShellRule):

@@ -215,3 +215,18 @@ def test_aliased_names_make_their_pieces_parsed():
             "class A:\n    b = 2\n\n    def g(self):\n        c = 3\n        sync()\n")
     outcome = migrate_text(text, "s.py", RuleSet([_SynchronizeRule]))
     assert [(d.line, d.col) for d in outcome.diagnostics] == [(6, 5), (14, 9)]
+
+
+def test_statement_starting_on_the_line_another_ends_stays_in_its_piece():
+    text = "import torch\nx = (\n    1); y = t.cuda()\n"
+    assert migrate_source(text, select=CORE).endswith("    1); y = t.npu()\n")
+
+
+def test_attribute_and_subscript_assignments_do_not_hide_imports():
+    from npu_migrate_codemods.facts import FileFacts
+
+    facts = FileFacts.from_tree(ast.parse(
+        "import os\nimport torch\ntorch.backends.cudnn.benchmark = True\nos.environ['A'] = '1'\n"
+        "a, (b, *c) = 1, (2, 3)\nDEVICE = 'cuda'\n"))
+    assert facts.aliases == {"os": "os", "torch": "torch"}
+    assert facts.constants == {"DEVICE": "cuda"}
