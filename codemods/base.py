@@ -226,7 +226,10 @@ class RuleRunner(cst.CSTTransformer):
         if self._all_positions is None:  # files with suppressions are rare: map every node once
             assert context.module is not None
             self._all_positions = node_positions(context.module, None)
-        line = self._all_positions[id(node)][0] + context.line_offset
+        position = self._all_positions.get(id(node))
+        if position is None:  # the Module itself has no syntactic position: nothing to suppress
+            return False
+        line = position[0] + context.line_offset
         return context.suppressions.suppresses(code, line)
 
     def run(self, module: cst.Module, line_offset: int,

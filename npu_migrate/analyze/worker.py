@@ -15,11 +15,11 @@ from concurrent.futures import ProcessPoolExecutor
 
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.model import FileScan, Site
-from npu_migrate.analyze.names import analyzer_facts
 from npu_migrate.analyze.scan import Scanner
 from npu_migrate.engine import FileOutcome, migrate_text
 from npu_migrate.runner import RunPlan
 from npu_migrate.sources import SourceError, read_source
+from npu_migrate_codemods.facts import FileFacts
 
 CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
 SHELL_SUFFIXES = (".sh", ".bash")
@@ -56,7 +56,7 @@ def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
             return FileScan(path, error=f"{path}:{exc.lineno or 0}:{exc.offset or 0}: syntax error: {exc.msg}")
         except (ValueError, RecursionError, MemoryError) as exc:
             return FileScan(path, error=f"{path}:0:0: cannot parse: {exc}")
-    facts = analyzer_facts(tree)
+    facts = FileFacts.from_tree(tree)
     try:
         scan = Scanner(path, text, tree, facts).run()
     except RecursionError:

@@ -5,7 +5,7 @@ import ast
 import hypothesmith
 from hypothesis import HealthCheck, given, settings
 
-from npu_migrate.analyze.names import analyzer_facts
+from npu_migrate_codemods.facts import FileFacts
 from npu_migrate.analyze.scan import Scanner
 
 
@@ -16,7 +16,7 @@ def test_scanner_never_raises(source):
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError):
         return  # the grammar is wider than what this Python accepts
-    result = Scanner("g.py", source, tree, analyzer_facts(tree)).run()
+    result = Scanner("g.py", source, tree, FileFacts.from_tree(tree)).run()
     lines = source.count("\n") + 1
     for line in [s.line for s in result.sites] + [d.line for d in result.findings] + [l for _, l, _ in result.ops]:
         assert 1 <= line <= lines

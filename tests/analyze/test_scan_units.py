@@ -5,13 +5,13 @@ import textwrap
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.aggregate import Aggregator
 from npu_migrate.analyze.scan import Scanner
-from npu_migrate.analyze.names import analyzer_facts
+from npu_migrate_codemods.facts import FileFacts
 
 
 def scan(source: str, path: str = "x.py"):
     text = textwrap.dedent(source)
     tree = ast.parse(text)
-    return Scanner(path, text, tree, analyzer_facts(tree)).run()
+    return Scanner(path, text, tree, FileFacts.from_tree(tree)).run()
 
 
 def codes(result):
