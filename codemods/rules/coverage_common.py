@@ -210,7 +210,6 @@ class NameMapRule(CoverageRule):
         self.inner: set[int] = set()  # chains that are part of a longer chain, attr/keyword names
         self.vetoed: set[int] = set()
         self.plans: dict[int, tuple[str, Any]] = {}
-        self.split_lines: dict[int, list[cst.ImportFrom]] = {}
         self._heads: frozenset[str] | None = None
 
     # -- which local names can start a mapped chain ----------------------------------------
@@ -336,6 +335,13 @@ class NameMapRule(CoverageRule):
         return f"`{qualified}` has no counterpart in `{entry.npu}`" + (
             f" ({entry.message})" if entry.message else "")
 
+    @property
+    def split_lines(self) -> dict[int, list[cst.ImportFrom]]:
+        """Import lines to add after a split `from` import, keyed by the original statement.
+        Shared by all coverage rules of the file: several may split the same import, and only
+        the first one's leave_SimpleStatementLine runs once the line is replaced."""
+        return self.context.__dict__.setdefault("_coverage_split_lines", {})
+
     # -- acting on the plans ---------------------------------------------------------------------
     def leave_Attribute(self, original_node: cst.Attribute,
                         updated_node: cst.Attribute) -> cst.BaseExpression:
@@ -420,8 +426,10 @@ class NameMapRule(CoverageRule):
             return updated_node
         kept = [alias for alias, t in targets if not isinstance(t, tuple)]
         groups: dict[str, list[cst.ImportAlias]] = {}
+        names: dict[str, list[str]] = {}
         for alias, (module, name, entry) in moved:
             groups.setdefault(module, []).append(self._renamed_alias(alias, name))
+            names.setdefault(module, []).append(module_name(alias.name) or name)
             if entry.message:
                 self.report(original_node, entry.message, severity=entry.severity)
         if not kept and len(groups) == 1:
@@ -435,14 +443,13 @@ class NameMapRule(CoverageRule):
         for module, aliases in groups.items():
             bare = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in aliases]
             extra.append(cst.ImportFrom(module=dotted_expr(module), names=bare))
-            self.fixed(original_node, f"`from {base} import "
-                       + ", ".join(module_name(a.name) or "" for a in aliases)
-                       + f"` → `from {module} import …`")
+            self.fixed(original_node, f"`from {base} import {', '.join(names[module])}` → "
+                                      f"`from {module} import …`")
         if not kept:
             first, *rest = extra
-            self.split_lines[id(original_node)] = rest
+            self.split_lines.setdefault(id(original_node), []).extend(rest)
             return first
-        self.split_lines[id(original_node)] = extra
+        self.split_lines.setdefault(id(original_node), []).extend(extra)
         return updated_node.with_changes(names=kept)
 
     @staticmethod

@@ -92,6 +92,13 @@ def install_device_mapping() -> None:
     set_attr(torch.Tensor, "npu", _tensor_npu)
     set_attr(torch.Tensor, "is_npu", property(_is_npu))
     set_attr(torch.nn.Module, "npu", _module_npu)
+    if STATE.backing == "cpu":
+        # host memory cannot be pinned for a CPU "device": pinning is an identity, as torch does
+        # itself when no accelerator is present (DataLoader(pin_memory=True) must still work)
+        set_attr(torch.Tensor, "pin_memory", lambda self, device=None: self)
+        # the DataLoader's pinning thread asks the accelerator API for the device index
+        set_attr(torch.accelerator, "current_device_index", lambda: STATE.current_index)
+        set_attr(torch.accelerator, "set_device_index", lambda index: None)
 
     original_load = torch.load
 

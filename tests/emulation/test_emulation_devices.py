@@ -208,3 +208,23 @@ def test_memory_statistics_can_be_left_out():
     finally:
         emulation.deactivate()
     assert kept.sum().item() == 1000
+
+
+def test_pinned_dataloaders_work_on_cpu_backing(tmp_path):
+    """DataLoader(pin_memory=True), with and without workers, as the pin-memory rule writes it."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "pin.py"
+    script.write_text(
+        "import torch, torch_npu\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n"
+        "ds = TensorDataset(torch.arange(8.0).reshape(8, 1), torch.arange(8))\n"
+        "for workers in (0, 2):\n"
+        "    dl = DataLoader(ds, batch_size=4, pin_memory=True, num_workers=workers)\n"
+        "    total = sum(float(x.to('npu', non_blocking=True).sum()) for x, _ in dl)\n"
+        "    print(workers, total)\n")
+    result = subprocess.run([sys.executable, "-m", "npu_migrate.emulation", str(script)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split("\n")[:2] == ["0 28.0", "2 28.0"]

@@ -47,11 +47,11 @@ def test_the_classic_training_header() -> None:
 
 
 def test_cudnn_module_alias_and_from_import() -> None:
-    src = ("import torch.backends.cudnn as cudnn\nfrom torch.backends import cudnn as cd\n"
-           "cudnn.benchmark = True\ncd.deterministic = True\n")
+    src = ("import torch.backends.cudnn as cudnn\n\n\ndef setup():\n    from torch.backends import cudnn\n"
+           "    cudnn.benchmark = True\n    cudnn.deterministic = True\n")
     outcome = migrate(src, CODES)
     assert outcome.new_text is None
-    assert codes_at(outcome) == [("NPU161", 3), ("NPU161", 4)]
+    assert codes_at(outcome) == [("NPU161", 6), ("NPU161", 7)]
 
 
 def test_sdp_switches_are_reported_with_the_replacement() -> None:
