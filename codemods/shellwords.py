@@ -131,7 +131,12 @@ def _read_word(text: str, i: int, end: int) -> tuple[Word, int]:
             continue
         if plain < 0:
             plain = i
-        if c == "\\":
+        if c == "$" and text.startswith("$'", i):  # ANSI-C quoting: backslash escapes inside
+            i += 2
+            while i < end and text[i] != "'":
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+        elif c == "\\":
             if text.startswith(("\n", "\r\n"), i + 1):
                 break
             i += 2

@@ -13,7 +13,6 @@ This module defines no rule with a code; the registry skips it.
 
 from __future__ import annotations
 
-import ast
 import functools
 import json
 import re
@@ -26,7 +25,6 @@ import libcst as cst
 
 from npu_migrate.diagnostics import Severity
 from npu_migrate_codemods.base import Rule, dotted_expr, dotted_parts
-from npu_migrate_codemods.facts import _AMBIGUOUS, _bind, iter_statements
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -154,45 +152,8 @@ def module_name(node: cst.BaseExpression | None) -> str | None:
     return ".".join(parts) if parts else None
 
 
-def file_aliases(context: Any) -> dict[str, str]:
-    """Import aliases of the file, like `FileFacts.aliases` but counting only names that are
-    *bound* by an assignment: `torch.backends.cudnn.benchmark = True` assigns an attribute and
-    must not make `torch` look rebound (FileFacts walks whole assignment targets, so it drops
-    `torch` there). Computed once per file and kept on the context."""
-    cached = context.__dict__.get("_coverage_aliases")
-    if cached is not None:
-        return cached
-    bound: dict[str, str] = {}
-    assigned: set[str] = set()
-    for stmt in iter_statements(context.facts.tree.body):
-        if isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                local = alias.asname or alias.name.split(".")[0]
-                _bind(bound, local, alias.name if alias.asname else local)
-        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
-            for alias in stmt.names:
-                if alias.name != "*":
-                    _bind(bound, alias.asname or alias.name, f"{stmt.module}.{alias.name}")
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            assigned.add(stmt.name)
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            assigned.update(node.id for target in targets for node in ast.walk(target)
-                            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
-    aliases = {k: v for k, v in bound.items() if v != _AMBIGUOUS and k not in assigned}
-    context.__dict__["_coverage_aliases"] = aliases
-    return aliases
-
-
 class CoverageRule(Rule):
-    """Base of the coverage rules: name resolution through `file_aliases`."""
-
-    def resolve(self, node: cst.CSTNode) -> str | None:
-        parts = dotted_parts(node)
-        if not parts:
-            return None
-        target = file_aliases(self.context).get(parts[0])
-        return ".".join([target, *parts[1:]]) if target else None
+    """Base of the coverage rules (a marker: name resolution is the shared `Rule.resolve`)."""
 
 
 class NameMapRule(CoverageRule):
@@ -216,13 +177,13 @@ class NameMapRule(CoverageRule):
     @property
     def heads(self) -> frozenset[str]:
         if self._heads is None:
-            self._heads = frozenset(local for local, target in file_aliases(self.context).items()
+            self._heads = frozenset(local for local, target in self.context.facts.aliases.items()
                                     if target.split(".")[0] in self.names.roots)
         return self._heads
 
     def local_for(self, target: str) -> str | None:
         """A local name bound to exactly the module `target` (`th` for `import torch as th`)."""
-        for local, bound in file_aliases(self.context).items():
+        for local, bound in self.context.facts.aliases.items():
             if bound == target:
                 return local
         return None
@@ -297,7 +258,7 @@ class NameMapRule(CoverageRule):
         parts = dotted_parts(node)
         if not parts or parts[0] not in self.heads or id(node) in self.vetoed:
             return
-        bound = file_aliases(self.context)[parts[0]]
+        bound = self.context.facts.aliases[parts[0]]
         qualified = ".".join([bound, *parts[1:]])
         found = self.names.lookup(qualified)
         if found is None:

@@ -22,7 +22,7 @@ import libcst as cst
 
 from npu_migrate.diagnostics import Severity
 from npu_migrate_codemods.base import Fix
-from npu_migrate_codemods.rules.coverage_common import CoverageRule, file_aliases, string_value
+from npu_migrate_codemods.rules.coverage_common import CoverageRule, string_value
 from npu_migrate_codemods.rules.device_strings import (DevicePositions, device_expr, device_positions,
                                                        is_device_name)
 
@@ -251,7 +251,7 @@ class ModuleDeviceConstant(CoverageRule):
     @property
     def flow(self) -> ConstantFlow:
         if self._flow is None:
-            self._flow = ConstantFlow(self.context.facts.tree, file_aliases(self.context),
+            self._flow = ConstantFlow(self.context.facts.tree, self.context.facts.aliases,
                                       self.context.facts.constants, device_positions())
         return self._flow
 
@@ -281,7 +281,7 @@ class ModuleDeviceConstant(CoverageRule):
         if new is None:
             return updated_node
         self.fixed(original_node, f"`{target.value}` → \"npu\" device ({why})")
-        if any(t == "torch" or t.startswith("torch.") for t in file_aliases(self.context).values()):
+        if any(t == "torch" or t.startswith("torch.") for t in self.context.facts.aliases.values()):
             self.context.require_import("torch_npu")
         return updated_node.with_changes(value=new)
 

@@ -1,4 +1,5 @@
-"""NPU152: `torch.load(map_location={...})` dictionaries and callables; NPU180:
+"""NPU152: `torch.load(map_location={...})` dictionaries and callables; NPU153: device strings
+in DDP/DataParallel `device_ids` lists; NPU180:
 `get_device_capability()` results that are compared, indexed or unpacked (None on NPU)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import libcst as cst
 from npu_migrate.diagnostics import Severity
 from npu_migrate_codemods.base import Fix
 from npu_migrate_codemods.rules.coverage_common import CoverageRule, string_value
-from npu_migrate_codemods.rules.device_strings import code_of, device_expr
+from npu_migrate_codemods.rules.device_strings import code_of, device_collection, device_expr
 
 # functions whose `map_location` maps saved storage locations: keyword, or this position
 _LOADERS = {"torch.load": 1, "torch.serialization.load": 1, "torch.jit.load": 1}
@@ -91,6 +92,41 @@ class MapLocation(CoverageRule):
         if out[-1] is not last:  # keep the original closing style: trailing comma or not
             out[-1] = out[-1].with_changes(comma=last.comma)
         return node.with_changes(elements=out)
+
+
+# data-parallel wrappers whose `device_ids` (keyword, or this position) is a list of devices
+_DEVICE_IDS = {"torch.nn.parallel.DistributedDataParallel": 1, "torch.nn.parallel.distributed.DistributedDataParallel": 1,
+               "torch.nn.DataParallel": 1, "torch.nn.parallel.DataParallel": 1,
+               "torch.nn.parallel.data_parallel": 2}
+
+
+class DeviceIdsList(CoverageRule):
+    code = "NPU153"
+    name = "device-ids-list"
+    summary = "CUDA device strings inside DDP/DataParallel `device_ids=[...]` lists become NPU ones"
+    fix = Fix.SAFE
+    needs_torch_npu = True
+    prefilter = r"""device_ids|(?:DataParallel|data_parallel)\s*\([^)]*[\[(]\s*f?['"]cuda"""
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
+        position = _DEVICE_IDS.get(self.resolve(original_node.func) or "")
+        if position is None or len(original_node.args) != len(updated_node.args):
+            return updated_node
+        args = list(updated_node.args)
+        index = 0
+        for i, arg in enumerate(args):
+            if arg.star:
+                return updated_node
+            hit = arg.keyword.value == "device_ids" if arg.keyword else index == position
+            index += arg.keyword is None
+            if hit and isinstance(arg.value, (cst.List, cst.Tuple)):
+                new = device_collection(arg.value)
+                if new is not None:
+                    self.fixed(original_node.args[i].value,
+                               f"`{code_of(arg.value)}` → `{code_of(new)}` (device_ids)")
+                    args[i] = arg.with_changes(value=new)
+                    return updated_node.with_changes(args=args)
+        return updated_node
 
 
 _CAPABILITY = frozenset({"torch.cuda.get_device_capability", "torch.npu.get_device_capability",

@@ -62,6 +62,8 @@ class Aggregator:
         self.accumulation = False
         self.checkpointing = False
         self.findings: list[Diagnostic] = []
+        self.rating: Rating | None = None  # set by the architecture analysis
+        self.module_names: set[str] = set()
 
     def add(self, scan: FileScan) -> None:
         self.files += 1
@@ -116,8 +118,6 @@ class Aggregator:
         result.summary["findings"] = ", ".join(f"{counts[k]} {k}" for k in ("error", "warning", "info") if counts[k]) or "none"
         return result
 
-    rating: Rating | None = None
-
     def _module_classes(self) -> list[tuple[str, ModuleClass]]:
         """Classes deriving, directly or through other project classes, from nn.Module."""
         names = {c.name for _, c in self.classes if c.is_torch}
@@ -150,7 +150,8 @@ class Aggregator:
         for path, record in sorted(modules, key=lambda m: (m[0], m[1].line)):
             kinds = Counter((kind, name) for kind, name, _ in record.layers)
             layer_counts.update(kinds)
-            subs = Counter(name for name, _ in record.submodules if name in self.module_names)
+            subs = Counter(name for name, _ in record.submodules
+                           if name in self.module_names and name != record.name)
             sub_text = ", ".join(f"{n} ×{c}" for n, c in sorted(subs.items()))
             if record.repeated:
                 sub_text += f" (repeated blocks at line {record.repeated})"

@@ -7,9 +7,8 @@ import ast
 
 import pytest
 
-from npu_migrate_codemods.base import RuleContext
 from npu_migrate_codemods.facts import FileFacts
-from npu_migrate_codemods.rules.coverage_common import file_aliases, name_prefilter
+from npu_migrate_codemods.rules.coverage_common import name_prefilter
 from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
 
 N = "import torch_npu  # noqa: F401\n"
@@ -18,8 +17,7 @@ N = "import torch_npu  # noqa: F401\n"
 def test_attribute_assignments_do_not_unbind_torch() -> None:
     src = "import torch\nimport torch as th\ntorch.backends.cudnn.benchmark = True\nth.x = 1\nnvtx = 2\n" \
           "from torch.cuda import nvtx\n"
-    context = RuleContext("t.py", src, FileFacts.from_tree(ast.parse(src)))
-    aliases = file_aliases(context)
+    aliases = FileFacts.from_tree(ast.parse(src)).aliases
     assert aliases["torch"] == "torch" and aliases["th"] == "torch"
     assert "nvtx" not in aliases  # really rebound by a plain assignment
 
@@ -126,3 +124,19 @@ def test_a_whole_script_with_the_default_rules() -> None:
     found = {code for code, _ in codes_at(outcome)}
     assert {"NPU161", "NPU176", "NPU180"} <= found
     assert_idempotent(SCRIPT)
+
+
+def test_one_import_split_by_several_rules() -> None:
+    """`from torch.cuda import ...` holding names of NPU120, NPU150, NPU170, NPU176 and a name
+    with no counterpart: every moved name lands on a line of its own, none is lost."""
+    src = ("import torch\nfrom torch.cuda import CUDAGraph, graph, synchronize, nvtx, FloatTensor, jiterator\n"
+           "g = CUDAGraph()\nsynchronize()\nnvtx.mark('x')\nx = FloatTensor(2)\n")
+    text = after(src)
+    for line in ("from torch_npu.npu import FloatTensor\n", "from torch_npu.npu import mstx as nvtx\n",
+                 "from torch_npu.npu import NPUGraph as CUDAGraph, graph\n", "from torch.npu import synchronize"):
+        assert line in text, line
+    assert "jiterator" in text  # kept (and reported by NPU121)
+    tree = ast.parse(text)
+    bound = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names}
+    assert {"CUDAGraph", "graph", "synchronize", "nvtx", "FloatTensor", "jiterator"} <= bound
+    assert_idempotent(src)

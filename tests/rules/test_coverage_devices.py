@@ -172,3 +172,29 @@ def test_device_capability_survives_the_default_rules() -> None:
 def test_device_properties_major() -> None:
     outcome = migrate("import torch\nif torch.cuda.get_device_properties(0).major >= 8:\n    pass\n", ["NPU180"])
     assert codes_at(outcome) == [("NPU180", 2)] and outcome.diagnostics[0].severity.value == "warning"
+
+
+DEVICE_IDS = [
+    ('from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(model, device_ids=["cuda:0"])\n',
+     'm = DDP(model, device_ids=["npu:0"])\n'),
+    ("import torch\nm = torch.nn.DataParallel(model, ('cuda:0', 'cuda:1'), 'cuda:0')\n",
+     "m = torch.nn.DataParallel(model, ('npu:0', 'npu:1'), 'npu:0')\n"),
+    ('import torch\nm = torch.nn.parallel.DistributedDataParallel(model, device_ids=[f"cuda:{rank}"])\n',
+     'm = torch.nn.parallel.DistributedDataParallel(model, device_ids=[f"npu:{rank}"])\n'),
+    ("import torch\ny = torch.nn.parallel.data_parallel(model, x, ['cuda:0', 'cuda:1'])\n",
+     "y = torch.nn.parallel.data_parallel(model, x, ['npu:0', 'npu:1'])\n"),
+]
+
+
+@pytest.mark.parametrize("before,expected", DEVICE_IDS)
+def test_device_ids_lists(before: str, expected: str) -> None:
+    text = after(before)
+    assert text.endswith(expected)
+    assert_idempotent(before)
+
+
+def test_device_ids_unchanged() -> None:
+    src = ("import torch\nm = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])\n"
+           "x = other(device_ids=['cuda:0'])\nn = torch.nn.DataParallel(model, [0, 1])\n")
+    outcome = migrate(src, ["NPU153"])
+    assert outcome.new_text is None and outcome.diagnostics == []

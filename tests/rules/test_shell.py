@@ -60,6 +60,8 @@ REWRITES = [
     # here-documents are lexed line by line; an apostrophe inside does not swallow the rest
     ("cat > job.sh <<EOF\ndon't panic\nexport CUDA_VISIBLE_DEVICES=0\nEOF\nexport CUDA_LAUNCH_BLOCKING=1\n",
      "cat > job.sh <<EOF\ndon't panic\nexport ASCEND_RT_VISIBLE_DEVICES=0\nEOF\nexport ASCEND_LAUNCH_BLOCKING=1\n"),
+    # ANSI-C quoting with an escaped quote does not open a string
+    ("echo $'it\\'s'\nexport CUDA_VISIBLE_DEVICES=0\n", "echo $'it\\'s'\nexport ASCEND_RT_VISIBLE_DEVICES=0\n"),
     # CRLF line endings are kept
     ("export CUDA_VISIBLE_DEVICES=0\r\npython t.py\r\n", "export ASCEND_RT_VISIBLE_DEVICES=0\r\npython t.py\r\n"),
 ]
