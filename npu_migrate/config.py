@@ -30,6 +30,8 @@ class Settings:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     amp_dtype: str = "bfloat16"
     target_version: str | None = None  # the torch_npu release the migrated code must run on
+    snapshot_env: str | None = None  # NPU420: the variable that switches memory recording on
+    snapshot_max_entries: int | None = None  # NPU420: the recorder's ring-buffer size
     jobs: int | None = None
     cache_dir: str | None = None
     respect_gitignore: bool = True
@@ -37,7 +39,8 @@ class Settings:
     root: str = "."  # its folder: relative paths in the config are relative to it
 
     def rule_options(self) -> dict[str, Any]:
-        return {"amp_dtype": self.amp_dtype, "target_version": self.target_version}
+        return {"amp_dtype": self.amp_dtype, "target_version": self.target_version,
+                "snapshot_env": self.snapshot_env, "snapshot_max_entries": self.snapshot_max_entries}
 
 
 def _key(name: str) -> str:
@@ -168,6 +171,12 @@ def parse_table(table: dict[str, Any], path: str = "pyproject.toml") -> Settings
         elif key == "target-version":
             if not (isinstance(value, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?(\S*)", value)):
                 raise ConfigError(f"{where}: target-version must be a torch_npu version such as '2.9.0'")
+        elif key == "snapshot-env":
+            if not (isinstance(value, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value)):
+                raise ConfigError(f"{where}: snapshot-env must be an environment variable name")
+        elif key == "snapshot-max-entries":
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                raise ConfigError(f"{where}: snapshot-max-entries must be a positive integer")
         elif key == "jobs":
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
                 raise ConfigError(f"{where}: jobs must be a positive integer")

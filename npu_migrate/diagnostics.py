@@ -25,9 +25,15 @@ class Severity(str, enum.Enum):
         return {"error": "error", "warning": "warning", "info": "note"}[self.value]
 
 
+BUILTIN_PREFIXES = ("NPU", "ANA", "MEM", "VER")
+
+
 def doc_link(code: str) -> str:
-    """Where the doc page of a code lives (also printed by `npu-migrate rules CODE`)."""
-    return f"{DOCS_RULES}/{code}.md"
+    """Where the doc page of a code lives. Built-in pages are in docs/rules; a plugin's page is
+    shown by `npu-migrate rules CODE` (which also prints the built-in ones)."""
+    if code.startswith(BUILTIN_PREFIXES):
+        return f"{DOCS_RULES}/{code}.md"
+    return f"npu-migrate rules {code}"
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,8 @@ def test_settings_that_change_results_change_the_cache_key(tmp_path, monkeypatch
 def test_amp_dtype_and_target_version_reach_the_rules(tmp_path):
     root = project(tmp_path, 'amp-dtype = "fp16"\ntarget-version = "2.6.0rc1"')
     options = load_settings([str(root)]).rule_options()
-    assert options == {"amp_dtype": "float16", "target_version": "2.6.0rc1"}
+    assert options == {"amp_dtype": "float16", "target_version": "2.6.0rc1",
+                       "snapshot_env": None, "snapshot_max_entries": None}
 
 
 def test_jobs_from_config_and_command_line(tmp_path, monkeypatch):
@@ -219,3 +220,25 @@ def test_exclude_ignores_folders_above_the_project_and_takes_absolute_globs(tmp_
     absolute = apply("--check", "--format", "json", "--exclude", str(root / "pkg"), ".", cwd=root,
                      monkeypatch=monkeypatch)
     assert summary_of(absolute)["files_scanned"] == 0
+
+
+def test_snapshot_keys_reach_the_memory_snapshot_rule(tmp_path):
+    """snapshot-env / snapshot-max-entries configure NPU420's inserted hook; bad values name the key."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.npu-migrate]\nenable = ["memory-snapshot"]\nsnapshot-env = "MY_SNAP"\n'
+        "snapshot-max-entries = 1234\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\n\n\ndef main(model, opt):\n    for x in range(3):\n        loss = model(x)\n"
+        "        loss.backward()\n        opt.step()\n\n\nif __name__ == '__main__':\n    main()\n")
+    run = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--no-cache", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    text = (tmp_path / "train.py").read_text()
+    assert "MY_SNAP" in text and "1234" in text and "NPU_MIGRATE_SNAPSHOT" not in text
+    (tmp_path / "pyproject.toml").write_text('[tool.npu-migrate]\nsnapshot-max-entries = "many"\n')
+    bad = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--no-cache", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "snapshot-max-entries" in bad.stderr
