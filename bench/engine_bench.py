@@ -113,6 +113,12 @@ def main() -> None:
             outputs.append(json.loads(result.stdout))
         summary = outputs[0]["summary"]
         same = all(o["files"] == outputs[0]["files"] for o in outputs[1:])
+        if not same:
+            for other in outputs[1:]:
+                first = {f["path"]: f for f in outputs[0]["files"]}
+                for entry in other["files"]:
+                    if first.get(entry["path"]) != entry:
+                        print(f"  differs between runs: {entry['path']}")
         ours = statistics.median(times)
         print(f"npu-migrate apply --check (jobs={args.jobs}): median {ours:.1f} s of {args.repeat} "
               f"{[round(t, 1) for t in times]}, peak RSS {max(peaks) / 2**20:.0f} MiB, "
@@ -123,8 +129,8 @@ def main() -> None:
                   "ours_median_s": ours, "ours_peak_rss_bytes": max(peaks), "identical": same,
                   "summary": {k: summary[k] for k in ("files_parsed", "files_changed", "files_failed")}}
         if args.baseline == "full":
-            baseline_cmd = [sys.executable, "-m", "libcst.tool", "codemod", "-j", str(args.jobs),
-                            "--no-format", "rename.RenameCommand",
+            baseline_cmd = [sys.executable, "-m", "libcst.tool", "codemod", "rename.RenameCommand",
+                            "-j", str(args.jobs), "--no-format",
                             "--old_name=torch.cuda.synchronize", "--new_name=torch.npu.synchronize",
                             corpus]
             # the baseline rewrites in place: give it its own copy

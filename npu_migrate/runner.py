@@ -3,6 +3,7 @@ back in a deterministic order so memory stays bounded whatever the size of the r
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 from collections.abc import Iterator, Sequence
@@ -95,6 +96,13 @@ def _finish(outcome: FileOutcome, source: SourceText) -> FileResult:
     return FileResult(outcome, source.text, new_bytes)
 
 
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def _read(path: str) -> bytes | FileResult:
     try:
         with open(path, "rb") as handle:
@@ -105,16 +113,25 @@ def _read(path: str) -> bytes | FileResult:
 
 # -- worker side ----------------------------------------------------------------------------
 _PLAN: RunPlan | None = None
+_BIG_FILE_LOCK: Any = None
+# LibCST needs about 350 bytes of memory per byte of source it parses; files above this size are
+# parsed one at a time across the pool, so two of them never make a peak together
+BIG_FILE_BYTES = 256 * 1024
 
 
-def _init_worker(plan: RunPlan) -> None:
-    global _PLAN
+def _init_worker(plan: RunPlan, big_file_lock: Any = None) -> None:
+    global _PLAN, _BIG_FILE_LOCK
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops cleanly
     _PLAN = plan
+    _BIG_FILE_LOCK = big_file_lock
 
 
 def _work(path: str) -> FileResult:
     assert _PLAN is not None
+    if _BIG_FILE_LOCK is not None and _size(path) > BIG_FILE_BYTES:
+        with _BIG_FILE_LOCK:
+            data = _read(path)
+            return data if isinstance(data, FileResult) else process_bytes(data, path, _PLAN)
     data = _read(path)
     return data if isinstance(data, FileResult) else process_bytes(data, path, _PLAN)
 
@@ -193,7 +210,9 @@ def _compute(paths: list[str], plan: RunPlan, jobs: int) -> Iterator[FileResult]
             data = _read(path)
             yield data if isinstance(data, FileResult) else process_bytes(data, path, plan)
         return
-    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(plan,))
+    context = multiprocessing.get_context()
+    executor = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
+                                   initargs=(plan, context.Lock()))
     try:
         # large files first would balance better, but order must stay deterministic for output
         yield from executor.map(_work, paths, chunksize=max(1, min(16, len(paths) // (jobs * 8))))
