@@ -104,14 +104,14 @@ def language_of(path: str) -> str:
     return "python"
 
 
-def migrate_text(text: str, path: str, ruleset: RuleSet) -> FileOutcome:
+def migrate_text(text: str, path: str, ruleset: RuleSet, tree: ast.Module | None = None) -> FileOutcome:
     """Migrate one file's decoded text. Never raises: errors land in `error`, and the file
-    is left as it was."""
+    is left as it was. `tree`, when the caller has already parsed `text` with `ast`, saves a parse."""
     try:
         try:
-            return _migrate(text, path, ruleset)
+            return _migrate(text, path, ruleset, tree=tree)
         except _Replan:
-            return _migrate(text, path, ruleset, nest=False)
+            return _migrate(text, path, ruleset, nest=False, tree=tree)
     except RecursionError:
         return FileOutcome(path, error=f"{path}:0:0: too deeply nested to migrate; file left untouched")
     except Exception as exc:  # a bug in a rule must cost one file, not the run
@@ -119,7 +119,8 @@ def migrate_text(text: str, path: str, ruleset: RuleSet) -> FileOutcome:
                                        "file left untouched (please report this as a bug)")
 
 
-def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True) -> FileOutcome:
+def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
+             tree: ast.Module | None = None) -> FileOutcome:
     outcome = FileOutcome(path)
     if skips_file(text):
         return outcome
@@ -129,7 +130,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True) -> FileO
     pattern = ruleset.python_filter
     if pattern is not None and not pattern.search(text):
         return outcome
-    tree = _parse_ast(text, path, outcome)
+    tree = tree or _parse_ast(text, path, outcome)
     if tree is None:
         return outcome
     context = RuleContext(path, text, FileFacts.from_tree(tree), ruleset.options,

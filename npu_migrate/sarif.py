@@ -11,7 +11,6 @@ from urllib.parse import quote
 from npu_migrate.diagnostics import Diagnostic, doc_link
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-INFORMATION_URI = "https://github.com/npu-migrate/npu-migrate"
 
 
 def artifact_uri(path: str) -> str:
@@ -50,7 +49,7 @@ def to_sarif(diagnostics: Iterable[Diagnostic],
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": tool_name, "version": tool_version,
-                                "informationUri": INFORMATION_URI, "rules": descriptors}},
+                                "rules": descriptors}},
             "columnKind": "unicodeCodePoints",
             "results": results,
         }],

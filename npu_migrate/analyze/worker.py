@@ -5,7 +5,6 @@ at each CUDA location. The engine prefilters itself, so files without CUDA code 
 from __future__ import annotations
 
 import ast
-import inspect
 import os
 import re
 import signal
@@ -25,8 +24,6 @@ CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
 SHELL_SUFFIXES = (".sh", ".bash")
 POOL_THRESHOLD = 24
 LAUNCHERS = re.compile(r"\btorchrun\b|-m\s+torch\.distributed\.(?:launch|run)\b|^\s*deepspeed\s|\baccelerate\s+launch\b")
-# the engine accepts an already parsed tree from some version on: then each file is parsed once
-_ENGINE_TAKES_TREE = "tree" in inspect.signature(migrate_text).parameters
 
 
 def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
@@ -63,14 +60,7 @@ def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
         return FileScan(path, error=f"{path}:0:0: too deeply nested to analyse")
     if plan is not None:
         ruleset = plan.ruleset_for(path)
-        try:
-            if _ENGINE_TAKES_TREE:
-                outcome = migrate_text(text, path, ruleset, tree=tree)  # type: ignore[call-arg]
-            else:
-                outcome = migrate_text(text, path, ruleset)
-        except RecursionError:
-            outcome = FileOutcome(path, error=f"{path}:0:0: too deeply nested for the codemod engine")
-        _merge(scan, outcome)
+        _merge(scan, migrate_text(text, path, ruleset, tree=tree))  # the file is parsed once
     return scan
 
 

@@ -1,10 +1,6 @@
-import os
-
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEMO = os.path.join(REPO, "fixtures", "analyze_demo")
-CPU_ONLY = os.path.join(REPO, "fixtures", "cpu_only")
+from analyze_paths import DEMO
 
 
 @pytest.fixture(scope="session")
@@ -12,7 +8,3 @@ def demo():
     from npu_migrate.analyze import analyze
 
     return analyze([DEMO], jobs=1)
-
-
-def rel(path: str) -> str:
-    return os.path.relpath(path, REPO).replace(os.sep, "/")

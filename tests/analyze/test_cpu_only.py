@@ -1,5 +1,5 @@
 """Negative case: a CPU-only project has no CUDA findings."""
-from conftest import CPU_ONLY, rel
+from analyze_paths import CPU_ONLY, rel
 
 from npu_migrate.analyze import analyze
 

@@ -1,7 +1,7 @@
 """Exact expectations on fixtures/analyze_demo (content written for these tests)."""
 from collections import Counter
 
-from conftest import rel
+from analyze_paths import rel
 
 D = "fixtures/analyze_demo/"
 MODEL, TRAIN, FUSED = D + "demo/model.py", D + "demo/train.py", D + "demo/kernels/fused.py"
@@ -89,7 +89,7 @@ def test_rating_is_high_for_custom_kernels(demo):
 def test_each_code_has_a_doc_page():
     import os
 
-    from conftest import REPO
+    from analyze_paths import REPO
 
     from npu_migrate.analyze.findings import CODES
 

@@ -7,7 +7,7 @@ import sys
 
 import jsonschema
 import pytest
-from conftest import CPU_ONLY, DEMO, REPO
+from analyze_paths import CPU_ONLY, DEMO, REPO
 
 from npu_migrate.analyze.render import render, to_json
 from npu_migrate.diagnostics import Diagnostic, Severity

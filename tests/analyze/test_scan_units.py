@@ -179,7 +179,7 @@ def test_shipped_kernel_list_matches_reference():
 
     import pytest
 
-    from conftest import REPO
+    from analyze_paths import REPO
 
     reference = os.path.join(REPO, "..", "shared", "reference", "npu_aten_ops.tsv")
     if not os.path.exists(reference):
