@@ -92,6 +92,26 @@ def deactivate() -> None:
     _undo_all()
     STATE.active = False
     STATE.device_mode = None
+    _leave_dormant_backend()
+
+
+def _leave_dormant_backend() -> None:
+    """The backend stays named "npu", so torch now takes it for the accelerator and asks
+    `torch.npu.is_available()` (the DataLoader, the profiler): answer "no device", as a machine
+    without NPUs would, instead of leaving torch to fail on a missing module."""
+    import sys
+    import types
+
+    import torch
+
+    if torch._C._get_privateuse1_backend_name() != "npu" or hasattr(torch, "npu"):
+        return
+    dormant = types.ModuleType("torch.npu", "No NPU: the emulation was deactivated.")
+    dormant.is_available = lambda: False  # type: ignore[attr-defined]
+    dormant.device_count = lambda: 0  # type: ignore[attr-defined]
+    dormant.is_initialized = lambda: False  # type: ignore[attr-defined]
+    torch.npu = dormant  # type: ignore[attr-defined]
+    sys.modules["torch.npu"] = dormant
 
 
 @contextlib.contextmanager

@@ -174,7 +174,11 @@ def test_deactivate_undoes_the_patches():
     with emulation.emulated():
         assert emulation.is_active() and "torch_npu" in sys.modules
     assert not emulation.is_active()
-    assert "torch_npu" not in sys.modules and not hasattr(torch, "npu")
+    assert "torch_npu" not in sys.modules
+    # the backend keeps its name (torch allows one rename), so a dormant torch.npu says "no device"
+    assert torch.npu.is_available() is False and torch.npu.device_count() == 0
+    assert not hasattr(torch.npu, "synchronize")
+    assert torch.accelerator.is_available() is False
     assert not hasattr(torch.Tensor, "npu") and not hasattr(torch.nn.Module, "npu")
     with pytest.raises((RuntimeError, ImportError)):  # torch finds no npu device module again
         torch.zeros(1, device="npu")
