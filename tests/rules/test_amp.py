@@ -4,8 +4,7 @@ import json
 
 import pytest
 
-from npu_migrate.engine import RuleSet, migrate_text
-from npu_migrate_codemods.registry import all_rules, select_rules
+import rule_cases
 from npu_migrate_codemods.rules.amp import DATA
 
 CODES = ["NPU130"]
@@ -13,14 +12,11 @@ T = "import torch\n"
 
 
 def migrate(src: str, codes=CODES):
-    outcome = migrate_text(src, "t.py", RuleSet(select_rules(all_rules(), select=codes)))
-    assert outcome.error is None, outcome.error
-    return outcome
+    return rule_cases.migrate(src, codes)
 
 
 def after(src: str, codes=CODES) -> str:
-    outcome = migrate(src, codes)
-    return outcome.new_text if outcome.new_text is not None else src
+    return rule_cases.after(src, codes)
 
 
 REWRITES = [
