@@ -288,9 +288,12 @@ class DeviceString(_DeviceRule):
     def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
         if not (mentions_cuda(updated_node.body) or mentions_cuda(updated_node.orelse)):
             return updated_node
-        if not self._tests_availability(original_node.test):
-            return updated_node
-        return self.swap(original_node, updated_node, "a branch chosen by `is_available()`")
+        if self._tests_availability(original_node.test):
+            return self.swap(original_node, updated_node, "a branch chosen by `is_available()`")
+        if _device_choice(original_node) and _compares_with_cuda(original_node.test):
+            # NPU104 rewrites the test (`'cuda' in device`); the value must follow it
+            return self.swap(original_node, updated_node, "a device chosen by a device comparison")
+        return updated_node
 
     def _tests_availability(self, test: cst.BaseExpression) -> bool:
         stack = [test]
@@ -360,6 +363,32 @@ class DeviceString(_DeviceRule):
 
 
 _AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.npu.is_available"})
+_OTHER_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
+_CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
+
+
+def _compares_with_cuda(test: cst.BaseExpression) -> bool:
+    """Whether the condition compares something with a `cuda` device string literal."""
+    if isinstance(test, cst.BooleanOperation):
+        return _compares_with_cuda(test.left) or _compares_with_cuda(test.right)
+    if isinstance(test, cst.UnaryOperation):
+        return _compares_with_cuda(test.expression)
+    if not isinstance(test, cst.Comparison):
+        return False
+    operands = [test.left] + [c.comparator for c in test.comparisons]
+    return any(isinstance(o, cst.SimpleString) and isinstance(o.evaluated_value, str)
+               and _CUDA_DEVICE.fullmatch(o.evaluated_value) for o in operands)
+
+
+def _device_choice(node: cst.IfExp) -> bool:
+    """`"cuda" if ... else "cpu"` (either order): a string literal that can only be a device."""
+    values = []
+    for branch in (node.body, node.orelse):
+        if not isinstance(branch, cst.SimpleString) or "b" in branch.prefix.lower():
+            return False
+        values.append(branch.evaluated_value)
+    return any(isinstance(v, str) and _CUDA_DEVICE.fullmatch(v) for v in values) and any(
+        v in _OTHER_DEVICES for v in values)
 _COMPARE = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
 
 

@@ -183,3 +183,14 @@ def test_statements_of_a_function_keep_their_indentation():
            "    other = 'cuda'\n"
            "    return torch.device(device), other\n")
     assert after(src) == src.replace("'cuda:0'", "'npu:0'")
+
+
+def test_a_choice_between_cuda_and_cpu_is_a_device():
+    """nanoGPT's `device_type = 'cuda' if 'cuda' in device else 'cpu'`, later given to autocast."""
+    src = ("import torch\ndevice_type = 'cuda' if 'cuda' in device else 'cpu'\n"
+           "x = 'cpu' if device != 'cuda:1' else 'cuda:1'\nlabel = 'cuda' if 'cuda' in d else 'slow'\n")
+    out = after(src, codes=["NPU103", "NPU104"])
+    assert out.splitlines()[1:] == ["device_type = 'npu' if 'npu' in device else 'cpu'",
+                                    "x = 'cpu' if device != 'npu:1' else 'npu:1'",
+                                    "label = 'cuda' if 'cuda' in d else 'slow'"]
+    assert after(out, codes=["NPU103", "NPU104"]) == out
