@@ -3,6 +3,8 @@ back in a deterministic order so memory stays bounded whatever the size of the r
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -96,6 +98,16 @@ def _finish(outcome: FileOutcome, source: SourceText) -> FileResult:
     return FileResult(outcome, source.text, new_bytes)
 
 
+def _release_memory() -> None:
+    """Give a big tree's memory back to the system: freed memory otherwise stays in the
+    worker (glibc keeps its arenas), and two workers that each held one big file add up."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to trim
+
+
 def _size(path: str) -> int:
     try:
         return os.path.getsize(path)
@@ -131,7 +143,9 @@ def _work(path: str) -> FileResult:
     if _BIG_FILE_LOCK is not None and _size(path) > BIG_FILE_BYTES:
         with _BIG_FILE_LOCK:
             data = _read(path)
-            return data if isinstance(data, FileResult) else process_bytes(data, path, _PLAN)
+            result = data if isinstance(data, FileResult) else process_bytes(data, path, _PLAN)
+            _release_memory()
+            return result
     data = _read(path)
     return data if isinstance(data, FileResult) else process_bytes(data, path, _PLAN)
 
