@@ -55,7 +55,7 @@ class MapLocation(CoverageRule):
 
     def _is_function(self, node: cst.BaseExpression) -> bool:
         if isinstance(node, cst.Lambda):
-            return True
+            return not _keeps_storage_on_cpu(node)
         if isinstance(node, cst.Name):
             return any(isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == node.value
                        for stmt in self.context.facts.tree.body)
@@ -189,3 +189,11 @@ class DeviceCapability(CoverageRule):
                         "vector_core_num are documented): do not gate features on it",
                         severity=Severity.WARNING if id(original_node) in self.used else Severity.INFO)
         return updated_node
+
+
+def _keeps_storage_on_cpu(node: cst.Lambda) -> bool:
+    """`lambda storage, loc: storage`: the common idiom that loads everything to the CPU,
+    which is right on NPU too."""
+    params = node.params.params
+    return (len(params) >= 1 and isinstance(node.body, cst.Name)
+            and node.body.value == params[0].name.value)

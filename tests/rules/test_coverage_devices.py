@@ -134,7 +134,7 @@ def test_map_location_dict_loads_a_gpu_and_an_npu_checkpoint_alike() -> None:
 
 def test_map_location_callable_is_reported() -> None:
     src = ("import torch\n\ndef to_gpu(storage, loc):\n    return storage\n\n"
-           "a = torch.load(f, map_location=to_gpu)\nb = torch.load(f, map_location=lambda s, l: s)\n")
+           "a = torch.load(f, map_location=to_gpu)\nb = torch.load(f, map_location=lambda s, l: s.cuda())\n")
     outcome = migrate(src, ["NPU152"])
     assert outcome.new_text is None and codes_at(outcome) == [("NPU152", 6), ("NPU152", 7)]
 
@@ -198,3 +198,16 @@ def test_device_ids_unchanged() -> None:
            "x = other(device_ids=['cuda:0'])\nn = torch.nn.DataParallel(model, [0, 1])\n")
     outcome = migrate(src, ["NPU153"])
     assert outcome.new_text is None and outcome.diagnostics == []
+
+
+def test_the_load_to_cpu_lambda_is_not_reported():
+    """DETR's `map_location=lambda storage, loc: storage` keeps storages on the CPU: nothing to do."""
+    from npu_migrate.engine import RuleSet, migrate_text
+    from npu_migrate_codemods.registry import all_rules, select_rules
+
+    ruleset = RuleSet(select_rules(all_rules(), select=["NPU152"]))
+    quiet = migrate_text("import torch\nw = torch.load(p, map_location=lambda storage, loc: storage)\n",
+                         "t.py", ruleset)
+    loud = migrate_text("import torch\nw = torch.load(p, map_location=lambda s, loc: s.cuda())\n",
+                        "t.py", ruleset)
+    assert quiet.diagnostics == [] and [d.code for d in loud.diagnostics] == ["NPU152"]
