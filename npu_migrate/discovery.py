@@ -16,6 +16,7 @@ SKIP_DIRS = frozenset({
 })
 PYTHON_SUFFIXES = (".py",)
 SHELL_SUFFIXES = (".sh", ".bash")
+CUDA_SUFFIXES = (".cu", ".cuh")
 
 
 def _skipped_dir(path: str) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 import libcst as cst
 
+from npu_migrate.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 from npu_migrate.diagnostics import Diagnostic, Edit, Severity
 from npu_migrate_codemods.base import Rule, RuleContext, RuleRunner, compile_prefilter
 from npu_migrate_codemods.facts import FileFacts
@@ -25,7 +26,7 @@ from npu_migrate_codemods.imports import insert_imports, split_lines
 from npu_migrate_codemods.suppression import Suppressions, skips_file
 
 # which rule language handles which files; Python is everything else
-TEXT_LANGUAGES = {"shell": (".sh", ".bash"), "cuda": (".cu", ".cuh")}
+TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES}
 
 
 @dataclass

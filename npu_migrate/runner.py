@@ -7,19 +7,16 @@ import ctypes
 import gc
 import multiprocessing
 import os
-import signal
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from npu_migrate.cache import Cache
 from npu_migrate.discovery import excluded
+from npu_migrate.parallel import ignore_interrupts, ordered_map
 from npu_migrate.engine import FileOutcome, RuleSet, migrate_text
 from npu_migrate.sources import SourceError, SourceText, decode_source
 
-# below this many cache misses a process pool costs more than it saves
-POOL_THRESHOLD = 24
 
 
 @dataclass
@@ -133,7 +130,7 @@ BIG_FILE_BYTES = 256 * 1024
 
 def _init_worker(plan: RunPlan, big_file_lock: Any = None) -> None:
     global _PLAN, _BIG_FILE_LOCK
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops cleanly
+    ignore_interrupts()
     _PLAN = plan
     _BIG_FILE_LOCK = big_file_lock
 
@@ -219,16 +216,9 @@ def _from_cache(outcome: FileOutcome, data: bytes, path: str) -> FileResult:
 
 
 def _compute(paths: list[str], plan: RunPlan, jobs: int) -> Iterator[FileResult]:
-    if jobs <= 1 or len(paths) < POOL_THRESHOLD:
-        for path in paths:
-            data = _read(path)
-            yield data if isinstance(data, FileResult) else process_bytes(data, path, plan)
-        return
-    context = multiprocessing.get_context()
-    executor = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                                   initargs=(plan, context.Lock()))
-    try:
-        # large files first would balance better, but order must stay deterministic for output
-        yield from executor.map(_work, paths, chunksize=max(1, min(16, len(paths) // (jobs * 8))))
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+    def here(path: str) -> FileResult:
+        data = _read(path)
+        return data if isinstance(data, FileResult) else process_bytes(data, path, plan)
+
+    lock = multiprocessing.get_context().Lock()
+    return ordered_map(_work, here, paths, jobs, _init_worker, (plan, lock))

@@ -20,10 +20,10 @@ import libcst as cst
 import libcst.matchers as m
 
 from npu_migrate.diagnostics import Diagnostic, Severity
+from npu_migrate.discovery import CUDA_SUFFIXES
 from npu_migrate_codemods import envmap
 from npu_migrate_codemods.base import Fix, Rule, dotted_parts
 
-CU_SUFFIXES = (".cu", ".cuh")
 _IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda"}
 
 
@@ -169,7 +169,7 @@ def _cu_strings_in(nodes: Iterable[cst.CSTNode]) -> list[cst.SimpleString]:
     while stack:
         node = stack.pop()
         if isinstance(node, cst.SimpleString):
-            if node.raw_value.endswith(CU_SUFFIXES):
+            if node.raw_value.endswith(CUDA_SUFFIXES):
                 found.append(node)
         elif not isinstance(node, (cst.Call, cst.Lambda)):
             stack.extend(reversed(node.children))
@@ -197,7 +197,7 @@ def _builds_cuda(call: cst.Call) -> bool:
             return True
         for string in m.findall(arg.value, m.SimpleString()):
             assert isinstance(string, cst.SimpleString)
-            if string.raw_value.endswith(CU_SUFFIXES):
+            if string.raw_value.endswith(CUDA_SUFFIXES):
                 return True
     return False
 
@@ -296,7 +296,7 @@ class CudaExtension(_ThirdPartyRule):
         self._report_sources(node, _cu_strings_in(node.elements), "names")
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if node.raw_value.endswith(CU_SUFFIXES):
+        if node.raw_value.endswith(CUDA_SUFFIXES):
             self._report_sources(node, [node], "names")
 
     def _report_sources(self, node: cst.CSTNode, strings: list[cst.SimpleString], verb: str) -> None:

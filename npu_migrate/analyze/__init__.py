@@ -9,9 +9,10 @@ from collections.abc import Callable, Sequence
 
 from npu_migrate.analyze.aggregate import SECTIONS, Aggregator, Assessment
 from npu_migrate.analyze.model import FileScan
+from npu_migrate.discovery import CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES
 from npu_migrate.runner import RunPlan
 
-ANALYZED_SUFFIXES = (".py", ".sh", ".bash", ".cu", ".cuh")
+ANALYZED_SUFFIXES = PYTHON_SUFFIXES + SHELL_SUFFIXES + CUDA_SUFFIXES
 
 __all__ = ["SECTIONS", "Assessment", "analyze", "default_plan"]
 

@@ -7,28 +7,25 @@ from __future__ import annotations
 import ast
 import os
 import re
-import signal
 import warnings
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.model import FileScan, Site
 from npu_migrate.analyze.scan import Scanner
+from npu_migrate.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 from npu_migrate.engine import FileOutcome, migrate_text
+from npu_migrate.parallel import ignore_interrupts, ordered_map
 from npu_migrate.runner import RunPlan
 from npu_migrate.sources import SourceError, read_source
 from npu_migrate_codemods.facts import FileFacts
 
-CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
-SHELL_SUFFIXES = (".sh", ".bash")
-POOL_THRESHOLD = 24
 LAUNCHERS = re.compile(r"\btorchrun\b|-m\s+torch\.distributed\.(?:launch|run)\b|^\s*deepspeed\s|\baccelerate\s+launch\b")
 
 
 def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
     """`plan` is None when CUDA locations are not wanted (no engine run)."""
-    if path.endswith(CUDA_SOURCE_SUFFIXES):
+    if path.endswith(CUDA_SUFFIXES):
         scan = FileScan(path)
         scan.third_party.append((catalog.third_party_file_entry()["cuda"], os.path.basename(path), 0))
         return scan
@@ -97,7 +94,7 @@ _PLAN: RunPlan | None = None
 
 def _init(plan: RunPlan | None) -> None:
     global _PLAN
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ignore_interrupts()
     _PLAN = plan
 
 
@@ -107,13 +104,5 @@ def _work(path: str) -> FileScan:
 
 def run(paths: Sequence[str], plan: RunPlan | None, jobs: int | None = None) -> Iterator[FileScan]:
     """One FileScan per path, in order, computed on `jobs` processes and streamed."""
-    jobs = jobs or os.cpu_count() or 1
-    if jobs <= 1 or len(paths) < POOL_THRESHOLD:
-        for path in paths:
-            yield analyze_file(path, plan)
-        return
-    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(plan,))
-    try:
-        yield from executor.map(_work, paths, chunksize=max(1, min(16, len(paths) // (jobs * 8))))
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+    return ordered_map(_work, lambda path: analyze_file(path, plan), paths,
+                       jobs or os.cpu_count() or 1, _init, (plan,))
