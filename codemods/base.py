@@ -71,6 +71,12 @@ def dotted_parts(node: cst.CSTNode) -> list[str] | None:
     return parts
 
 
+def dotted_name(node: cst.CSTNode | None) -> str | None:
+    """`a.b.c` -> "a.b.c" (module names in imports, attribute chains); None otherwise."""
+    parts = dotted_parts(node) if node is not None else None
+    return ".".join(parts) if parts else None
+
+
 def dotted_expr(dotted: str) -> cst.BaseExpression:
     """'torch.npu.synchronize' -> the Attribute chain expression."""
     head, *rest = dotted.split(".")

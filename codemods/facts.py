@@ -71,6 +71,19 @@ class FileFacts:
                    for s in self.top_imports)
 
 
+def ast_dotted_parts(node: ast.AST) -> list[str] | None:
+    """The `ast` twin of `base.dotted_parts`: `a.b.c` -> ['a', 'b', 'c'], else None."""
+    parts = []
+    while type(node) is ast.Attribute:  # `type() is`: this runs on every name analyze sees
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)
+    parts.reverse()
+    return parts
+
+
 def bound_names(target: ast.expr) -> list[str]:
     """Names an assignment target binds: `a`, `a, (b, *c)`; not the base of `a.b` or `a[i]`."""
     if isinstance(target, ast.Name):

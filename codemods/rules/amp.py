@@ -25,7 +25,7 @@ from typing import Any
 import libcst as cst
 
 from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix, Rule, dotted_parts
+from npu_migrate_codemods.base import dotted_name, Fix, Rule
 from npu_migrate_codemods.rules.device_strings import code_of, device_expr, mentions_cuda
 from npu_migrate_codemods.rules.torch_cuda_api import split_import
 
@@ -51,11 +51,6 @@ def amp_table() -> AmpTable:
 
 def _npu_string(device: str) -> cst.SimpleString:
     return cst.SimpleString(f'"{device}"')
-
-
-def _dotted(node: cst.BaseExpression | None) -> str | None:
-    parts = dotted_parts(node) if node is not None else None
-    return ".".join(parts) if parts else None
 
 
 class AmpUses:
@@ -317,7 +312,7 @@ class AmpDevice(Rule):
         names = list(updated_node.names)
         changed = False
         for i, alias in enumerate(updated_node.names):
-            if alias.asname is None or _dotted(alias.name) != CUDA_AMP:
+            if alias.asname is None or dotted_name(alias.name) != CUDA_AMP:
                 continue
             local = alias.asname.name
             if not isinstance(local, cst.Name) or not self._movable(original_node, local.value):
@@ -333,9 +328,9 @@ class AmpDevice(Rule):
         self._in_import -= 1
         if updated_node.relative or isinstance(updated_node.names, cst.ImportStar):
             return updated_node
-        if _dotted(updated_node.module) != CUDA_AMP:
+        if dotted_name(updated_node.module) != CUDA_AMP:
             return updated_node
-        locals_ = [(_dotted(a.name), _local(a)) for a in updated_node.names]
+        locals_ = [(dotted_name(a.name), _local(a)) for a in updated_node.names]
         if not all(name in self.table.cuda_amp for name, _ in locals_):
             others = ", ".join(n or "?" for n, _ in locals_ if n not in self.table.cuda_amp)
             self.report(original_node, f"`from torch.cuda.amp import {others}`: no torch.amp "
@@ -357,10 +352,10 @@ class AmpDevice(Rule):
         for stmt in updated_node.body:
             if not (isinstance(stmt, cst.ImportFrom) and not stmt.relative
                     and not isinstance(stmt.names, cst.ImportStar)
-                    and _dotted(stmt.module) == "torch.cuda"):
+                    and dotted_name(stmt.module) == "torch.cuda"):
                 body.append(stmt)
                 continue
-            amp = [a for a in stmt.names if _dotted(a.name) == "amp"
+            amp = [a for a in stmt.names if dotted_name(a.name) == "amp"
                    and self._movable(original_node, _local(a))]
             if not amp:
                 body.append(stmt)
@@ -397,7 +392,7 @@ class AmpDevice(Rule):
 def _local(alias: cst.ImportAlias) -> str:
     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
         return alias.asname.name.value
-    return _dotted(alias.name) or ""
+    return dotted_name(alias.name) or ""
 
 
 def _append_keyword(args: list[cst.Arg], keyword: str, value: cst.BaseExpression) -> list[cst.Arg]:

@@ -22,6 +22,7 @@ import libcst as cst
 
 from npu_migrate.diagnostics import Severity
 from npu_migrate_codemods.base import Fix
+from npu_migrate_codemods.facts import ast_dotted_parts
 from npu_migrate_codemods.rules.coverage_common import CoverageRule, string_value
 from npu_migrate_codemods.rules.device_strings import (DevicePositions, device_expr, device_positions,
                                                        is_device_name)
@@ -32,13 +33,10 @@ _ADD_ARGUMENT = "add_argument"
 
 
 def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name) or node.id not in aliases:
+    parts = ast_dotted_parts(node)
+    if not parts or parts[0] not in aliases:
         return None
-    return ".".join([aliases[node.id], *reversed(parts)])
+    return ".".join([aliases[parts[0]], *parts[1:]])
 
 
 def _device_named(node: ast.expr, names: frozenset[str]) -> bool:

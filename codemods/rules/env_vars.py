@@ -20,6 +20,7 @@ import libcst.matchers as m
 from npu_migrate.diagnostics import Severity
 from npu_migrate_codemods import envmap
 from npu_migrate_codemods.base import Fix, Rule, dotted_parts
+from npu_migrate_codemods.facts import ast_dotted_parts
 
 _GETTERS = {"get", "pop", "getenv", "unsetenv", "delenv"}
 _SETTERS = {"setdefault", "putenv", "setenv"}
@@ -194,7 +195,7 @@ class _EnvVarRule(Rule):
             names: set[str] = set()
             for node in ast.walk(self.context.facts.tree):
                 if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
-                    parts = _ast_dotted(node.func)
+                    parts = ast_dotted_parts(node.func)
                     if parts and self._qualify(parts) in COMMAND_FUNCS:
                         names.add(node.args[0].id)
             self._command_names = names
@@ -303,14 +304,6 @@ def _callee_name(func: cst.BaseExpression) -> str | None:
     return None
 
 
-def _ast_dotted(node: ast.expr) -> list[str] | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return [node.id, *reversed(parts)]
 
 
 class VisibleDevices(_EnvVarRule):

@@ -20,6 +20,7 @@ import libcst.matchers as m
 
 from npu_migrate.diagnostics import Severity
 from npu_migrate_codemods.base import Fix, Rule, dotted_parts
+from npu_migrate_codemods.facts import ast_dotted_parts
 from npu_migrate_codemods.loops import (
     target_names, append_elements, calls_in, insertion_data, method_name, walk)
 
@@ -200,14 +201,6 @@ def _key(node: ast.AST) -> str | None:
     return None
 
 
-def _ast_parts(node: ast.AST) -> list[str] | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return [node.id] + parts[::-1]
 
 
 def _will_pin(call: ast.Call) -> bool:
@@ -270,7 +263,7 @@ def pinned_loader_names(tree: ast.Module, qualify) -> set[str]:
 
     def pins(value: ast.AST | None) -> bool:
         if isinstance(value, ast.Call):
-            parts = _ast_parts(value.func)
+            parts = ast_dotted_parts(value.func)
             if parts and qualify(parts) in loaders:
                 return _will_pin(value)
             return _key(value.func) in helpers

@@ -19,7 +19,7 @@ from pathlib import Path
 import libcst as cst
 
 from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix, Rule, dotted_expr, dotted_parts
+from npu_migrate_codemods.base import dotted_expr, dotted_name, Fix, Rule
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "torch_cuda.json"
 CUDA = "torch.cuda"
@@ -125,7 +125,7 @@ class TorchCudaApi(Rule):
         names = list(updated_node.names)
         changed = False
         for i, (orig, alias) in enumerate(zip(original_node.names, updated_node.names)):
-            if alias.asname is None or _dotted(alias.name) != CUDA:
+            if alias.asname is None or dotted_name(alias.name) != CUDA:
                 continue  # `import torch.cuda` binds `torch`: nothing to repoint
             local = _asname(alias)
             if local and self._alias_ready(original_node, local):
@@ -139,13 +139,13 @@ class TorchCudaApi(Rule):
         self._in_import -= 1
         if updated_node.relative or isinstance(updated_node.names, cst.ImportStar):
             return updated_node
-        module = _dotted(updated_node.module)
+        module = dotted_name(updated_node.module)
         if module != "torch":
             return updated_node
         names = list(updated_node.names)
         changed = False
         for i, alias in enumerate(updated_node.names):
-            if _dotted(alias.name) != "cuda":
+            if dotted_name(alias.name) != "cuda":
                 continue
             local = _asname(alias) or "cuda"
             if self._alias_ready(original_node, local):
@@ -188,17 +188,17 @@ class TorchCudaApi(Rule):
     def _split_from_cuda(self, orig: cst.BaseSmallStatement,
                          stmt: cst.BaseSmallStatement) -> list[cst.BaseSmallStatement] | None:
         if not (isinstance(stmt, cst.ImportFrom) and not stmt.relative
-                and not isinstance(stmt.names, cst.ImportStar) and _dotted(stmt.module) == CUDA):
+                and not isinstance(stmt.names, cst.ImportStar) and dotted_name(stmt.module) == CUDA):
             return None
-        mine = [a for a in stmt.names if _dotted(a.name) in self.names.rewrites]
-        rest = [a for a in stmt.names if _dotted(a.name) not in self.names.rewrites]
+        mine = [a for a in stmt.names if dotted_name(a.name) in self.names.rewrites]
+        rest = [a for a in stmt.names if dotted_name(a.name) not in self.names.rewrites]
         if not mine:
             return None
-        if not rest and all(self.names.rewrites[_dotted(a.name) or ""] == _dotted(a.name) for a in mine):
+        if not rest and all(self.names.rewrites[dotted_name(a.name) or ""] == dotted_name(a.name) for a in mine):
             moved = stmt.with_changes(module=_npu_module(stmt.module))
             self.fixed(orig, "`from torch.cuda import ...` → `from torch.npu import ...`")
             return [moved]
-        moved_names = ", ".join(_dotted(a.name) or "" for a in mine)
+        moved_names = ", ".join(dotted_name(a.name) or "" for a in mine)
         split = split_import(stmt, [self._renamed(a) for a in mine], dotted_expr("torch.npu"), rest)
         if split is None:
             self.report(orig, f"`{moved_names}` should come from `torch.npu`, but the other names of "
@@ -210,7 +210,7 @@ class TorchCudaApi(Rule):
         return list(split)
 
     def _renamed(self, alias: cst.ImportAlias) -> cst.ImportAlias:
-        name = _dotted(alias.name) or ""
+        name = dotted_name(alias.name) or ""
         new = self.names.rewrites[name]
         if new == name:
             return alias
@@ -235,17 +235,12 @@ class TorchCudaNoCounterpart(Rule):
             self.report(node, f"`torch.cuda.{name}`: {self.flags[name]}")
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or isinstance(node.names, cst.ImportStar) or _dotted(node.module) != CUDA:
+        if node.relative or isinstance(node.names, cst.ImportStar) or dotted_name(node.module) != CUDA:
             return
         for alias in node.names:
-            name = _dotted(alias.name)
+            name = dotted_name(alias.name)
             if name in self.flags:
                 self.report(alias, f"`torch.cuda.{name}`: {self.flags[name]}")
-
-
-def _dotted(node: cst.BaseExpression | None) -> str | None:
-    parts = dotted_parts(node) if node is not None else None
-    return ".".join(parts) if parts else None
 
 
 def _asname(alias: cst.ImportAlias) -> str | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
-from npu_migrate_codemods.facts import FileFacts
+from npu_migrate_codemods.facts import FileFacts, ast_dotted_parts as dotted
 
 CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 TORCH_CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "LightningModule"})
@@ -23,17 +23,6 @@ HOST_CALLS = frozenset({"cpu", "numpy", "tolist", "item"})
 HOST_FACTORIES = frozenset({"torch.tensor", "torch.from_numpy", "torch.as_tensor", "torch.Tensor"})
 
 
-def dotted(node: ast.AST) -> list[str] | None:
-    """`a.b.c` -> ['a', 'b', 'c']; None when the chain has anything but names."""
-    parts = []
-    while type(node) is ast.Attribute:
-        parts.append(node.attr)
-        node = node.value
-    if type(node) is not ast.Name:
-        return None
-    parts.append(node.id)
-    parts.reverse()
-    return parts
 
 
 def literal(node: ast.AST | None) -> Any:
