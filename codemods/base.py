@@ -45,6 +45,7 @@ class RuleContext:
     imports: set[tuple[str, str | None, str | None]] = field(default_factory=set)
     # set by the runner for the chunk being processed (line offset of the chunk in the file)
     line_offset: int = 0
+    in_import: int = 0  # > 0 while the traversal is inside an import statement (kept by the runner)
     module: cst.Module | None = None
     _pending: list[tuple[cst.CSTNode, Callable[[int, int], Any]]] = field(default_factory=list)
 
@@ -150,6 +151,9 @@ class Rule:
                 "default": cls.default}
 
 
+_IMPORTS = (cst.Import, cst.ImportFrom)
+
+
 class RuleCrash(Exception):
     """A rule raised: the engine fails that one file and names the rule."""
 
@@ -185,7 +189,10 @@ class RuleRunner(cst.CSTTransformer):
         self._all_positions: dict[int, tuple[int, int]] | None = None
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        methods = self._visit.get(type(node).__name__)
+        kind = type(node)
+        if kind in _IMPORTS:
+            self._context.in_import += 1  # type: ignore[union-attr]
+        methods = self._visit.get(kind.__name__)
         if not methods:
             return True
         context = self._context
@@ -202,7 +209,10 @@ class RuleRunner(cst.CSTTransformer):
         return True
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
-        handlers = self._leave.get(type(original_node).__name__)
+        kind = type(original_node)
+        if kind in _IMPORTS:
+            self._context.in_import -= 1  # type: ignore[union-attr]
+        handlers = self._leave.get(kind.__name__)
         if not handlers:
             return updated_node
         context = self._context

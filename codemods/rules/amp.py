@@ -114,7 +114,6 @@ class AmpDevice(Rule):
         self.table = amp_table()
         self._uses: AmpUses | None = None
         self._callees: set[int] = set()
-        self._in_import = 0
         self._reported: set[str] = set()
         self._tails = frozenset(name.rsplit(".", 1)[1] for name in [*self.table.generic, *self.table.legacy])
 
@@ -159,15 +158,9 @@ class AmpDevice(Rule):
     def visit_Decorator(self, node: cst.Decorator) -> None:
         self._callees.add(id(node.decorator))
 
-    def visit_Import(self, node: cst.Import) -> None:
-        self._in_import += 1
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self._in_import += 1
-
     def visit_Attribute(self, node: cst.Attribute) -> None:
         """A `torch.cuda.amp.X` spelled out but not called: we cannot add the device to it."""
-        if self._in_import or id(node) in self._callees or node.attr.value not in self.table.cuda_amp:
+        if self.context.in_import or id(node) in self._callees or node.attr.value not in self.table.cuda_amp:
             return
         if self.resolve(node) == f"{CUDA_AMP}.{node.attr.value}" and not isinstance(node.value, cst.Name):
             self.report(node, f"`{code_of(node)}` is used without being called; write "
@@ -308,7 +301,6 @@ class AmpDevice(Rule):
 
     # -- imports -----------------------------------------------------------------------------
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
-        self._in_import -= 1
         names = list(updated_node.names)
         changed = False
         for i, alias in enumerate(updated_node.names):
@@ -325,7 +317,6 @@ class AmpDevice(Rule):
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom,
                          updated_node: cst.ImportFrom) -> cst.ImportFrom:
-        self._in_import -= 1
         if updated_node.relative or isinstance(updated_node.names, cst.ImportStar):
             return updated_node
         if dotted_name(updated_node.module) != CUDA_AMP:

@@ -289,7 +289,7 @@ class IsNcclAvailable(_DistRule):
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         # the bare uses of `from torch.distributed import is_nccl_available`
-        if updated_node.value != "is_nccl_available" or self._in_import or id(original_node) in self._attrs:
+        if updated_node.value != "is_nccl_available" or self.context.in_import or id(original_node) in self._attrs:
             return updated_node
         new = self.table.renames.get(self.context.facts.aliases.get("is_nccl_available", ""))
         if new is None:
@@ -299,27 +299,12 @@ class IsNcclAvailable(_DistRule):
 
     def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
         super().__init__(context)
-        self._in_import = 0
         self._attrs: set[int] = set()  # `x.is_nccl_available`: the attribute's own Name
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "is_nccl_available":
             self._attrs.add(id(node.attr))
 
-    def visit_Import(self, node: cst.Import) -> None:
-        self._in_import += 1
-
-    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
-        self._in_import -= 1
-        return updated_node
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self._in_import += 1
-
-    def leave_ImportFrom(self, original_node: cst.ImportFrom,
-                         updated_node: cst.ImportFrom) -> cst.ImportFrom:
-        self._in_import -= 1
-        return updated_node
 
 
 class ProcessGroupNccl(_DistRule):

@@ -88,7 +88,6 @@ class TorchCudaApi(Rule):
     def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
         super().__init__(context)
         self.names = cuda_names()
-        self._in_import = 0
         self._alias_cache: dict[str, AliasUse] = {}
 
     def alias_use(self, local: str) -> AliasUse:
@@ -97,16 +96,10 @@ class TorchCudaApi(Rule):
         return self._alias_cache[local]
 
     # -- `torch.cuda.X` chains outside imports ---------------------------------------------------
-    def visit_Import(self, node: cst.Import) -> None:
-        self._in_import += 1
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self._in_import += 1
-
     def leave_Attribute(self, original_node: cst.Attribute,
                         updated_node: cst.Attribute) -> cst.BaseExpression:
         name = updated_node.attr.value
-        if self._in_import or name not in self.names.rewrites:
+        if self.context.in_import or name not in self.names.rewrites:
             return updated_node
         owner = original_node.value
         if not (isinstance(owner, cst.Attribute) and owner.attr.value == "cuda"
@@ -121,7 +114,6 @@ class TorchCudaApi(Rule):
 
     # -- imports -------------------------------------------------------------------------------
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
-        self._in_import -= 1
         names = list(updated_node.names)
         changed = False
         for i, (orig, alias) in enumerate(zip(original_node.names, updated_node.names)):
@@ -136,7 +128,6 @@ class TorchCudaApi(Rule):
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom,
                          updated_node: cst.ImportFrom) -> cst.ImportFrom:
-        self._in_import -= 1
         if updated_node.relative or isinstance(updated_node.names, cst.ImportStar):
             return updated_node
         module = dotted_name(updated_node.module)
