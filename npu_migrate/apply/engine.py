@@ -137,7 +137,10 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     if language != "python":
         return _migrate_text_rules(text, path, ruleset, language, outcome)
     candidates = ruleset.matching(ruleset.python, text)
-    if not candidates:
+    # final-sweep rules (NPU900) look at the migrated text once, after every other rule
+    sweeps = [cls for cls in candidates if getattr(cls, "final_sweep", False)]
+    candidates = [cls for cls in candidates if cls not in sweeps]
+    if not candidates and not sweeps:
         return outcome
     tree = tree or _parse_ast(text, path, outcome)
     if tree is None:
@@ -175,6 +178,8 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
         for text_added in added:
             context.edits.append(Edit("NPU100", f"added `{text_added}`", line, 1))
             line += 1
+    for cls in sweeps:
+        cls(context).sweep(new_text)  # type: ignore[attr-defined]
     outcome.edits = sorted(context.edits, key=lambda e: (e.line, e.col))
     outcome.diagnostics = _unsuppressed(context)
     if new_text != text:

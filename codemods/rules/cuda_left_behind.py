@@ -1,0 +1,112 @@
+"""NPU900: the final sweep. After every other rule ran, whatever CUDA-specific code is still in
+the migrated text and no other diagnostic speaks about is reported here, so a migration is
+never silent about what it did not do.
+
+The sweep reads the *rewritten* text with `ast` (`codemods.framework.cudasites`): a construct
+still there is one no rule rewrote. It is reported unless another rule already reported
+something on the same statement of the original file. Comments, docstrings, log and help texts
+and paths are never sites (see `cudasites`). Lines are mapped back from the rewritten text to
+the original one, so the report points at the user's file as it is on disk.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import difflib
+import warnings
+from typing import ClassVar
+
+from codemods.framework.base import Fix, Rule
+from codemods.framework.cudasites import (
+    CUDA_ONLY_LIBRARIES,
+    cuda_sites,
+    statement_spans,
+)
+from codemods.framework.facts import FileFacts
+from codemods.framework.imports import split_lines
+from npu_migrate.core.diagnostics import Diagnostic, Severity
+
+# cheap: any word the scanner can find starts with one of these (case-insensitive spellings
+# of the library names included)
+PREFILTER = (r"(?i:cuda|nccl|cudnn|cublas|nvtx|nvml|gpus\s*=|accelerator\s*=|"
+             + "|".join(sorted(lib.split(".")[0] for lib in CUDA_ONLY_LIBRARIES)) + ")")
+
+_ROUTES = {
+    "api": "use its torch.npu / torch_npu counterpart, or keep it on a CUDA-only branch",
+    "method": "use `.npu()` / `.to(device)` / `.is_npu`",
+    "string": "if it names a device, backend or variable, write the NPU one "
+              "(\"npu\", \"hccl\", ASCEND_*/HCCL_*, CANNExecutionProvider)",
+    "library": "CUDA-only: keep it on a CUDA-only branch or replace it (docs/rules-third-party.md)",
+    "keyword": "select the NPU (\"npu\") the way the framework documents it",
+}
+
+
+class CudaLeftBehind(Rule):
+    code = "NPU900"
+    name = "cuda-left-behind"
+    summary = "Final sweep: CUDA-specific code still in the migrated file that no rule rewrote or reported"
+    fix = Fix.NONE
+    severity = Severity.WARNING
+    prefilter = PREFILTER
+    # the engine runs this rule once per file, after all others, on the migrated text
+    final_sweep: ClassVar[bool] = True
+
+    def sweep(self, new_text: str) -> None:
+        """Append an NPU900 diagnostic for every site of `new_text` nothing else covers."""
+        context = self.context
+        tree = context.facts.tree if new_text == context.source else _parse(new_text)
+        if tree is None:
+            return  # the engine reports a rewrite that does not parse
+        facts = context.facts if tree is context.facts.tree else FileFacts.from_tree(tree)
+        sites = cuda_sites(tree, facts)
+        if not sites:
+            return
+        to_old = _line_map(context.source, new_text)
+        covered = self._covered_lines(context.facts.tree)
+        for site in sites:
+            line = to_old(site.line)
+            if line in covered:
+                continue
+            context.diagnostics.append(Diagnostic(
+                self.code, f"`{site.construct}` is still CUDA-specific and no rule handled it: {_ROUTES[site.kind]}",
+                context.path, line, site.col, self.severity))
+
+    def _covered_lines(self, tree: ast.Module) -> set[int]:
+        """Original lines on which another rule has reported: a diagnostic covers its whole
+        statement (a multi-line call, an `if` header)."""
+        reported = sorted({d.line for d in self.context.diagnostics if d.code != self.code})
+        covered = set(reported)
+        if not reported:
+            return covered
+        for first, last in statement_spans(tree):
+            at = bisect.bisect_left(reported, first)
+            if at < len(reported) and reported[at] <= last:
+                covered.update(range(first, last + 1))
+        return covered
+
+
+def _parse(text: str) -> ast.Module | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+
+def _line_map(old: str, new: str):  # type: ignore[no-untyped-def]
+    """new line number -> the original line it came from (a line the rewrite added maps to the
+    original line at that place)."""
+    if old == new:
+        return lambda line: line
+    old_lines, new_lines = split_lines(old), split_lines(new)
+    mapping: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for offset, j in enumerate(range(j1, j2)):
+            if tag == "equal":
+                mapping[j + 1] = i1 + offset + 1
+            else:
+                mapping[j + 1] = min(i1 + offset, max(i1, i2 - 1)) + 1
+    return lambda line: mapping.get(line, line)
