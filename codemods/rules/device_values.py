@@ -24,9 +24,19 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule
-from codemods.framework.devicevalues import INDEX_OPTION, DevicePlaces, FileFlow, Finding
+from codemods.framework.devicevalues import (
+    INDEX_OPTION,
+    DevicePlaces,
+    FileFlow,
+    Finding,
+)
 from codemods.framework.positions import node_positions
-from codemods.rules.device_strings import code_of, device_expr, device_positions, mentions_cuda
+from codemods.rules.device_strings import (
+    code_of,
+    device_expr,
+    device_positions,
+    mentions_cuda,
+)
 from npu_migrate.core.diagnostics import Severity
 
 _PLAIN = re.compile(r"cuda(:\d+)?")

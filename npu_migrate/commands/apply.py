@@ -17,6 +17,7 @@ from npu_migrate.apply.cache import DEFAULT_DIR, Cache, run_key
 from npu_migrate.core.config import ConfigError, Settings, load_settings
 from npu_migrate.core.diffs import colourise, unified_diff
 from npu_migrate.core.discovery import SKIP_DIRS, discover
+from npu_migrate.apply.project import attach_project_facts
 from npu_migrate.apply.runner import FileResult, RunPlan, process_bytes, run
 from npu_migrate.apply.selection import SelectionError, changed_since, parse_shard, shard
 from npu_migrate.core.sources import write_atomic
@@ -128,6 +129,8 @@ def _files(paths: Sequence[str], settings: Settings, exclude: Sequence[str], pla
     suffixes = plan.ruleset_for("").suffixes()
     files = discover(paths, list(exclude) + settings.exclude, suffixes, settings.respect_gitignore,
                      root=settings.root)
+    # project facts (issue 14) come from every discovered file, before the set is narrowed
+    attach_project_facts(plan, files, settings.root)
     if since:
         changed = changed_since(since, paths)
         files = [f for f in files if os.path.abspath(f) in changed]
