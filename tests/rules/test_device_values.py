@@ -3,6 +3,7 @@ the project index for module constants read by other modules."""
 
 import ast
 import os
+from pathlib import Path
 
 import pytest
 import rule_cases
@@ -127,11 +128,11 @@ def test_constant_used_as_a_device_by_another_module_is_rewritten(tmp_path):
     uses = index[os.path.abspath(settings)]["ACCEL"]
     assert len(uses["device"]) == 2 and uses["other"] == []
     ruleset = RuleSet(select_rules(all_rules(), select=CODES), {INDEX_OPTION: index})
-    outcome = migrate_text(open(settings).read(), settings, ruleset)
+    outcome = migrate_text(Path(settings).read_text(), settings, ruleset)
     assert outcome.new_text == "ACCEL = 'npu'\n"
     assert "pkg/train.py" in outcome.edits[0].message  # the evidence names the other module
     # without the index (another shard's view of one file), nothing is proven
-    alone = migrate_text(open(settings).read(), settings, RuleSet(select_rules(all_rules(), select=CODES)))
+    alone = migrate_text(Path(settings).read_text(), settings, RuleSet(select_rules(all_rules(), select=CODES)))
     assert alone.new_text is None
 
 
@@ -141,7 +142,7 @@ def test_constant_also_used_as_text_elsewhere_is_reported(tmp_path):
                                       "def f(x):\n    open(ACCEL + '.log')\n    return x.to(ACCEL)\n")
     index = project_device_index([settings, user], str(tmp_path), device_places())
     ruleset = RuleSet(select_rules(all_rules(), select=CODES), {INDEX_OPTION: index})
-    outcome = migrate_text(open(settings).read(), settings, ruleset)
+    outcome = migrate_text(Path(settings).read_text(), settings, ruleset)
     assert outcome.new_text is None
     assert [d.code for d in outcome.diagnostics] == ["NPU500"]
 
