@@ -1,0 +1,125 @@
+"""NPU510-NPU511: CUDA-only stacks stay consistent.
+
+NPU510: ONNX Runtime's `"CUDAExecutionProvider"` becomes `"CANNExecutionProvider"` (ONNX Runtime's
+Ascend provider, onnxruntime-cann builds) in files that use onnxruntime; its options dict
+(`device_id`, ...) carries over. `"TensorrtExecutionProvider"` has no Ascend counterpart and is
+reported.
+
+NPU511: a branch that selects a CUDA-only library (TensorRT, Triton, bitsandbytes, xFormers,
+flash-attn, apex, CuPy, NVML, Transformer Engine, the TensorRT provider) under a CUDA guard
+(`if device.type == "cuda":`, `if torch.cuda.is_available():`, `if x.is_cuda:`) keeps its guard
+on CUDA: the device rules would otherwise turn the guard into an NPU test and send the NPU into
+code that only runs on CUDA. The guard's rewrite is undone (with the edits that described it)
+and the branch is reported with its route. On the NPU the branch is then skipped, as it would
+be on any machine without CUDA.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import libcst as cst
+import libcst.matchers as m
+
+from codemods.framework.base import Fix, Rule, dotted_parts
+from npu_migrate.core.diagnostics import Severity
+
+CUDA_ONLY = frozenset({"tensorrt", "torch_tensorrt", "triton", "bitsandbytes", "xformers", "flash_attn",
+                       "apex", "cupy", "cupyx", "pynvml", "transformer_engine", "pycuda"})
+_CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
+_PROVIDER = "CUDAExecutionProvider"
+_TENSORRT = "TensorrtExecutionProvider"
+
+
+def _string(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+class OnnxRuntimeCann(Rule):
+    code = "NPU510"
+    name = "onnxruntime-cann-provider"
+    summary = "ONNX Runtime `CUDAExecutionProvider` becomes `CANNExecutionProvider`; the TensorRT provider is reported"
+    fix = Fix.SAFE
+    severity = Severity.WARNING
+    prefilter = r"(?:CUDA|Tensorrt)ExecutionProvider"
+
+    def _uses_onnxruntime(self) -> bool:
+        return any(t == "onnxruntime" or t.startswith("onnxruntime.") for t in self.context.facts.aliases.values())
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> Any:
+        value = _string(updated_node)
+        if value not in (_PROVIDER, _TENSORRT) or not self._uses_onnxruntime():
+            return updated_node
+        if value == _TENSORRT:
+            self.report(original_node, "ONNX Runtime's TensorRT provider has no Ascend counterpart: drop it "
+                                       "(CANNExecutionProvider runs the model on the NPU)")
+            return updated_node
+        self.fixed(original_node, '"CUDAExecutionProvider" → "CANNExecutionProvider" (ONNX Runtime on Ascend)')
+        return updated_node.with_changes(value=updated_node.value.replace(_PROVIDER, "CANNExecutionProvider"))
+
+
+class CudaOnlyBranch(Rule):
+    code = "NPU511"
+    name = "cuda-only-branch"
+    summary = "A CUDA guard around a CUDA-only library stays a CUDA guard (never half-migrated) and is reported"
+    fix = Fix.NONE
+    severity = Severity.WARNING
+    prefilter = "|".join(sorted(CUDA_ONLY | {_TENSORRT}))
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
+        if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
+            return updated_node
+        library = self._cuda_only_use(original_node.body)
+        if library is None:
+            return updated_node
+        self._forget_edits_in(original_node.test)
+        self.report(original_node, f"this CUDA branch uses {library}, which runs only on CUDA: the guard stays "
+                                   "on CUDA (so the NPU skips the branch); port the branch by hand to give the "
+                                   "NPU the same feature")
+        return updated_node.with_changes(test=original_node.test)
+
+    def _cuda_guard(self, test: cst.BaseExpression) -> bool:
+        for node in m.findall(test, m.SimpleString() | m.Call() | m.Attribute()):
+            if isinstance(node, cst.SimpleString) and _CUDA_LITERAL.fullmatch(_string(node) or ""):
+                return True
+            if isinstance(node, cst.Call) and self.resolve(node.func) == "torch.cuda.is_available":
+                return True
+            if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
+                return True
+        return False
+
+    def _cuda_only_use(self, body: cst.CSTNode) -> str | None:
+        for node in m.findall(body, m.Name() | m.Attribute() | m.SimpleString() | m.Import() | m.ImportFrom()):
+            if isinstance(node, cst.SimpleString):
+                if _string(node) == _TENSORRT:
+                    return "ONNX Runtime's TensorRT provider"
+                continue
+            if isinstance(node, (cst.Import, cst.ImportFrom)):
+                modules = ([dotted_parts(a.name) for a in node.names] if isinstance(node, cst.Import)
+                           else [dotted_parts(node.module) if node.module else None])
+                for parts in modules:
+                    if parts and parts[0] in CUDA_ONLY:
+                        return f"`{'.'.join(parts)}`"
+                continue
+            qualified = self.resolve(node)
+            if qualified and qualified.split(".")[0] in CUDA_ONLY:
+                return f"`{qualified.split('.')[0]}`"
+        return None
+
+    def _forget_edits_in(self, test: cst.BaseExpression) -> None:
+        """Drop what other rules recorded about the guard's rewrite, which is undone here."""
+        inside: set[int] = set()
+
+        class Collect(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                inside.add(id(node))
+                return True
+
+        test.visit(Collect())
+        runner = self.runner
+        assert runner is not None
+        runner._accepted = [(node, make) for node, make in runner._accepted if id(node) not in inside]
