@@ -1,0 +1,65 @@
+"""NPU530: test doubles of `torch.cuda` follow the code they mock.
+
+After migration the code calls `torch.npu.is_available()`; a test that still patches
+`torch.cuda.is_available` would patch nothing the code reads. So `mock.patch("torch.cuda.X")`,
+`mock.patch.object(torch.cuda, "X")`, `monkeypatch.setattr(torch.cuda, "X", ...)` and
+`monkeypatch.setattr("torch.cuda.X", ...)` move to `torch.npu` when NPU120 moves `X` there
+(decorators included). Skip markers (`@pytest.mark.skipif(not torch.cuda.is_available())`) are
+plain `torch.cuda` calls that NPU120 rewrites; their `reason=` text is left as written.
+A target torch.npu lacks is reported (the test would patch a name that does not exist).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from codemods.framework.base import Fix, Rule
+from codemods.rules.torch_cuda_api import cuda_names
+from npu_migrate.core.diagnostics import Severity
+
+_PATCHERS = frozenset({"patch", "setattr", "delattr", "object"})
+
+
+class CudaTestMocks(Rule):
+    code = "NPU530"
+    name = "cuda-test-mocks"
+    summary = "`mock.patch(\"torch.cuda.X\")`, `patch.object(torch.cuda, \"X\")`, `monkeypatch.setattr(torch.cuda, ...)` move to torch.npu"
+    fix = Fix.SAFE
+    severity = Severity.WARNING
+    prefilter = r"\b(?:patch|setattr|delattr)\b"
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
+        func = original_node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name not in _PATCHERS or not original_node.args or name in ("setattr", "delattr") and isinstance(func, cst.Name):
+            return updated_node  # builtin setattr is not a test double
+        first = original_node.args[0].value
+        rewrites = cuda_names().rewrites
+        if isinstance(first, cst.SimpleString) and isinstance(first.evaluated_value, str):
+            target = first.evaluated_value
+            if not target.startswith("torch.cuda."):
+                return updated_node
+            member = target.removeprefix("torch.cuda.").split(".")[0]
+            if rewrites.get(member) != member:
+                self.report(original_node, f"the test patches `{target}`, which torch.npu lacks: patch what the migrated code calls")
+                return updated_node
+            new = updated_node.args[0].value
+            assert isinstance(new, cst.SimpleString)
+            self.fixed(original_node, f"patch target `{target}` → `torch.npu.{target[len('torch.cuda.'):]}`")
+            arg = updated_node.args[0].with_changes(value=new.with_changes(value=new.value.replace("torch.cuda.", "torch.npu.", 1)))
+            return updated_node.with_changes(args=[arg, *updated_node.args[1:]])
+        if self.resolve(first) != "torch.cuda" or not isinstance(first, cst.Attribute) or len(original_node.args) < 2:
+            return updated_node
+        member_node = original_node.args[1].value
+        member = member_node.evaluated_value if isinstance(member_node, cst.SimpleString) else None
+        if not isinstance(member, str) or rewrites.get(member) != member:
+            self.report(original_node, "the test patches an attribute of `torch.cuda` that torch.npu may lack: "
+                                       "patch what the migrated code calls")
+            return updated_node
+        new_first = updated_node.args[0].value
+        assert isinstance(new_first, cst.Attribute)
+        self.fixed(original_node, f"patched object `torch.cuda` → `torch.npu` (`{member}`)")
+        arg = updated_node.args[0].with_changes(value=new_first.with_changes(attr=cst.Name("npu")))
+        return updated_node.with_changes(args=[arg, *updated_node.args[1:]])
