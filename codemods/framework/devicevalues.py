@@ -386,8 +386,11 @@ class FileFlow:
         if isinstance(parent, ast.Compare):  # NPU104: `device == "cuda"`, `"cuda" in device`
             return any(_spelled(o).lower() in names or (isinstance(o, ast.Attribute) and o.attr == "type")
                        for o in [parent.left, *parent.comparators] if o is not node)
-        if isinstance(parent, ast.keyword) and parent.arg in self.places.keywords:
-            return True
+        if isinstance(parent, ast.keyword):
+            call = self.parents.get(id(parent))
+            spec = self.places.functions.get(_qualified(call.func, self.aliases) or "") \
+                if isinstance(call, ast.Call) else None
+            return parent.arg in self.places.keywords or bool(spec and parent.arg in spec[1])
         if isinstance(parent, (ast.Assign, ast.AnnAssign)) and (
                 self.scope_of.get(id(parent)) is not self.tree
                 or isinstance(self.parents.get(id(parent)), ast.ClassDef)):
