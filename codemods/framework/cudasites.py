@@ -1,6 +1,6 @@
 """Where a Python file still does something only CUDA can do: an `ast` scan, no LibCST.
 
-The final sweep (NPU900) runs this over the *migrated* text of a file, so whatever is found
+The final sweep (NPU599) runs this over the *migrated* text of a file, so whatever is found
 here is a construct no rule rewrote. A site is code, never a comment, a docstring or text that
 only mentions CUDA: a string counts only when it has the exact shape of a device (`"cuda"`,
 `"cuda:0"`, `"cuda:%d"`, `f"cuda:{i}"`), a backend (`"nccl"`), a CUDA environment variable, an

@@ -1,4 +1,4 @@
-"""NPU900: the final sweep. After every other rule ran, whatever CUDA-specific code is still in
+"""NPU599: the final sweep. After every other rule ran, whatever CUDA-specific code is still in
 the migrated text and no other diagnostic speaks about is reported here, so a migration is
 never silent about what it did not do.
 
@@ -43,7 +43,7 @@ _ROUTES = {
 
 
 class CudaLeftBehind(Rule):
-    code = "NPU900"
+    code = "NPU599"
     name = "cuda-left-behind"
     summary = "Final sweep: CUDA-specific code still in the migrated file that no rule rewrote or reported"
     fix = Fix.NONE
@@ -53,7 +53,7 @@ class CudaLeftBehind(Rule):
     final_sweep: ClassVar[bool] = True
 
     def sweep(self, new_text: str) -> None:
-        """Append an NPU900 diagnostic for every site of `new_text` nothing else covers."""
+        """Append an NPU599 diagnostic for every site of `new_text` nothing else covers."""
         context = self.context
         tree = context.facts.tree if new_text == context.source else _parse(new_text)
         if tree is None:

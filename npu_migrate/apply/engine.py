@@ -137,7 +137,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     if language != "python":
         return _migrate_text_rules(text, path, ruleset, language, outcome)
     candidates = ruleset.matching(ruleset.python, text)
-    # final-sweep rules (NPU900) look at the migrated text once, after every other rule
+    # final-sweep rules (NPU599) look at the migrated text once, after every other rule
     sweeps = [cls for cls in candidates if getattr(cls, "final_sweep", False)]
     candidates = [cls for cls in candidates if cls not in sweeps]
     if not candidates and not sweeps:

@@ -1,4 +1,4 @@
-"""NPU900, the final sweep: CUDA-specific code left in the migrated text and covered by no
+"""NPU599, the final sweep: CUDA-specific code left in the migrated text and covered by no
 other diagnostic is reported; text, comments, docstrings and what rules handled are not."""
 
 import pytest
@@ -12,7 +12,7 @@ T = "import torch\n"
 
 
 def sweep_only(src: str) -> list:
-    return [d for d in rule_cases.migrate(src, ["NPU900"]).diagnostics if d.code == "NPU900"]
+    return [d for d in rule_cases.migrate(src, ["NPU599"]).diagnostics if d.code == "NPU599"]
 
 
 def with_defaults(src: str):
@@ -74,7 +74,7 @@ def test_text_and_comments_are_not_sites(src):
 def test_nothing_left_after_rules_that_handle_everything():
     src = T + "def f(x):\n    torch.cuda.synchronize()\n    return x.cuda().to('cuda:0')\n"
     outcome = with_defaults(src)
-    assert [d for d in outcome.diagnostics if d.code == "NPU900"] == []
+    assert [d for d in outcome.diagnostics if d.code == "NPU599"] == []
     assert "torch.npu.synchronize()" in outcome.new_text
 
 
@@ -88,14 +88,14 @@ def test_report_points_at_the_original_line_after_an_import_was_added():
     src = T + "def f(x):\n    x = x.cuda()\n    d = 'cuda:%d' % 3\n    return torch.device(d)\n"
     outcome = with_defaults(src)
     assert outcome.new_text.count("\n") > src.count("\n")  # `import torch_npu` was added
-    left = [d for d in outcome.diagnostics if d.code == "NPU900"]
+    left = [d for d in outcome.diagnostics if d.code == "NPU599"]
     lines = src.splitlines()
     for diagnostic in left:
         assert "cuda" in lines[diagnostic.line - 1]
 
 
 def test_suppression_comment_silences_the_sweep():
-    assert sweep_only("backend = 'nccl'  # npu-migrate: ignore[NPU900]\n") == []
+    assert sweep_only("backend = 'nccl'  # npu-migrate: ignore[NPU599]\n") == []
 
 
 def test_scanner_keeps_source_order_and_each_site_once():
