@@ -20,6 +20,7 @@ import libcst as cst
 
 from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 from codemods.framework.base import Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
@@ -100,7 +101,7 @@ class RuleSet:
 
     def suffixes(self) -> tuple[str, ...]:
         """The file suffixes this rule set has something to say about."""
-        found = (".py",) if self.python else ()
+        found = (".py", NOTEBOOK_SUFFIX) if self.python else ()
         for language, rules in self.text_rules.items():
             found += TEXT_LANGUAGES[language] if rules else ()
         return found
@@ -116,6 +117,10 @@ def language_of(path: str) -> str:
 def migrate_text(text: str, path: str, ruleset: RuleSet, tree: ast.Module | None = None) -> FileOutcome:
     """Migrate one file's decoded text. Never raises: errors land in `error`, and the file
     is left as it was. `tree`, when the caller has already parsed `text` with `ast`, saves a parse."""
+    if path.endswith(NOTEBOOK_SUFFIX):  # code cells as one Python text (issue 14)
+        from npu_migrate.apply.notebook_run import migrate_notebook
+
+        return migrate_notebook(text, path, lambda code, name: migrate_text(code, name, ruleset))
     try:
         try:
             return _migrate(text, path, ruleset, tree=tree)
