@@ -130,9 +130,9 @@ def scan(text: str) -> list[Site]:
             continue
         if tok.type != tokenize.STRING:
             continue
-        if before is None or before.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
-            if after is None or after.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
-                continue  # a string statement: a docstring
+        statement_start = before is None or before.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+        if statement_start and (after is None or after.type in (tokenize.NEWLINE, tokenize.ENDMARKER)):
+            continue  # a string statement: a docstring
         if any(c in _TEXT_CALLS for c in calls):
             continue
         keyword = tokens[i - 2].string if i >= 2 and before is not None and before.string == "=" else None
