@@ -102,6 +102,9 @@ def scan(text: str) -> list[Site]:
         return []
     sites: list[Site] = []
     calls: list[str] = []  # the name before each open bracket
+    # the project's own functions and classes are not CUDA constructs, whatever their names say
+    # (`def is_cudnn_snafu`, `class CudaModule`): what their bodies do is scanned
+    own = set(re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.MULTILINE))
     for i, tok in enumerate(tokens):
         before = tokens[i - 1] if i else None
         after = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -114,6 +117,8 @@ def scan(text: str) -> list[Site]:
             continue
         line = tok.start[0]
         dotted = before is not None and before.string == "."
+        if tok.type == tokenize.NAME and tok.string in own:
+            continue
         if tok.type == tokenize.NAME:
             name = tok.string
             if name in ("import", "from") and after is not None and after.type == tokenize.NAME \

@@ -121,9 +121,7 @@ class _Scanner(ast.NodeVisitor):
         if top in CUDA_ONLY_LIBRARIES or module.startswith("numba.cuda"):
             self.add(node, "library", f"import {module}")
             return True
-        # `import torch.backends.cudnn` works on any machine; its settings are the sites
-        if not module.startswith("torch.backends.") and any(
-                _CUDA_PART.search(part) for part in module.split(".")[1:]):
+        if any(_CUDA_PART.search(part) for part in module.split(".")[1:]):
             self.add(node, "api", f"import {module}")
             return True
         return False
@@ -193,6 +191,22 @@ class _Scanner(ast.NodeVisitor):
             for node in ast.walk(value):
                 if isinstance(node, ast.Constant):
                     self._skip.add(id(node))
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        """`cfg.trainer.accelerator = "gpu"`, `cfg["accelerator"] = "cuda"`: a framework switch set
+        through a config object."""
+        value = node.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            for target in node.targets:
+                name = target.attr if isinstance(target, ast.Attribute) else \
+                    target.id if isinstance(target, ast.Name) else \
+                    target.slice.value if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
+                    else None
+                shape = _CUDA_KEYWORDS.get(name) if isinstance(name, str) else None
+                if shape is not None and shape.fullmatch(value.value) and value.value != "auto":
+                    self.add(value, "keyword", f'{name} = "{value.value}"')
+                    self._skip.add(id(value))
+        self.generic_visit(node)
 
     # -- strings ---------------------------------------------------------------------------------
     def visit_Constant(self, node: ast.Constant) -> None:

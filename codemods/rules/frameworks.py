@@ -40,6 +40,13 @@ def _lightning(qualified: str | None, names: frozenset[str]) -> bool:
     return parts[0] in _LIGHTNING_ROOTS and parts[-1] in names
 
 
+def _branches(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values an expression can take: both branches of `a if c else b`, else itself."""
+    if isinstance(node, cst.IfExp):
+        return _branches(node.body) + _branches(node.orelse)
+    return [node]
+
+
 def _text(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value
@@ -60,8 +67,10 @@ class LightningAccelerator(Rule):
             return
         for arg in node.args:
             keyword = arg.keyword.value if arg.keyword else None
-            if keyword == "accelerator" and (_text(arg.value) or "").lower() in _CUDA_ACCELERATORS:
-                self.report(arg, f"`accelerator={_text(arg.value)!r}` selects CUDA: {_ROUTE}")
+            chosen = [_text(v) for v in _branches(arg.value)]
+            cuda = [c for c in chosen if (c or "").lower() in _CUDA_ACCELERATORS]
+            if keyword == "accelerator" and cuda:
+                self.report(arg, f"`accelerator={cuda[0]!r}` selects CUDA: {_ROUTE}")
             elif keyword == "gpus":
                 self.report(arg, f"`gpus=` (Lightning < 2.0) selects CUDA devices: {_ROUTE}")
 

@@ -42,6 +42,8 @@ LEFT = [
     ("import lightning as L\nt = L.Trainer(accelerator='gpu')\n", 2, 'accelerator="gpu"'),
     ("from lightning.pytorch.accelerators import CUDAAccelerator\n", 1, "CUDAAccelerator"),
     ("import torch.distributed as dist\nb = dist.Backend.NCCL\n", 2, "torch.distributed.Backend.NCCL"),
+    ("import torch.backends.cudnn as cudnn\n", 1, "import torch.backends.cudnn"),
+    ("cfg.trainer.accelerator = 'gpu'\n", 1, 'accelerator = "gpu"'),
 ]
 
 
@@ -62,6 +64,7 @@ UNTOUCHED = [
     "import argparse\np = argparse.ArgumentParser()\np.add_argument('--no-cuda', action='store_true', help='cuda')\n",
     "if args.cuda:\n    pass\n",  # a flag named cuda, not a CUDA construct
     "use_cuda = False\n",
+    "cfg.trainer.accelerator = 'auto'\n",
     "x = 'Using CUDA_VISIBLE_DEVICES from the environment'\n",  # text, not the variable's name
 ]
 

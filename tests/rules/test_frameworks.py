@@ -48,6 +48,7 @@ def test_rewrites(src, expected):
 @pytest.mark.parametrize("src,fragment", [
     (L + "t = L.Trainer(accelerator='gpu', devices=2)\n", "accelerator='gpu'"),
     (L + "t = L.Fabric(accelerator='cuda')\n", "accelerator='cuda'"),
+    (L + "t = L.Trainer(accelerator='gpu' if on_gpu else 'cpu')\n", "accelerator='gpu'"),
     ("import pytorch_lightning as pl\nt = pl.Trainer(gpus=2)\n", "gpus="),
     ("from lightning.pytorch.accelerators import CUDAAccelerator\na = CUDAAccelerator()\n", "CUDAAccelerator"),
 ])
