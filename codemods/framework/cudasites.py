@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from codemods.framework.facts import FileFacts, ast_dotted_parts
+from codemods.framework.facts import FileFacts, ast_dotted_parts, iter_statements
 
 # the top-level modules of libraries that run on NVIDIA GPUs only
 CUDA_ONLY_LIBRARIES = frozenset({
@@ -236,9 +236,7 @@ def cuda_sites(tree: ast.Module, facts: FileFacts | None = None) -> list[Site]:
 
 def statement_spans(tree: ast.Module) -> Iterator[tuple[int, int]]:
     """(first, last) line of every simple statement and of every compound statement's header."""
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt):
-            continue
+    for node in iter_statements(tree.body):  # statements only: expressions are not walked
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
             yield node.lineno, max(node.lineno, body[0].lineno - 1)

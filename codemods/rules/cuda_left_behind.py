@@ -18,19 +18,15 @@ import warnings
 from typing import ClassVar
 
 from codemods.framework.base import Fix, Rule
-from codemods.framework.cudasites import (
-    CUDA_ONLY_LIBRARIES,
-    cuda_sites,
-    statement_spans,
-)
+from codemods.framework.cudasites import cuda_sites, statement_spans
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import split_lines
 from npu_migrate.core.diagnostics import Diagnostic, Severity
 
-# cheap: any word the scanner can find starts with one of these (case-insensitive spellings
-# of the library names included)
-PREFILTER = (r"(?i:cuda|nccl|cudnn|cublas|nvtx|nvml|gpus\s*=|accelerator\s*=|"
-             + "|".join(sorted(lib.split(".")[0] for lib in CUDA_ONLY_LIBRARIES)) + ")")
+# Files that can hold a site spell one of these (a plain alternation: `(?i)` or a long list of
+# library names makes this search the slowest of all prefilters). A file that imports a CUDA-only
+# library and says nothing else about CUDA is reported by NPU301-NPU314, not swept.
+PREFILTER = r"cuda|CUDA|Cuda|cudnn|nccl|NCCL|CUBLAS|Tensorrt|gpus\s*=|accelerator\s*="
 
 _ROUTES = {
     "api": "use its torch.npu / torch_npu counterpart, or keep it on a CUDA-only branch",
@@ -63,9 +59,14 @@ class CudaLeftBehind(Rule):
         if not sites:
             return
         to_old = _line_map(context.source, new_text)
-        covered = self._covered_lines(context.facts.tree)
+        covered: set[int] | None = None
+        reported = {d.line for d in context.diagnostics if d.code != self.code}
         for site in sites:
             line = to_old(site.line)
+            if line in reported:
+                continue
+            if covered is None:  # statements are mapped only when some site needs it
+                covered = self._covered_lines(context.facts.tree)
             if line in covered:
                 continue
             context.diagnostics.append(Diagnostic(

@@ -45,7 +45,7 @@ class OnnxRuntimeCann(Rule):
     summary = "ONNX Runtime `CUDAExecutionProvider` becomes `CANNExecutionProvider`; the TensorRT provider is reported"
     fix = Fix.SAFE
     severity = Severity.WARNING
-    prefilter = r"(?:CUDA|Tensorrt)ExecutionProvider"
+    prefilter = r"ExecutionProvider"
 
     def _uses_onnxruntime(self) -> bool:
         return any(t == "onnxruntime" or t.startswith("onnxruntime.") for t in self.context.facts.aliases.values())

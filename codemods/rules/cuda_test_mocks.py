@@ -28,7 +28,8 @@ class CudaTestMocks(Rule):
     summary = "`mock.patch(\"torch.cuda.X\")`, `patch.object(torch.cuda, \"X\")`, `monkeypatch.setattr(torch.cuda, ...)` move to torch.npu"
     fix = Fix.SAFE
     severity = Severity.WARNING
-    prefilter = r"\b(?:patch|setattr|delattr)\b"
+    # a patcher whose first argument names torch.cuda (as a dotted string or an object)
+    prefilter = r"cuda(?:\.\w+)*[\"']?\s*,|cuda\.\w+[\"']\s*\)"
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         func = original_node.func

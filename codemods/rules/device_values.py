@@ -32,6 +32,7 @@ from codemods.framework.devicevalues import (
 )
 from codemods.framework.positions import node_positions
 from codemods.rules.device_strings import (
+    PREFILTER,
     code_of,
     device_expr,
     device_positions,
@@ -69,7 +70,7 @@ class DeviceValueFlow(Rule):
     fix = Fix.SAFE
     severity = Severity.WARNING
     needs_torch_npu = True
-    prefilter = r"""['"]cuda\b|\bf['"]cuda"""
+    prefilter = PREFILTER  # NPU103's: the same pattern is searched once per file
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)

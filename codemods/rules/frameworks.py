@@ -60,7 +60,7 @@ class LightningAccelerator(Rule):
     summary = "Lightning/Fabric `accelerator=\"cuda\"|\"gpu\"`, `gpus=` and `CUDAAccelerator` are reported with the NPU route"
     fix = Fix.NONE
     severity = Severity.WARNING
-    prefilter = r"\b(?:Trainer|Fabric|CUDAAccelerator)\b"
+    prefilter = r"accelerator\s*=|gpus\s*=|CUDAAccelerator"  # no leading \b: literals scan fast
 
     def visit_Call(self, node: cst.Call) -> None:
         if not _lightning(self.resolve(node.func), _ENTRY_POINTS):
@@ -110,7 +110,7 @@ class HuggingFaceNoCuda(Rule):
     name = "hf-no-cuda"
     summary = "Hugging Face `TrainingArguments(no_cuda=...)` becomes `use_cpu=...`"
     fix = Fix.SAFE
-    prefilter = r"\bno_cuda\s*="
+    prefilter = r"no_cuda\s*="
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         qualified = self.resolve(original_node.func) or ""

@@ -21,7 +21,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule, dotted_name
-from codemods.rules.torch_cuda_api import alias_uses, cuda_names
+from codemods.rules.torch_cuda_api import PREFILTER, alias_uses, cuda_names
 from npu_migrate.core.diagnostics import Severity
 
 _INTROSPECTION = frozenset({"getattr", "hasattr"})
@@ -47,7 +47,7 @@ class CudaModuleName(Rule):
     summary = "`from torch import cuda` becomes `from torch import npu` and `cuda.X` uses become `npu.X`"
     fix = Fix.SAFE
     needs_torch_npu = True
-    prefilter = r"\bcuda\.|from\s+torch\s+import[^\n]*\bcuda\b"
+    prefilter = PREFILTER  # NPU120's: the same pattern is searched once per file
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
@@ -102,7 +102,7 @@ class TorchCudaAsValue(Rule):
     fix = Fix.SAFE
     needs_torch_npu = True
     severity = Severity.WARNING
-    prefilter = r"\b(?:get|has)attr\("
+    prefilter = r"attr\(\s*[\w.]*\bcuda\s*,"
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         func = original_node.func
