@@ -16,6 +16,7 @@ that the final sweep NPU599 uses), so the count does not grade the tool with its
 to review (bench/hunk_review.md keeps the reviewed list).
 
     python bench/no_silent_miss.py [--corpus /work/corpus] [--repeat 3] [--list-silent]
+                                   [--baseline OTHER_CHECKOUT] [--hunks 220]
 """
 
 from __future__ import annotations
@@ -262,22 +263,31 @@ def _diagnostic_lines(entry: dict) -> list[dict]:
     return found
 
 
-def run_project(folder: Path, repeat: int, hunks: list[tuple[str, str]] | None) -> tuple[Tally, float]:
-    times = []
+def _apply(source: Path, folder: Path, copy: Path) -> tuple[float, dict]:
+    """One `apply` process of the checkout at `source` over `folder`: (seconds, JSON output)."""
+    shutil.rmtree(copy, ignore_errors=True)
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--no-cache", "--isolated",
+                             "--format", "json", "--output-dir", str(copy), str(folder)],
+                            capture_output=True, text=True, cwd=folder.parent,
+                            env={**os.environ, "PYTHONPATH": str(source)}, check=False)
+    seconds = time.perf_counter() - start
+    if result.returncode not in (0, 1):
+        raise SystemExit(f"{folder.name}: apply ({source}) failed ({result.returncode}): {result.stderr[-2000:]}")
+    return seconds, json.loads(result.stdout)
+
+
+def run_project(folder: Path, repeat: int, hunks: list[tuple[str, str]] | None,
+                baseline: Path | None = None) -> tuple[Tally, float, float | None]:
+    times, base_times = [], []
     payload: dict = {}
     with tempfile.TemporaryDirectory(prefix="nsm-") as scratch:
         copy = Path(scratch) / "out"
-        for _ in range(repeat):
-            shutil.rmtree(copy, ignore_errors=True)
-            start = time.perf_counter()
-            result = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--no-cache", "--isolated",
-                                     "--format", "json", "--output-dir", str(copy), str(folder)],
-                                    capture_output=True, text=True, cwd=folder.parent,
-                                    env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
-            times.append(time.perf_counter() - start)
-            if result.returncode not in (0, 1):
-                raise SystemExit(f"{folder.name}: apply failed ({result.returncode}): {result.stderr[-2000:]}")
-            payload = json.loads(result.stdout)
+        for _ in range(repeat):  # interleaved, so both see the same machine load
+            if baseline is not None:
+                base_times.append(_apply(baseline, folder, copy)[0])
+            seconds, payload = _apply(REPO, folder, copy)
+            times.append(seconds)
         by_path = {os.path.relpath(os.path.join(folder.parent, e["path"]), folder): e for e in payload["files"]}
         tally = Tally()
         for path in sorted(folder.rglob("*")):
@@ -297,7 +307,7 @@ def run_project(folder: Path, repeat: int, hunks: list[tuple[str, str]] | None) 
             if hunks is not None and old != new and path.suffix == ".py":
                 for hunk in _hunks(old, new, f"{folder.name}/{relative}"):
                     hunks.append((folder.name, hunk))
-    return tally, statistics.median(times)
+    return tally, statistics.median(times), statistics.median(base_times) if base_times else None
 
 
 def _hunks(old: str, new: str, name: str) -> list[str]:
@@ -326,11 +336,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="run only projects whose folder contains this")
     parser.add_argument("--hunks", type=int, default=0, help="write a seeded sample of N changed hunks")
     parser.add_argument("--hunks-out", default="bench/results/hunk_sample.md")
+    parser.add_argument("--baseline", help="another checkout of npu-migrate (e.g. before issue 14) to time on "
+                                           "the same projects, interleaved with ours")
     args = parser.parse_args(argv)
     corpus = Path(args.corpus)
     rows, all_hunks = [], ([] if args.hunks else None)
-    print("| project | commit | files | changed | CUDA sites | rewritten | reported | silent | time |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    baseline = Path(args.baseline).resolve() if args.baseline else None
+    extra = " baseline time | ratio |" if baseline else ""
+    print("| project | commit | files | changed | CUDA sites | rewritten | reported | silent | time |" + extra)
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if baseline else ""))
     total = Tally()
     for folder_name, repo, commit, _why in PROJECTS:
         if args.only and not any(o in folder_name for o in args.only):
@@ -343,12 +357,13 @@ def main(argv: list[str] | None = None) -> int:
         if head != commit:
             print(f"skipped {repo}: {folder} is at {head}, not the pinned {commit}")
             continue
-        tally, seconds = run_project(folder, args.repeat, all_hunks)
+        tally, seconds, base = run_project(folder, args.repeat, all_hunks, baseline)
         rows.append((repo, tally))
         for name in ("sites", "rewritten", "reported", "silent", "files", "changed"):
             setattr(total, name, getattr(total, name) + getattr(tally, name))
         print(f"| {repo} | {commit[:7]} | {tally.files} | {tally.changed} | {tally.sites} | {tally.rewritten} | "
-              f"{tally.reported} | **{tally.silent}** | {seconds:.2f} s |", flush=True)
+              f"{tally.reported} | **{tally.silent}** | {seconds:.2f} s |"
+              + (f" {base:.2f} s | {seconds / base:.2f} |" if base else ""), flush=True)
     print(f"| **total** | | {total.files} | {total.changed} | {total.sites} | {total.rewritten} | "
           f"{total.reported} | **{total.silent}** | |")
     if args.list_silent:
