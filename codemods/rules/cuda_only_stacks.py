@@ -69,11 +69,33 @@ class CudaOnlyBranch(Rule):
     fix = Fix.NONE
     severity = Severity.WARNING
     prefilter = "|".join(sorted(CUDA_ONLY | {_TENSORRT}))
+    # the function or class around a guard must be visible (a bitsandbytes subclass, a helper
+    # that imports the library): the engine then hands over whole top-level statements
+    whole_statements = True
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._scopes: list[cst.CSTNode] = []  # enclosing functions and classes, innermost last
+        self._uses: dict[int, str | None] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> Any:
+        self._scopes.pop()
+        return updated_node
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._scopes.append(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> Any:
+        self._scopes.pop()
+        return updated_node
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
         if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
             return updated_node
-        library = self._cuda_only_use(original_node.body)
+        library = self._cuda_only_use(original_node.body) or self._enclosing_use()
         if library is None:
             return updated_node
         self._forget_edits_in(original_node.test)
@@ -91,6 +113,16 @@ class CudaOnlyBranch(Rule):
             if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
                 return True
         return False
+
+    def _enclosing_use(self) -> str | None:
+        """A CUDA-only library used by the function or class around the guard (its bases
+        included): there the guard selects that library's code path."""
+        for scope in reversed(self._scopes):
+            if id(scope) not in self._uses:
+                self._uses[id(scope)] = self._cuda_only_use(scope)
+            if self._uses[id(scope)] is not None:
+                return self._uses[id(scope)]
+        return None
 
     def _cuda_only_use(self, body: cst.CSTNode) -> str | None:
         for node in m.findall(body, m.Name() | m.Attribute() | m.SimpleString() | m.Import() | m.ImportFrom()):

@@ -45,6 +45,10 @@ GUARDED = [
     ("if x.device.type == 'cuda':\n    import tensorrt as trt\n    engine = trt.Builder(None)\n", "tensorrt"),
     ("import triton\nif x.is_cuda:\n    kernel = triton.jit(f)\n", "triton"),
     ("import bitsandbytes as bnb\nif device == 'cuda':\n    opt = bnb.optim.Adam8bit(params)\n", "bitsandbytes"),
+    # the class around the guard is a bitsandbytes layer: its re-quantisation path is CUDA-only
+    ("def make():\n    import bitsandbytes as bnb\n    class Linear(bnb.nn.Linear8bitLt):\n"
+     "        def to(self, device):\n            if device.type == 'cuda':\n                self.quantize_(device)\n"
+     "            return self\n    return Linear\n", "bitsandbytes"),
 ]
 
 
@@ -53,7 +57,7 @@ def test_cuda_guard_around_cuda_only_library_stays_on_cuda(src, library):
     src = T + src
     outcome = with_defaults(src)
     out = outcome.new_text or src
-    guard = next(line for line in src.splitlines() if line.startswith("if "))
+    guard = next(line for line in src.splitlines() if line.lstrip().startswith("if "))
     assert guard in out.splitlines(), out  # the guard is unchanged
     reports = [d for d in outcome.diagnostics if d.code == "NPU511"]
     assert len(reports) == 1 and library in reports[0].message
