@@ -46,9 +46,9 @@ GUARDED = [
     ("import triton\nif x.is_cuda:\n    kernel = triton.jit(f)\n", "triton"),
     ("import bitsandbytes as bnb\nif device == 'cuda':\n    opt = bnb.optim.Adam8bit(params)\n", "bitsandbytes"),
     # the class around the guard is a bitsandbytes layer: its re-quantisation path is CUDA-only
-    ("def make():\n    import bitsandbytes as bnb\n    class Linear(bnb.nn.Linear8bitLt):\n"
-     "        def to(self, device):\n            if device.type == 'cuda':\n                self.quantize_(device)\n"
-     "            return self\n    return Linear\n", "bitsandbytes"),
+    (("def make():\n    import bitsandbytes as bnb\n    class Linear(bnb.nn.Linear8bitLt):\n"
+      "        def to(self, device):\n            if device.type == 'cuda':\n                self.quantize_(device)\n"
+      "            return self\n    return Linear\n"), "bitsandbytes"),
 ]
 
 
