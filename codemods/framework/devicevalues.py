@@ -35,6 +35,9 @@ _PLAIN = re.compile(r"cuda(:\d+)?")
 _NEUTRAL_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical",
                             "exception", "log", "write", "echo", "secho"})
 _OTHER_DEVICES = re.compile(r"cpu|mps|xpu|meta|npu(:\d+)?|cuda(:\d+)?")
+# a module-level `NAME = "cuda[:N]"` (annotated or not) at the start of a line: only such files
+# can export a device constant, so only they are parsed in the index's first pass
+_CONSTANT_LINE = re.compile(rb"""^[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*['"]cuda(?::\d+)?['"]""", re.MULTILINE)
 INDEX_OPTION = "device_index"  # the RuleContext.options key holding the project index
 _MAX_DEPTH = 6
 
@@ -468,7 +471,7 @@ def project_device_index(paths: Iterable[str], root: str, places: DevicePlaces) 
     ambiguous: set[str] = set()
     for path in python:
         data = _read(path)
-        if data is None or b"cuda" not in data:
+        if data is None or not _CONSTANT_LINE.search(data):
             continue
         tree = _parse(data)
         if tree is None:
