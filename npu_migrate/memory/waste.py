@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from npu_migrate.diagnostics import Severity, Table
-from npu_migrate.memory.context import DeviceContext, fmt_bytes
+from npu_migrate.memory.context import Bytes, DeviceContext, fmt_bytes
 
 REPORT_SHARE = 0.05  # report when the wasteful blocks hold 5% of the peak or more
 ACCESS_SHARE = 0.5  # msMemScope: gap over 50% of the block's lifetime
@@ -58,7 +58,7 @@ def _report(ctx: DeviceContext, rows: np.ndarray, kinds: dict[str, np.ndarray], 
         size = int(blocks.counted[chosen].sum())
         total += size
         for site, _, nbytes, count, _ in ctx.group_by_site(chosen, blocks.counted[chosen], 5):
-            table.append([kind, site, count, fmt_bytes(nbytes)])
+            table.append([kind, site, count, Bytes(nbytes)])
     ctx.facts["wasteful_bytes"] = total
     if not table:
         return
@@ -97,7 +97,7 @@ def _from_accesses(ctx: DeviceContext) -> None:
         chosen = np.asarray(rows, np.int64)
         total += int(blocks.counted[chosen].sum()) if len(chosen) else 0
         for site, _, nbytes, count, _ in ctx.group_by_site(chosen, blocks.counted[chosen], 5):
-            table.append([kind, site, count, fmt_bytes(nbytes)])
+            table.append([kind, site, count, Bytes(nbytes)])
     ctx.facts["wasteful_bytes"] = total
     if table:
         ctx.tables.append(Table(f"Device {ctx.device}: inefficient blocks from access events",
