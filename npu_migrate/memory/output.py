@@ -77,7 +77,8 @@ def severity_counts(findings: list[Diagnostic]) -> dict[str, int]:
 
 def finding_json(finding: Diagnostic, details: dict[int, dict]) -> dict[str, Any]:
     record = {"code": finding.code, "severity": finding.severity.value,
-              "message": finding.message, "path": finding.path, "doc": finding.doc,
+              "message": finding.message, "path": finding.path, "line": finding.line,
+              "col": finding.col, "doc": finding.doc,
               "device": None, "event": None}
     record.update(plain({k: v for k, v in details.get(id(finding), {}).items()
                          if k not in ("code", "severity", "message")}))
