@@ -95,10 +95,10 @@ class SnapshotOutputError(Exception):
     """An output path that cannot be written."""
 
 
-FILE = click.argument("file", type=click.Path(dir_okay=False))
+FILE = click.argument("file")  # checked by the loader: one line, exit 2
 FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
                       default="text", help="text (plain when piped), markdown or typed JSON.")
-OUTPUT = click.option("-o", "--output", type=click.Path(dir_okay=False),
+OUTPUT = click.option("-o", "--output",
                       help="Write the output to this file instead of stdout.")
 DEVICE = click.option("--device", "devices", type=int, multiple=True,
                       help="Only these device indices (repeatable).")
@@ -117,7 +117,7 @@ def command() -> None:
 @command.command("report")
 @FILE
 @FORMAT
-@click.option("--html", "html_path", type=click.Path(dir_okay=False),
+@click.option("--html", "html_path",
               help="Also write a self-contained offline HTML report here.")
 @OUTPUT
 @click.option("--step-frame", help="Regex over frames written 'file:line function'; each run "
@@ -173,7 +173,7 @@ def _filters(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--until", "until_s", type=float, help="Seconds after the first event."),
         click.option("--limit", type=int, default=50, show_default=True,
                      help="Rows printed (exports are not limited)."),
-        click.option("--export", "export_path", type=click.Path(dir_okay=False),
+        click.option("--export", "export_path",
                      help="Write all matching rows to a .csv or .json file."),
         FORMAT, OUTPUT, DEVICE,
     ]):
@@ -284,8 +284,8 @@ def pool_cmd(file: str, event: int, fmt: str, output: str | None,
 
 
 @command.command("compare")
-@click.argument("before", type=click.Path(dir_okay=False))
-@click.argument("after", type=click.Path(dir_okay=False))
+@click.argument("before")
+@click.argument("after")
 @FORMAT
 @OUTPUT
 @guarded

@@ -131,7 +131,8 @@ def deep_model(layers: int = 32, steps: int = 1, *, backward: bool = True,
         snapshot["external_annotations"] = annotations
     snapshot["_facts"] = {
         "leak_site": site(LEAK_LINE if grad_mode else OUTPUT_LINE) if leak_bytes else None,
-        "leak_bytes": leak_bytes * steps, "single_pass": steps == 1, "layers": layers}
+        "leak_bytes": leak_bytes * steps, "steps": steps, "single_pass": steps == 1,
+        "layers": layers}
     return snapshot
 
 
