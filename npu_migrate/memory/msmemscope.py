@@ -154,6 +154,7 @@ def _build(path: str, rows: list[dict[str, Any]]) -> Snapshot:
     owners: dict[tuple[int, int], str] = {}  # (device, alloc row index) -> owner label
     finishing = False  # after SYSTEM ACL_FINI, frees are the tool's exit clean-up
     shadow_frees = 0
+    pool_kinds: set[str] = set()
     for row in rows:
         event, kind = str(row["Event"]).strip().upper(), str(row["Event Type"]).strip().upper()
         if event == "SYSTEM" and kind == "ACL_FINI":
@@ -180,6 +181,7 @@ def _build(path: str, rows: list[dict[str, Any]]) -> Snapshot:
             continue
         if event not in ("MALLOC", "FREE") or kind not in POOL_TYPES:
             continue
+        pool_kinds.add(kind)
         if "total" in attr:
             builder.pool_total(_int(attr["total"]), time_ns)
         frames = _frames(str(row.get("Call Stack(Python)") or ""))
@@ -210,6 +212,8 @@ def _build(path: str, rows: list[dict[str, Any]]) -> Snapshot:
         if not builder.seen_total:  # driver memory stands in for reserved
             builder.emit(SEG_ALLOC if event == "MALLOC" else SEG_FREE, addr, size, time_ns, -1)
     snapshot = _snapshot(path, devices, stacks, owners)
+    if pool_kinds and pool_kinds <= {"MINDSPORE"}:
+        snapshot.framework = "mindspore"
     snapshot.annotations = markers
     if shadow_frees:
         snapshot.notes.append(f"{shadow_frees} shadow frees (written by msMemScope at exit, "
