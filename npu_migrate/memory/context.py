@@ -15,6 +15,9 @@ from npu_migrate.memory.sites import SiteTable
 from npu_migrate.memory.steps import Steps, find_steps
 
 
+MAX_FINDING_BLOCKS = 2000  # block ids one finding carries (JSON, HTML highlight)
+
+
 @dataclass
 class DeviceContext:
     snapshot: Snapshot

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from npu_migrate.diagnostics import Severity, Table
-from npu_migrate.memory.context import Bytes, DeviceContext
+from npu_migrate.memory.context import MAX_FINDING_BLOCKS, Bytes, DeviceContext
 
 MIN_LEAK_STEPS = 2
 STEP_ROWS = 8  # steps printed at each end of a long run
@@ -96,7 +96,7 @@ def _per_step(ctx: DeviceContext) -> None:
                 f"allocated memory at step starts grows {Bytes(growth)} per step "
                 f"(evidence: steps from {steps.source})", Severity.WARNING, first_event,
                 evidence=f"steps from {steps.source}", site=site, bytes=entry["bytes"],
-                blocks=entry["rows"])
+                blocks=entry["rows"][:MAX_FINDING_BLOCKS])
 
 
 def _step_table(ctx: DeviceContext, at_start: list[int]) -> None:
@@ -152,7 +152,7 @@ def _monotone(ctx: DeviceContext) -> None:
                 f"and the floor of allocated memory rises {Bytes(rise)} meanwhile (evidence: "
                 f"monotone growth over the run; no step evidence)", Severity.WARNING, first,
                 evidence="monotone growth over the run (no step evidence)", site=site,
-                bytes=held, blocks=site_rows, curve=curve)
+                bytes=held, blocks=site_rows[:MAX_FINDING_BLOCKS], curve=curve)
 
 
 def _judge(rep, blocks, site_rows: list[int], suffix_min: np.ndarray, n: int
