@@ -549,5 +549,7 @@
   }
   document.body.setAttribute("data-render", "ok");
   document.body.setAttribute("data-drawn", String(drawn));
+  // navigation start to rendered (parse, JSON, first draw, tables): read by bench/memory_bench.py
+  document.body.setAttribute("data-render-ms", String(Math.round(performance.now())));
   statusEl.textContent = "rendered " + drawn + " items";
 })();
