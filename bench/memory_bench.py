@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from npu_migrate.memory.synthetic import training_snapshot  # noqa: E402
+from npu_migrate.memory.synthetic import training_snapshot
 
 
 def run(cmd: list[str]) -> tuple[float, float, int, float]:
@@ -55,7 +55,7 @@ def browser_render_ms(page: Path, workdir: Path, repeat: int) -> int | None:
     for i in range(repeat):
         dom = subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu",
                               f"--user-data-dir={workdir / f'chrome{i}'}", "--dump-dom",
-                              page.as_uri()], capture_output=True, text=True, timeout=300).stdout
+                              page.as_uri()], capture_output=True, text=True, timeout=300, check=False).stdout
         found = re.search(r'data-render-ms="(\d+)"', dom)
         if found:
             times.append(int(found.group(1)))

@@ -29,12 +29,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "memory")]
 
-from reference import load_raw, replay as reference_replay  # noqa: E402
+from reference import load_raw
+from reference import replay as reference_replay
 
-from npu_migrate.memory.loader import load_snapshot, normalise  # noqa: E402
-from npu_migrate.memory.report import analyze  # noqa: E402
-from npu_migrate.memory.scenarios import cases, deep_model, starts_with_frees  # noqa: E402
-from npu_migrate.memory.synthetic import truncate  # noqa: E402
+from npu_migrate.memory.loader import load_snapshot, normalise
+from npu_migrate.memory.report import analyze
+from npu_migrate.memory.scenarios import cases, deep_model, starts_with_frees
+from npu_migrate.memory.synthetic import truncate
 
 # (file name, device) -> expected leak site, or None; and why a person says so
 LABELS = {

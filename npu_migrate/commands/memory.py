@@ -128,9 +128,7 @@ def command() -> None:
 def report_cmd(file: str, fmt: str, html_path: str | None, output: str | None,
                step_frame: str | None, devices: tuple[int, ...]) -> None:
     """Findings and tables for FILE (the default subcommand)."""
-    from npu_migrate.memory.report import analyze
-
-    from npu_migrate.memory.report import device_records
+    from npu_migrate.memory.report import analyze, device_records
 
     for path, what in ((html_path, "--html"), (output, "-o")):
         if path:

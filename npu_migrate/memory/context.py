@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Self
 
 import numpy as np
 
@@ -13,7 +14,6 @@ from npu_migrate.memory.pool import PoolState, pool_at
 from npu_migrate.memory.replay import Replay, replay
 from npu_migrate.memory.sites import SiteTable
 from npu_migrate.memory.steps import Steps, find_steps
-
 
 MAX_FINDING_BLOCKS = 2000  # block ids one finding carries (JSON, HTML highlight)
 
@@ -117,7 +117,7 @@ class DeviceContext:
 class Bytes(int):
     """A byte count: an int everywhere (JSON writes the number), '3.03 GiB' when printed."""
 
-    def __new__(cls, value: float) -> Bytes:
+    def __new__(cls, value: float) -> Self:
         return super().__new__(cls, int(value))
 
     def __str__(self) -> str:

@@ -116,7 +116,7 @@ def blocks_payload(ctx: DeviceContext, stacks: set[int]) -> dict[str, Any]:
               int(blocks.requested[r]), int(blocks.state[r]), int(blocks.stack[r]),
               hex(int(blocks.addr[r])), int(blocks.alloc[r]), int(blocks.free[r])]
              for r, yy in zip(rows.tolist(), np.asarray(y).tolist())]
-    return {"rows": drawn, "total": int(len(blocks)),
+    return {"rows": drawn, "total": len(blocks),
             "space": int((ends - starts).sum()) if len(starts) else 0}
 
 
@@ -225,7 +225,7 @@ def tables_payload(ctx: DeviceContext, findings: list[dict[str, Any]]) -> dict[s
     }
     return {"blocks": block_cols, "events": event_cols, "sites": list(site_index),
             "actions": list(ACTIONS), "top_sites": top_sites(ctx),
-            "blocks_total": int(len(blocks)), "events_total": int(n)}
+            "blocks_total": len(blocks), "events_total": int(n)}
 
 
 def top_sites(ctx: DeviceContext) -> list[list[Any]]:

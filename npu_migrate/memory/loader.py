@@ -20,7 +20,16 @@ from typing import Any
 import numpy as np
 
 from npu_migrate.memory.model import (
-    ACTIVE, ALLOC, CODE, INACTIVE, OOM, PENDING, SEG_ALLOC, WORKSPACE, DeviceTrace, Segment,
+    ACTIVE,
+    ALLOC,
+    CODE,
+    INACTIVE,
+    OOM,
+    PENDING,
+    SEG_ALLOC,
+    WORKSPACE,
+    DeviceTrace,
+    Segment,
     Snapshot,
 )
 
@@ -167,7 +176,7 @@ def check_size(path: str, segments: list, traces: list) -> None:
 def _checked(value: Any, what: str, limit: int) -> int:
     """An int in [0, limit]; anything else (inf, nan, 2**80, negative, text) is malformed."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{what} is not a number: {type(value).__name__}")
+        raise TypeError(f"{what} is not a number: {type(value).__name__}")
     if isinstance(value, float) and not value.is_integer():
         raise ValueError(f"{what} is not an integer: {value!r}")
     number = int(value)
@@ -198,7 +207,7 @@ class _StackInterner:
         if found is not None:
             return found
         if not isinstance(frames, (list, tuple)):
-            raise ValueError(f"frames is a {type(frames).__name__}, not a list")
+            raise TypeError(f"frames is a {type(frames).__name__}, not a list")
         key = tuple(_frame(f) for f in frames[:MAX_FRAMES])
         found = self._by_content.get(key)
         if found is None:
@@ -226,7 +235,7 @@ def _frame(raw: dict) -> tuple[str, str, int]:
 
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
-        raise ValueError(f"{what} is a {type(value).__name__}, not a string")
+        raise TypeError(f"{what} is a {type(value).__name__}, not a string")
     return value[:MAX_TEXT]
 
 
@@ -274,7 +283,7 @@ def _number(value: Any) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"not a number: {type(value).__name__}")
+        raise TypeError(f"not a number: {type(value).__name__}")
     return value
 
 

@@ -17,14 +17,24 @@ from __future__ import annotations
 import csv
 import re
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from npu_migrate.memory.model import (
-    ACTIVE, ALLOC, FREE_DONE, FREE_REQ, SEG_ALLOC, SEG_FREE, SEG_MAP, SEG_UNMAP, DeviceTrace,
-    Segment, Snapshot,
+    ACTIVE,
+    ALLOC,
+    FREE_DONE,
+    FREE_REQ,
+    SEG_ALLOC,
+    SEG_FREE,
+    SEG_MAP,
+    SEG_UNMAP,
+    DeviceTrace,
+    Segment,
+    Snapshot,
 )
 
 REQUIRED = ("ID", "Event", "Event Type", "Timestamp(ns)", "Device Id", "Ptr", "Attr")

@@ -13,8 +13,17 @@ from functools import cached_property
 import numpy as np
 
 from npu_migrate.memory.model import (
-    ACTIVE, ALLOC, FREE_DONE, FREE_REQ, PENDING, SEG_ALLOC, SEG_FREE, SEG_MAP, SEG_UNMAP,
-    DeviceTrace, Snapshot,
+    ACTIVE,
+    ALLOC,
+    FREE_DONE,
+    FREE_REQ,
+    PENDING,
+    SEG_ALLOC,
+    SEG_FREE,
+    SEG_MAP,
+    SEG_UNMAP,
+    DeviceTrace,
+    Snapshot,
 )
 
 # final state of a block row

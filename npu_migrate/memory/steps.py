@@ -120,7 +120,7 @@ def _time(annotation: dict) -> int:
 def _boundaries(times: np.ndarray, marks: list[int], n: int) -> list[int]:
     if len(marks) < 2:
         return []
-    starts = sorted(set(int(i) for i in np.searchsorted(times, marks, side="left")))
+    starts = sorted({int(i) for i in np.searchsorted(times, marks, side="left")})
     return [s for s in starts if s < n]
 
 

@@ -10,7 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from npu_migrate.diagnostics import Severity, Table
-from npu_migrate.memory.context import MAX_FINDING_BLOCKS, Bytes, DeviceContext, fmt_bytes
+from npu_migrate.memory.context import (
+    MAX_FINDING_BLOCKS,
+    Bytes,
+    DeviceContext,
+    fmt_bytes,
+)
 
 REPORT_SHARE = 0.05  # report when the wasteful blocks hold 5% of the peak or more
 ACCESS_SHARE = 0.5  # msMemScope: gap over 50% of the block's lifetime

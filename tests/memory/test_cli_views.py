@@ -10,7 +10,9 @@ from click.testing import CliRunner
 
 from npu_migrate.commands.memory import command
 from npu_migrate.memory.synthetic import training_snapshot
-from .reference import load_raw, replay as reference_replay
+
+from .reference import load_raw
+from .reference import replay as reference_replay
 
 
 def make(write_pickle, name="a.pickle", **kwargs):

@@ -7,12 +7,13 @@ import shutil
 import subprocess
 
 import pytest
+from click.testing import CliRunner
 
 from npu_migrate.commands.memory import command
 from npu_migrate.memory.synthetic import training_snapshot
+
 from .conftest import REAL_FILES
 from .pngread import colours
-from click.testing import CliRunner
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(n)), None)
@@ -25,7 +26,7 @@ def chromium(tmp_path, *args):
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
            "--no-first-run", f"--user-data-dir={profile}", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +85,7 @@ def test_real_multi_device_file_opens_on_its_oom(tmp_path):
     low, high = map(int, re.search(r'id="range">events (\d+)-(\d+) of 596<', dom).groups())
     assert low < 421 < high and high - low < 596
     assert 'id="moment-label">event 421 ' in dom
-    findings = re.search(r'<ol id="findings">(.*?)</ol>', dom, re.S).group(1)
+    findings = re.search(r'<ol id="findings">(.*?)</ol>', dom, re.DOTALL).group(1)
     assert "MEM003 device 1" in findings and "device 2" not in findings
 
 
@@ -132,10 +133,10 @@ def body_of(tmp_path, page, fragment):
 
 @needs_chromium
 def test_block_view_lists_blocks_with_mindstudio_columns(leak_page, tmp_path):
-    page, report, _ = leak_page
+    page, _, _ = leak_page
     attrs, dom = body_of(tmp_path, page, "tab=blocks")
     assert attrs["table"] == "blocks" and int(attrs["table-rows"]) > 0
-    head = re.search(r"<thead>(.*?)</thead>", dom, re.S).group(1)
+    head = re.search(r"<thead>(.*?)</thead>", dom, re.DOTALL).group(1)
     for column in ("id", "requested size", "size", "address", "state", "alloc event",
                    "free event", "site"):
         assert f"<th>{column}</th>" in head
@@ -143,14 +144,14 @@ def test_block_view_lists_blocks_with_mindstudio_columns(leak_page, tmp_path):
 
 @needs_chromium
 def test_search_by_address_and_site(leak_page, tmp_path):
-    page, report, blocks = leak_page
+    page, _, blocks = leak_page
     rows = blocks["tables"][0]["rows"]
     columns = [c["name"] for c in blocks["tables"][0]["columns"]]
     leak_rows = [r for r in rows if r[columns.index("call_stack")] == "train.py:48 (train_step)"]
     address = leak_rows[0][columns.index("address")]
     attrs, dom = body_of(tmp_path, page, f"search={address}")
     assert attrs["table-first"] == str(leak_rows[0][0])
-    assert address in re.search(r"<tbody>(.*?)</tbody>", dom, re.S).group(1)
+    assert address in re.search(r"<tbody>(.*?)</tbody>", dom, re.DOTALL).group(1)
     attrs, dom = body_of(tmp_path, page, "search=train.py:48")
     assert int(attrs["table-matches"]) == len(leak_rows)
 
@@ -161,8 +162,8 @@ def test_filters_by_size_and_state(leak_page, tmp_path):
     everything, _ = body_of(tmp_path, page, "state=")
     big, _ = body_of(tmp_path, page, "min=1G")
     assert int(big["table-matches"]) == 0 < int(everything["table-matches"])
-    live, dom = body_of(tmp_path, page, "state=0")
-    body = re.search(r"<tbody>(.*?)</tbody>", dom, re.S).group(1)
+    _, dom = body_of(tmp_path, page, "state=0")
+    body = re.search(r"<tbody>(.*?)</tbody>", dom, re.DOTALL).group(1)
     assert "freed" not in body and "active_allocated" in body
 
 
@@ -212,6 +213,6 @@ def test_msmemscope_block_view_has_owner_and_accesses(tmp_path):
     result = CliRunner().invoke(command, ["report", str(source), "--html", str(page)])
     assert result.exit_code == 0, result.output
     attrs, dom = body_of(tmp_path, page, "search=history")
-    head = re.search(r"<thead>(.*?)</thead>", dom, re.S).group(1)
+    head = re.search(r"<thead>(.*?)</thead>", dom, re.DOTALL).group(1)
     assert "<th>owner</th>" in head and "<th>first access (us)</th>" in head
     assert int(attrs["table-matches"]) == 6  # the six never-freed PTA@user@history blocks

@@ -14,8 +14,10 @@ from click.testing import CliRunner
 
 from npu_migrate.commands.memory import command
 from npu_migrate.memory.scenarios import deep_model
+
 from .conftest import REAL_FILES
-from .reference import load_raw, replay as reference_replay
+from .reference import load_raw
+from .reference import replay as reference_replay
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schemas"
                      / "memory-report.schema.json").read_text())
