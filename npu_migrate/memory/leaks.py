@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from npu_migrate.diagnostics import Severity, Table
+from npu_migrate.core.diagnostics import Severity, Table
 from npu_migrate.memory.context import MAX_FINDING_BLOCKS, Bytes, DeviceContext
 
 MIN_LEAK_STEPS = 2

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from npu_migrate.diagnostics import Diagnostic, Report, Table
+from npu_migrate.core.diagnostics import Diagnostic, Report, Table
 from npu_migrate.memory.context import Bytes
 
 SCHEMA_ID = "https://npu-migrate.dev/schemas/memory-report.schema.json"

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from npu_migrate.diagnostics import Table
+from npu_migrate.core.diagnostics import Table
 from npu_migrate.memory.context import Bytes, DeviceContext
 from npu_migrate.memory.model import ACTIONS, CODE
 from npu_migrate.memory.replay import STATE_NAMES

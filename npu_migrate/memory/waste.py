@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu_migrate.diagnostics import Severity, Table
+from npu_migrate.core.diagnostics import Severity, Table
 from npu_migrate.memory.context import (
     MAX_FINDING_BLOCKS,
     Bytes,
