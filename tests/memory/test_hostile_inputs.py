@@ -233,3 +233,9 @@ def test_memo_bomb_is_refused_in_bounded_memory(tmp_path):
 def test_suite_has_enough_inputs():
     count = len(bad_pickles()) + len(odd_but_valid()) + len(BAD_CSV) + 2 + 4 + 2
     assert count >= 50
+
+
+@pytest.mark.parametrize("view", ["events", "blocks"])
+def test_unwritable_export_is_one_line(good, tmp_path, view):
+    target = tmp_path / "missing" / "rows.csv"
+    assert_one_line_error(run(view, good, "--export", target), target)
