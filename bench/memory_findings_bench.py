@@ -11,6 +11,8 @@ Inputs:
   ProfilerStep annotations (also behind the emulation layer, also torch_npu-shaped), and
   inference loops with no step evidence at all (a 4.4 GiB linear leak, no leak, a leak behind
   the emulation layer);
+* 40 seeded random runs (random_cases: depth 4-64, 1-80 iterations, widths, leak sizes from
+  64 KiB to 8 MiB or none, each kind of evidence, with or without times and the emulation layer);
 * peak checks: every input above, a trace that starts with the frees of 512 MiB (true peak
   before its first event), and ring-buffer cuts of a training run at 5 points.
 
@@ -34,7 +36,7 @@ from reference import replay as reference_replay
 
 from npu_migrate.memory.loader import load_snapshot, normalise
 from npu_migrate.memory.report import analyze
-from npu_migrate.memory.scenarios import cases, deep_model, starts_with_frees
+from npu_migrate.memory.scenarios import cases, deep_model, random_cases, starts_with_frees
 from npu_migrate.memory.synthetic import truncate
 
 # (file name, device) -> expected leak site, or None; and why a person says so
@@ -112,7 +114,7 @@ def real(folder: Path, score: Score) -> int:
 
 
 def generated(score: Score) -> int:
-    made = cases()
+    made = cases() + random_cases()
     for name, data in made:
         facts = data.pop("_facts")
         report, (ctx,) = analyze(normalise(data, name))

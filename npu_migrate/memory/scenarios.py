@@ -170,6 +170,34 @@ def cases() -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def random_cases(count: int = 40, seed: int = 16) -> list[tuple[str, dict[str, Any]]]:
+    """A seeded family of runs with varied depth, length, widths, leak sizes and evidence:
+    half leak, half do not; a third are single passes (which never leak)."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        kind = rng.choice(["single", "training", "inference"])
+        kwargs: dict[str, Any] = {
+            "layers": rng.choice([8, 16, 24, 32, 48, 64]),
+            "hidden": rng.choice([256, 512, 1024]), "seq": rng.choice([128, 256, 512]),
+            "with_time": rng.random() < 0.7, "emulation": rng.random() < 0.3}
+        leak = rng.choice([0, 64 * 1024, MiB, 8 * MiB]) if kind != "single" else 0
+        if kind == "single":
+            kwargs.update(steps=1, backward=rng.random() < 0.8,
+                          optimizer=rng.random() < 0.5)
+        elif kind == "training":
+            kwargs.update(steps=rng.randint(4, 16), profiler=rng.random() < 0.4)
+        else:
+            kwargs.update(steps=rng.randint(20, 80), grad_mode=False,
+                          layers=rng.choice([4, 8, 12]))
+        label = (f"random {i}: {kind}, {kwargs['layers']} layers, {kwargs['steps']} steps, "
+                 f"leak {leak // 1024} KiB")
+        out.append((label, deep_model(leak_bytes=leak, **kwargs)))
+    return out
+
+
 def starts_with_frees(blocks: int = 64, block_bytes: int = 8 * MiB) -> tuple[dict[str, Any], int]:
     """Activations of 512 MiB allocated, then the ring buffer keeps only what follows: their
     frees and 1 MiB of churn. The true peak (512 MiB) lies before the first recorded event.

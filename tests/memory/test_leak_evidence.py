@@ -11,12 +11,18 @@ from click.testing import CliRunner
 from npu_migrate.commands.memory import command
 from npu_migrate.memory.loader import load_snapshot, normalise
 from npu_migrate.memory.report import analyze
-from npu_migrate.memory.scenarios import MiB, cases, deep_model, starts_with_frees
+from npu_migrate.memory.scenarios import (
+    MiB,
+    cases,
+    deep_model,
+    random_cases,
+    starts_with_frees,
+)
 
 from .reference import replay as reference_replay
 from .test_msmemscope import HEADER, write_csv
 
-CASES = cases()
+CASES = cases() + random_cases(count=12, seed=7)
 
 
 def leaks(report):
