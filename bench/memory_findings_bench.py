@@ -36,7 +36,12 @@ from reference import replay as reference_replay
 
 from npu_migrate.memory.loader import load_snapshot, normalise
 from npu_migrate.memory.report import analyze
-from npu_migrate.memory.scenarios import cases, deep_model, random_cases, starts_with_frees
+from npu_migrate.memory.scenarios import (
+    cases,
+    deep_model,
+    random_cases,
+    starts_with_frees,
+)
 from npu_migrate.memory.synthetic import truncate
 
 # (file name, device) -> expected leak site, or None; and why a person says so
