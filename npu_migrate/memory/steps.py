@@ -73,8 +73,8 @@ def find_steps(snapshot: Snapshot, rep: Replay, frame_pattern: str | None = None
         runs = frame_runs(snapshot, rep, lambda f: bool(pattern.search(f"{f[1]}:{f[2]} {f[0]}")))
         starts = [s for s, _ in runs]
         if len(starts) >= 2:
-            return Steps(starts, f"--step-frame {frame_pattern!r} ({len(starts)} runs)")
-        return no_steps(f"--step-frame {frame_pattern!r} matched {len(starts)} run(s) of "
+            return Steps(starts, f"--step-frame '{frame_pattern}' ({len(starts)} runs)")
+        return no_steps(f"--step-frame '{frame_pattern}' matched {len(starts)} run(s) of "
                         "allocations; two are needed")
     if rep.trace.time_us is not None and snapshot.annotations:
         found = _from_annotations(snapshot, rep)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -195,3 +196,30 @@ def test_json_finding_carries_evidence_and_blocks(leak_pickle):
     assert leak["evidence"].startswith("steps from optimizer.step() frames")
     assert len(leak["blocks"]) == 8 and all(isinstance(b, int) for b in leak["blocks"])
     assert doc["devices"][0]["steps"]["count"] == 9
+
+
+def test_documented_step_frame_regex_works(leak_pickle):
+    """The regex docs/memory.md gives for --step-frame finds one step per optimizer run."""
+    from npu_migrate.memory.steps import EXAMPLE_STEP_FRAME
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "memory.md").read_text()
+    assert f"--step-frame '{EXAMPLE_STEP_FRAME}'" in docs.replace("\\\\", "\\")
+    result = CliRunner().invoke(command, [str(leak_pickle), "--step-frame", EXAMPLE_STEP_FRAME,
+                                          "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["devices"][0]["steps"]["count"] == 8  # one per optimizer.step()
+    assert doc["devices"][0]["steps"]["evidence"].startswith(f"--step-frame '{EXAMPLE_STEP_FRAME}'")
+    leak = next(f for f in doc["findings"] if f["code"] == "MEM001")
+    assert leak["site"] == "train.py:48 (train_step)"
+
+
+def test_documented_step_frame_regex_on_the_real_leak_demo():
+    from npu_migrate.memory.steps import EXAMPLE_STEP_FRAME
+
+    from .conftest import leak_demo
+
+    report, (ctx,) = analyze(load_snapshot(leak_demo("snapshot_expandable.pkl")),
+                             step_frame=EXAMPLE_STEP_FRAME)
+    assert len(ctx.steps) == 3
+    assert [f for f in leaks(report) if "memory_leaks_demo.py:12 (train_one_step)" in f.message]
