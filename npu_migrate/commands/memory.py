@@ -27,6 +27,10 @@ class DefaultToReport(click.Group):
         return super().parse_args(ctx, args)
 
 
+class OutputError(Exception):
+    """An output path (-o, --html, --export) that cannot be written."""
+
+
 def fatal(message: str) -> None:
     click.echo(f"npu-migrate memory: error: {message}", err=True)
     sys.exit(2)
@@ -42,7 +46,7 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
 
         try:
             return func(*args, **kwargs)
-        except (SnapshotError, SnapshotOutputError, ValueError) as exc:
+        except (SnapshotError, OutputError, ValueError) as exc:
             fatal(str(exc))
         except RecursionError:
             fatal("input nested too deeply to analyse")
@@ -88,11 +92,7 @@ def write_text(path: str, text: str) -> None:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
-        raise SnapshotOutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
-
-
-class SnapshotOutputError(Exception):
-    """An output path that cannot be written."""
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 FILE = click.argument("file")  # checked by the loader: one line, exit 2
@@ -141,7 +141,7 @@ def report_cmd(file: str, fmt: str, html_path: str | None, output: str | None,
         try:
             write_html(snapshot, contexts, report, html_path)
         except OSError as exc:
-            raise SnapshotOutputError(f"{html_path}: cannot write: {exc.strerror or exc}") \
+            raise OutputError(f"{html_path}: cannot write: {exc.strerror or exc}") \
                 from None
         report.summary["html"] = html_path
     details = {k: v for c in contexts for k, v in c.details.items()}
@@ -154,11 +154,11 @@ def check_writable(path: str, what: str) -> None:
 
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
-        raise SnapshotOutputError(f"{path}: cannot write {what}: it is a directory")
+        raise OutputError(f"{path}: cannot write {what}: it is a directory")
     if not os.path.isdir(folder):
-        raise SnapshotOutputError(f"{path}: cannot write {what}: no folder {folder}")
+        raise OutputError(f"{path}: cannot write {what}: no folder {folder}")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise SnapshotOutputError(f"{path}: cannot write {what}: permission denied")
+        raise OutputError(f"{path}: cannot write {what}: permission denied")
 
 
 def _filters(func: Callable[..., Any]) -> Callable[..., Any]:
