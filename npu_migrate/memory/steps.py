@@ -24,13 +24,16 @@ import numpy as np
 from npu_migrate.memory.model import ALLOC, FREE_REQ, Snapshot
 from npu_migrate.memory.replay import Replay
 
-# (name pattern, stage, evidence label): annotation families that mark one step each
+# (name pattern, stage): annotation families that mark one step each, most specific first
+# (tests/rules checks that the inserted ProfilerStep markers match the first one)
 ANNOTATION_MARKERS = (
-    (re.compile(r"^ProfilerStep#\d+"), "START", "profiler ProfilerStep#N annotations"),
-    (re.compile(r"^Optimizer\.zero_grad#"), "START", "Optimizer.zero_grad annotations"),
-    (re.compile(r"^Optimizer\.step#"), "END", "Optimizer.step annotations (their ends)"),
-    (re.compile(r"^enumerate\(DataLoader\)#"), "START", "DataLoader fetch annotations"),
+    (re.compile(r"^ProfilerStep#\d+"), "START"),
+    (re.compile(r"^Optimizer\.zero_grad#"), "START"),
+    (re.compile(r"^Optimizer\.step#"), "END"),
+    (re.compile(r"^enumerate\(DataLoader\)#"), "START"),
 )
+MARKER_EVIDENCE = ("profiler ProfilerStep#N annotations", "Optimizer.zero_grad annotations",
+                   "Optimizer.step annotations (their ends)", "DataLoader fetch annotations")
 # (file regex, function regex, boundary at the run's "start" or "end", evidence label)
 ITERATION_FRAMES = (
     (re.compile(r"(^|/)(torch|torch_npu)/optim/(?!lr_scheduler)[^/]+\.py$"),
@@ -102,7 +105,7 @@ def _from_annotations(snapshot: Snapshot, rep: Replay) -> Steps | None:
         starts = _boundaries(times, marks, rep.n_events)
         if len(starts) >= 2:
             return Steps(starts, f"MSTX step markers ({len(marks)})")
-    for pattern, stage, label in ANNOTATION_MARKERS:
+    for (pattern, stage), label in zip(ANNOTATION_MARKERS, MARKER_EVIDENCE):
         marks = sorted(_time(a) for a in snapshot.annotations
                        if pattern.search(str(a.get("name", ""))) and a.get("stage") == stage
                        and a.get("device", rep.device) in (rep.device, -1, None))
