@@ -15,6 +15,7 @@ Attr is a `{key:value,...}` map. Mapping:
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 import sqlite3
 from collections.abc import Iterable
@@ -47,11 +48,14 @@ FRAME_RE = re.compile(r"^\s*(?P<file>[^()]+?)\((?P<line>\d+)\)\s*:?\s*(?P<name>.
 
 
 def load_msmemscope(path: str | Path) -> Snapshot:
-    from npu_migrate.memory.loader import SnapshotError
+    from npu_migrate.memory.loader import MAX_EVENTS, SnapshotError
 
     path = Path(path)
     try:
-        rows = list(_read_db(path) if path.suffix == ".db" else _read_csv(path))
+        reader = _read_db(path) if path.suffix == ".db" else _read_csv(path)
+        rows = list(itertools.islice(reader, MAX_EVENTS + 1))
+        if len(rows) > MAX_EVENTS:
+            raise SnapshotError(f"{path}: refused: more than {MAX_EVENTS} rows")
     except (OSError, sqlite3.Error, csv.Error, UnicodeDecodeError) as exc:
         raise SnapshotError(f"{path}: not an msMemScope export: {exc}") from None
     except ValueError as exc:
