@@ -19,6 +19,7 @@ Kinds of site:
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -74,10 +75,28 @@ def _call_name(func: ast.expr) -> str:
 
 
 class _Scanner(ast.NodeVisitor):
-    def __init__(self, facts: FileFacts) -> None:
+    def __init__(self, facts: FileFacts, lines: list[int] | None = None) -> None:
         self.facts = facts
         self.sites: list[Site] = []
         self._skip: set[int] = set()  # ids of string nodes that are text (docstrings, logs)
+        self._lines = lines  # sorted lines that can hold a site; None: all
+
+    def generic_visit(self, node: ast.AST) -> None:
+        """As NodeVisitor's, but statements on no candidate line are not entered (a big class
+        with one CUDA line costs one statement, not the class)."""
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST) and (not isinstance(item, ast.stmt) or self._holds(item)):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
+    def _holds(self, stmt: ast.stmt) -> bool:
+        if self._lines is None:
+            return True
+        at = bisect.bisect_left(self._lines, min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())]))
+        return at < len(self._lines) and self._lines[at] <= (stmt.end_lineno or stmt.lineno)
 
     def add(self, node: ast.AST, kind: str, construct: str) -> None:
         self.sites.append(Site(node.lineno, node.col_offset + 1, kind, construct))  # type: ignore[attr-defined]
@@ -227,9 +246,19 @@ class _Scanner(ast.NodeVisitor):
                 self.visit(value)
 
 
-def cuda_sites(tree: ast.Module, facts: FileFacts | None = None) -> list[Site]:
-    """Every CUDA-specific construct in `tree`, in source order."""
-    scanner = _Scanner(facts or FileFacts.from_tree(tree))
+# every site's line spells one of these (an import of a CUDA-only library spells its name)
+_SITE_TEXT = re.compile(r"cuda|CUDA|Cuda|cudnn|CUDNN|nccl|NCCL|CUBLAS|Tensorrt|gpus|accelerator|import")
+
+
+def cuda_sites(tree: ast.Module, facts: FileFacts | None = None, text: str | None = None) -> list[Site]:
+    """Every CUDA-specific construct in `tree`, in source order. With the source `text`, only
+    statements on lines that can hold a site are visited."""
+    lines = None
+    if text is not None:
+        lines = [number for number, line in enumerate(text.splitlines(), 1) if _SITE_TEXT.search(line)]
+        if not lines:
+            return []
+    scanner = _Scanner(facts or FileFacts.from_tree(tree), lines)
     scanner.visit(tree)
     return sorted(set(scanner.sites), key=lambda s: (s.line, s.col, s.construct))
 

@@ -129,6 +129,7 @@ class FileFlow:
         self.attr_loads: dict[str, list[ast.expr]] = {}  # attribute/dict key -> loads
         self.calls: dict[str, list[ast.Call]] = {}  # local function name -> calls of it
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.literals: list[ast.expr] = []  # string constants and templates, in walk order
         self._index()
 
     # -- indexing ---------------------------------------------------------------------------
@@ -171,6 +172,8 @@ class FileFlow:
                     elif (isinstance(func, ast.Attribute) and func.attr == "get" and child.args
                           and isinstance(child.args[0], ast.Constant) and isinstance(child.args[0].value, str)):
                         self.attr_loads.setdefault(child.args[0].value, []).append(child)
+                elif isinstance(child, (ast.Constant, ast.JoinedStr)):
+                    self.literals.append(child)
                 stack.append((child, inner))
 
     def _name_loads(self, scope: ast.AST, name: str) -> list[ast.Name]:
@@ -333,9 +336,14 @@ class FileFlow:
         in a device position (NPU103 rewrites those) and ids in `skip` are left out."""
         skipped = set(skip)
         found = []
-        for node in ast.walk(self.tree):
-            if not isinstance(node, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.Call)):
-                continue
+        for literal in self.literals:
+            # the value is the literal, or the `%` / `+` / `.format(...)` built on it
+            node = literal
+            parent = self.parents.get(id(literal))
+            if isinstance(parent, ast.BinOp) and parent.left is literal:
+                node = parent
+            elif isinstance(parent, ast.Attribute) and isinstance(self.parents.get(id(parent)), ast.Call):
+                node = self.parents[id(parent)]
             root = literal_root(node)
             if root is None or id(node) in skipped:
                 continue

@@ -26,7 +26,7 @@ from npu_migrate.core.diagnostics import Diagnostic, Severity
 # Files that can hold a site spell one of these (a plain alternation: `(?i)` or a long list of
 # library names makes this search the slowest of all prefilters). A file that imports a CUDA-only
 # library and says nothing else about CUDA is reported by NPU301-NPU314, not swept.
-PREFILTER = r"cuda|CUDA|Cuda|cudnn|nccl|NCCL|CUBLAS|Tensorrt|gpus\s*=|accelerator\s*="
+PREFILTER = r"cuda|CUDA|Cuda|cudnn|CUDNN|nccl|NCCL|CUBLAS|Tensorrt|gpus\s*=|accelerator\s*="
 
 _ROUTES = {
     "api": "use its torch.npu / torch_npu counterpart, or keep it on a CUDA-only branch",
@@ -55,7 +55,7 @@ class CudaLeftBehind(Rule):
         if tree is None:
             return  # the engine reports a rewrite that does not parse
         facts = context.facts if tree is context.facts.tree else FileFacts.from_tree(tree)
-        sites = cuda_sites(tree, facts)
+        sites = cuda_sites(tree, facts, new_text)
         if not sites:
             return
         to_old = _line_map(context.source, new_text)

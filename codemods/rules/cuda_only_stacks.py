@@ -16,6 +16,7 @@ be on any machine without CUDA.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -23,6 +24,8 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemods.framework.base import Fix, Rule, dotted_parts
+from codemods.framework.facts import iter_statements
+from codemods.framework.positions import node_positions
 from npu_migrate.core.diagnostics import Severity
 
 CUDA_ONLY = frozenset({"tensorrt", "torch_tensorrt", "triton", "bitsandbytes", "xformers", "flash_attn",
@@ -30,6 +33,30 @@ CUDA_ONLY = frozenset({"tensorrt", "torch_tensorrt", "triton", "bitsandbytes", "
 _CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
 _PROVIDER = "CUDAExecutionProvider"
 _TENSORRT = "TensorrtExecutionProvider"
+
+
+def _scopes_around(tree: ast.Module, line: int) -> list[ast.AST]:
+    """Functions and classes whose lines hold `line`, innermost first."""
+    around = [s for s in iter_statements(tree.body)
+              if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+              and s.lineno <= line <= (s.end_lineno or s.lineno)]
+    return sorted(around, key=lambda s: s.lineno, reverse=True)
+
+
+def _ast_cuda_only_use(scope: ast.AST, aliases: dict[str, str]) -> str | None:
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in CUDA_ONLY:
+                    return f"`{alias.name}`"
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module.split(".")[0] in CUDA_ONLY:
+                return f"`{node.module}`"
+        elif isinstance(node, ast.Name):
+            target = aliases.get(node.id)
+            if target and target.split(".")[0] in CUDA_ONLY:
+                return f"`{target.split('.')[0]}`"
+    return None
 
 
 def _string(node: cst.CSTNode) -> str | None:
@@ -69,33 +96,14 @@ class CudaOnlyBranch(Rule):
     fix = Fix.NONE
     severity = Severity.WARNING
     prefilter = "|".join(sorted(CUDA_ONLY | {_TENSORRT}))
-    # the function or class around a guard must be visible (a bitsandbytes subclass, a helper
-    # that imports the library): the engine then hands over whole top-level statements
-    whole_statements = True
-
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self._scopes: list[cst.CSTNode] = []  # enclosing functions and classes, innermost last
         self._uses: dict[int, str | None] = {}
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scopes.append(node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> Any:
-        self._scopes.pop()
-        return updated_node
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._scopes.append(node)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> Any:
-        self._scopes.pop()
-        return updated_node
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
         if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
             return updated_node
-        library = self._cuda_only_use(original_node.body) or self._enclosing_use()
+        library = self._cuda_only_use(original_node.body) or self._enclosing_use(original_node)
         if library is None:
             return updated_node
         self._forget_edits_in(original_node.test)
@@ -114,12 +122,17 @@ class CudaOnlyBranch(Rule):
                 return True
         return False
 
-    def _enclosing_use(self) -> str | None:
-        """A CUDA-only library used by the function or class around the guard (its bases
-        included): there the guard selects that library's code path."""
-        for scope in reversed(self._scopes):
+    def _enclosing_use(self, node: cst.If) -> str | None:
+        """A CUDA-only library used by a function or class around the guard (its bases and
+        imports included): there the guard selects that library's code path. Found in the
+        file's `ast`, so it works whichever piece of the file the engine handed over."""
+        module = self.context.module
+        if module is None:
+            return None
+        line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
+        for scope in _scopes_around(self.context.facts.tree, line):
             if id(scope) not in self._uses:
-                self._uses[id(scope)] = self._cuda_only_use(scope)
+                self._uses[id(scope)] = _ast_cuda_only_use(scope, self.context.facts.aliases)
             if self._uses[id(scope)] is not None:
                 return self._uses[id(scope)]
         return None

@@ -79,6 +79,9 @@ class DeviceValueFlow(Rule):
 
     @property
     def findings(self) -> dict[tuple[int, str], Finding]:
+        if self._findings is None and not _may_travel(self.context.source) \
+                and not self.context.options.get(INDEX_OPTION):
+            self._findings = {}  # every CUDA literal sits where NPU103/NPU104 look: no flow needed
         if self._findings is None:
             facts = self.context.facts
             index = self.context.options.get(INDEX_OPTION) or {}
@@ -143,6 +146,24 @@ class DeviceValueFlow(Rule):
         if isinstance(original_node.func, cst.Attribute) and original_node.func.attr.value == "format":
             return self._leave_value(original_node, updated_node)
         return updated_node
+
+
+# CUDA literals written where NPU103/NPU104 see them directly (`device="cuda"`, `.to("cuda")`,
+# `torch.device("cuda")`, `x.type == "cuda"`, `"cuda" in device`, `torch.autocast("cuda")`)
+_DIRECT = re.compile(
+    # an indented device-named assignment (NPU103 handles those inside functions and classes) or
+    # a device keyword argument; a module-level `device = "cuda"` is NPU190's or this rule's
+    r"""^\s+\w*device\w*\s*(?::[^=\n]*)?=\s*f?['"]cuda[^'"]*['"]"""
+    r"""|[(,]\s*(?:\w*device\w*|map_location)\s*=\s*f?['"]cuda[^'"]*['"]"""
+    r"""|(?:\.to|torch\.device|autocast|GradScaler)\(\s*f?['"]cuda[^'"]*['"]"""
+    r"""|[!=]=\s*['"]cuda['"]|['"]cuda['"]\s*(?:[!=]=|in\b)""")
+_LITERAL = re.compile(r"""['"]cuda\b""")
+
+
+def _may_travel(source: str) -> bool:
+    """Cheap text test: is some CUDA literal written anywhere but a direct device position?
+    Only then is the file's flow worth computing."""
+    return any(_LITERAL.search(_DIRECT.sub("", line)) for line in source.splitlines() if "cuda" in line)
 
 
 def _walk_values(module: cst.Module) -> list[cst.CSTNode]:

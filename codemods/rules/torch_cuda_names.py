@@ -71,7 +71,8 @@ class CudaModuleName(Rule):
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> Any:
         """Runs after NPU120 (a higher code): NPU120 wrote `npu as cuda`, this drops the alias."""
         if isinstance(updated_node.names, cst.ImportStar) or isinstance(original_node.names, cst.ImportStar) \
-                or len(original_node.names) != len(updated_node.names) or not self.ready:
+                or len(original_node.names) != len(updated_node.names) \
+                or not any(dotted_name(a.name) == "cuda" for a in original_node.names) or not self.ready:
             return updated_node
         names, changed = [], False
         for before, alias in zip(original_node.names, updated_node.names):

@@ -44,6 +44,7 @@ LEFT = [
     ("import torch.distributed as dist\nb = dist.Backend.NCCL\n", 2, "torch.distributed.Backend.NCCL"),
     ("import torch.backends.cudnn as cudnn\n", 1, "import torch.backends.cudnn"),
     ("cfg.trainer.accelerator = 'gpu'\n", 1, 'accelerator = "gpu"'),
+    ("from torch.nn.attention import SDPBackend\nb = SDPBackend.CUDNN_ATTENTION\n", 2, "CUDNN_ATTENTION"),
 ]
 
 
