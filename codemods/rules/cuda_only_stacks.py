@@ -99,6 +99,7 @@ class CudaOnlyBranch(Rule):
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self._uses: dict[int, str | None] = {}
+        self._file_imports: bool | None = None
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
         if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
@@ -127,8 +128,8 @@ class CudaOnlyBranch(Rule):
         imports included): there the guard selects that library's code path. Found in the
         file's `ast`, so it works whichever piece of the file the engine handed over."""
         module = self.context.module
-        if module is None:
-            return None
+        if module is None or not self._imports_cuda_only():
+            return None  # the file imports no CUDA-only library: no scope can use one
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
         for scope in _scopes_around(self.context.facts.tree, line):
             if id(scope) not in self._uses:
@@ -136,6 +137,14 @@ class CudaOnlyBranch(Rule):
             if self._uses[id(scope)] is not None:
                 return self._uses[id(scope)]
         return None
+
+    def _imports_cuda_only(self) -> bool:
+        if self._file_imports is None:
+            self._file_imports = any(
+                (isinstance(stmt, ast.Import) and any(a.name.split(".")[0] in CUDA_ONLY for a in stmt.names))
+                or (isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] in CUDA_ONLY)
+                for stmt in iter_statements(self.context.facts.tree.body))
+        return self._file_imports
 
     def _cuda_only_use(self, body: cst.CSTNode) -> str | None:
         for node in m.findall(body, m.Name() | m.Attribute() | m.SimpleString() | m.Import() | m.ImportFrom()):
