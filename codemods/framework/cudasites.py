@@ -32,6 +32,9 @@ CUDA_ONLY_LIBRARIES = frozenset({
     "flash_attn", "flash_attn_2_cuda", "triton", "pynvml", "nvidia_smi", "GPUtil", "gpustat",
     "transformer_engine", "nvidia", "cudf", "cuml", "numba.cuda",
 })
+# the frameworks whose CUDA-named API the sweep knows to be CUDA-specific
+KNOWN_ROOTS = frozenset({"torch", "torchvision", "torchaudio", "lightning", "pytorch_lightning", "lightning_fabric",
+                         "transformers", "accelerate", "deepspeed", "timm", "numba", "onnxruntime"})
 # a part of an imported name that says CUDA (`cuda`, `cudnn`, `CUDAExtension`, `nccl`, `NCCL`)
 _CUDA_PART = re.compile(r"cuda|cudnn|nccl|cublas|cufft|nvtx", re.IGNORECASE)
 DEVICE_STRING = re.compile(r"cuda(:\d*)?|cuda:(%[-+ 0#]*\d*[dis]|%\(\w+\)[dis]|\{[^{}]*\})")
@@ -132,7 +135,7 @@ class _Scanner(ast.NodeVisitor):
         if self._import(node, node.module):
             return
         for alias in node.names:
-            if _CUDA_PART.search(alias.name):
+            if node.module.split(".")[0] in KNOWN_ROOTS and _CUDA_PART.search(alias.name):
                 self.add(node, "api", f"from {node.module} import {alias.name}")
 
     def _import(self, node: ast.stmt, module: str) -> bool:
@@ -140,7 +143,7 @@ class _Scanner(ast.NodeVisitor):
         if top in CUDA_ONLY_LIBRARIES or module.startswith("numba.cuda"):
             self.add(node, "library", f"import {module}")
             return True
-        if any(_CUDA_PART.search(part) for part in module.split(".")[1:]):
+        if top in KNOWN_ROOTS and any(_CUDA_PART.search(part) for part in module.split(".")[1:]):
             self.add(node, "api", f"import {module}")
             return True
         return False
@@ -160,8 +163,9 @@ class _Scanner(ast.NodeVisitor):
 
     def _chain(self, node: ast.expr, parts: list[str]) -> None:
         qualified = self.facts.qualify(parts)
-        # a CUDA-only library's names are not sites of their own: its import is the site
-        if (qualified is not None and qualified.split(".")[0] not in CUDA_ONLY_LIBRARIES
+        # names of the frameworks the rules know; a CUDA-only library's names are not sites of
+        # their own (its import is), nor are an in-house library's (its plugin rules decide)
+        if (qualified is not None and qualified.split(".")[0] in KNOWN_ROOTS
                 and any(_CUDA_PART.search(part) for part in qualified.split(".")[1:])):
             self.add(node, "api", qualified)
             return

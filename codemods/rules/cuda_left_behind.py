@@ -61,6 +61,9 @@ class CudaLeftBehind(Rule):
         to_old = _line_map(context.source, new_text)
         covered: set[int] | None = None
         reported = {d.line for d in context.diagnostics if d.code != self.code}
+        # a line where the user silenced some rule (`# npu-migrate: ignore[CODE]`) keeps its CUDA
+        # code on purpose: the sweep does not re-open that decision
+        reported |= set(context.suppressions.by_line)
         for site in sites:
             line = to_old(site.line)
             if line in reported:
