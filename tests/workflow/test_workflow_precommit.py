@@ -4,7 +4,8 @@ staged Python and shell files are given to the hooks.
 
 Two ways of pointing pre-commit at this repository:
 - `repo:` a git snapshot of this working tree, exactly as users consume the hooks (pre-commit
-  pip-installs it into its own virtualenv: needs PyPI, ~30 s; marked slow);
+  pip-installs it into its own virtualenv: needs PyPI, ~30 s; marked `network` and `slow`, so
+  the default run leaves it out: `python -m pytest -m "slow or network"` runs it);
 - `repo: local` hooks built from the manifest's own entries with `language: system` (seconds),
   after validating the manifest with pre-commit's own loader.
 """
@@ -151,6 +152,7 @@ def snapshot_of_this_tree(tmp_path: Path) -> tuple[Path, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.network
 def test_repository_hooks_installed_by_pre_commit(tmp_path):
     source, rev = snapshot_of_this_tree(tmp_path)
     config = {"repos": [{"repo": str(source), "rev": rev,
