@@ -20,6 +20,7 @@ import libcst as cst
 
 from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.apply import grammar
 from codemods.framework.base import Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
@@ -230,6 +231,9 @@ def _parse_ast(text: str, path: str, outcome: FileOutcome) -> ast.Module | None:
         try:
             return ast.parse(text, filename=path)
         except SyntaxError as exc:
+            newer = grammar.ast_of_newer_syntax(text)  # newer Python than the one running us?
+            if newer is not None:
+                return newer
             outcome.error = f"{path}:{exc.lineno or 0}:{exc.offset or 0}: syntax error: {exc.msg}"
         except (ValueError, RecursionError, MemoryError) as exc:
             outcome.error = f"{path}:0:0: cannot parse: {exc}"
@@ -242,7 +246,7 @@ def _reparse_problem(text: str) -> str | None:
         try:
             ast.parse(text)
         except SyntaxError as exc:
-            return f"{exc.lineno or 0}:{exc.offset or 0}"
+            return None if grammar.is_valid_python(text) else f"{exc.lineno or 0}:{exc.offset or 0}"
     return None
 
 
@@ -340,7 +344,7 @@ def _run_piece(piece: Piece, chunk: str, rules: list[Rule], context: RuleContext
             raise _Replan()
         source, removed = dedented
     try:
-        module = cst.parse_module(source)
+        module = grammar.parse_module(source)
     except cst.ParserSyntaxError as exc:
         if piece.indent:
             raise _Replan() from None
