@@ -26,6 +26,7 @@ from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
 from codemods.framework.suppression import Suppressions, skips_file
 
+UNKNOWN_SUPPRESSION = "NPU001"
 # which rule language handles which files; Python is everything else
 TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES}
 
@@ -119,9 +120,12 @@ def migrate_text(text: str, path: str, ruleset: RuleSet, tree: ast.Module | None
     is left as it was. `tree`, when the caller has already parsed `text` with `ast`, saves a parse."""
     try:
         try:
-            return _migrate(text, path, ruleset, tree=tree)
+            outcome = _migrate(text, path, ruleset, tree=tree)
         except _Replan:
-            return _migrate(text, path, ruleset, nest=False, tree=tree)
+            outcome = _migrate(text, path, ruleset, nest=False, tree=tree)
+        if not outcome.error and "npu-migrate" in text and not skips_file(text):
+            outcome.diagnostics += unknown_suppressions(text, path)
+        return outcome
     except RecursionError:
         return FileOutcome(path, error=f"{path}:0:0: too deeply nested to migrate; file left untouched")
     except Exception as exc:  # a bug in a rule must cost one file, not the run
@@ -218,6 +222,23 @@ def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
     if new_text != text:
         outcome.new_text = new_text
     return outcome
+
+
+def unknown_suppressions(text: str, path: str) -> list[Diagnostic]:
+    """NPU001 (like ruff's RUF100): a code in `# npu-migrate: ignore[...]` that no rule has, so
+    the comment silences nothing (a typo, or a rule that was removed)."""
+    from codemods.framework.registry import all_rules
+    from npu_migrate.apply.codes import CODES
+    from npu_migrate.core.config import did_you_mean
+
+    known = [r.code for r in all_rules()] + list(CODES)
+    found = []
+    for line, col, code in Suppressions.parse(text).unknown(frozenset(known)):
+        close = did_you_mean(code, known)
+        hint = f"; did you mean {close}?" if close else ""
+        found.append(Diagnostic(UNKNOWN_SUPPRESSION, f"unknown code `{code}` in a suppression comment "
+                                f"(it silences nothing){hint}", path, line, col, Severity.WARNING))
+    return found
 
 
 def _unsuppressed(context: RuleContext) -> list[Diagnostic]:

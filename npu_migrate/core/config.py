@@ -314,8 +314,7 @@ def parse_table(table: dict[str, Any], path: str = "pyproject.toml") -> Settings
         elif key == "cache-dir":
             if not isinstance(value, str):
                 raise ConfigError(f"{where}: cache-dir must be a string")
-        elif key == "respect-gitignore":
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where}: respect-gitignore must be true or false")
+        elif key == "respect-gitignore" and not isinstance(value, bool):
+            raise ConfigError(f"{where}: respect-gitignore must be true or false")
         setattr(settings, attr, value)
     return settings
