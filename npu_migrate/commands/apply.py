@@ -453,7 +453,7 @@ class Reporter:
         found = findings(result, self.pending and self.fmt != "text")
         if self.statistics:
             self._count(result, found)
-        if self.fmt not in formats.STREAMED:
+        if self.fmt not in formats.STREAMED or self.statistics:
             return
         if result.old_text is not None and outcome.new_text is not None and self.mode in ("diff", "dry-run"):
             diff = unified_diff(result.old_text, outcome.new_text, outcome.path)
@@ -461,8 +461,6 @@ class Reporter:
             self._echo(colourise(diff) if colour else diff, ansi=True)
         elif outcome.changed and self.mode == "check" and self.fmt == "text":
             self._echo(f"would migrate {outcome.path}")
-        if self.statistics:
-            return
         if self.fmt == "text":
             if outcome.error:
                 self._echo(outcome.error, err=True)
@@ -528,4 +526,5 @@ def _isatty(stream: Any) -> bool:
 def _rule_names() -> dict[str, str]:
     from codemods.framework.registry import all_rules
 
-    return {r.code: r.name for r in all_rules()}
+    return {"NPU000": "file-failed", "NPU001": "unknown-suppression-code"} | {
+        r.code: r.name for r in all_rules()}
