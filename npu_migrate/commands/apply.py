@@ -151,6 +151,11 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
         sys.exit(EXIT_FATAL if len(existing) < len(paths) else EXIT_OK)
     targets = _copy_tree(existing, output_dir, exclude) if output_dir else None
     groups = _groups(files, plans)
+    for plan, _ in groups:
+        settings = plan.settings  # type: ignore[attr-defined]
+        if settings.target_version is not None and not quiet:
+            click.echo(f"npu-migrate: warning: {settings.source}: target-version has no effect yet "
+                       "(no rule depends on the torch_npu version)", err=True)
     output = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout  # noqa: SIM115
     reporter = Reporter(mode, fmt, no_color, show_fixes, quiet, len(files), output, statistics)
     summary = RunSummary()
