@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from workflow_helpers import PLUGIN_SOURCE
 
 

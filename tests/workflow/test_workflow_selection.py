@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from workflow_helpers import CUDA, apply, git, write
 
 
