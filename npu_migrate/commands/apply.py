@@ -311,7 +311,7 @@ def _run_stdin(plan: RunPlan, name: str, dry_run: bool, show_diff: bool, check: 
     result = process_bytes(data, name, plan)
     outcome = result.outcome
     pending_mode = dry_run or show_diff or check
-    if fmt != "text":  # the report is the output
+    if fmt not in formats.STREAMED:  # the report is the output
         summary = RunSummary()
         summary.add(result, ".")
         click.echo(render_report(fmt, [result], summary, pending_mode), nl=False)
@@ -322,10 +322,11 @@ def _run_stdin(plan: RunPlan, name: str, dry_run: bool, show_diff: bool, check: 
             sys.stdout.write(colourise(diff) if colour else diff)
     elif not check:
         sys.stdout.buffer.write(result.new_bytes if result.new_bytes is not None else data)
-    if fmt == "text":
-        for diagnostic in outcome.diagnostics:
-            click.echo(formats.text_line(diagnostic), err=True)
-        if outcome.error:
+    if fmt in formats.STREAMED:  # the code (or diff) owns stdout: diagnostics go to stderr
+        found = outcome.diagnostics if fmt == "text" else findings(result, pending_mode)
+        for line in formats.streamed_lines(found, fmt):
+            click.echo(line, err=True)
+        if outcome.error and fmt == "text":
             click.echo(outcome.error, err=True)
     failed = bool(outcome.error) or outcome.has_errors or (outcome.changed and pending_mode)
     return EXIT_PENDING if failed and not exit_zero else EXIT_OK
@@ -356,7 +357,11 @@ def render_report(fmt: str, results: list[FileResult], summary: RunSummary, pend
 
         return json.dumps(run_to_sarif(results), indent=2) + "\n"
     diagnostics = [d for r in results for d in findings(r, pending)]
-    return formats.gitlab(diagnostics) if fmt == "gitlab" else formats.grouped(diagnostics)
+    if fmt == "gitlab":
+        return formats.gitlab(diagnostics)
+    if fmt == "grouped":
+        return formats.grouped(diagnostics)
+    return "".join(line + "\n" for line in formats.streamed_lines(diagnostics, fmt))
 
 
 def _file_json(result: FileResult) -> dict[str, Any]:

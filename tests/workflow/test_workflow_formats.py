@@ -132,3 +132,19 @@ def test_an_explicit_file_is_processed_whatever_its_suffix(tmp_path, monkeypatch
     assert "ASCEND_RT_VISIBLE_DEVICES" in (tmp_path / "launch.bash").read_text()  # as shell
     folder = apply("--check", ".", cwd=tmp_path, monkeypatch=monkeypatch)
     assert "train.txt" not in folder.stdout  # a folder yields only known suffixes
+
+
+def test_standard_input_keeps_stdout_for_the_code_and_annotates_on_stderr(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from npu_migrate.commands.apply import command
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(command, ["--check", "--output-format", "github",
+                                          "--stdin-filename", "s.py", "-"], input=CUDA)
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert lines and all(GITHUB.match(line) for line in lines)
+    assert re.search(r"^::warning file=s.py,line=2,col=\d+,title=NPU101::NPU101 fixable: ", result.stderr, re.M)
+    gitlab = CliRunner().invoke(command, ["--output-format", "gitlab", "-"], input=CUDA)
+    assert {issue["check_name"] for issue in json.loads(gitlab.stdout)} >= {"NPU101"}
