@@ -146,5 +146,5 @@ def test_standard_input_keeps_stdout_for_the_code_and_annotates_on_stderr(tmp_pa
     lines = result.stderr.splitlines()
     assert lines and all(GITHUB.match(line) for line in lines)
     assert re.search(r"^::warning file=s.py,line=2,col=\d+,title=NPU101::NPU101 fixable: ", result.stderr, re.M)
-    gitlab = CliRunner().invoke(command, ["--output-format", "gitlab", "-"], input=CUDA)
+    gitlab = CliRunner().invoke(command, ["--diff", "--output-format", "gitlab", "-"], input=CUDA)
     assert {issue["check_name"] for issue in json.loads(gitlab.stdout)} >= {"NPU101"}
