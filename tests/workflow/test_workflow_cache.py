@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workflow_helpers import CUDA, apply, cli, git, summary_of, write
-
 from npu_migrate.apply.cache import _hash_tree
 from npu_migrate.apply.engine import migrate_source
+
+from workflow_helpers import CUDA, apply, cli, git, summary_of, write
 
 CLEAN = "import os\nprint(os.getcwd())\n"
 
@@ -144,9 +144,9 @@ def test_a_warm_run_fetches_changed_files_when_their_turn_comes(tmp_path):
     """Cached results of files that change are not all held in memory before the first one is
     yielded: they are read again in turn (so an edit made meanwhile is seen, not a stale hit)."""
     from npu_migrate.apply.cache import Cache
-    from npu_migrate.apply.runner import run
     from npu_migrate.commands.apply import _plan
     from npu_migrate.core.config import Settings
+    from npu_migrate.apply.runner import run
 
     files = [str(p) for p in tree(tmp_path)]
     plan = _plan(Settings(), (), (), ())

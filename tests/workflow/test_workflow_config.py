@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from workflow_helpers import CUDA, apply, git, summary_of, write
 
-from codemods.framework.registry import all_rules
 from npu_migrate.core.config import load_settings
+from codemods.framework.registry import all_rules
+
+from workflow_helpers import CUDA, apply, git, summary_of, write
 
 
 def project(tmp_path: Path, table: str) -> Path:
@@ -233,11 +234,11 @@ def test_snapshot_keys_reach_the_memory_snapshot_rule(tmp_path):
         "import torch\n\n\ndef main(model, opt):\n    for x in range(3):\n        loss = model(x)\n"
         "        loss.backward()\n        opt.step()\n\n\nif __name__ == '__main__':\n    main()\n")
     run = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--no-cache", str(tmp_path)],
-                         capture_output=True, text=True, timeout=120, check=False)
+                         capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     text = (tmp_path / "train.py").read_text()
     assert "MY_SNAP" in text and "1234" in text and "NPU_MIGRATE_SNAPSHOT" not in text
     (tmp_path / "pyproject.toml").write_text('[tool.npu-migrate]\nsnapshot-max-entries = "many"\n')
     bad = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--no-cache", str(tmp_path)],
-                         capture_output=True, text=True, timeout=120, check=False)
+                         capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "snapshot-max-entries" in bad.stderr

@@ -8,11 +8,12 @@ import re
 import tomllib
 
 from click.testing import CliRunner
-from workflow_helpers import REPO
 
 from npu_migrate.commands.apply import command as apply_command
 from npu_migrate.core import config, formats
 from npu_migrate.core.diagnostics import Diagnostic, Severity
+
+from workflow_helpers import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 

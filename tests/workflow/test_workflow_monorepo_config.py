@@ -8,15 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from workflow_helpers import CUDA, apply, write
 
+from npu_migrate.core.config import ConfigError, SettingsFinder, did_you_mean, load_config_file
 from codemods.framework.registry import all_rules
-from npu_migrate.core.config import (
-    ConfigError,
-    SettingsFinder,
-    did_you_mean,
-    load_config_file,
-)
+
+from workflow_helpers import CUDA, apply, write
 
 
 def monorepo(tmp_path: Path) -> Path:

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from workflow_helpers import CUDA, apply, cli, write
 
 from codemods.framework import registry
+
+from workflow_helpers import CUDA, apply, cli, write
 
 SOURCE = """\
 import torch

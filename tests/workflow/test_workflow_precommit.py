@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 from pre_commit.clientlib import load_manifest
+
 from workflow_helpers import REPO, git, write
 
 CUDA_TRAIN = "import torch\n\nmodel = torch.nn.Linear(4, 2).cuda()\nprint(model.weight.is_cuda)\n"

@@ -11,10 +11,11 @@ import sysconfig
 from pathlib import Path
 
 from click.testing import CliRunner
-from workflow_helpers import REPO, write
 
-from codemods.framework.registry import all_rules
 from npu_migrate.commands.rules import command
+from codemods.framework.registry import all_rules
+
+from workflow_helpers import REPO, write
 
 
 def test_listing_has_every_rule_with_default_and_fix_safety():
@@ -26,7 +27,7 @@ def test_listing_has_every_rule_with_default_and_fix_safety():
     rules = all_rules()
     assert set(by_code) == {r.code for r in rules}
     for rule in rules:
-        _, name, default, fix, *_ = by_code[rule.code]
+        code, name, default, fix, *_ = by_code[rule.code]
         assert (name, default, fix) == (rule.name, "on" if rule.default else "off", rule.fix.value)
     assert any(not r.default for r in rules) and "off" in {v[2] for v in by_code.values()}
 

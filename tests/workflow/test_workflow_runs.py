@@ -9,10 +9,11 @@ import signal
 import subprocess
 import sys
 import time
-
-from workflow_helpers import CUDA, apply, cli, write
+from pathlib import Path
 
 from npu_migrate.apply.engine import migrate_source
+
+from workflow_helpers import CUDA, apply, cli, write
 
 BROKEN = {
     "bad/syntax.py": "import torch\nx = torch.ones(2).cuda(\n",
@@ -63,8 +64,7 @@ def test_an_interrupted_run_leaves_whole_files_and_a_second_run_finishes(tmp_pat
     files = [write(tmp_path / f"pkg{i % 8}" / f"m{i:03}.py", body) for i in range(100)]
     process = subprocess.Popen([sys.executable, "-m", "npu_migrate", "apply", "--jobs", "2", "."],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True,
-                               preexec_fn=_default_interrupt)  # noqa: PLW1509 (no threads here)
+                               start_new_session=True, preexec_fn=_default_interrupt)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
         if sum(f.read_text() != body for f in files[:20]) >= 2:

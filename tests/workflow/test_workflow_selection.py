@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from workflow_helpers import CUDA, apply, git, write
 
 
