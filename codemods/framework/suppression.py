@@ -24,7 +24,7 @@ class Suppressions:
         self.written = written or []
 
     @classmethod
-    def parse(cls, text: str) -> "Suppressions":
+    def parse(cls, text: str) -> Suppressions:
         if "npu-migrate" not in text and "noqa" not in text.lower():
             return cls()
         by_line: dict[int, frozenset[str]] = {}

@@ -15,30 +15,15 @@ import click
 from npu_migrate import __version__
 from npu_migrate.apply.cache import DEFAULT_DIR, Cache, run_key
 from npu_migrate.apply.runner import FileResult, RunPlan, process_bytes, run
-from npu_migrate.apply.selection import (
-    SelectionError,
-    changed_since,
-    parse_shard,
-    shard,
-)
+from npu_migrate.apply.selection import SelectionError, changed_since, parse_shard, shard
 from npu_migrate.apply.summary import RunSummary, package_of
 from npu_migrate.core import formats
-from npu_migrate.core.config import (
-    ConfigError,
-    Settings,
-    SettingsFinder,
-    did_you_mean,
-    show_settings,
-)
+from npu_migrate.core.config import (ConfigError, Settings, SettingsFinder, did_you_mean,
+                                     resolve_selectors_and_globs, show_settings)
 from npu_migrate.core.diagnostics import Diagnostic, Severity
 from npu_migrate.core.diffs import colourise, unified_diff
-from npu_migrate.core.discovery import (
-    CUDA_SUFFIXES,
-    PYTHON_SUFFIXES,
-    SHELL_SUFFIXES,
-    SKIP_DIRS,
-    discover,
-)
+from npu_migrate.core.discovery import (CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES, SKIP_DIRS,
+                                        discover)
 from npu_migrate.core.sources import write_atomic
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 1, 2
@@ -128,7 +113,7 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
     if paths == ("-",):
         try:
             named = stdin_filename if stdin_filename != "<stdin>" else os.path.join(".", "-")
-            plan = _plan(finder.for_path(named), select, ignore, enable)
+            plan = _plan_of({}, finder.for_path(named), select, ignore, enable)
         except (ConfigError, ValueError) as exc:
             raise Fatal(str(exc)) from None
         sys.exit(_run_stdin(plan, stdin_filename, dry_run, show_diff, check, fmt, no_color, exit_zero))
@@ -224,8 +209,11 @@ def _plan(settings: Settings, select: Sequence[str], ignore: Sequence[str], enab
 
 def _plan_of(plans: dict[int, RunPlan], settings: Settings, select: Sequence[str],
              ignore: Sequence[str], enable: Sequence[str]) -> RunPlan:
-    """One plan per distinct settings (the finder returns one object per configuration file)."""
+    """One plan per distinct settings (the finder returns one object per configuration file);
+    the configuration's rule selectors are checked against the installed rules here, once."""
     if id(settings) not in plans:
+        if settings.source is not None:
+            resolve_selectors_and_globs(settings, settings.source)
         plan = _plan(settings, select, ignore, enable)
         plan.settings = settings  # type: ignore[attr-defined]
         plans[id(settings)] = plan

@@ -140,14 +140,14 @@ def nearest_config(path: str) -> str | None:
 def load_config_file(path: str) -> Settings:
     """Settings from one configuration file, following `extend` chains (the extending file's
     keys win; a cycle is an error). Relative paths are relative to the nearest file's folder,
-    except an extended file's `cache-dir`, which is relative to the file that sets it."""
+    except an extended file's `cache-dir`, which is relative to the file that sets it.
+    Rule selectors are checked against the installed rules by the caller (a layer up)."""
     table = _merged_table(os.path.abspath(path), [])
     settings = parse_table(table, path)
     settings.source = path
     settings.root = os.path.dirname(os.path.abspath(path))
     if settings.cache_dir is not None and not os.path.isabs(settings.cache_dir):
         settings.cache_dir = os.path.join(settings.root, os.path.expanduser(settings.cache_dir))
-    resolve_selectors_and_globs(settings, path)
     return settings
 
 
@@ -239,7 +239,11 @@ def load_settings(paths: Sequence[str], config_file: str | None = None,
     if isolated:
         return Settings()
     path = config_file or find_pyproject(paths)
-    return Settings() if path is None else load_config_file(path)
+    if path is None:
+        return Settings()
+    settings = load_config_file(path)
+    resolve_selectors_and_globs(settings, path)
+    return settings
 
 
 def resolve_selectors_and_globs(settings: Settings, path: str) -> None:

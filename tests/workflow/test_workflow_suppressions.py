@@ -56,7 +56,7 @@ def test_add_noqa_silences_what_remains_and_nothing_else_changes(tmp_path, monke
 
 
 def test_add_noqa_refuses_a_line_ending_in_a_backslash(tmp_path, monkeypatch):
-    body = f"import os\nos.environ['CUDA_VISIBLE_DEVICES'] = \\\n    '1,0'\n"
+    body = "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = \\\n    '1,0'\n"
     write(tmp_path / "a.py", body)
     found = json.loads(apply("--check", "--output-format", "json", "a.py", cwd=tmp_path,
                              monkeypatch=monkeypatch).stdout)["files"][0]["diagnostics"]
