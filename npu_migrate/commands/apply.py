@@ -141,7 +141,10 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
         if settings.target_version is not None and not quiet:
             click.echo(f"npu-migrate: warning: {settings.source}: target-version has no effect yet "
                        "(no rule depends on the torch_npu version)", err=True)
-    output = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout  # noqa: SIM115
+    try:
+        output = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout  # noqa: SIM115
+    except OSError as exc:
+        raise Fatal(f"--output-file {output_file}: {exc.strerror}") from None
     reporter = Reporter(mode, fmt, no_color, show_fixes, quiet, len(files), output, statistics)
     summary = RunSummary()
     start = time.perf_counter()

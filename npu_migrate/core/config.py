@@ -155,9 +155,10 @@ def _merged_table(path: str, chain: list[str]) -> dict[str, Any]:
     if path in chain:
         raise ConfigError(f"{chain[0]}: extend: a cycle ({' -> '.join(chain + [path])})")
     table = _table_of(path, read_toml(path))
+    if table is None and chain:
+        raise ConfigError(f"{path}: no [tool.{SECTION}] table (named by extend in {chain[-1]})")
     if table is None:
-        raise ConfigError(f"{path}: no [tool.{SECTION}] table (named by extend in {chain[-1]})"
-                          if chain else f"{path}: no [tool.{SECTION}] table")
+        return {}  # a pyproject.toml named by --config without our table: the defaults
     table = dict(table)
     base = table.pop("extend", None)
     if base is None:

@@ -148,3 +148,11 @@ def test_standard_input_keeps_stdout_for_the_code_and_annotates_on_stderr(tmp_pa
     assert re.search(r"^::warning file=s.py,line=2,col=\d+,title=NPU101::NPU101 fixable: ", result.stderr, re.M)
     gitlab = CliRunner().invoke(command, ["--diff", "--output-format", "gitlab", "-"], input=CUDA)
     assert {issue["check_name"] for issue in json.loads(gitlab.stdout)} >= {"NPU101"}
+
+
+def test_an_output_file_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    write(tmp_path / "a.py", CUDA)
+    result = apply("--check", "-o", str(tmp_path / "missing" / "out.txt"), "a.py", cwd=tmp_path,
+                   monkeypatch=monkeypatch)
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("npu-migrate: error: --output-file ")
