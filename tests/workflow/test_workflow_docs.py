@@ -49,11 +49,17 @@ def test_python_version_and_torch_cpu_wheel_are_stated():
 
 
 def test_every_option_and_format_the_readme_names_exists():
-    help_text = CliRunner().invoke(apply_command, ["--help"], terminal_width=200).output
-    for option in re.findall(r"`(--[a-z-]+)", README):
-        if option in ("--format",):  # the deprecated alias is hidden from --help
-            continue
-        assert option in help_text or option in ("--only", "--original", "--migrated", "--html"), option
+    from npu_migrate.cli import main
+
+    runner = CliRunner()
+    helps = {name: runner.invoke(main, [*name.split(), "--help"], terminal_width=200).output
+             for name in ("apply", "analyze", "verify", "memory report", "rules")}
+    help_text = "\n".join(helps.values())
+    for option in set(re.findall(r"`(--[a-z-]+)", README)) - {"--format"}:
+        assert option in help_text, option
+    # --format: analyze's option, and apply's deprecated (hidden) alias of --output-format
+    assert "--format" in helps["analyze"]
+    assert runner.invoke(apply_command, ["--format", "json", "--help"]).exit_code == 0
     named = re.search(r"`--output-format ([a-z|]+)`", README)
     assert named and tuple(named.group(1).split("|")) == formats.FORMATS
 
@@ -75,3 +81,22 @@ def test_no_pre_commit_rev_names_a_tag_that_does_not_exist():
     for path in (REPO / "docs" / "pre-commit.md", REPO / ".pre-commit-hooks.yaml", REPO / "README.md"):
         assert not re.search(r"rev: v\d", path.read_text()), path
     assert "commit SHA" in (REPO / "docs" / "pre-commit.md").read_text()
+
+
+def test_the_configuration_error_examples_are_what_is_printed(tmp_path, monkeypatch):
+    from workflow_helpers import apply, write
+
+    page = (REPO / "docs" / "configuration.md").read_text()
+    examples = re.findall(r"^npu-migrate: error: /repo/pyproject.toml: .*$", page, re.MULTILINE)
+    tables = {"selct": 'selct = ["NPU101"]', "jobs": "jobs = 0",
+              "per-file-ignores": '[tool.npu-migrate.per-file-ignores]\n"tests/*" = ["NPU1O1"]'}
+    assert len(examples) == len(tables)
+    write(tmp_path / "a.py", "x = 1\n")
+    for example, table in zip(examples, tables.values()):
+        write(tmp_path / "pyproject.toml", f"[tool.npu-migrate]\n{table}\n")
+        printed = apply("--check", "a.py", cwd=tmp_path, monkeypatch=monkeypatch).stderr.strip()
+        printed = printed.replace(str(tmp_path / "pyproject.toml"), "/repo/pyproject.toml")
+        if example.endswith("known: ...)"):
+            assert printed.startswith(example[:-len("...)")]), printed
+        else:
+            assert printed == example
