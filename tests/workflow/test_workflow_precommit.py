@@ -118,7 +118,7 @@ def test_local_hooks_check_fix_and_pass(tmp_path):
     root = consumer(tmp_path, local_hooks())
     write(root / "scripts" / "launch", LAUNCH)  # a shell file without suffix: pre-commit passes it
     git(root, "add", "scripts/launch")
-    result = check_fix_check(root, tmp_path / "home")
+    result = check_fix_check(root, tmp_path / "home", extra_env={"PYTHONPATH": str(REPO)})
     assert result.returncode == 0
 
 
@@ -129,10 +129,10 @@ def test_local_check_hook_fails_on_error_level_diagnostics(tmp_path, plugin_path
     write(root / "opt.py", "from acme.kernels import fused_adam_cuda\nfused_adam_cuda([])\n")
     git(root, "add", "-A", ".")
     git(root, "rm", "-q", "--cached", "draft.py")
-    env = {"PYTHONPATH": str(plugin_path)}
+    env = {"PYTHONPATH": f"{plugin_path}:{REPO}"}  # the plugin, and this checkout's npu-migrate
     failing = pre_commit(root, tmp_path / "home", "npu-migrate-check", extra_env=env)
     assert failing.returncode == 1
-    assert "opt.py:2:1: EXA102 `fused_adam_cuda` is CUDA-only" in failing.stdout
+    assert "opt.py:2:1: EXA102 [error] `fused_adam_cuda` is CUDA-only" in failing.stdout
     write(root / "opt.py", "from acme.kernels import fused_adam_cuda\n"
                            "fused_adam_cuda([])  # npu-migrate: ignore[EXA102]\n")
     git(root, "add", "opt.py")

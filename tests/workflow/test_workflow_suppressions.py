@@ -68,8 +68,20 @@ def test_add_noqa_refuses_a_line_ending_in_a_backslash(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("code", ["NPU101", "NPU000", "NPU001", "ANA001", "MEM001", "VER001"])
-def test_every_linked_code_has_a_page_in_an_installed_copy(code, tmp_path):
+def test_every_linked_code_has_a_page(code, tmp_path):
     result = cli("rules", code, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"# {code}")
+
+
+@pytest.mark.parametrize("code", ["NPU101", "NPU000", "NPU001"])
+def test_apply_codes_have_a_page_in_an_installed_copy_without_docs(code, tmp_path):
+    """The layout a wheel installs (no docs/ folder): `rules CODE` still prints a page."""
+    from test_workflow_rules_cmd import installed_copy, run_installed
+
+    site = tmp_path / "site"
+    installed_copy(site)
+    result = run_installed(site, "-m", "npu_migrate", "rules", code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"# {code}")
 
