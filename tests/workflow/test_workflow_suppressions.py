@@ -74,8 +74,8 @@ def test_every_linked_code_has_a_page(code, tmp_path):
     assert result.stdout.startswith(f"# {code}")
 
 
-@pytest.mark.parametrize("code", ["NPU101", "NPU000", "NPU001"])
-def test_apply_codes_have_a_page_in_an_installed_copy_without_docs(code, tmp_path):
+@pytest.mark.parametrize("code", ["NPU101", "NPU000", "NPU001", "MEM001"])
+def test_codes_have_a_page_in_an_installed_copy_without_docs(code, tmp_path):
     """The layout a wheel installs (no docs/ folder): `rules CODE` still prints a page."""
     from test_workflow_rules_cmd import installed_copy, run_installed
 
