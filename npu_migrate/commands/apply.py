@@ -148,15 +148,17 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
     reporter = Reporter(mode, fmt, no_color, show_fixes, quiet, len(files), output, statistics)
     summary = RunSummary()
     start = time.perf_counter()
+    results = _results(groups, cache_dir, no_cache, jobs)  # closing it stops the current group's workers
     try:
         try:
-            for result in reporter.track(_results(groups, cache_dir, no_cache, jobs)):
+            for result in reporter.track(results):
                 summary.add(result, package_of(result.path, existing))
                 if result.new_bytes is not None and mode == "write" and not result.outcome.error:
                     destination = targets[result.path] if targets else result.path
                     write_atomic(destination, result.new_bytes)
                 reporter.file(result)
         except KeyboardInterrupt:
+            results.close()
             reporter.close()
             click.echo("npu-migrate: interrupted; files written so far are complete, the rest untouched. "
                        "Run again to finish.", err=True)
