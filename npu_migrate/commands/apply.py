@@ -7,7 +7,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any, TextIO
 
 import click
@@ -264,7 +264,7 @@ def _groups(files: list[tuple[str, Settings]], plans: dict[int, RunPlan]) -> lis
 
 
 def _results(groups: list[tuple[RunPlan, list[str]]], cache_dir: str | None, no_cache: bool,
-             jobs: int | None) -> Iterator[FileResult]:
+             jobs: int | None) -> Generator[FileResult, None, None]:
     """Each group through the runner with its own plan, one group after the other."""
     for plan, members in groups:
         settings: Settings = plan.settings  # type: ignore[attr-defined]

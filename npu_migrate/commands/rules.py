@@ -118,7 +118,7 @@ def command(code: str | None, fmt: str) -> None:
         rule = find_rule(code) if code else None
     except RuleError as exc:
         page = code_page(code) if code else None
-        if page is not None:  # a diagnostic code that is not a rule (NPU000, ANA001, ...)
+        if code and page is not None:  # a diagnostic code that is not a rule (NPU000, ANA001, ...)
             click.echo(page if fmt == "text" else json.dumps({"code": code.upper(), "doc": page}, indent=2),
                        nl=fmt != "text")
             return
