@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npu_migrate.analyze import catalog
+from npu_migrate.analyze.classify import STATUS_CODES, STATUS_LABELS, STATUSES, action_text
 from npu_migrate.analyze.findings import finding
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
 from npu_migrate.analyze.rating import Rating, rate
@@ -15,7 +16,7 @@ from npu_migrate.core.diagnostics import Diagnostic, Table
 
 SECTIONS = ("architecture", "computation", "memory")
 SECTION_CODES = {
-    "architecture": ("ANA001", "ANA002", "ANA010", "ANA020"),
+    "architecture": ("ANA001", "ANA002", "ANA003", "ANA004", "ANA010", "ANA020"),
     "computation": ("ANA030", "ANA031", "ANA032"),
     "memory": ("ANA040", "ANA041", "ANA042", "ANA043", "ANA044", "ANA045", "ANA046", "ANA047"),
 }
@@ -112,8 +113,9 @@ class Aggregator:
             result.summary["migration complexity"] = self.rating.level
             result.summary["estimated effort (person-days)"] = self.rating.total_days
         if "architecture" in self.only:
-            manual = sum(1 for _, s in self.sites if _needs_person(s))
-            result.summary["CUDA locations"] = f"{len(self.sites)} ({len(self.sites) - manual} automatic, {manual} need a person)"
+            statuses = Counter(site.status for _, site in self.sites)
+            result.summary["CUDA locations"] = f"{len(self.sites)} (" + ", ".join(
+                f"{statuses[s]} {STATUS_LABELS[s]}" for s in STATUSES) + ")"
         result.summary["nn.Module classes"] = len(modules)
         result.summary["findings"] = ", ".join(f"{counts[k]} {k}" for k in ("error", "warning", "info") if counts[k]) or "none"
         return result
@@ -163,21 +165,25 @@ class Aggregator:
         layers.rows = [[k, n, c] for (k, n), c in sorted(layer_counts.items())]
         tables.append(layers)
 
-        by_kind = Table("CUDA code locations by kind", ["kind", "locations", "automatic (apply)", "need a person"])
-        detail = Table("CUDA code locations", ["location", "kind", "code", "what apply does"])
+        by_kind = Table("CUDA code locations by kind",
+                        ["kind", "locations", *(STATUS_LABELS[s] for s in STATUSES)])
+        detail = Table("CUDA code locations", ["location", "kind", "status", "code", "what apply does"])
         kinds = catalog.load("cuda_kinds")["kinds"]
-        per_kind: dict[str, list[int]] = {k: [0, 0] for k in kinds}
+        per_kind: dict[str, Counter[str]] = {k: Counter() for k in kinds}
         for path, site in sorted(self.sites, key=lambda s: (s[0], s[1].line, s[1].col)):
-            manual = _needs_person(site)
-            per_kind.setdefault(site.kind, [0, 0])[1 if manual else 0] += 1
+            per_kind.setdefault(site.kind, Counter())[site.status] += 1
             codes = ", ".join(dict.fromkeys(code for code, _, _ in site.actions)) or "—"
-            action = _action_text(site)
-            detail.rows.append([where(path, site.line, site.col), site.kind, codes, action])
-
-            code = "ANA002" if manual else "ANA001"
+            action = action_text(site)
+            detail.rows.append([where(path, site.line, site.col), site.kind, STATUS_LABELS[site.status],
+                                codes, action])
             label = f"{site.kind}: {site.what}" if site.what else site.kind
-            extra.append(finding(code, path, (site.line, site.col), f"{label}: {action}"))
-        by_kind.rows = [[k, a + m, a, m] for k, (a, m) in per_kind.items() if a + m]
+            evidence = [f"scanner: {label} at line {site.line}"] if site.what else []
+            evidence += [f"apply ({'edit' if a == 'fix' else a}): {c} at line {site.line}"
+                         for c, a, _ in dict.fromkeys(site.actions)]
+            evidence.append(f"status: {site.status}")
+            extra.append(finding(STATUS_CODES[site.status], path, (site.line, site.col), f"{label}: {action}",
+                                 evidence=evidence))
+        by_kind.rows = [[k, sum(c.values()), *(c[s] for s in STATUSES)] for k, c in per_kind.items() if c]
         tables += [by_kind, detail]
 
         setups = catalog.load("distributed")["setups"]
@@ -215,9 +221,7 @@ class Aggregator:
     def _counts(self, fallback) -> dict[str, int]:
         entries = {e["cuda"]: e for e in catalog.load("third_party")["entries"]}
         counts: Counter[str] = Counter()
-        manual = sum(1 for _, s in self.sites if _needs_person(s))
-        counts["manual"] = manual
-        counts["automatic"] = len(self.sites) - manual
+        counts.update(site.status for _, site in self.sites)
         counts["cpu_fallback"] = sum(1 for state, _, _ in fallback.values() if state == "cpu-fallback risk")
         kernels = [t for t in self.third_party if t[1].startswith("@")]
         seen: set[tuple[str, str]] = set()
@@ -331,20 +335,6 @@ class Aggregator:
                 allocator.rows.append([where(path, site.line, site.col), message])
                 extra.append(finding("ANA047", path, (site.line, site.col), message))
         return [loaders, transfers, precision, allocator]
-
-
-def _needs_person(site: Site) -> bool:
-    return not site.actions or any(action == "flag" for _, action, _ in site.actions)
-
-
-def _action_text(site: Site) -> str:
-    if not site.actions:
-        return "needs a person: no rule rewrites this"
-    parts = []
-    for code, action, message in site.actions:
-        parts.append(f"{code} {'rewrites' if action == 'fix' else 'flags'}: {message}")
-    text = "; ".join(dict.fromkeys(parts))
-    return text if not _needs_person(site) else "needs a person — " + text
 
 
 def _short(name: str) -> str:

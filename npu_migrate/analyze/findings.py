@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import ast
 
+from dataclasses import dataclass
+
 from npu_migrate.core.diagnostics import Diagnostic, Severity
 
 INFO, WARNING = Severity.INFO, Severity.WARNING
 
 CODES: dict[str, tuple[str, str, Severity]] = {
     "ANA001": ("cuda-automatic", "CUDA code that `npu-migrate apply` rewrites", INFO),
-    "ANA002": ("cuda-manual", "CUDA code that needs a person: no rule rewrites it", WARNING),
+    "ANA002": ("cuda-manual", "CUDA code that needs a person: no rule rewrites or reports it", WARNING),
+    "ANA003": ("cuda-reported", "CUDA code that a rule reports with advice: a person applies it", WARNING),
+    "ANA004": ("cuda-policy", "CUDA code a rule would handle, left by the rule selection", INFO),
     "ANA010": ("distributed-setup", "A distributed set-up and what changes for HCCL", INFO),
     "ANA020": ("third-party-cuda", "Custom or third-party CUDA code, with its NPU route", WARNING),
     "ANA030": ("cpu-fallback-risk", "An operator without an NPU kernel: it may fall back to the CPU", WARNING),
@@ -28,10 +32,32 @@ CODES: dict[str, tuple[str, str, Severity]] = {
 }
 
 
+CONFIDENCE = ("high", "medium", "low")
+
+
+@dataclass(frozen=True)
+class Finding(Diagnostic):
+    """A claim of `analyze` with what it saw (`evidence`: one short line per fact, each naming
+    the source line it read) and how sure it is (`confidence`: high, medium or low)."""
+
+    evidence: tuple[str, ...] = ()
+    confidence: str = "high"
+
+
 def finding(code: str, path: str, where: ast.AST | tuple[int, int], message: str,
-            severity: Severity | None = None) -> Diagnostic:
+            severity: Severity | None = None, evidence: tuple[str, ...] | list[str] = (),
+            confidence: str = "high") -> Finding:
     line, col = (where.lineno, where.col_offset + 1) if isinstance(where, ast.AST) else where
-    return Diagnostic(code, message, path, line, col, severity or CODES[code][2])
+    return Finding(code, message, path, line, col, severity or CODES[code][2],
+                   evidence=tuple(evidence), confidence=confidence)
+
+
+def seen(label: str, lines: list[str], line: int) -> str:
+    """One evidence line: what was seen, where, and the source text there (shortened)."""
+    text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    if len(text) > 90:
+        text = text[:87] + "..."
+    return f"{label}: line {line}" + (f" `{text}`" if text else "")
 
 
 def sarif_rules() -> dict[str, tuple[str, str, str | None]]:

@@ -11,13 +11,15 @@ from npu_migrate.core.diagnostics import Diagnostic
 
 @dataclass
 class Site:
-    """A CUDA code location and what `apply` does about it: actions are (code, 'fix'|'flag', message)."""
+    """A CUDA code location and what `apply` does about it: actions are (code, 'fix'|'flag'|'policy',
+    message); status is one of classify.STATUSES once the engine's results are in."""
 
     kind: str
     line: int
     col: int
     what: str
     actions: list[tuple[str, str, str]] = field(default_factory=list)
+    status: str = "manual"
 
 
 @dataclass
