@@ -35,16 +35,19 @@ Information only. Running `npu-migrate apply` makes the change; the rule's own p
 
 ## What it means
 
-CUDA code that needs a person: no rule rewrites it. Severity: warning. Reported by `npu-migrate analyze`.
+CUDA code that needs a person: no rule of `npu-migrate apply` rewrites or reports the line (or its statement). Severity: warning. Reported by `npu-migrate analyze`.
 
 ```python
-@triton.jit                    # ANA002: NPU308 flags — the kernel does not run on an NPU
-def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr): ...
+arg = "cuda:0"                 # ANA002: a device string outside any device position
+device = torch.device(arg)
 ```
 
 ## Why
 
-A CUDA-specific line that no rule rewrites, or that a rule only flags because the right change depends on intent (a Triton kernel, a flash-attn call, a CUDA extension, a string that mentions CUDA outside a device position). Each one is work for a person and counts in the complexity rating.
+A CUDA-specific line that no rule rewrites or reports: a device string kept in a variable, a
+`torch.cuda` API no rule maps. Lines a rule reports are ANA003, lines the rule selection
+leaves are ANA004, so an ANA002 row never contradicts `apply`. Each one is work for a person
+and counts in the complexity rating and the effort estimate.
 
 ## Evidence
 
@@ -52,7 +55,64 @@ The finding lists what `analyze` saw, each with its line, and a confidence (high
 
 ## What to do
 
-No automatic fix. The message carries the flagging rule's advice, or says that no rule covers the line.
+Change the line by hand; if the pattern is common, it is a candidate for a new rule.
+""",
+
+    "ANA003": """\
+# ANA003 cuda-reported
+
+## What it means
+
+CUDA code that a rule of `npu-migrate apply` reports but does not rewrite, because the right
+change depends on intent: TensorRT calls, `torch.backends.cudnn` flags, `CUBLAS_WORKSPACE_CONFIG`,
+a Triton kernel. Severity: warning. Reported by `npu-migrate analyze`.
+
+```python
+torch.backends.cudnn.benchmark = True     # ANA003: NPU161 reports: no effect on NPU
+```
+
+## Why
+
+`apply` prints the same diagnostic for the line, with its advice. The row says so, so the
+assessment and `apply` never disagree: the work is a person's, but it is guided. It counts in
+the effort estimate as reported work (less than a line no rule covers).
+
+## Evidence
+
+The finding lists what `analyze` saw, each with its line, and a confidence (high, medium, low): the rule code that reports the line, with its message, from the same engine run as `apply`.
+
+## What to do
+
+Read the rule's page (`npu-migrate rules CODE`) and apply its advice by hand.
+""",
+
+    "ANA004": """\
+# ANA004 cuda-policy
+
+## What it means
+
+CUDA code that a rule would rewrite or report, but the current rule selection leaves it:
+the rule is not in `select`, is in `ignore` or `per-file-ignores`, or is off by default (the
+opt-in insertions). Severity: info. Reported by `npu-migrate analyze`.
+
+```toml
+[tool.npu-migrate]
+ignore = ["NPU130"]       # `torch.cuda.amp.autocast()` lines become ANA004
+```
+
+## Why
+
+`apply` with this configuration leaves the line as it is, on purpose. `analyze` runs the
+engine once more with every rule on files that still have untouched lines, to tell these
+lines from the ones no rule covers (ANA002).
+
+## Evidence
+
+The finding lists what `analyze` saw, each with its line, and a confidence (high, medium, low): the rule code that would edit or report the line when every rule runs, and that the selection leaves it out.
+
+## What to do
+
+Nothing, if the policy is intended; otherwise select the rule (`--select CODE` or `enable`).
 """,
 
     "ANA010": """\
