@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from npu_migrate.analyze import catalog
+from npu_migrate.analyze import catalog, loaders
 from npu_migrate.analyze.classify import STATUS_CODES, STATUS_LABELS, STATUSES, action_text
 from npu_migrate.analyze.findings import finding
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
@@ -59,6 +59,10 @@ class Aggregator:
         self.third_party: list[tuple[str, str, str, int]] = []
         self.amp: list[tuple[str, str, int]] = []
         self.dataloaders: list[tuple[str, dict[str, Any]]] = []
+        self.loader_candidates: list[tuple[str, dict[str, Any]]] = []
+        self.loader_classes: set[str] = set()
+        self.loader_factories: dict[str, list[str]] = {}
+        self.samplers: list[tuple[str, dict[str, Any]]] = []
         self.loops: list[tuple[str, int, int]] = []
         self.accumulation = False
         self.checkpointing = False
@@ -84,6 +88,11 @@ class Aggregator:
         self.third_party += [(key, detail, path, line) for key, detail, line in scan.third_party]
         self.amp += [(what, path, line) for what, line in scan.amp]
         self.dataloaders += [(path, d) for d in scan.dataloaders]
+        self.loader_candidates += [(path, c) for c in scan.loader_candidates]
+        self.loader_classes.update(scan.loader_classes)
+        for name in scan.loader_factories:
+            self.loader_factories.setdefault(name, []).append(path)
+        self.samplers += [(path, s) for s in scan.samplers]
         self.loops += [(path, line, col) for line, col in scan.train_loops]
         self.accumulation |= scan.accumulation
         self.checkpointing |= scan.checkpointing
@@ -283,19 +292,31 @@ class Aggregator:
         return [heavy, by_class, support, fusion, amp, comm]
 
     # -- memory --------------------------------------------------------------------------------
-    def _memory(self, modules, extra: list[Diagnostic]) -> list[Table]:
+    def _loaders(self, extra: list[Diagnostic]) -> Table:
         spec = catalog.load("dataloader")["settings"]
-        columns = ["batch_size", "num_workers", "pin_memory", "prefetch_factor", "persistent_workers", "drop_last"]
-        loaders = Table("DataLoaders", ["location", *columns, "recommendations"])
-        for path, loader in sorted(self.dataloaders, key=lambda d: (d[0], d[1]["line"])):
+        columns = loaders.COLUMNS
+        table = Table("DataLoaders", ["location", "built with", "role", *columns, "sampler", "recommendations"])
+        for path, loader in loaders.resolve(self.dataloaders, self.loader_candidates, self.loader_classes,
+                                            self.loader_factories):
             settings = loader["settings"]
-            advice = [] if loader["unpacked"] else _dataloader_advice(settings, spec)
-            row = [where(path, loader["line"], loader["col"])]
+            role = loader["role"]
+            advice = [] if loader["unpacked"] else loaders.advice(settings, spec, role)
+            row = [where(path, loader["line"], loader["col"]), loader["kind"], role or "unknown"]
             row += [repr(settings[c]) if c in settings else f"({spec[c]['default']!r})" for c in columns]
-            row.append("; ".join(advice) or "—")
-            loaders.rows.append(row)
+            row += [settings.get("sampler") or settings.get("batch_sampler") or "—", "; ".join(advice) or "—"]
+            table.rows.append(row)
             if advice:
-                extra.append(finding("ANA040", path, (loader["line"], loader["col"]), "DataLoader: " + "; ".join(advice)))
+                evidence = [loader["construction"], *loader["role_evidence"]]
+                evidence.append("settings: " + ", ".join(f"{k}={settings[k]!r}" for k in columns if k in settings)
+                                if any(k in settings for k in columns) else "settings: all defaults")
+                confidence = "high" if not role or any("by use" in e for e in evidence) else "medium"
+                extra.append(finding("ANA040", path, (loader["line"], loader["col"]),
+                                     f"DataLoader ({role or 'role unknown'}): " + "; ".join(advice),
+                                     evidence=evidence, confidence=confidence))
+        return table
+
+    def _memory(self, modules, extra: list[Diagnostic]) -> list[Table]:
+        loaders = self._loaders(extra)
         transfers = Table("Host↔device transfers and synchronisation", ["location", "code", "finding"])
         for d in sorted((d for d in self.findings if d.code in ("ANA041", "ANA042", "ANA043")),
                         key=lambda d: (d.path, d.line, d.col)):
@@ -342,20 +363,3 @@ def _short(name: str) -> str:
         if name.startswith(prefix):
             return short + name[len(prefix):]
     return name
-
-
-def _dataloader_advice(settings: dict[str, Any], spec: dict[str, Any]) -> list[str]:
-    advice = []
-    workers = settings.get("num_workers", 0)
-    has_workers = not (isinstance(workers, int) and workers == 0)
-    for name, rule in spec.items():
-        if rule.get("needs_workers") and not has_workers:
-            continue
-        if name not in settings:
-            if "advice_missing" in rule and (rule.get("bad") is None or rule["default"] in rule["bad"]
-                                             or name == "batch_size"):
-                advice.append(rule["advice_missing"])
-        elif settings[name] in rule.get("bad", []) and type(settings[name]) is type(rule["bad"][0]):
-            advice.append(rule["advice_bad"])
-    return advice
-

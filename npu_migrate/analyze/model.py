@@ -46,7 +46,11 @@ class FileScan:
     collectives: list[tuple[str, int]] = field(default_factory=list)
     third_party: list[tuple[str, str, int]] = field(default_factory=list)  # (entry key, detail, line)
     amp: list[tuple[str, int]] = field(default_factory=list)  # (what, line)
-    dataloaders: list[dict[str, Any]] = field(default_factory=list)
+    dataloaders: list[dict[str, Any]] = field(default_factory=list)  # constructions (loaders.LoaderScan)
+    loader_candidates: list[dict[str, Any]] = field(default_factory=list)  # calls resolved across files
+    loader_classes: list[str] = field(default_factory=list)  # DataLoader subclasses defined here
+    loader_factories: list[str] = field(default_factory=list)  # functions returning a loader
+    samplers: list[dict[str, Any]] = field(default_factory=list)  # torch.utils.data sampler constructions
     train_loops: list[tuple[int, int]] = field(default_factory=list)  # (line, col)
     accumulation: bool = False  # optimizer steps every N iterations somewhere
     checkpointing: bool = False  # torch.utils.checkpoint in use

@@ -18,25 +18,17 @@ CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 TORCH_CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "LightningModule"})
 CHECKPOINT_CALLS = frozenset({"torch.utils.checkpoint.checkpoint",
                               "torch.utils.checkpoint.checkpoint_sequential"})
-DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 HOST_CALLS = frozenset({"cpu", "numpy", "tolist", "item"})
 HOST_FACTORIES = frozenset({"torch.tensor", "torch.from_numpy", "torch.as_tensor", "torch.Tensor"})
 
 
 
 
-def literal(node: ast.AST | None) -> Any:
-    """A literal's value, or the expression's source for anything else."""
-    if node is None:
-        return None
-    if isinstance(node, ast.Constant):
-        return node.value
-    return ast.unparse(node)
-
-
 class Scanner:
     def __init__(self, path: str, text: str, tree: ast.Module, facts: FileFacts) -> None:
         self.path = path
+        self.text = text
+        self.lines = text.splitlines()
         self.tree = tree
         self.facts = facts
         self.scan = FileScan(path)
@@ -71,12 +63,25 @@ class Scanner:
                 handler(node)
         for node in self.class_nodes:
             self._class(node)
+        self._loaders()
         if self.backward_calls:
             from npu_migrate.analyze.loops import LoopAnalysis, training_loops
 
             for loop in training_loops(self.loops, self.backward_calls):
                 LoopAnalysis(self.scan, self.qualify).run(loop)
         return self.scan
+
+    def _loaders(self) -> None:
+        if "DataLoader" not in self.text and "oader" not in self.text and "Sampler" not in self.text:
+            return
+        from npu_migrate.analyze.loaders import LoaderScan
+
+        found = LoaderScan(self.tree, self.qualify, self.lines, catalog.load("dataloader")["positional"]).run()
+        self.scan.dataloaders = found["loaders"]
+        self.scan.loader_candidates = found["candidates"]
+        self.scan.loader_classes = found["classes"] + found["sampler_classes"]
+        self.scan.loader_factories = found["factories"]
+        self.scan.samplers = found["samplers"]
 
     def qualify(self, node: ast.AST) -> str | None:
         parts = dotted(node)
@@ -103,9 +108,7 @@ class Scanner:
             return
         if name in self.ops:
             self.scan.ops.append((name, node.lineno, node.col_offset + 1))
-        if name in DATALOADER:
-            self._dataloader(node)
-        elif name in CHECKPOINT_CALLS:
+        if name in CHECKPOINT_CALLS:
             self.scan.checkpointing = True
         elif name.startswith("torch.distributed."):
             self._distributed_call(node, name)
@@ -250,19 +253,6 @@ class Scanner:
     def _binop(self, node: ast.BinOp) -> None:
         if type(node.op) is ast.MatMult:
             self.scan.ops.append(("@", node.lineno, node.col_offset + 1))
-
-    def _dataloader(self, node: ast.Call) -> None:
-        spec = catalog.load("dataloader")
-        settings: dict[str, Any] = {}
-        for name, arg in zip(spec["positional"], node.args):
-            if type(arg) is not ast.Starred:
-                settings[name] = literal(arg)
-        for keyword in node.keywords:
-            if keyword.arg:
-                settings[keyword.arg] = literal(keyword.value)
-        self.scan.dataloaders.append({"line": node.lineno, "col": node.col_offset + 1,
-                                      "settings": settings,
-                                      "unpacked": any(k.arg is None for k in node.keywords)})
 
     # -- classes -------------------------------------------------------------------------------
     def _class(self, node: ast.ClassDef) -> None:

@@ -74,8 +74,9 @@ def test_dataloader_settings(demo):
     assert len(loaders.rows) == 1
     row = loaders.rows[0]
     assert row[0].endswith("demo/train.py:25:14")
-    assert row[1:7] == ["8", "(0)", "(False)", "(2)", "(False)", "(False)"]
-    assert "num_workers=0" in row[7] and "pin_memory=True" in row[7] and "drop_last=True" in row[7]
+    assert row[1:3] == ["DataLoader", "train"]  # `for (batch,) in loader:` calls .backward()
+    assert row[3:9] == ["8", "(0)", "(False)", "(2)", "(False)", "(False)"]
+    assert "num_workers=0" in row[-1] and "pin_memory=True" in row[-1] and "drop_last=True" in row[-1]
 
 
 def test_rating_is_high_for_custom_kernels(demo):
