@@ -149,6 +149,7 @@ class LoaderScan:
         callee = func.id if type(func) is ast.Name else func.attr if type(func) is ast.Attribute else ""
         role, evidence = self._role(node, settings.get("shuffle"))
         return {"line": node.lineno, "col": node.col_offset + 1, "kind": kind, "callee": callee,
+                "qualified": self.qualify(func),
                 "settings": settings, "unpacked": any(k.arg is None for k in node.keywords),
                 "function": self._function_name(node), "role": role, "role_evidence": evidence,
                 "construction": seen("loader built", self.lines, node.lineno)}
@@ -161,21 +162,10 @@ class LoaderScan:
             use = self._use_role(function, target)
             if use:
                 return use
+        if target and word_role(target):  # the name a person gave the loader speaks first
+            role = word_role(target)
+            return role, [f"role {role} by name: assigned to `{target}` (line {node.lineno})"]
         named: list[tuple[str, str]] = []
-        if target and word_role(target):
-            named.append((word_role(target), f"assigned to `{target}`"))  # type: ignore[arg-type]
-        for child in ast.walk(node):
-            if child is node:
-                continue
-            if type(child) is ast.keyword and child.arg in TRAIN_KEYWORDS and type(child.value) is ast.Constant:
-                named.append(("train" if child.value.value else "eval", f"`{child.arg}={child.value.value}`"))
-            elif type(child) is ast.Name and word_role(child.id):
-                named.append((word_role(child.id), f"argument `{child.id}`"))  # type: ignore[arg-type]
-            elif type(child) is ast.Attribute and word_role(child.attr):
-                named.append((word_role(child.attr), f"argument `{ast.unparse(child)}`"))  # type: ignore[arg-type]
-            elif type(child) is ast.Constant and type(child.value) is str and len(child.value) < 40 \
-                    and word_role(child.value):
-                named.append((word_role(child.value), f"string {child.value!r}"))  # type: ignore[arg-type]
         roles = {role for role, _ in named}
         if len(roles) == 1:
             role = roles.pop()
@@ -278,9 +268,11 @@ def _calls_eval_before(function: ast.AST, loop: ast.AST) -> bool:
 def combine_roles(roles: list[str | None]) -> str | None:
     """The role of a loader built in a factory, from the roles of the factory's callers."""
     known = {r for r in roles if r}
-    if not known:
+    if len(known) > 1:
+        return "train and eval"
+    if not known or (None in roles and known == {"train"}):  # an unknown caller may evaluate
         return None
-    return known.pop() if len(known) == 1 else "train and eval"
+    return known.pop()
 
 
 # -- across files ---------------------------------------------------------------------------------
@@ -298,12 +290,13 @@ def resolve(loaders: list[tuple[str, dict[str, Any]]], candidates: list[tuple[st
         if call["callee"] in classes:
             found.append((path, dict(call, kind=f"subclass {call['callee']}")))
         elif call["callee"] in factories:
-            callers.setdefault(call["callee"], []).append((path, call))
+            for defined_in in _defining_files(call, factories[call["callee"]]):
+                callers.setdefault(f"{defined_in}::{call['callee']}", []).append((path, call))
     resolved = []
     for path, loader in found:
         factory = loader["function"]
-        if factory in callers and path in factories.get(factory, []):
-            calls = callers[factory]
+        calls = callers.get(f"{path}::{factory}")
+        if calls:
             role = combine_roles([c["role"] for _, c in calls])
             evidence = [f"built by factory `{factory}`, called at " + ", ".join(
                 f"{p}:{c['line']} ({c['role'] or 'role unknown'})" for p, c in calls)]
@@ -313,14 +306,31 @@ def resolve(loaders: list[tuple[str, dict[str, Any]]], candidates: list[tuple[st
     return sorted(resolved, key=lambda item: (item[0], item[1]["line"]))
 
 
-def advice(settings: dict[str, Any], spec: dict[str, Any], role: str | None) -> list[str]:
+def _defining_files(call: dict[str, Any], files: list[str]) -> list[str]:
+    """The files a factory call may reach: the one its import names (`from utils.segment.dataloaders
+    import create_dataloader`) when several files define a factory of that name."""
+    if len(files) == 1 or not call.get("qualified") or "." not in call["qualified"]:
+        return files
+    module = call["qualified"].rsplit(".", 1)[0].replace(".", "/")
+    named = [f for f in files if f.replace("\\", "/").endswith(module + ".py")
+             or f.replace("\\", "/").endswith(module + "/__init__.py")]
+    return named or files
+
+
+def advice(settings: dict[str, Any], spec: dict[str, Any], role: str | None, kind: str = "DataLoader") -> list[str]:
     """Recommendations for one loader. `drop_last` depends on the role: only a training loader
-    may drop its last batch; evaluation must see every sample."""
+    may drop its last batch; evaluation must see every sample. A project subclass manages its
+    own workers (yolov5's InfiniteDataLoader re-uses them), so `persistent_workers` is not advised."""
     found = []
     workers = settings.get("num_workers", 0)
     has_workers = not (isinstance(workers, int) and workers == 0)
+    batches_given = bool(settings.get("batch_sampler"))  # it decides batch size and the last batch
     for name, rule in spec.items():
         if rule.get("needs_workers") and not has_workers:
+            continue
+        if batches_given and name in ("batch_size", "drop_last"):
+            continue
+        if kind != "DataLoader" and name == "persistent_workers":
             continue
         if rule.get("training_only") and role != "train":
             if role == "train and eval" and settings.get(name, rule["default"]) in rule["bad"]:
