@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npu_migrate.analyze import catalog, loaders
+from npu_migrate.analyze.blocks import ParameterIndex, checkpoint_verdict
 from npu_migrate.analyze.classify import STATUS_CODES, STATUS_LABELS, STATUSES, action_text
 from npu_migrate.analyze.findings import finding
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
@@ -64,7 +65,7 @@ class Aggregator:
         self.loader_factories: dict[str, list[str]] = {}
         self.samplers: list[tuple[str, dict[str, Any]]] = []
         self.loops: list[tuple[str, int, int]] = []
-        self.accumulation = False
+        self.accumulation: list[str] = []  # evidence, `path: seen`
         self.checkpointing = False
         self.findings: list[Diagnostic] = []
         self.rating: Rating | None = None  # set by the architecture analysis
@@ -94,7 +95,7 @@ class Aggregator:
             self.loader_factories.setdefault(name, []).append(path)
         self.samplers += [(path, s) for s in scan.samplers]
         self.loops += [(path, line, col) for line, col in scan.train_loops]
-        self.accumulation |= scan.accumulation
+        self.accumulation += [f"{path}: {item}" for item in scan.accumulation]
         self.checkpointing |= scan.checkpointing
         self.findings += scan.findings
 
@@ -315,6 +316,29 @@ class Aggregator:
                                      evidence=evidence, confidence=confidence))
         return table
 
+    def _checkpointing(self, modules, extra: list[Diagnostic]) -> str:
+        """ANA045 for stacks of blocks worth checkpointing (blocks.checkpoint_verdict), once a
+        training loop exists and the project does not checkpoint already."""
+        if self.checkpointing:
+            return "in use (torch.utils.checkpoint)"
+        if not self.loops:
+            return "no training loop found"
+        index = ParameterIndex({c.name: c for _, c in modules})
+        advised = []
+        for path, record in modules:
+            for stack in record.stacks:
+                advise, evidence, confidence = checkpoint_verdict(record, stack, index)
+                if advise:
+                    advised.append((path, stack["line"]))
+                    extra.append(finding(
+                        "ANA045", path, (stack["line"], 0),
+                        f"`{record.name}` chains {stack['count']} `{stack['element']}` blocks with parameters: "
+                        "torch.utils.checkpoint on each block trades about one extra forward pass for storing "
+                        "only the block inputs", evidence=evidence, confidence=confidence))
+        if advised:
+            return "opportunity: " + locations(advised)
+        return "not needed (no chained stack of blocks with parameters in a trained model)"
+
     def _memory(self, modules, extra: list[Diagnostic]) -> list[Table]:
         loaders = self._loaders(extra)
         transfers = Table("Host↔device transfers and synchronisation", ["location", "code", "finding"])
@@ -326,19 +350,9 @@ class Aggregator:
             "missing" if self.loops else "no training loop found")
         precision.rows.append(["mixed precision", amp_state,
                                "bf16/fp16 activations take half the memory of fp32; bf16 needs no GradScaler"])
-        repeated = [(p, c) for p, c in modules if c.repeated]
-        if self.checkpointing:
-            ckpt = "in use (torch.utils.checkpoint)"
-        elif repeated and self.loops:
-            ckpt = "opportunity: " + locations([(p, c.repeated) for p, c in repeated])
-            for path, record in repeated:
-                extra.append(finding("ANA045", path, (record.repeated, 0),
-                                     f"`{record.name}` stacks repeated blocks: torch.utils.checkpoint on each block "
-                                     "trades about one extra forward pass for storing only the block inputs"))
-        else:
-            ckpt = "not needed (no repeated blocks in a trained model)" if self.loops else "no training loop found"
+        ckpt = self._checkpointing(modules, extra)
         precision.rows.append(["gradient checkpointing", ckpt, "activation memory per block drops to its input"])
-        accumulation = ("in use" if self.accumulation else
+        accumulation = ("in use: " + "; ".join(self.accumulation[:MAX_LOCATIONS]) if self.accumulation else
                         ("opportunity (ANA046)" if any(d.code == "ANA046" for d in self.findings) else "—"))
         precision.rows.append(["gradient accumulation", accumulation,
                                "a larger effective batch without more device memory"])

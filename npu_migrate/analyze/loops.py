@@ -11,9 +11,10 @@ of something named like a model (`model`, `net`, `self.model`, `forward`).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 
-from npu_migrate.analyze.findings import finding
+from npu_migrate.analyze.findings import finding, seen
 from npu_migrate.analyze.model import FileScan
 from npu_migrate.analyze.scan import HOST_FACTORIES, device_like
 from npu_migrate.core.diagnostics import Severity
@@ -37,14 +38,26 @@ def training_loops(loops: list[ast.AST], backward_calls: list[ast.Call]) -> list
     return sorted(chosen.values(), key=lambda n: (n.lineno, n.col_offset))
 
 
+ACCUMULATION_NAMES = re.compile(r"accum|acc_steps|grad_acc|update_freq|last_opt_step|sync_gradients|micro",
+                                re.IGNORECASE)
+
+
 class LoopAnalysis:
-    def __init__(self, scan: FileScan, qualify: Callable[[ast.AST], str | None]) -> None:
+    def __init__(self, scan: FileScan, qualify: Callable[[ast.AST], str | None], lines: list[str]) -> None:
         self.scan = scan
         self.path = scan.path
         self.qualify = qualify
+        self.lines = lines
+
+    def seen(self, label: str, node: ast.AST) -> str:
+        return seen(label, self.lines, node.lineno)
 
     def run(self, loop: ast.AST) -> None:
         self.scan.train_loops.append((loop.lineno, loop.col_offset + 1))
+        self.loop_seen = self.seen("training loop", loop)
+        backward = next(n for n in ast.walk(loop) if type(n) is ast.Call and type(n.func) is ast.Attribute
+                        and n.func.attr == "backward")
+        self.backward_seen = self.seen("backward", backward)
         parents: dict[int, ast.AST] = {}
         for node in ast.walk(loop):
             for child in ast.iter_child_nodes(node):
@@ -67,16 +80,23 @@ class LoopAnalysis:
                         and node.value.left.id == target.id and _bare(node.value.right, grad_names)):
                     self._leak(node, _name_of(node.value.right, grad_names), "accumulated with `+`")
         self._appends(loop, grad_names)
-        if steps:
-            if any(self._periodic(step) for step in steps):
-                self.scan.accumulation = True
+        micro = _names_in(getattr(loop, "iter", None) or getattr(loop, "test", None))
+        if any(ACCUMULATION_NAMES.search(name) for name in micro):
+            self.scan.accumulation.append(self.seen("accumulation micro-step loop", loop))
+        elif steps:
+            guards = [guard for guard in map(self._accumulation_guard, steps) if guard is not None]
+            if guards:
+                self.scan.accumulation.append(self.seen("accumulation guard", guards[0]))
             else:
                 step = steps[0]
                 self.scan.findings.append(finding(
                     "ANA046", self.path, step,
                     "the optimizer steps on every iteration: to train a larger effective batch in NPU "
                     "memory, accumulate gradients over N steps (scale the loss by 1/N, step when "
-                    "`i % N == 0`)"))
+                    "`i % N == 0`)",
+                    evidence=[self.loop_seen, self.backward_seen, self.seen("optimizer step", step),
+                              "no accumulation guard (`if ... % N`, `if ni - last_opt_step >= accumulate`) "
+                              "around the step, no micro-step loop"]))
 
     # -- pieces --------------------------------------------------------------------------------
     def _grad_names(self, loop: ast.AST) -> tuple[set[str], set[str]]:
@@ -150,6 +170,18 @@ class LoopAnalysis:
             f"`{name}` keeps its autograd graph and is {how} on every step: the graphs of all steps "
             f"stay alive (memory grows each step); use `{name}.item()` or `{name}.detach()`"))
 
+    def _accumulation_guard(self, step: ast.AST) -> ast.If | None:
+        """The `if` between the step and the loop that makes it periodic: a `%` test or a test on
+        an accumulation counter (`if ni - last_opt_step >= accumulate:`)."""
+        current = self.parents.get(id(step))
+        while current is not None and current is not self.loop:
+            if type(current) is ast.If and (
+                    any(type(n) is ast.BinOp and type(n.op) is ast.Mod for n in ast.walk(current.test))
+                    or any(ACCUMULATION_NAMES.search(name) for name in _names_in(current.test))):
+                return current
+            current = self.parents.get(id(current))
+        return None
+
     def _periodic(self, node: ast.AST) -> bool:
         """Whether an `if` with a `%` test between the node and the loop guards it."""
         current = self.parents.get(id(node))
@@ -159,6 +191,12 @@ class LoopAnalysis:
                 return True
             current = self.parents.get(id(current))
         return False
+
+
+def _names_in(node: ast.AST | None) -> list[str]:
+    if node is None:
+        return []
+    return [n.id if type(n) is ast.Name else n.attr for n in ast.walk(node) if type(n) in (ast.Name, ast.Attribute)]
 
 
 def _callee_name(func: ast.AST) -> str:

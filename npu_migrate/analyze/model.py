@@ -33,6 +33,10 @@ class ModuleClass:
     layers: list[tuple[str, str, int]] = field(default_factory=list)  # (kind, type, line)
     submodules: list[tuple[str, int]] = field(default_factory=list)  # (class name, line)
     repeated: int = 0  # line of a ModuleList / Sequential built from a loop (0 = none)
+    stacks: list[dict] = field(default_factory=list)  # blocks.StackScan records
+    widths: list[int] = field(default_factory=list)  # literal output widths of its own layers
+    layer_parameters: list[tuple[str, bool]] = field(default_factory=list)  # (layer type, has parameters)
+    own_parameters: bool = False  # builds an nn.Parameter itself
 
 
 @dataclass
@@ -52,7 +56,7 @@ class FileScan:
     loader_factories: list[str] = field(default_factory=list)  # functions returning a loader
     samplers: list[dict[str, Any]] = field(default_factory=list)  # torch.utils.data sampler constructions
     train_loops: list[tuple[int, int]] = field(default_factory=list)  # (line, col)
-    accumulation: bool = False  # optimizer steps every N iterations somewhere
+    accumulation: list[str] = field(default_factory=list)  # evidence of gradient accumulation (guards, micro-step loops)
     checkpointing: bool = False  # torch.utils.checkpoint in use
     findings: list[Diagnostic] = field(default_factory=list)
     engine_error: str | None = None

@@ -68,7 +68,7 @@ class Scanner:
             from npu_migrate.analyze.loops import LoopAnalysis, training_loops
 
             for loop in training_loops(self.loops, self.backward_calls):
-                LoopAnalysis(self.scan, self.qualify).run(loop)
+                LoopAnalysis(self.scan, self.qualify, self.lines).run(loop)
         return self.scan
 
     def _loaders(self) -> None:
@@ -276,6 +276,8 @@ class Scanner:
         self.scan.classes.append(record)
 
     def _layers(self, node: ast.ClassDef, record: ModuleClass) -> None:
+        from npu_migrate.analyze.blocks import StackScan, has_parameters, layer_width
+
         for child in ast.walk(node):
             if type(child) is not ast.Call:
                 continue
@@ -286,12 +288,19 @@ class Scanner:
             entry = self.ops.get(name) if name else None
             if entry is not None and entry.get("layer"):
                 record.layers.append((entry["layer"], parts[-1], child.lineno))
-            elif name and name.rsplit(".", 1)[-1] in ("ModuleList", "Sequential") and name.startswith("torch."):
-                if any(isinstance(a, (ast.ListComp, ast.GeneratorExp)) or
-                       (type(a) is ast.Starred and isinstance(a.value, ast.ListComp)) for a in child.args):
-                    record.repeated = record.repeated or child.lineno
+                record.layer_parameters.append((parts[-1], has_parameters(entry, parts[-1])))
+                width = layer_width(child, entry)
+                if width:
+                    record.widths.append(width)
+            elif name in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                record.own_parameters = True
+            elif name and name.startswith("torch.nn.") and parts[-1][:1].isupper() \
+                    and parts[-1] not in ("ModuleList", "Sequential", "ModuleDict"):
+                record.layer_parameters.append((parts[-1], has_parameters(None, parts[-1])))
             elif parts[-1][:1].isupper() and (name is None or not name.startswith("torch.")):
                 record.submodules.append((parts[-1], child.lineno))
+        record.stacks = StackScan(node, self.qualify, self.lines, self.ops).stacks()
+        record.repeated = record.stacks[0]["line"] if record.stacks else 0
 
 
 def device_like(node: ast.Call) -> bool:
