@@ -113,7 +113,8 @@ class StackScan:
             for node in ast.walk(method):
                 verdict = self._verdict(node, attr, container)
                 if verdict is not None:
-                    return verdict, seen(f"blocks used ({verdict})", self.lines, node.lineno)
+                    line = node.iter.lineno if type(node) is ast.comprehension else node.lineno
+                    return verdict, seen(f"blocks used ({verdict})", self.lines, line)
         return "unknown", None
 
     def _verdict(self, node: ast.AST, attr: str, container: str) -> str | None:

@@ -148,7 +148,7 @@ class LoopAnalysis:
                 message = ("blocking host-to-device copy on every step: use "
                            "`non_blocking=True` with `pin_memory=True` in the DataLoader")
             self.scan.findings.append(finding("ANA042", self.path, node, message))
-        elif attr == "step" and "sched" not in _callee_name(func.value).lower():
+        elif attr == "step" and _optimizer_step(node):
             steps.append(node)
         elif attr == "empty_cache":
             self.scan.findings.append(finding(
@@ -175,12 +175,25 @@ class LoopAnalysis:
         an accumulation counter (`if ni - last_opt_step >= accumulate:`)."""
         current = self.parents.get(id(step))
         while current is not None and current is not self.loop:
-            if type(current) is ast.If and (
-                    any(type(n) is ast.BinOp and type(n.op) is ast.Mod for n in ast.walk(current.test))
-                    or any(ACCUMULATION_NAMES.search(name) for name in _names_in(current.test))):
+            if type(current) is ast.If and self._counts_steps(current.test):
                 return current
             current = self.parents.get(id(current))
         return None
+
+    def _counts_steps(self, test: ast.AST, follow: bool = True) -> bool:
+        """A `%` test or an accumulation counter, also through a flag set in the loop
+        (`need_update = (i + 1) % accum_steps == 0` ... `if need_update:`)."""
+        if any(type(n) is ast.BinOp and type(n.op) is ast.Mod for n in ast.walk(test)):
+            return True
+        names = _names_in(test)
+        if any(ACCUMULATION_NAMES.search(name) for name in names):
+            return True
+        if follow:
+            for node in ast.walk(self.loop):
+                if type(node) is ast.Assign and any(type(t) is ast.Name and t.id in names for t in node.targets) \
+                        and self._counts_steps(node.value, follow=False):
+                    return True
+        return False
 
     def _periodic(self, node: ast.AST) -> bool:
         """Whether an `if` with a `%` test between the node and the loop guards it."""
@@ -191,6 +204,15 @@ class LoopAnalysis:
                 return True
             current = self.parents.get(id(current))
         return False
+
+
+def _optimizer_step(node: ast.Call) -> bool:
+    """`optimizer.step()` or `scaler.step(optimizer)`; not a scheduler, not `step(closure)` (LBFGS)
+    nor `step(context_id)` (distributed autograd), where accumulation does not apply."""
+    receiver = _callee_name(node.func.value).lower()  # type: ignore[attr-defined]
+    if "sched" in receiver:
+        return False
+    return not (node.args or node.keywords) or "scaler" in receiver
 
 
 def _names_in(node: ast.AST | None) -> list[str]:

@@ -56,6 +56,9 @@ def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
         scan = Scanner(path, text, tree, facts).run()
     except RecursionError:
         return FileScan(path, error=f"{path}:0:0: too deeply nested to analyse")
+    except Exception as exc:  # a bug in the analyzer must cost one file, not the run
+        return FileScan(path, error=f"{path}:0:0: internal error ({type(exc).__name__}: {exc}); "
+                                    "file not analysed (please report this as a bug)")
     if plan is not None:
         _classify(scan, text, plan, tree)  # the file is parsed once
     return scan
