@@ -215,7 +215,14 @@ class Aggregator:
             entry = entries[key]
             route = (entry["npu"] + ": " if entry["npu"] else "") + entry["note"]
             custom.rows.append([entry["library"], detail_text, where(path, line), route])
-            extra.append(finding("ANA020", path, (line, 0), f"{entry['library']} ({detail_text}): {route}"))
+            extra.append(finding("ANA020", path, (line, 0), f"{entry['library']} ({detail_text}): {route}",
+                                 evidence=[f"{detail_text} at line {line}" if line else f"file {detail_text}"]))
+        listed = {(path, line) for _, _, path, line in self.third_party}
+        for path, site in self.sites:  # every third-party row of the CUDA locations is listed here too
+            if site.kind == "third-party CUDA" and (path, site.line) not in listed:
+                code, _, message = site.actions[0] if site.actions else ("—", "", site.what)
+                custom.rows.append([_library_of(message), site.what or code, where(path, site.line),
+                                    f"{code}: {message}"])
         tables.append(custom)
 
         self.rating = rate(self._counts(fallback))
@@ -231,7 +238,9 @@ class Aggregator:
     def _counts(self, fallback) -> dict[str, int]:
         entries = {e["cuda"]: e for e in catalog.load("third_party")["entries"]}
         counts: Counter[str] = Counter()
-        counts.update(site.status for _, site in self.sites)
+        # a line is costed once: third-party CUDA lines are costed by their library's category
+        third_party = {(path, line) for _, _, path, line in self.third_party}
+        counts.update(site.status for path, site in self.sites if (path, site.line) not in third_party)
         counts["cpu_fallback"] = sum(1 for state, _, _ in fallback.values() if state == "cpu-fallback risk")
         kernels = [t for t in self.third_party if t[1].startswith("@")]
         seen: set[tuple[str, str]] = set()
@@ -370,6 +379,12 @@ class Aggregator:
                 allocator.rows.append([where(path, site.line, site.col), message])
                 extra.append(finding("ANA047", path, (site.line, site.col), message))
         return [loaders, transfers, precision, allocator]
+
+
+def _library_of(message: str) -> str:
+    """The library a rule's message is about: its first `quoted` name."""
+    quoted = message.split("`")
+    return quoted[1] if len(quoted) > 2 else "third-party CUDA"
 
 
 def _short(name: str) -> str:
