@@ -13,13 +13,13 @@ from npu_migrate.analyze.classify import STATUS_CODES, STATUS_LABELS, STATUSES, 
 from npu_migrate.analyze.findings import finding
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
 from npu_migrate.analyze.rating import Rating, rate
-from npu_migrate.core.diagnostics import Diagnostic, Table
+from npu_migrate.core.diagnostics import Diagnostic, Severity, Table
 
 SECTIONS = ("architecture", "computation", "memory")
 SECTION_CODES = {
     "architecture": ("ANA001", "ANA002", "ANA003", "ANA004", "ANA010", "ANA020"),
-    "computation": ("ANA030", "ANA031", "ANA032"),
-    "memory": ("ANA040", "ANA041", "ANA042", "ANA043", "ANA044", "ANA045", "ANA046", "ANA047"),
+    "computation": ("ANA030", "ANA031", "ANA032", "ANA033"),
+    "memory": ("ANA040", "ANA041", "ANA042", "ANA043", "ANA044", "ANA045", "ANA046", "ANA047", "ANA048"),
 }
 MAX_LOCATIONS = 5
 
@@ -59,6 +59,7 @@ class Aggregator:
         self.collectives: dict[str, list[tuple[str, int]]] = defaultdict(list)
         self.third_party: list[tuple[str, str, str, int]] = []
         self.amp: list[tuple[str, str, int]] = []
+        self.autocasts: list[tuple[str, int, str | None, Any]] = []
         self.dataloaders: list[tuple[str, dict[str, Any]]] = []
         self.loader_candidates: list[tuple[str, dict[str, Any]]] = []
         self.loader_classes: set[str] = set()
@@ -88,6 +89,7 @@ class Aggregator:
             self.collectives[name].append((path, line))
         self.third_party += [(key, detail, path, line) for key, detail, line in scan.third_party]
         self.amp += [(what, path, line) for what, line in scan.amp]
+        self.autocasts += [(path, line, dtype, device) for line, dtype, device in scan.autocasts]
         self.dataloaders += [(path, d) for d in scan.dataloaders]
         self.loader_candidates += [(path, c) for c in scan.loader_candidates]
         self.loader_classes.update(scan.loader_classes)
@@ -293,13 +295,42 @@ class Aggregator:
                 extra.append(finding("ANA032", path, (line, col),
                                      "training without mixed precision: torch.autocast('npu', dtype=torch.bfloat16) "
                                      "runs matmuls and convolutions on the Cube units at twice the fp32 rate and "
-                                     "about halves activation memory (`apply --enable amp` inserts it)"))
+                                     "about halves activation memory (`apply --enable amp` inserts it)",
+                                     evidence=[f"training loop at line {line}",
+                                               "no autocast or GradScaler anywhere in the analysed files"]))
             amp.rows.append(["not used", locations([(p, l) for p, l, _ in self.loops])])
+        extra += self._loss_scaling()
         comm = Table("Distributed communication calls", ["call", "count", "locations", "on NPU"])
         replaced = catalog.load("distributed")["replaced_on_import"]
         for name, locs in sorted(self.collectives.items(), key=lambda item: (-len(item[1]), item[0])):
             comm.rows.append([name, len(locs), locations(sorted(locs)), replaced.get(name, "HCCL collective")])
         return [heavy, by_class, support, fusion, amp, comm]
+
+    def _loss_scaling(self) -> list[Diagnostic]:
+        """ANA033: fp16 autocast needs a GradScaler (fp16 gradients underflow); bf16 does not."""
+        scalers = [(path, line) for what, path, line in self.amp if what.endswith("GradScaler")]
+        known = [(path, line, dtype) for path, line, dtype, device in self.autocasts if device != "cpu"]
+        half = [(p, l, d) for p, l, d in known if d is None or "float16" in d.replace("bfloat16", "") or d.endswith("half")]
+        brain = [(p, l, d) for p, l, d in known if d is not None and ("bfloat16" in d or d.endswith("bf16"))]
+        found = []
+        if half and not scalers:
+            for path, line, dtype in half:
+                found.append(finding(
+                    "ANA033", path, (line, 0),
+                    "fp16 autocast without loss scaling: small gradients underflow to zero in fp16; add "
+                    "torch.amp.GradScaler('npu') (or autocast to torch.bfloat16, which needs no scaler)",
+                    severity=Severity.WARNING,
+                    evidence=[f"autocast at line {line} with dtype {dtype or 'default (float16 on CUDA and NPU)'}",
+                              "no GradScaler anywhere in the analysed files"],
+                    confidence="high" if dtype else "medium"))
+        if scalers and brain and not half:
+            for path, line in scalers:
+                found.append(finding(
+                    "ANA033", path, (line, 0),
+                    "GradScaler with bfloat16 autocast only: bf16 has fp32's exponent range, loss scaling "
+                    "is not needed (it costs a check of every gradient per step)",
+                    evidence=[f"GradScaler at line {line}"] + [f"bf16 autocast at {p}:{l}" for p, l, _ in brain[:3]]))
+        return found
 
     # -- memory --------------------------------------------------------------------------------
     def _loaders(self, extra: list[Diagnostic]) -> Table:
@@ -351,7 +382,7 @@ class Aggregator:
     def _memory(self, modules, extra: list[Diagnostic]) -> list[Table]:
         loaders = self._loaders(extra)
         transfers = Table("Host↔device transfers and synchronisation", ["location", "code", "finding"])
-        for d in sorted((d for d in self.findings if d.code in ("ANA041", "ANA042", "ANA043")),
+        for d in sorted((d for d in self.findings if d.code in ("ANA041", "ANA042", "ANA043", "ANA048")),
                         key=lambda d: (d.path, d.line, d.col)):
             transfers.rows.append([where(d.path, d.line, d.col), d.code, d.message])
         precision = Table("Mixed precision, checkpointing, accumulation and leaks", ["topic", "status", "effect"])

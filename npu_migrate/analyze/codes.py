@@ -242,6 +242,39 @@ The finding lists what `analyze` saw, each with its line, and a confidence (high
 `npu-migrate apply --enable amp` inserts autocast (an opt-in rule); check accuracy after enabling it.
 """,
 
+    "ANA033": """\
+# ANA033 loss-scaling
+
+## What it means
+
+Mixed precision whose loss scaling is wrong for its dtype. Reported by `npu-migrate analyze`
+(severity warning when fp16 autocast has no GradScaler, info when a GradScaler serves bf16 only).
+
+```python
+with torch.autocast("cuda", dtype=torch.float16):   # ANA033: no GradScaler anywhere
+    loss = model(x)
+loss.backward()
+```
+
+## Why
+
+fp16 has a narrow exponent range: small gradients underflow to zero unless the loss is scaled
+up before `backward()` and the gradients scaled down before the step, which is what
+`torch.amp.GradScaler('npu')` does. bfloat16 has fp32's range and needs no scaling; a scaler
+there only adds a check of every gradient per step. The default autocast dtype on CUDA and on
+NPU is float16.
+
+## Evidence
+
+The finding lists what `analyze` saw, each with its line, and a confidence (high, medium, low): the autocast call and its dtype (medium confidence when the dtype is the default), and whether any GradScaler exists in the analysed files. An autocast whose dtype is an expression (`dtype=ptdtype`) is not judged.
+
+## What to do
+
+fp16: add `scaler = torch.amp.GradScaler("npu")`, `scaler.scale(loss).backward()`,
+`scaler.step(optimizer)`, `scaler.update()`; or switch to `dtype=torch.bfloat16` (Ascend A2/A3
+run bf16 natively). bf16 only: the scaler can go.
+""",
+
     "ANA040": """\
 # ANA040 dataloader-settings
 
@@ -257,7 +290,7 @@ loader = DataLoader(ds, batch_size=8, num_workers=8, pin_memory=True, persistent
 
 ## Why
 
-DataLoader settings decide whether the NPU waits for data: `num_workers=0` loads in the training process, pinned memory is needed for asynchronous host-to-device copies, workers restarted each epoch cost time, and a smaller last batch changes shapes (operators are compiled again for new shapes). The DataLoaders table lists every setting with its value or default, and the finding lists the recommendations. DataLoaders built from `**kwargs` get no advice (their settings are unknown).
+DataLoader settings decide whether the NPU waits for data: `num_workers=0` loads in the training process, pinned memory is needed for asynchronous host-to-device copies, workers restarted each epoch cost time, and a smaller last batch changes shapes (operators are compiled again for new shapes). The DataLoaders table lists every setting with its value or default, and the finding lists the recommendations. DataLoaders built from `**kwargs` get no advice (their settings are unknown). Loaders are found through `DataLoader` itself, project subclasses (`class InfiniteDataLoader(dataloader.DataLoader)`), local names bound to them, and factories (functions returning a loader, whose callers decide the role). `drop_last=True` is advised only for training loaders: never for a validation or test loader (it would drop samples from the evaluation), and a factory that builds both is told to set it for training only. With a `batch_sampler` no batch-size or drop-last advice is given; a project subclass gets no `persistent_workers` advice (it manages its workers).
 
 ## Evidence
 
@@ -390,7 +423,7 @@ x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
 
 ## Why
 
-A model that stacks repeated blocks (`nn.ModuleList([Block() for _ in range(n)])`) and is trained without `torch.utils.checkpoint` stores every block's activations. Checkpointing each block keeps only its input and recomputes the rest in the backward pass, which often lets a model or batch fit in NPU memory.
+A model that stacks repeated blocks (`nn.ModuleList([Block() for _ in range(n)])`, `nn.Sequential(*(Block() for _ in range(n)))`) and is trained without `torch.utils.checkpoint` stores every block's activations. The advice is given only when the blocks have parameters (never for a stack of `MaxPool2d` or activations), run as a chain (each on the previous block's output; not `[m(x) for m in self.m]` on one input, not `self.m[i](x[i])` one per pyramid level) and dominate the class's activations (estimated from literal layer widths; medium confidence when the depth or widths are not literal). Checkpointing each block keeps only its input and recomputes the rest in the backward pass, which often lets a model or batch fit in NPU memory.
 
 ## Evidence
 
@@ -419,7 +452,7 @@ if (i + 1) % N == 0:
 
 ## Why
 
-The optimizer steps on every iteration. If the CUDA batch size does not fit in NPU memory, gradient accumulation keeps the effective batch: scale the loss by 1/N and step every N iterations. Reported once per training loop; an `optimizer.step()` under an `if i % N` guard counts as accumulation in use.
+The optimizer steps on every iteration. If the CUDA batch size does not fit in NPU memory, gradient accumulation keeps the effective batch: scale the loss by 1/N and step every N iterations. Reported once per training loop; an optimizer step under an `if i % N` guard, under a test on an accumulation counter (`if ni - last_opt_step >= accumulate:`), under a flag computed from one (`need_update = (i + 1) % accum == 0`), or a training loop over accumulation micro-steps (`for micro_step in range(gradient_accumulation_steps)`) counts as accumulation in use, and no advice is given. Steps with arguments other than an optimizer (`step(closure)` of LBFGS, `step(context_id)` of distributed autograd) are not candidates.
 
 ## Evidence
 
@@ -458,4 +491,31 @@ The finding lists what `analyze` saw, each with its line, and a confidence (high
 No automatic fix for `empty_cache()`; the environment-variable rename itself is done by the NPU2xx rules.
 """,
 
+    "ANA048": """\
+# ANA048 redundant-transfer
+
+## What it means
+
+A device copy that repeats one already made: `x.cuda().to(device)` in one expression, or
+`model.to(device)` inside the training loop. Severity: warning. Reported by `npu-migrate analyze`.
+
+```python
+for x, y in loader:
+    model.to(device)            # ANA048: once, before the loop
+    x = x.cuda().to(device)     # ANA048: one copy is enough
+```
+
+## Why
+
+A copy to the device of something already there is at best a no-op check and at worst a copy
+and a synchronisation; a model moved every step walks all its parameters every step.
+
+## Evidence
+
+The finding lists what `analyze` saw, each with its line, and a confidence (high, medium, low): the expression with both copies, or the training loop and the model transfer inside it (medium confidence: the receiver is recognised by its name, `model`/`net`).
+
+## What to do
+
+Keep one copy; move the model once, before the loop.
+""",
 }

@@ -21,6 +21,7 @@ CODES: dict[str, tuple[str, str, Severity]] = {
     "ANA030": ("cpu-fallback-risk", "An operator without an NPU kernel: it may fall back to the CPU", WARNING),
     "ANA031": ("fusion-opportunity", "Operators that a fused NPU API or torch.compile can serve in one kernel", INFO),
     "ANA032": ("amp-opportunity", "Training without mixed precision", INFO),
+    "ANA033": ("loss-scaling", "Loss scaling that fp16 autocast needs, or that bf16 does not", INFO),
     "ANA040": ("dataloader-settings", "A DataLoader whose settings hold the NPU back", INFO),
     "ANA041": ("sync-in-loop", "A host synchronisation (.item(), .cpu(), .numpy(), .tolist()) in the training loop", WARNING),
     "ANA042": ("transfer-in-loop", "A blocking host-to-device copy in the training loop", INFO),
@@ -29,6 +30,7 @@ CODES: dict[str, tuple[str, str, Severity]] = {
     "ANA045": ("checkpointing-opportunity", "Repeated blocks trained without gradient checkpointing", INFO),
     "ANA046": ("accumulation-opportunity", "The optimizer steps every iteration: no gradient accumulation", INFO),
     "ANA047": ("allocator-advice", "A pattern that calls for a PYTORCH_NPU_ALLOC_CONF setting", INFO),
+    "ANA048": ("redundant-transfer", "A device copy that repeats one already made", WARNING),
 }
 
 

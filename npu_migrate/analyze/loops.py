@@ -131,14 +131,23 @@ class LoopAnalysis:
             periodic = self._periodic(node)
             message = (f"{SYNC_METHODS[attr]} in the training loop waits for the NPU to finish "
                        "every queued operator")
+            evidence = [self.loop_seen, self.seen("synchronising call", node)]
             if periodic:
                 self.scan.findings.append(finding(
                     "ANA041", self.path, node, message + " (only every N steps here: acceptable for logging)",
-                    severity=Severity.INFO))
+                    severity=Severity.INFO, evidence=evidence + ["guarded by an `if ... % N` test"]))
             else:
                 self.scan.findings.append(finding(
                     "ANA041", self.path, node,
-                    message + ": keep values on the device and read them every N steps"))
+                    message + ": keep values on the device and read them every N steps",
+                    evidence=evidence + ["no `if ... % N` guard: runs every step"]))
+        elif attr in ("cuda", "to") and _copies_to_device(node) and _is_model(func.value):
+            self.scan.findings.append(finding(
+                "ANA048", self.path, node,
+                "the model is moved to the device on every step: its parameters are already there after "
+                "the first step; move it once, before the loop",
+                evidence=[self.loop_seen, self.seen("model transfer inside the loop", node)],
+                confidence="medium"))
         elif attr in ("cuda", "to") and _copies_to_device(node) and not _non_blocking(node):
             receiver = func.value
             if type(receiver) is ast.Call and (self.qualify(receiver.func) or "") in HOST_FACTORIES:
@@ -147,7 +156,9 @@ class LoopAnalysis:
             else:
                 message = ("blocking host-to-device copy on every step: use "
                            "`non_blocking=True` with `pin_memory=True` in the DataLoader")
-            self.scan.findings.append(finding("ANA042", self.path, node, message))
+            self.scan.findings.append(finding("ANA042", self.path, node, message,
+                                              evidence=[self.loop_seen, self.seen("copy", node),
+                                                        "no `non_blocking=True`"]))
         elif attr == "step" and _optimizer_step(node):
             steps.append(node)
         elif attr == "empty_cache":
@@ -155,7 +166,7 @@ class LoopAnalysis:
                 "ANA047", self.path, node,
                 "`empty_cache()` inside the training loop hides fragmentation at the cost of "
                 "re-allocating every step: on NPU set PYTORCH_NPU_ALLOC_CONF=expandable_segments:True "
-                "and drop the call"))
+                "and drop the call", evidence=[self.loop_seen, self.seen("empty_cache", node)]))
 
     def _appends(self, loop: ast.AST, grad_names: set[str]) -> None:
         for node in ast.walk(loop):
@@ -168,7 +179,8 @@ class LoopAnalysis:
         self.scan.findings.append(finding(
             "ANA044", self.path, node,
             f"`{name}` keeps its autograd graph and is {how} on every step: the graphs of all steps "
-            f"stay alive (memory grows each step); use `{name}.item()` or `{name}.detach()`"))
+            f"stay alive (memory grows each step); use `{name}.item()` or `{name}.detach()`",
+            evidence=[self.loop_seen, self.backward_seen, self.seen(f"`{name}` {how}", node)]))
 
     def _accumulation_guard(self, step: ast.AST) -> ast.If | None:
         """The `if` between the step and the loop that makes it periodic: a `%` test or a test on
@@ -204,6 +216,11 @@ class LoopAnalysis:
                 return True
             current = self.parents.get(id(current))
         return False
+
+
+def _is_model(node: ast.AST) -> bool:
+    name = _callee_name(node).lower() if type(node) in (ast.Name, ast.Attribute) else ""
+    return name.endswith(("model", "net")) and "input" not in name
 
 
 def _optimizer_step(node: ast.Call) -> bool:

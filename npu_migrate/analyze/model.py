@@ -50,6 +50,7 @@ class FileScan:
     collectives: list[tuple[str, int]] = field(default_factory=list)
     third_party: list[tuple[str, str, int]] = field(default_factory=list)  # (entry key, detail, line)
     amp: list[tuple[str, int]] = field(default_factory=list)  # (what, line)
+    autocasts: list[tuple[int, str | None, Any]] = field(default_factory=list)  # (line, dtype, device)
     dataloaders: list[dict[str, Any]] = field(default_factory=list)  # constructions (loaders.LoaderScan)
     loader_candidates: list[dict[str, Any]] = field(default_factory=list)  # calls resolved across files
     loader_classes: list[str] = field(default_factory=list)  # DataLoader subclasses defined here

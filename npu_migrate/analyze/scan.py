@@ -115,6 +115,8 @@ class Scanner:
         if name in self.amp_calls or name.startswith("torch.cuda.amp."):
             self.scan.amp.append((name, node.lineno))
             self._amp_strings(node)
+            if name.endswith("autocast"):
+                self._autocast(node)
         setup = catalog.distributed_calls().get(name)
         if setup is not None:
             self.scan.distributed.append((setup["kind"], name, node.lineno))
@@ -131,6 +133,13 @@ class Scanner:
         if short in catalog.collectives():
             self.scan.collectives.append((short, node.lineno))
 
+    def _autocast(self, node: ast.Call) -> None:
+        """(line, dtype, device) of an autocast: dtype None means the default (fp16 on CUDA and NPU)."""
+        dtype = next((ast.unparse(k.value) for k in node.keywords if k.arg == "dtype"), None)
+        device = next((k.value for k in node.keywords if k.arg == "device_type"), node.args[0] if node.args else None)
+        device_text = device.value if type(device) is ast.Constant else (ast.unparse(device) if device else None)
+        self.scan.autocasts.append((node.lineno, dtype, device_text))
+
     def _amp_strings(self, node: ast.Call) -> None:
         """`torch.autocast('cuda')` is an AMP location, not a device-placement one."""
         for arg in [*node.args, *(k.value for k in node.keywords)]:
@@ -142,6 +151,13 @@ class Scanner:
         if func.attr == "cuda" and self.qualify(func) is None:
             self.consumed.add(id(func))
             self.site("device placement", node, "`.cuda()`")
+        if (func.attr == "cuda" or device_like(node)) and _moved_already(func.value):
+            from npu_migrate.analyze.findings import finding, seen
+
+            self.scan.findings.append(finding(
+                "ANA048", self.path, node,
+                "the expression is copied to the device twice: the second copy is redundant (drop one)",
+                evidence=[seen("repeated device copy", self.lines, node.lineno)]))
         # a device copy of something just brought to the host is a round trip
         receiver = func.value
         while isinstance(receiver, (ast.Call, ast.Attribute, ast.Subscript)):
@@ -156,12 +172,13 @@ class Scanner:
             receiver = inner.value if type(inner) is ast.Attribute else getattr(inner, "value", None)
 
     def _finding_round_trip(self, node: ast.Call, host: str) -> None:
-        from npu_migrate.analyze.findings import finding
+        from npu_migrate.analyze.findings import finding, seen
 
         self.scan.findings.append(finding(
             "ANA043", self.path, node,
             f"device → host (`.{host}()`) → device round trip in one expression: keep the tensor on "
-            "the NPU (each leg is a copy and a synchronisation)"))
+            "the NPU (each leg is a copy and a synchronisation)",
+            evidence=[seen("round trip", self.lines, node.lineno)]))
 
     def _attribute(self, node: ast.Attribute) -> None:
         if id(node) in self.consumed:
@@ -311,6 +328,17 @@ def device_like(node: ast.Call) -> bool:
         text = ast.unparse(arg).lower()
         if "dev" in text or "cuda" in text or "rank" in text:
             return True
+    return False
+
+
+def _moved_already(node: ast.AST) -> bool:
+    """Whether `node` is itself a device copy (`x.cuda()`, `x.to(device)`), maybe after other methods."""
+    while type(node) is ast.Call and type(node.func) is ast.Attribute:
+        if node.func.attr == "cuda" or (node.func.attr == "to" and device_like(node)):
+            return True
+        if node.func.attr not in ("float", "half", "contiguous", "bfloat16", "long", "int"):
+            return False
+        node = node.func.value
     return False
 
 
