@@ -3,6 +3,7 @@ complexity rating and a summary. Scans arrive one at a time (streamed from the w
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,8 +48,12 @@ class Assessment:
 
 
 class Aggregator:
-    def __init__(self, only: tuple[str, ...] = SECTIONS) -> None:
+    def __init__(self, only: tuple[str, ...] = SECTIONS, torch_npu_version: str | None = None,
+                 roots: tuple[str, ...] = ()) -> None:
         self.only = only
+        self.torch_npu_version = torch_npu_version
+        self.roots = tuple(os.path.abspath(root) for root in roots)
+        self.paths: list[str] = []
         self.files = 0
         self.errors: list[str] = []
         self.engine_errors: list[str] = []
@@ -74,6 +79,7 @@ class Aggregator:
 
     def add(self, scan: FileScan) -> None:
         self.files += 1
+        self.paths.append(scan.path)
         path = scan.path
         if scan.error:
             self.errors.append(scan.error)
@@ -152,7 +158,7 @@ class Aggregator:
         status = {}
         for name in self.ops:
             aten = special["aten"] if name == "@" else table[name]["aten"]
-            state, missing = catalog.kernel_status(aten)
+            state, missing = catalog.kernel_status(aten, self.torch_npu_version)
             status[name] = (state, aten or [], missing)
         return status
 
@@ -234,29 +240,59 @@ class Aggregator:
             ["no CUDA-specific code found", 0, 0.0]]
         effort = Table(f"Effort estimate: {self.rating.total_days} person-days", ["category", "items", "days"])
         effort.rows = [[label, count, days] for label, count, days in self.rating.effort]
-        tables += [reasons, effort]
+        tables += [reasons, effort, self._effort_by_part(fallback)]
         return tables
 
-    def _counts(self, fallback) -> dict[str, int]:
+    def _counts(self, fallback, part: str | None = None) -> dict[str, int]:
+        """Counts per rating category, for the whole run or for one part (see `part_of`)."""
+        def within(path: str) -> bool:
+            return part is None or self.part_of(path) == part
+
         entries = {e["cuda"]: e for e in catalog.load("third_party")["entries"]}
         counts: Counter[str] = Counter()
+        third_party = [t for t in self.third_party if within(t[2])]
         # a line is costed once: third-party CUDA lines are costed by their library's category
-        third_party = {(path, line) for _, _, path, line in self.third_party}
-        counts.update(site.status for path, site in self.sites if (path, site.line) not in third_party)
-        counts["cpu_fallback"] = sum(1 for state, _, _ in fallback.values() if state == "cpu-fallback risk")
-        kernels = [t for t in self.third_party if t[1].startswith("@")]
+        costed = {(path, line) for _, _, path, line in third_party}
+        counts.update(site.status for path, site in self.sites if within(path) and (path, site.line) not in costed)
+        counts["cpu_fallback"] = sum(1 for name, (state, _, _) in fallback.items() if state == "cpu-fallback risk"
+                                     and any(within(path) for path, _, _ in self.ops[name]))
+        kernels = [t for t in third_party if t[1].startswith("@")]
         seen: set[tuple[str, str]] = set()
-        for key, detail, path, _ in self.third_party:
+        for key, detail, path, _ in third_party:
             weight = entries[key]["weight"]
             if weight == "triton_kernel" and (kernels and not detail.startswith("@")):
                 continue
             if detail.startswith("@") or (weight, path) not in seen:
                 counts[weight] += 1
                 seen.add((weight, path))
-        kinds = {kind for kind, _, _, _ in self.distributed}
+        kinds = {kind for kind, _, path, _ in self.distributed if within(path)}
         counts["distributed"] = len(kinds - {"DeepSpeed", "Megatron-style model parallelism"})
         counts["large_scale"] = len(kinds & {"DeepSpeed", "Megatron-style model parallelism"})
-        return dict(counts)
+        return {key: count for key, count in counts.items() if count}
+
+    def part_of(self, path: str) -> str:
+        """The part of the run a file belongs to: its PATH argument when several were given,
+        else the top-level folder under the one PATH (files directly in it: '(top level)')."""
+        absolute = os.path.abspath(path)
+        if len(self.roots) > 1:
+            for root in self.roots:
+                if absolute == root or absolute.startswith(root.rstrip(os.sep) + os.sep):
+                    return root
+            return "(other)"
+        root = self.roots[0] if self.roots else os.path.dirname(absolute)
+        relative = os.path.relpath(absolute, root)
+        head = relative.split(os.sep, 1)
+        return head[0] if len(head) > 1 else "(top level)"
+
+    def _effort_by_part(self, fallback) -> Table:
+        table = Table("Effort by part (same model, per part of the code base)",
+                      ["part", "files", "rating", "person-days", "drivers"])
+        files: Counter[str] = Counter(self.part_of(path) for path in self.paths)
+        for part in sorted(files):
+            rating = rate(self._counts(fallback, part))
+            drivers = ", ".join(f"{label} ×{count}" for label, count, _ in rating.reasons) or "—"
+            table.rows.append([part, files[part], rating.level, rating.total_days, drivers])
+        return table
 
     # -- computation ---------------------------------------------------------------------------
     def _computation(self, fallback, extra: list[Diagnostic]) -> list[Table]:
@@ -278,7 +314,8 @@ class Aggregator:
                                          "TORCH_NPU_FALLBACK_CPU_DISABLE=1 makes it an error"))
         by_class = Table("Operators by complexity class", ["class", "count"])
         by_class.rows = [[c, n] for c, n in classes.most_common()]
-        support = Table("Ascend operator support", ["status", "operators"])
+        version = f"torch_npu {self.torch_npu_version}" if self.torch_npu_version else "any torch_npu version"
+        support = Table(f"Ascend operator support ({version})", ["status", "operators"])
         for state in ("native", "cpu-fallback risk", "unmapped"):
             names = sorted(_short(n) for n, (s, _, _) in fallback.items() if s == state)
             if names:
