@@ -166,6 +166,18 @@ class LoaderScan:
             role = word_role(target)
             return role, [f"role {role} by name: assigned to `{target}` (line {node.lineno})"]
         named: list[tuple[str, str]] = []
+        for child in ast.walk(node):
+            if child is node or child is node.func:
+                continue
+            if type(child) is ast.keyword and child.arg in TRAIN_KEYWORDS and type(child.value) is ast.Constant:
+                named.append(("train" if child.value.value else "eval", f"`{child.arg}={child.value.value}`"))
+            elif type(child) is ast.Name and word_role(child.id):
+                named.append((word_role(child.id), f"argument `{child.id}`"))  # type: ignore[arg-type]
+            elif type(child) is ast.Attribute and word_role(child.attr):
+                named.append((word_role(child.attr), f"argument `{ast.unparse(child)}`"))  # type: ignore[arg-type]
+            elif type(child) is ast.Constant and type(child.value) is str and len(child.value) < 40 \
+                    and word_role(child.value):
+                named.append((word_role(child.value), f"string {child.value!r}"))  # type: ignore[arg-type]
         roles = {role for role, _ in named}
         if len(roles) == 1:
             role = roles.pop()
