@@ -238,8 +238,8 @@ class Aggregator:
                         ["driver", "count", "points"])
         reasons.rows = [[label, count, points] for label, count, points in self.rating.reasons] or [
             ["no CUDA-specific code found", 0, 0.0]]
-        effort = Table(f"Effort estimate: {self.rating.total_days} person-days", ["category", "items", "days"])
-        effort.rows = [[label, count, days] for label, count, days in self.rating.effort]
+        effort = Table(f"Effort estimate: {self.rating.total_days} person-days", ["category", "items", "days", "why"])
+        effort.rows = [[label, count, days, self.rating.why.get(label, "")] for label, count, days in self.rating.effort]
         tables += [reasons, effort, self._effort_by_part(fallback)]
         return tables
 
