@@ -348,6 +348,8 @@ class Aggregator:
         scalers = [(path, line) for what, path, line in self.amp if what.endswith("GradScaler")]
         known = [(path, line, dtype) for path, line, dtype, device in self.autocasts if device != "cpu"]
         half = [(p, l, d) for p, l, d in known if d is None or "float16" in d.replace("bfloat16", "") or d.endswith("half")]
+        if any(d is not None and d not in ("torch.float16", "torch.half", "torch.bfloat16") for _, _, d in known):
+            half = []  # a dtype chosen at run time (`dtype=ptdtype`): the scaler question is not decidable
         brain = [(p, l, d) for p, l, d in known if d is not None and ("bfloat16" in d or d.endswith("bf16"))]
         found = []
         if half and not scalers:

@@ -106,7 +106,9 @@ def distributed_calls() -> dict[str, dict[str, Any]]:
 
 @cache
 def distributed_modules() -> list[tuple[str, dict[str, Any]]]:
-    found = [(m, s) for s in load("distributed")["setups"] for m in s["modules"]]
+    """Import prefixes, longest first; a `not_modules` prefix maps to None (not a set-up)."""
+    found: list[tuple[str, Any]] = [(m, s) for s in load("distributed")["setups"] for m in s["modules"]]
+    found += [(m, None) for s in load("distributed")["setups"] for m in s.get("not_modules", [])]
     return sorted(found, key=lambda item: -len(item[0]))
 
 

@@ -135,6 +135,9 @@ class Scanner:
 
     def _autocast(self, node: ast.Call) -> None:
         """(line, dtype, device) of an autocast: dtype None means the default (fp16 on CUDA and NPU)."""
+        enabled = next((k.value for k in node.keywords if k.arg == "enabled"), None)
+        if type(enabled) is ast.Constant and enabled.value is False:  # a region that turns AMP off
+            return
         dtype = next((ast.unparse(k.value) for k in node.keywords if k.arg == "dtype"), None)
         device = next((k.value for k in node.keywords if k.arg == "device_type"), node.args[0] if node.args else None)
         device_text = device.value if type(device) is ast.Constant else (ast.unparse(device) if device else None)

@@ -294,3 +294,28 @@ def test_every_finding_has_evidence_and_confidence(tmp_path):
     for claim in result.findings:
         assert claim.evidence, claim
         assert claim.confidence in ("high", "medium", "low")
+
+
+def test_autocast_turned_off_is_not_fp16_training(tmp_path):
+    result = run(tmp_path, {"t.py": """\
+        from torch.amp import autocast
+        @autocast("cuda", enabled=False)
+        def rotate(x):
+            return x
+        """}, sections=("computation",))
+    assert not findings(result, "ANA033")
+
+
+def test_profiler_import_is_not_a_deepspeed_setup(tmp_path):
+    result = run(tmp_path, {"b.py": "from deepspeed.profiling.flops_profiler import get_model_profile\n",
+                            "t.py": "import deepspeed\nengine = deepspeed.initialize(model=m)\n"},
+                 sections=("architecture",))
+    lines = sorted((d.path.rsplit("/", 1)[-1], d.line) for d in findings(result, "ANA010"))
+    assert ("b.py", 1) not in lines and ("t.py", 2) in lines
+
+
+def test_channels_last_is_not_third_party_code(tmp_path):
+    result = run(tmp_path, {"t.py": "import torch\nx = torch.ones(1, 3, 4, 4).contiguous(memory_format=torch.channels_last)\n"},
+                 sections=("architecture",))
+    custom = next(t for t in result.sections["architecture"] if t.title.startswith("Custom operations"))
+    assert custom.rows == []
