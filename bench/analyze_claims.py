@@ -5,8 +5,9 @@ marked right or wrong with the reason.
     python bench/analyze_claims.py               # check: flag every claim whose verdict changed
     python bench/analyze_claims.py --propose REPO [--limit N]   # print candidate claims to review
 
-A claim is a finding (code, file, line, and a text its message must contain) or a table cell
-(table title, file, line, column, expected text). "Verdict changed" means: a claim reviewed as
+A claim is a finding (code, file, line, and a text its message must contain), an absence (no
+finding with that code on that line: advice that must not appear), or a table cell (table
+title, file, line, column, expected text). "Verdict changed" means: a claim reviewed as
 right that analyze no longer makes (a regression), or a claim reviewed as wrong that it no
 longer makes (a fix: update the set). The run also counts CUDA-location rows that contradict
 `apply` (the text `apply` writes, diffed line by line): the goal is 0.
@@ -72,9 +73,12 @@ def table_cells(result, root: str) -> dict[tuple[str, str, int], list[str]]:
 
 
 def still_made(claim: dict[str, Any], findings: list[dict[str, Any]], cells) -> bool:
-    if claim["kind"] == "finding":
-        return any(f["code"] == claim["code"] and f["file"] == claim["file"] and f["line"] == claim["line"]
-                   and claim["says"] in f["message"] for f in findings)
+    """Whether analyze still makes the claim. An `absent` claim is that analyze says nothing
+    with this code on this line (advice that must not appear)."""
+    if claim["kind"] in ("finding", "absent"):
+        made = any(f["code"] == claim["code"] and f["file"] == claim["file"] and f["line"] == claim["line"]
+                   and claim.get("says", "") in f["message"] for f in findings)
+        return made if claim["kind"] == "finding" else not made
     row = cells.get((claim["table"], claim["file"], claim["line"]))
     return row is not None and claim["says"] in row[claim["column"]]
 
