@@ -380,7 +380,8 @@ class Aggregator:
                                             self.loader_factories):
             settings = loader["settings"]
             role = loader["role"]
-            advice = [] if loader["unpacked"] else loaders.advice(settings, spec, role, loader["kind"])
+            tuned = not loader["unpacked"] and not loaders.is_test_file(path)
+            advice = loaders.advice(settings, spec, role, loader["kind"]) if tuned else []
             row = [where(path, loader["line"], loader["col"]), loader["kind"], role or "unknown"]
             row += [repr(settings[c]) if c in settings else f"({spec[c]['default']!r})" for c in columns]
             row += [settings.get("sampler") or settings.get("batch_sampler") or "—", "; ".join(advice) or "—"]

@@ -318,6 +318,12 @@ def resolve(loaders: list[tuple[str, dict[str, Any]]], candidates: list[tuple[st
     return sorted(resolved, key=lambda item: (item[0], item[1]["line"]))
 
 
+def is_test_file(path: str) -> bool:
+    """Test code builds loaders to exercise features, not to train: no tuning advice there."""
+    parts = path.replace("\\", "/").split("/")
+    return any(p in ("tests", "test") for p in parts[:-1]) or parts[-1].startswith("test_")
+
+
 def _defining_files(call: dict[str, Any], files: list[str]) -> list[str]:
     """The files a factory call may reach: the one its import names (`from utils.segment.dataloaders
     import create_dataloader`) when several files define a factory of that name."""

@@ -85,6 +85,9 @@ class LoopAnalysis:
             self.scan.accumulation.append(self.seen("accumulation micro-step loop", loop))
         elif steps:
             guards = [guard for guard in map(self._accumulation_guard, steps) if guard is not None]
+            optimizers = {ast.unparse(step.func.value) for step in steps}  # type: ignore[attr-defined]
+            if len(optimizers) > 1:  # alternating updates (GAN D/G): accumulation is no drop-in change
+                return
             if guards:
                 self.scan.accumulation.append(self.seen("accumulation guard", guards[0]))
             else:
@@ -224,10 +227,10 @@ def _is_model(node: ast.AST) -> bool:
 
 
 def _optimizer_step(node: ast.Call) -> bool:
-    """`optimizer.step()` or `scaler.step(optimizer)`; not a scheduler, not `step(closure)` (LBFGS)
+    """`optimizer.step()` or `scaler.step(optimizer)`; not a scheduler or profiler, not `step(closure)` (LBFGS)
     nor `step(context_id)` (distributed autograd), where accumulation does not apply."""
     receiver = _callee_name(node.func.value).lower()  # type: ignore[attr-defined]
-    if "sched" in receiver:
+    if "sched" in receiver or "prof" in receiver:  # LR schedulers and torch.profiler steps
         return False
     return not (node.args or node.keywords) or "scaler" in receiver
 

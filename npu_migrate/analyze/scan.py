@@ -119,7 +119,10 @@ class Scanner:
                 self._autocast(node)
         setup = catalog.distributed_calls().get(name)
         if setup is not None:
-            self.scan.distributed.append((setup["kind"], name, node.lineno))
+            kind = setup["kind"]
+            if kind == "process group" and self._backend_per_device(node):
+                kind = "process group (backend per device)"
+            self.scan.distributed.append((kind, name, node.lineno))
         entry = catalog.third_party_calls().get(name)
         if entry is not None and (not entry.get("only_with_cu") or _mentions_cuda_sources(node)):
             self.scan.third_party.append((entry["cuda"], name.rsplit(".", 1)[-1], node.lineno))
@@ -127,6 +130,17 @@ class Scanner:
     @staticmethod
     def kinds_methods() -> dict[str, str]:
         return catalog.load("operators")["tensor_methods"]
+
+    def _backend_per_device(self, node: ast.Call) -> bool:
+        """`init_process_group(backend=b)` where b comes from get_default_backend_for_device."""
+        backend = next((k.value for k in node.keywords if k.arg == "backend"), node.args[0] if node.args else None)
+        if backend is None:
+            return False
+        text = ast.unparse(backend)
+        if "get_default_backend_for_device" in text:
+            return True
+        return type(backend) is ast.Name and re.search(
+            rf"\b{re.escape(backend.id)}\s*=\s*[\w.]*get_default_backend_for_device\(", self.text) is not None
 
     def _distributed_call(self, node: ast.Call, name: str) -> None:
         short = name[len("torch.distributed."):]

@@ -319,3 +319,42 @@ def test_channels_last_is_not_third_party_code(tmp_path):
                  sections=("architecture",))
     custom = next(t for t in result.sections["architecture"] if t.title.startswith("Custom operations"))
     assert custom.rows == []
+
+
+def test_alternating_optimizers_get_no_accumulation_advice(tmp_path):
+    result = run(tmp_path, {"gan.py": """\
+        def train(netD, netG, loader, optimizerD, optimizerG):
+            for x in loader:
+                netD(x).mean().backward()
+                optimizerD.step()
+                netG(x).mean().backward()
+                optimizerG.step()
+        """})
+    assert not findings(result, "ANA046")
+
+
+def test_loaders_in_tests_get_no_tuning_advice(tmp_path):
+    source = "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, batch_size=2)\n"
+    result = run(tmp_path, {"tests/test_data.py": source, "train.py": source})
+    assert [d.path.rsplit("/", 1)[-1] for d in findings(result, "ANA040")] == ["train.py"]
+
+
+def test_backend_chosen_per_device_needs_no_change(tmp_path):
+    result = run(tmp_path, {"t.py": """\
+        import torch
+        backend = torch.distributed.get_default_backend_for_device(device)
+        torch.distributed.init_process_group(backend=backend, device_id=device)
+        """}, sections=("architecture",))
+    (claim,) = findings(result, "ANA010")
+    assert claim.message.startswith("process group (backend per device)") and "no change" in claim.message
+
+
+def test_profiler_step_is_not_an_optimizer(tmp_path):
+    result = run(tmp_path, {"t.py": """\
+        def train(model, x, optimizer, prof):
+            for k in range(10):
+                model(x).backward()
+                optimizer.step()
+                prof.step()
+        """})
+    assert [d.line for d in findings(result, "ANA046")] == [4]
