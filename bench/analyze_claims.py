@@ -28,13 +28,14 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from npu_migrate.analyze import analyze  # noqa: E402
-from npu_migrate.apply.engine import migrate_source  # noqa: E402
+from npu_migrate.analyze import analyze
+from npu_migrate.apply.engine import migrate_source
 
 CLAIMS = os.path.join(HERE, "analyze_claims.json")
 CORPUS = os.environ.get("NPU_MIGRATE_CORPUS", "/work/corpus")
@@ -94,7 +95,7 @@ def contradictions(result, root: str) -> list[str]:
     for path, located in rows.items():
         if not path.endswith(".py"):
             continue
-        text = open(path, encoding="utf-8", errors="replace").read()
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
         try:
             new = migrate_source(text, path)
             tree = ast.parse(text)
@@ -117,7 +118,7 @@ def contradictions(result, root: str) -> list[str]:
 
 
 def check() -> int:
-    data = json.load(open(CLAIMS, encoding="utf-8"))
+    data = json.loads(Path(CLAIMS).read_text(encoding="utf-8"))
     by_repo: dict[str, list[dict[str, Any]]] = {}
     for claim in data["claims"]:
         by_repo.setdefault(claim["repo"], []).append(claim)
@@ -165,7 +166,7 @@ def propose(repo: str, limit: int) -> int:
         if per_code[claim["code"]] >= limit:
             continue
         per_code[claim["code"]] += 1
-        lines = open(os.path.join(root, claim["file"]), encoding="utf-8", errors="replace").read().splitlines() \
+        lines = Path(root, claim["file"]).read_text(encoding="utf-8", errors="replace").splitlines() \
             if claim["line"] else []
         context = lines[max(0, claim["line"] - 3):claim["line"] + 2]
         print(json.dumps({**claim, "context": context}, ensure_ascii=False))

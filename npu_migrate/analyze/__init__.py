@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 
 from npu_migrate.analyze.aggregate import SECTIONS, Aggregator, Assessment
 from npu_migrate.analyze.model import FileScan
-from npu_migrate.core.discovery import CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES
 from npu_migrate.apply.runner import RunPlan
+from npu_migrate.core.discovery import CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES
 
 ANALYZED_SUFFIXES = PYTHON_SUFFIXES + SHELL_SUFFIXES + CUDA_SUFFIXES
 

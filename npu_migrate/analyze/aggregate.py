@@ -10,7 +10,12 @@ from typing import Any
 
 from npu_migrate.analyze import catalog, loaders
 from npu_migrate.analyze.blocks import ParameterIndex, checkpoint_verdict
-from npu_migrate.analyze.classify import STATUS_CODES, STATUS_LABELS, STATUSES, action_text
+from npu_migrate.analyze.classify import (
+    STATUS_CODES,
+    STATUS_LABELS,
+    STATUSES,
+    action_text,
+)
 from npu_migrate.analyze.findings import finding
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
 from npu_migrate.analyze.rating import Rating, rate

@@ -4,7 +4,6 @@ to build a located Diagnostic. Every code has its page under docs/rules/."""
 from __future__ import annotations
 
 import ast
-
 from dataclasses import dataclass
 
 from npu_migrate.core.diagnostics import Diagnostic, Severity

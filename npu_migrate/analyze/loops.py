@@ -30,9 +30,9 @@ def training_loops(loops: list[ast.AST], backward_calls: list[ast.Call]) -> list
     for call in backward_calls:
         best = None
         for loop in loops:
-            if loop.lineno <= call.lineno <= (loop.end_lineno or loop.lineno):
-                if best is None or loop.lineno >= best.lineno:
-                    best = loop
+            inside = loop.lineno <= call.lineno <= (loop.end_lineno or loop.lineno)
+            if inside and (best is None or loop.lineno >= best.lineno):
+                best = loop
         if best is not None:
             chosen[id(best)] = best
     return sorted(chosen.values(), key=lambda n: (n.lineno, n.col_offset))
@@ -98,8 +98,8 @@ class LoopAnalysis:
                     "memory, accumulate gradients over N steps (scale the loss by 1/N, step when "
                     "`i % N == 0`)",
                     evidence=[self.loop_seen, self.backward_seen, self.seen("optimizer step", step),
-                              "no accumulation guard (`if ... % N`, `if ni - last_opt_step >= accumulate`) "
-                              "around the step, no micro-step loop"]))
+                              ("no accumulation guard (`if ... % N`, `if ni - last_opt_step >= accumulate`) "
+                              "around the step, no micro-step loop")]))
 
     # -- pieces --------------------------------------------------------------------------------
     def _grad_names(self, loop: ast.AST) -> tuple[set[str], set[str]]:

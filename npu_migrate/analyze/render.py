@@ -79,10 +79,10 @@ def to_html(assessment: Assessment) -> str:
     esc = html.escape
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>{esc(assessment.title)}</title>",
-           "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}"
+           ("<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}"
            "table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:0.25em 0.5em;"
            "text-align:left;vertical-align:top}th{background:#f2f2f2}code{font-size:90%}"
-           ".warning{color:#9a5b00}.error{color:#b00020}.info{color:#555}</style></head><body>",
+           ".warning{color:#9a5b00}.error{color:#b00020}.info{color:#555}</style></head><body>"),
            f"<h1>{esc(assessment.title)}</h1>", "<ul>"]
     out += [f"<li><b>{esc(str(k))}</b>: {esc(str(v))}</li>" for k, v in assessment.summary.items()]
     out.append("</ul>")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
 
+from codemods.framework.facts import FileFacts
+from codemods.framework.facts import ast_dotted_parts as dotted
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
-from codemods.framework.facts import FileFacts, ast_dotted_parts as dotted
 
 CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 TORCH_CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "LightningModule"})

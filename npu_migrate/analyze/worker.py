@@ -10,16 +10,16 @@ import re
 import warnings
 from collections.abc import Iterator, Sequence
 
+from codemods.framework.facts import FileFacts
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.classify import classify
 from npu_migrate.analyze.model import FileScan
 from npu_migrate.analyze.scan import Scanner
-from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 from npu_migrate.apply.engine import RuleSet, migrate_text
-from npu_migrate.core.parallel import ignore_interrupts, ordered_map
 from npu_migrate.apply.runner import RunPlan
+from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
+from npu_migrate.core.parallel import ignore_interrupts, ordered_map
 from npu_migrate.core.sources import SourceError, read_source
-from codemods.framework.facts import FileFacts
 
 LAUNCHERS = re.compile(r"\btorchrun\b|-m\s+torch\.distributed\.(?:launch|run)\b|^\s*deepspeed\s|\baccelerate\s+launch\b")
 
@@ -56,7 +56,7 @@ def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
         scan = Scanner(path, text, tree, facts).run()
     except RecursionError:
         return FileScan(path, error=f"{path}:0:0: too deeply nested to analyse")
-    except Exception as exc:  # a bug in the analyzer must cost one file, not the run
+    except Exception as exc:  # noqa: BLE001 - a bug in the analyzer must cost one file, not the run
         return FileScan(path, error=f"{path}:0:0: internal error ({type(exc).__name__}: {exc}); "
                                     "file not analysed (please report this as a bug)")
     if plan is not None:

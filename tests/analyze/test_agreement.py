@@ -5,6 +5,7 @@ that `analyze` marks "rewritten", and no other row is on a changed line. The ora
 import ast
 import difflib
 import os
+from pathlib import Path
 
 import pytest
 
@@ -69,7 +70,7 @@ def assert_agreement(paths: list[str]) -> int:
     rows = rows_by_file(analyze(paths, jobs=1))
     checked = 0
     for path in paths:
-        text = open(path, encoding="utf-8").read()
+        text = Path(path).read_text(encoding="utf-8")
         changed = changed_lines(text, migrate_source(text, path))
         spans = statement_of(ast.parse(text))
         changed_statements = {spans.get(line, (line, line)) for line in changed}

@@ -2,7 +2,7 @@
 classification as the CUDA-locations table."""
 
 import json
-import os
+from pathlib import Path
 
 from analyze_paths import REPO
 
@@ -16,7 +16,7 @@ def test_every_category_says_what_it_costs_and_why():
     for key, category in spec["categories"].items():
         assert set(category) >= {"label", "weight", "cap", "days", "floor", "why"}, key
         assert category["why"].strip(), key
-    docs = open(os.path.join(REPO, "docs", "analyze.md"), encoding="utf-8").read()
+    docs = Path(REPO, "docs", "analyze.md").read_text(encoding="utf-8")
     for category in spec["categories"].values():  # the doc's table states the same figures
         assert f"| {category['label']} | {category['days']} |" in docs, category["label"]
 
@@ -24,10 +24,10 @@ def test_every_category_says_what_it_costs_and_why():
 def test_days_are_linear_and_score_is_capped():
     spec = catalog.load("rating")["categories"]
     rating = rate({"manual": 100, "reported": 3})
-    days = dict((label, d) for label, _, d in rating.effort)
+    days = {label: d for label, _, d in rating.effort}
     assert days[spec["manual"]["label"]] == 100 * spec["manual"]["days"]
     assert days[spec["reported"]["label"]] == round(3 * spec["reported"]["days"], 2)
-    points = dict((label, p) for label, _, p in rating.reasons)
+    points = {label: p for label, _, p in rating.reasons}
     assert points[spec["manual"]["label"]] == spec["manual"]["cap"]
     assert days[catalog.load("rating")["baseline_label"]] == catalog.load("rating")["baseline_days"]
     assert rating.total_days == round(sum(days.values()), 2)

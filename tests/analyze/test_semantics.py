@@ -144,7 +144,7 @@ def test_accumulation_guard_means_no_advice(tmp_path, guard):
     result = run(tmp_path, {"t.py": LOOP.format(guard=guard)})
     assert not findings(result, "ANA046")
     precision = next(t for t in result.sections["memory"] if t.title.startswith("Mixed precision"))
-    status = dict((row[0], row[1]) for row in precision.rows)["gradient accumulation"]
+    status = {row[0]: row[1] for row in precision.rows}["gradient accumulation"]
     assert status.startswith("in use") and guard.rstrip(":") in status
 
 
@@ -248,30 +248,25 @@ def test_no_checkpoint_advice_when_checkpointing_exists(tmp_path):
 
 
 # -- AMP / loss scaling, transfers -----------------------------------------------------------------
+AUTOCAST_LOOP = """\
+    import torch
+    def train(model, loader, opt):
+        for x in loader:
+            with torch.autocast("cuda", dtype=torch.{dtype}):
+                loss = model(x)
+            loss.backward()
+            opt.step()
+    """
+
+
 def test_fp16_autocast_without_scaler_needs_loss_scaling(tmp_path):
-    result = run(tmp_path, {"t.py": """\
-        import torch
-        def train(model, loader, opt):
-            for x in loader:
-                with torch.autocast("cuda", dtype=torch.float16):
-                    loss = model(x)
-                loss.backward()
-                opt.step()
-        """}, sections=("computation",))
+    result = run(tmp_path, {"t.py": AUTOCAST_LOOP.format(dtype="float16")}, sections=("computation",))
     (claim,) = findings(result, "ANA033")
     assert claim.line == 4 and "GradScaler" in claim.message and claim.confidence == "high"
 
 
 def test_bf16_autocast_needs_no_scaler_advice(tmp_path):
-    result = run(tmp_path, {"t.py": """\
-        import torch
-        def train(model, loader, opt):
-            for x in loader:
-                with torch.autocast("cuda", dtype=torch.bfloat16):
-                    loss = model(x)
-                loss.backward()
-                opt.step()
-        """}, sections=("computation",))
+    result = run(tmp_path, {"t.py": AUTOCAST_LOOP.format(dtype="bfloat16")}, sections=("computation",))
     assert not findings(result, "ANA033") and not findings(result, "ANA032")
 
 
