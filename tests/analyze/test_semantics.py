@@ -2,6 +2,7 @@
 DataLoader subclasses / factories / samplers and loader roles, gradient accumulation, stacks of
 blocks worth checkpointing, loss scaling, redundant transfers, and evidence on every claim."""
 
+import json
 import textwrap
 
 import pytest
@@ -353,3 +354,49 @@ def test_profiler_step_is_not_an_optimizer(tmp_path):
                 prof.step()
         """})
     assert [d.line for d in findings(result, "ANA046")] == [4]
+
+
+# -- kernel support by torch_npu version ------------------------------------------------------------
+def test_kernel_support_by_version():
+    from npu_migrate.analyze import catalog
+
+    assert catalog.serves("v2.1-newest", (2, 6)) and not catalog.serves("v2.7-newest", (2, 6))
+    assert catalog.serves("v2.1-v2.12", (2, 12)) and not catalog.serves("v2.1-v2.12", (2, 13))
+    assert catalog.serves("v2.1, v2.2", (2, 2)) and not catalog.serves("", (2, 2))
+    # _scaled_mm has an NPU kernel from 2.7 on only (op_api v2.7-newest in npu_aten_ops.tsv)
+    assert catalog.kernel_status(["_scaled_mm"], "2.6") == ("cpu-fallback risk", ["_scaled_mm"])
+    assert catalog.kernel_status(["_scaled_mm"], "2.7.1") == ("native", [])
+    assert catalog.kernel_status(["_scaled_mm"]) == ("native", [])  # any version in the list
+    with pytest.raises(ValueError, match="not a torch_npu version"):
+        catalog.parse_version("two.six")
+
+
+def test_bad_version_is_one_line_exit_2(tmp_path):
+    from click.testing import CliRunner
+
+    from npu_migrate.commands.analyze import command
+
+    (tmp_path / "m.py").write_text("import torch\n")
+    result = CliRunner().invoke(command, [str(tmp_path), "--torch-npu-version", "2.x"])
+    assert result.exit_code == 2 and "not a torch_npu version" in result.output
+    assert "Traceback" not in result.output
+
+
+# -- evidence in every format -------------------------------------------------------------------------
+def test_evidence_in_every_format(tmp_path):
+    from npu_migrate.analyze.render import render
+
+    result = run(tmp_path, {"t.py": LOOP.format(guard="if True:")})
+    (claim,) = findings(result, "ANA046")
+    fact = claim.evidence[0]
+    assert fact.startswith("training loop: line 2")
+    for fmt in ("text", "markdown", "html"):
+        text = render(result, fmt)
+        assert "confidence high" in text, fmt
+        assert fact.split("`")[0] in text, fmt
+    data = json.loads(render(result, "json"))
+    entry = next(f for f in data["findings"] if f["code"] == "ANA046")
+    assert entry["evidence"] == list(claim.evidence) and entry["confidence"] == "high"
+    sarif = json.loads(render(result, "sarif"))
+    result_entry = next(r for r in sarif["runs"][0]["results"] if r["ruleId"] == "ANA046")
+    assert result_entry["properties"] == {"evidence": list(claim.evidence), "confidence": "high"}
