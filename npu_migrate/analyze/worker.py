@@ -66,30 +66,29 @@ def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
 
 def _classify(scan: FileScan, text: str, plan: RunPlan, tree: ast.Module | None = None) -> None:
     """Run the engine as `apply` would and classify the scan's CUDA sites from its results. Lines
-    it leaves alone are looked up once more with every rule, to tell 'left by policy' (a rule
-    exists but is not selected here) from 'needs a person'."""
-    outcome = migrate_text(text, scan.path, plan.ruleset_for(scan.path), tree=tree)
+    it leaves alone are looked up once more with the rules the selection leaves out for this file,
+    to tell 'left by policy' (a rule exists but is not selected here) from 'needs a person'."""
+    ruleset = plan.ruleset_for(scan.path)
+    outcome = migrate_text(text, scan.path, ruleset, tree=tree)
     scan.engine_error = outcome.error
     scan.sites = classify(scan.sites, outcome, tree)
-    everything = _every_rule(plan) if any(s.status == "manual" for s in scan.sites) else None
-    if everything is not None:  # only files with lines no selected rule touches pay for this
-        scan.sites = classify(scan.sites, outcome, tree, migrate_text(text, scan.path, everything, tree=tree))
+    left_out = _left_out(ruleset, plan) if any(s.status == "manual" for s in scan.sites) else None
+    if left_out is not None:  # only files with lines no selected rule touches pay for this
+        scan.sites = classify(scan.sites, outcome, tree, migrate_text(text, scan.path, left_out, tree=tree))
 
 
-def _every_rule(plan: RunPlan) -> RuleSet | None:
-    """All rules with the plan's options, or None when the plan already runs every rule."""
+_LEFT_OUT: dict[frozenset[str], RuleSet | None] = {}
+
+
+def _left_out(ruleset: RuleSet, plan: RunPlan) -> RuleSet | None:
+    """The rules this file's selection leaves out, with the plan's options (None: none)."""
     from codemods.framework.registry import all_rules
 
-    rules = all_rules()
-    if set(plan.codes) >= {r.code for r in rules} and not plan.per_file_ignores:
-        return None
-    global _EVERY_RULE
-    if _EVERY_RULE is None:
-        _EVERY_RULE = RuleSet(rules, plan.options)
-    return _EVERY_RULE
-
-
-_EVERY_RULE: RuleSet | None = None
+    selected = frozenset(ruleset.codes())
+    if selected not in _LEFT_OUT:
+        rules = [r for r in all_rules() if r.code not in selected]
+        _LEFT_OUT[selected] = RuleSet(rules, plan.options) if rules else None
+    return _LEFT_OUT[selected]
 
 
 # -- parallel run ----------------------------------------------------------------------------
