@@ -214,7 +214,8 @@ class Aggregator:
         grouped: dict[str, list[tuple[str, int]]] = defaultdict(list)
         for kind, what, path, line in self.distributed:
             grouped[kind].append((path, line))
-            extra.append(finding("ANA010", path, (line, 0), f"{kind} (`{what}`): {notes[kind]}"))
+            extra.append(finding("ANA010", path, (line, 0), f"{kind} (`{what}`): {notes[kind]}",
+                                 evidence=[f"`{what}` at line {line}"]))
         backends = sorted({s.what for _, s in self.sites if s.what.startswith("backend ")})
         dist = Table("Distributed set-up", ["set-up", "locations", "what changes for HCCL"])
         dist.rows = [[kind, locations(sorted(locs)), notes[kind]] for kind, locs in sorted(grouped.items())]
@@ -316,7 +317,10 @@ class Aggregator:
                     extra.append(finding("ANA030", path, (line, col),
                                          f"`{_short(name)}` lands on aten::{', aten::'.join(missing)}, which has no "
                                          "NPU kernel: it runs on the CPU (with a copy each way) unless "
-                                         "TORCH_NPU_FALLBACK_CPU_DISABLE=1 makes it an error"))
+                                         "TORCH_NPU_FALLBACK_CPU_DISABLE=1 makes it an error",
+                                         evidence=[f"`{_short(name)}` call at line {line}",
+                                                   (f"aten::{', aten::'.join(missing)} not in npu_aten_ops.tsv "
+                                                   f"({self.torch_npu_version or 'any version'})")]))
         by_class = Table("Operators by complexity class", ["class", "count"])
         by_class.rows = [[c, n] for c, n in classes.most_common()]
         version = f"torch_npu {self.torch_npu_version}" if self.torch_npu_version else "any torch_npu version"
@@ -453,7 +457,8 @@ class Aggregator:
                            "backend:cudaMallocAsync are rejected there, and expandable_segments:True cannot be "
                            "combined with max_split_size_mb or garbage_collection_threshold")
                 allocator.rows.append([where(path, site.line, site.col), message])
-                extra.append(finding("ANA047", path, (site.line, site.col), message))
+                extra.append(finding("ANA047", path, (site.line, site.col), message,
+                                     evidence=[f"`PYTORCH_CUDA_ALLOC_CONF` at line {site.line}"]))
         return [loaders, transfers, precision, allocator]
 
 

@@ -104,3 +104,12 @@ def test_each_code_has_a_doc_page():
 def test_severity_counts(demo):
     counts = Counter(d.code for d in demo.findings)
     assert counts["ANA031"] == 5 and counts["ANA044"] == 2
+
+
+def test_every_finding_names_what_it_saw(demo):
+    """Every code the demo produces (fusion, CPU fallback, distributed, custom code, loops,
+    loaders, CUDA rows) carries evidence and a confidence."""
+    assert {d.code for d in demo.findings} >= {"ANA001", "ANA010", "ANA020", "ANA030", "ANA031", "ANA040",
+                                               "ANA041", "ANA044", "ANA045", "ANA046", "ANA047"}
+    for claim in demo.findings:
+        assert claim.evidence and claim.confidence in ("high", "medium", "low"), claim
