@@ -8,17 +8,19 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from npu_migrate.analyze import catalog, loaders
-from npu_migrate.analyze.blocks import ParameterIndex, checkpoint_verdict
+from npu_migrate.analyze import catalog
 from npu_migrate.analyze.classify import (
     STATUS_CODES,
     STATUS_LABELS,
     STATUSES,
     action_text,
 )
+from npu_migrate.analyze.effort import EffortModel
 from npu_migrate.analyze.findings import finding
+from npu_migrate.analyze.memory_section import MemorySection
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
 from npu_migrate.analyze.rating import Rating, rate
+from npu_migrate.analyze.tables import locations, short_name, where
 from npu_migrate.core.diagnostics import Diagnostic, Severity, Table
 
 SECTIONS = ("architecture", "computation", "memory")
@@ -27,18 +29,6 @@ SECTION_CODES = {
     "computation": ("ANA030", "ANA031", "ANA032", "ANA033"),
     "memory": ("ANA040", "ANA041", "ANA042", "ANA043", "ANA044", "ANA045", "ANA046", "ANA047", "ANA048"),
 }
-MAX_LOCATIONS = 5
-
-
-def where(path: str, line: int, col: int = 0) -> str:
-    return f"{path}:{line}:{col}" if col else f"{path}:{line}"
-
-
-def locations(items: list[tuple[str, int]], limit: int = MAX_LOCATIONS) -> str:
-    shown = ", ".join(f"{p}:{line}" for p, line in items[:limit])
-    return shown + (f", … (+{len(items) - limit})" if len(items) > limit else "")
-
-
 @dataclass
 class Assessment:
     """The result of `npu-migrate analyze`."""
@@ -52,7 +42,7 @@ class Assessment:
     engine_errors: list[str] = field(default_factory=list)  # files the codemod engine could not handle
 
 
-class Aggregator:
+class Aggregator(EffortModel, MemorySection):
     def __init__(self, only: tuple[str, ...] = SECTIONS, torch_npu_version: str | None = None,
                  roots: tuple[str, ...] = ()) -> None:
         self.only = only
@@ -249,57 +239,6 @@ class Aggregator:
         tables += [reasons, effort, self._effort_by_part(fallback)]
         return tables
 
-    def _counts(self, fallback, part: str | None = None) -> dict[str, int]:
-        """Counts per rating category, for the whole run or for one part (see `part_of`)."""
-        def within(path: str) -> bool:
-            return part is None or self.part_of(path) == part
-
-        entries = {e["cuda"]: e for e in catalog.load("third_party")["entries"]}
-        counts: Counter[str] = Counter()
-        third_party = [t for t in self.third_party if within(t[2])]
-        # a line is costed once: third-party CUDA lines are costed by their library's category
-        costed = {(path, line) for _, _, path, line in third_party}
-        counts.update(site.status for path, site in self.sites if within(path) and (path, site.line) not in costed)
-        counts["cpu_fallback"] = sum(1 for name, (state, _, _) in fallback.items() if state == "cpu-fallback risk"
-                                     and any(within(path) for path, _, _ in self.ops[name]))
-        kernels = [t for t in third_party if t[1].startswith("@")]
-        seen: set[tuple[str, str]] = set()
-        for key, detail, path, _ in third_party:
-            weight = entries[key]["weight"]
-            if weight == "triton_kernel" and (kernels and not detail.startswith("@")):
-                continue
-            if detail.startswith("@") or (weight, path) not in seen:
-                counts[weight] += 1
-                seen.add((weight, path))
-        kinds = {kind for kind, _, path, _ in self.distributed if within(path)}
-        counts["distributed"] = len(kinds - {"DeepSpeed", "Megatron-style model parallelism"})
-        counts["large_scale"] = len(kinds & {"DeepSpeed", "Megatron-style model parallelism"})
-        return {key: count for key, count in counts.items() if count}
-
-    def part_of(self, path: str) -> str:
-        """The part of the run a file belongs to: its PATH argument when several were given,
-        else the top-level folder under the one PATH (files directly in it: '(top level)')."""
-        absolute = os.path.abspath(path)
-        if len(self.roots) > 1:
-            for root in self.roots:
-                if absolute == root or absolute.startswith(root.rstrip(os.sep) + os.sep):
-                    return root
-            return "(other)"
-        root = self.roots[0] if self.roots else os.path.dirname(absolute)
-        relative = os.path.relpath(absolute, root)
-        head = relative.split(os.sep, 1)
-        return head[0] if len(head) > 1 else "(top level)"
-
-    def _effort_by_part(self, fallback) -> Table:
-        table = Table("Effort by part (same model, per part of the code base)",
-                      ["part", "files", "rating", "person-days", "drivers"])
-        files: Counter[str] = Counter(self.part_of(path) for path in self.paths)
-        for part in sorted(files):
-            rating = rate(self._counts(fallback, part))
-            drivers = ", ".join(f"{label} ×{count}" for label, count, _ in rating.reasons) or "—"
-            table.rows.append([part, files[part], rating.level, rating.total_days, drivers])
-        return table
-
     # -- computation ---------------------------------------------------------------------------
     def _computation(self, fallback, extra: list[Diagnostic]) -> list[Table]:
         table = catalog.operators()
@@ -310,15 +249,15 @@ class Aggregator:
             classes[cls] += len(locs)
             state, aten, missing = fallback[name]
             support = state if not missing else f"{state}: no NPU kernel for {', '.join(missing)}"
-            heavy.rows.append([_short(name), cls, len(locs), locations([(p, l) for p, l, _ in sorted(locs)]),
+            heavy.rows.append([short_name(name), cls, len(locs), locations([(p, l) for p, l, _ in sorted(locs)]),
                                support, ", ".join(aten) or "—"])
             if missing:
                 for path, line, col in locs:
                     extra.append(finding("ANA030", path, (line, col),
-                                         f"`{_short(name)}` lands on aten::{', aten::'.join(missing)}, which has no "
+                                         f"`{short_name(name)}` lands on aten::{', aten::'.join(missing)}, which has no "
                                          "NPU kernel: it runs on the CPU (with a copy each way) unless "
                                          "TORCH_NPU_FALLBACK_CPU_DISABLE=1 makes it an error",
-                                         evidence=[f"`{_short(name)}` call at line {line}",
+                                         evidence=[f"`{short_name(name)}` call at line {line}",
                                                    (f"aten::{', aten::'.join(missing)} not in npu_aten_ops.tsv "
                                                    f"({self.torch_npu_version or 'any version'})")]))
         by_class = Table("Operators by complexity class", ["class", "count"])
@@ -326,7 +265,7 @@ class Aggregator:
         version = f"torch_npu {self.torch_npu_version}" if self.torch_npu_version else "any torch_npu version"
         support = Table(f"Ascend operator support ({version})", ["status", "operators"])
         for state in ("native", "cpu-fallback risk", "unmapped"):
-            names = sorted(_short(n) for n, (s, _, _) in fallback.items() if s == state)
+            names = sorted(short_name(n) for n, (s, _, _) in fallback.items() if s == state)
             if names:
                 support.rows.append([state, ", ".join(names)])
         fusion = Table("Fusion opportunities", ["pattern", "location", "NPU route"])
@@ -335,7 +274,7 @@ class Aggregator:
             fusion.rows.append([pattern.removeprefix("fusion (").rstrip(")"), where(d.path, d.line, d.col),
                                 route.split(" → ", 1)[-1]])
         amp = Table("Mixed precision (AMP)", ["use", "location"])
-        amp.rows = [[_short(what), where(path, line)] for what, path, line in sorted(self.amp, key=lambda a: (a[1], a[2]))]
+        amp.rows = [[short_name(what), where(path, line)] for what, path, line in sorted(self.amp, key=lambda a: (a[1], a[2]))]
         if not self.amp and self.loops:
             for path, line, col in self.loops:
                 extra.append(finding("ANA032", path, (line, col),
@@ -380,96 +319,7 @@ class Aggregator:
                     evidence=[f"GradScaler at line {line}"] + [f"bf16 autocast at {p}:{l}" for p, l, _ in brain[:3]]))
         return found
 
-    # -- memory --------------------------------------------------------------------------------
-    def _loaders(self, extra: list[Diagnostic]) -> Table:
-        spec = catalog.load("dataloader")["settings"]
-        columns = loaders.COLUMNS
-        table = Table("DataLoaders", ["location", "built with", "role", *columns, "sampler", "recommendations"])
-        for path, loader in loaders.resolve(self.dataloaders, self.loader_candidates, self.loader_classes,
-                                            self.loader_factories):
-            settings = loader["settings"]
-            role = loader["role"]
-            tuned = not loader["unpacked"] and not loaders.is_test_file(path)
-            advice = loaders.advice(settings, spec, role, loader["kind"]) if tuned else []
-            row = [where(path, loader["line"], loader["col"]), loader["kind"], role or "unknown"]
-            row += [repr(settings[c]) if c in settings else f"({spec[c]['default']!r})" for c in columns]
-            row += [settings.get("sampler") or settings.get("batch_sampler") or "—", "; ".join(advice) or "—"]
-            table.rows.append(row)
-            if advice:
-                evidence = [loader["construction"], *loader["role_evidence"]]
-                evidence.append("settings: " + ", ".join(f"{k}={settings[k]!r}" for k in columns if k in settings)
-                                if any(k in settings for k in columns) else "settings: all defaults")
-                confidence = "high" if not role or any("by use" in e for e in evidence) else "medium"
-                extra.append(finding("ANA040", path, (loader["line"], loader["col"]),
-                                     f"DataLoader ({role or 'role unknown'}): " + "; ".join(advice),
-                                     evidence=evidence, confidence=confidence))
-        return table
-
-    def _checkpointing(self, modules, extra: list[Diagnostic]) -> str:
-        """ANA045 for stacks of blocks worth checkpointing (blocks.checkpoint_verdict), once a
-        training loop exists and the project does not checkpoint already."""
-        if self.checkpointing:
-            return "in use (torch.utils.checkpoint)"
-        if not self.loops:
-            return "no training loop found"
-        index = ParameterIndex({c.name: c for _, c in modules})
-        advised = []
-        for path, record in modules:
-            for stack in record.stacks:
-                advise, evidence, confidence = checkpoint_verdict(record, stack, index)
-                if advise:
-                    advised.append((path, stack["line"]))
-                    extra.append(finding(
-                        "ANA045", path, (stack["line"], 0),
-                        f"`{record.name}` chains {stack['count']} `{stack['element']}` blocks with parameters: "
-                        "torch.utils.checkpoint on each block trades about one extra forward pass for storing "
-                        "only the block inputs", evidence=evidence, confidence=confidence))
-        if advised:
-            return "opportunity: " + locations(advised)
-        return "not needed (no chained stack of blocks with parameters in a trained model)"
-
-    def _memory(self, modules, extra: list[Diagnostic]) -> list[Table]:
-        loaders = self._loaders(extra)
-        transfers = Table("Host↔device transfers and synchronisation", ["location", "code", "finding"])
-        for d in sorted((d for d in self.findings if d.code in ("ANA041", "ANA042", "ANA043", "ANA048")),
-                        key=lambda d: (d.path, d.line, d.col)):
-            transfers.rows.append([where(d.path, d.line, d.col), d.code, d.message])
-        precision = Table("Mixed precision, checkpointing, accumulation and leaks", ["topic", "status", "effect"])
-        amp_state = ("in use: " + ", ".join(sorted({_short(w) for w, _, _ in self.amp}))) if self.amp else (
-            "missing" if self.loops else "no training loop found")
-        precision.rows.append(["mixed precision", amp_state,
-                               "bf16/fp16 activations take half the memory of fp32; bf16 needs no GradScaler"])
-        ckpt = self._checkpointing(modules, extra)
-        precision.rows.append(["gradient checkpointing", ckpt, "activation memory per block drops to its input"])
-        accumulation = ("in use: " + "; ".join(self.accumulation[:MAX_LOCATIONS]) if self.accumulation else
-                        ("opportunity (ANA046)" if any(d.code == "ANA046" for d in self.findings) else "—"))
-        precision.rows.append(["gradient accumulation", accumulation,
-                               "a larger effective batch without more device memory"])
-        leaks = [d for d in self.findings if d.code == "ANA044"]
-        precision.rows.append(["likely leaks", f"{len(leaks)}: " + locations([(d.path, d.line) for d in leaks]) if leaks else "none found",
-                               "each leaked step keeps its whole autograd graph alive"])
-        allocator = Table("Allocator advice (PYTORCH_NPU_ALLOC_CONF)", ["location", "advice"])
-        for d in sorted((d for d in self.findings if d.code == "ANA047"), key=lambda d: (d.path, d.line)):
-            allocator.rows.append([where(d.path, d.line, d.col), d.message])
-        for path, site in self.sites:
-            if site.what == "PYTORCH_CUDA_ALLOC_CONF":
-                message = ("PYTORCH_CUDA_ALLOC_CONF is not read on NPU: use PYTORCH_NPU_ALLOC_CONF; keys such as "
-                           "backend:cudaMallocAsync are rejected there, and expandable_segments:True cannot be "
-                           "combined with max_split_size_mb or garbage_collection_threshold")
-                allocator.rows.append([where(path, site.line, site.col), message])
-                extra.append(finding("ANA047", path, (site.line, site.col), message,
-                                     evidence=[f"`PYTORCH_CUDA_ALLOC_CONF` at line {site.line}"]))
-        return [loaders, transfers, precision, allocator]
-
-
 def _library_of(message: str) -> str:
     """The library a rule's message is about: its first `quoted` name."""
     quoted = message.split("`")
     return quoted[1] if len(quoted) > 2 else "third-party CUDA"
-
-
-def _short(name: str) -> str:
-    for prefix, short in (("torch.nn.functional.", "F."), ("torch.nn.", "nn.")):
-        if name.startswith(prefix):
-            return short + name[len(prefix):]
-    return name
