@@ -63,11 +63,10 @@ class StackScan:
         self.lines = lines
         self.operators = operators
 
-    def stacks(self) -> list[dict[str, Any]]:
+    def stacks(self, containers: list[ast.Call]) -> list[dict[str, Any]]:
+        """Stacks among the class's `ModuleList`/`Sequential` calls built from a comprehension."""
         found = []
-        for assign in ast.walk(self.node):
-            if type(assign) is not ast.Call:
-                continue
+        for assign in containers:
             name = self.qualify(assign.func) or ""
             container = name.rsplit(".", 1)[-1]
             if not name.startswith("torch.") or container not in ("ModuleList", "Sequential"):

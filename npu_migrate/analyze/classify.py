@@ -17,6 +17,7 @@ The rating and the effort estimate count these statuses, never anything else.
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -55,17 +56,34 @@ def engine_records(outcome: FileOutcome) -> list[EngineRecord]:
     return records
 
 
-def statement_spans(tree: ast.Module | None) -> dict[int, tuple[int, int]]:
-    """line -> (first, last) line of the innermost simple statement spanning it (multi-line only)."""
+def statement_spans(tree: ast.Module | None, wanted: Iterable[int] = ()) -> dict[int, tuple[int, int]]:
+    """line -> (first, last) line of the innermost simple statement spanning it, for multi-line
+    statements around the `wanted` lines. Only statements are visited (never expressions), and
+    only compound statements that contain a wanted line are entered."""
     spans: dict[int, tuple[int, int]] = {}
-    if tree is None:
+    lines = sorted(set(wanted))
+    if tree is None or not lines:
         return spans
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and not hasattr(node, "body"):
-            end = node.end_lineno or node.lineno
-            if end > node.lineno:
-                for line in range(node.lineno, end + 1):
-                    spans.setdefault(line, (node.lineno, end))
+
+    def holds_wanted(first: int, last: int) -> bool:
+        index = bisect.bisect_left(lines, first)
+        return index < len(lines) and lines[index] <= last
+
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        first, last = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        if not holds_wanted(first, last):
+            continue
+        if hasattr(node, "body"):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.match_case):  # has no position of its own
+                    stack += child.body
+                elif isinstance(child, (ast.stmt, ast.excepthandler)):
+                    stack.append(child)
+        elif last > first:
+            for line in range(first, last + 1):
+                spans.setdefault(line, (first, last))
     return spans
 
 
@@ -96,9 +114,11 @@ def classify(sites: list[Site], outcome: FileOutcome | None, tree: ast.Module | 
     for lines it leaves alone, from `unselected` (the run with every rule). Engine records on a
     line with no site of the scanner become sites of their own, so every edit and every report
     of `apply` is a row. Returns the sites sorted by position, one per (line, col)."""
-    spans = statement_spans(tree)
-    selected = LineRecords(engine_records(outcome) if outcome else [], spans)
-    everything = LineRecords(engine_records(unselected) if unselected else [], spans)
+    records = engine_records(outcome) if outcome else []
+    others = engine_records(unselected) if unselected else []
+    spans = statement_spans(tree, [s.line for s in sites] + [r.line for r in records + others])
+    selected = LineRecords(records, spans)
+    everything = LineRecords(others, spans)
     unique: dict[tuple[int, int], Site] = {}
     for site in sites:
         unique.setdefault((site.line, site.col), site)

@@ -63,17 +63,26 @@ class LoaderScan:
         self.samplers: set[str] = set()
         self.aliases: set[str] = set()
 
+    def _parents(self) -> dict[int, ast.AST]:
+        """Child -> parent, built on first need (most files build no loader)."""
+        if not self.parents:
+            for node in ast.walk(self.tree):
+                for child in ast.iter_child_nodes(node):
+                    self.parents[id(child)] = node
+        return self.parents
+
     def run(self) -> dict[str, Any]:
-        for node in ast.walk(self.tree):
-            for child in ast.iter_child_nodes(node):
-                self.parents[id(child)] = node
-        self._classes()
-        self._aliases()
+        nodes: dict[type, list[Any]] = {ast.ClassDef: [], ast.Assign: [], ast.Call: [], ast.FunctionDef: [],
+                                        ast.AsyncFunctionDef: []}
+        for node in ast.walk(self.tree):  # one walk; each step below reads only its kind of node
+            found = nodes.get(type(node))
+            if found is not None:
+                found.append(node)
+        self._classes(nodes[ast.ClassDef])
+        self._aliases(nodes[ast.Assign])
         loaders, candidates, samplers = [], [], []
         constructions: set[int] = set()
-        for node in ast.walk(self.tree):
-            if type(node) is not ast.Call:
-                continue
+        for node in nodes[ast.Call]:
             kind = self._kind(node)
             if kind is None:
                 continue
@@ -86,7 +95,7 @@ class LoaderScan:
             else:
                 constructions.add(id(node))
                 loaders.append(record)
-        factories = self._factories(constructions)
+        factories = self._factories(nodes[ast.FunctionDef] + nodes[ast.AsyncFunctionDef], constructions)
         return {"loaders": loaders, "candidates": candidates, "classes": sorted(self.classes),
                 "sampler_classes": sorted(self.samplers), "samplers": samplers, "factories": factories}
 
@@ -97,8 +106,7 @@ class LoaderScan:
             return True
         return type(node) is ast.Name and node.id in self.classes
 
-    def _classes(self) -> None:
-        nodes = [n for n in ast.walk(self.tree) if type(n) is ast.ClassDef]
+    def _classes(self, nodes: list[ast.ClassDef]) -> None:
         changed = True
         while changed:
             changed = False
@@ -113,12 +121,12 @@ class LoaderScan:
                     self.samplers.add(node.name)
                     changed = True
 
-    def _aliases(self) -> None:
-        for node in ast.walk(self.tree):
-            if type(node) is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
+    def _aliases(self, assignments: list[ast.Assign]) -> None:
+        for node in assignments:
+            if len(node.targets) == 1 and type(node.targets[0]) is ast.Name \
+                    and type(node.value) in (ast.IfExp, ast.Name, ast.Attribute):
                 names = [n for n in ast.walk(node.value) if isinstance(n, (ast.Name, ast.Attribute))]
-                if type(node.value) in (ast.IfExp, ast.Name, ast.Attribute) and any(
-                        self._is_loader_class(n) for n in names):
+                if any(self._is_loader_class(n) for n in names):
                     self.aliases.add(node.targets[0].id)
 
     def _kind(self, node: ast.Call) -> str | None:
@@ -190,9 +198,9 @@ class LoaderScan:
         return None, []
 
     def _target(self, node: ast.AST) -> str | None:
-        current, parent = node, self.parents.get(id(node))
+        current, parent = node, self._parents().get(id(node))
         while type(parent) in (ast.Subscript, ast.Tuple) and current is not getattr(parent, "slice", None):
-            current, parent = parent, self.parents.get(id(parent))
+            current, parent = parent, self._parents().get(id(parent))
         if type(parent) is not ast.Assign:
             return None
         target = parent.targets[0]
@@ -223,31 +231,31 @@ class LoaderScan:
             target = decorator.func if type(decorator) is ast.Call else decorator
             if self.qualify(target) in NO_GRAD:
                 return True
-        current = self.parents.get(id(node))
+        current = self._parents().get(id(node))
         while current is not None and current is not function:
             if type(current) is ast.With and any(
                     type(item.context_expr) is ast.Call and self.qualify(item.context_expr.func) in NO_GRAD
                     for item in current.items):
                 return True
-            current = self.parents.get(id(current))
+            current = self._parents().get(id(current))
         return False
 
     def _enclosing(self, node: ast.AST, kinds: tuple[type, ...]) -> ast.AST | None:
-        current = self.parents.get(id(node))
+        current = self._parents().get(id(node))
         while current is not None and not isinstance(current, kinds):
-            current = self.parents.get(id(current))
+            current = self._parents().get(id(current))
         return current
 
     def _function_name(self, node: ast.AST) -> str | None:
         function = self._enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         return function.name if function is not None else None  # type: ignore[attr-defined]
 
-    def _factories(self, constructions: set[int]) -> list[str]:
+    def _factories(self, functions: list[ast.FunctionDef | ast.AsyncFunctionDef], constructions: set[int]) -> list[str]:
         """Functions that return a loader they build (directly, or through a name bound to one)."""
-        found = []
-        for function in ast.walk(self.tree):
-            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
+        found: list[str] = []
+        if not constructions:
+            return found
+        for function in functions:
             built = {t.id for n in ast.walk(function) if type(n) is ast.Assign and id(n.value) in constructions
                      for t in n.targets if type(t) is ast.Name}
             for node in ast.walk(function):

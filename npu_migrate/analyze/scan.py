@@ -18,6 +18,7 @@ CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 TORCH_CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "LightningModule"})
 CHECKPOINT_CALLS = frozenset({"torch.utils.checkpoint.checkpoint",
                               "torch.utils.checkpoint.checkpoint_sequential"})
+LOADER_CALL = re.compile(r"[lL]oader\w*\(")  # a call of something named like a loader (factory, subclass)
 HOST_CALLS = frozenset({"cpu", "numpy", "tolist", "item"})
 HOST_FACTORIES = frozenset({"torch.tensor", "torch.from_numpy", "torch.as_tensor", "torch.Tensor"})
 
@@ -72,7 +73,7 @@ class Scanner:
         return self.scan
 
     def _loaders(self) -> None:
-        if "DataLoader" not in self.text and "oader" not in self.text and "Sampler" not in self.text:
+        if "DataLoader" not in self.text and "Sampler" not in self.text and not LOADER_CALL.search(self.text):
             return
         from npu_migrate.analyze.loaders import LoaderScan
 
@@ -312,6 +313,7 @@ class Scanner:
     def _layers(self, node: ast.ClassDef, record: ModuleClass) -> None:
         from npu_migrate.analyze.blocks import StackScan, has_parameters, layer_width
 
+        containers = []  # ModuleList / Sequential calls: candidates for stacks of repeated blocks
         for child in ast.walk(node):
             if type(child) is not ast.Call:
                 continue
@@ -319,6 +321,8 @@ class Scanner:
             if not parts:
                 continue
             name = self.facts.qualify(parts)
+            if parts[-1] in ("ModuleList", "Sequential"):
+                containers.append(child)
             entry = self.ops.get(name) if name else None
             if entry is not None and entry.get("layer"):
                 record.layers.append((entry["layer"], parts[-1], child.lineno))
@@ -333,7 +337,8 @@ class Scanner:
                 record.layer_parameters.append((parts[-1], has_parameters(None, parts[-1])))
             elif parts[-1][:1].isupper() and (name is None or not name.startswith("torch.")):
                 record.submodules.append((parts[-1], child.lineno))
-        record.stacks = StackScan(node, self.qualify, self.lines, self.ops).stacks()
+        if containers:
+            record.stacks = StackScan(node, self.qualify, self.lines, self.ops).stacks(containers)
         record.repeated = record.stacks[0]["line"] if record.stacks else 0
 
 
