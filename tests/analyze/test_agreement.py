@@ -132,3 +132,15 @@ def test_real_files_agree(relative):
     if not os.path.exists(path):
         pytest.skip(f"{path} absent (clone the corpus repo to run this)")
     assert_agreement([path])
+
+
+def test_custom_code_section_lists_every_third_party_row(tmp_path):
+    """The issue's report said "Custom operations ...: None found" beside three TensorRT rows."""
+    path = tmp_path / "patterns.py"
+    path.write_text(PATTERNS)
+    result = analyze([str(path)], jobs=1, only=("architecture",))
+    tables = {t.title: t for t in result.sections["architecture"]}
+    third_party_rows = {row[0].rsplit(":", 2)[1] for row in tables["CUDA code locations"].rows
+                        if row[1] == "third-party CUDA"}
+    custom_rows = {row[2].rsplit(":", 1)[1] for row in tables["Custom operations and third-party CUDA code"].rows}
+    assert third_party_rows == {"4"} and third_party_rows <= custom_rows
