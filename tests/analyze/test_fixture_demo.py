@@ -90,6 +90,10 @@ def test_rating_is_high_for_custom_kernels(demo):
 
 def test_each_code_has_a_doc_page():
     """Every code analyze can print has its page text in npu_migrate/analyze/codes.py."""
+    from pathlib import Path
+
+    from analyze_paths import REPO
+
     from npu_migrate.analyze.codes import CODES as PAGES
     from npu_migrate.analyze.findings import CODES
 
@@ -99,6 +103,8 @@ def test_each_code_has_a_doc_page():
         assert text.startswith(f"# {code} {name}\n")
         for heading in ("## What it means", "## Why", "## Evidence", "## What to do"):
             assert heading in text, (code, heading)
+        rendered = Path(REPO, "docs", "rules", f"{code}.md")
+        assert rendered.read_text(encoding="utf-8") == text, f"{rendered} is stale: render it from codes.py"
 
 
 def test_severity_counts(demo):
