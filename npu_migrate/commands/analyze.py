@@ -32,8 +32,11 @@ class Fatal(click.ClickException):
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True),
               help="Read rule selection from this pyproject.toml.")
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option("--torch-npu-version", metavar="X.Y",
+              help="Judge NPU kernel support for this torch_npu version (default: any version in the list).")
 def command(paths: tuple[str, ...], only: tuple[str, ...], fmt: str, output: str | None, jobs: int | None,
-            exclude: tuple[str, ...], max_rows: int, config_file: str | None, isolated: bool) -> None:
+            exclude: tuple[str, ...], max_rows: int, config_file: str | None, isolated: bool,
+            torch_npu_version: str | None) -> None:
     """Assess PATHS (files or folders) for a port to Ascend NPUs.
 
     \b
@@ -54,8 +57,8 @@ def command(paths: tuple[str, ...], only: tuple[str, ...], fmt: str, output: str
         raise Fatal(str(exc)) from None
     try:
         assessment = analyze(paths, only or SECTIONS, jobs or settings.jobs, list(exclude) + settings.exclude,
-                             plan, settings.respect_gitignore)
-    except FileNotFoundError as exc:
+                             plan, settings.respect_gitignore, torch_npu_version=torch_npu_version)
+    except (FileNotFoundError, ValueError) as exc:
         raise Fatal(str(exc)) from None
     if fmt == "text" and output is None:
         from rich.console import Console
