@@ -17,9 +17,14 @@ from typing import Any, ClassVar
 import libcst as cst
 
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 from codemods.framework.facts import FileFacts
 from codemods.framework.positions import node_positions
 from codemods.framework.suppression import Suppressions
+
+# The languages a rule may have besides "python", and the files each one handles: rules in them
+# see a file's text, not a tree. Python is everything else.
+TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES}
 
 
 class Fix(str, enum.Enum):
@@ -101,8 +106,8 @@ class Rule:
     # True for rules that must see whole top-level statements (a loop and the function around
     # it); others may be handed one statement of a function or class body, dedented
     whole_statements: ClassVar[bool] = False
-    # "python" rules are LibCST transformers; "shell" rules implement `rewrite_text` over a
-    # launch script's text (and record edits with `fixed_at`/`report_at`).
+    # "python" rules are LibCST transformers; rules in one of TEXT_LANGUAGES ("shell", "cuda")
+    # implement `rewrite_text` over the file's text (and record edits with `fixed_at`/`report_at`).
     language: ClassVar[str] = "python"
     METADATA_DEPENDENCIES: ClassVar[tuple[Any, ...]] = ()
 

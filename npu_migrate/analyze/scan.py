@@ -13,6 +13,8 @@ from typing import Any
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
 from codemods.framework.facts import FileFacts, ast_dotted_parts as dotted
+from npu_migrate.analyze.devices import HOST_FACTORIES, device_like
+from npu_migrate.analyze.loops import LoopAnalysis, training_loops
 
 CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 TORCH_CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "LightningModule"})
@@ -20,9 +22,6 @@ CHECKPOINT_CALLS = frozenset({"torch.utils.checkpoint.checkpoint",
                               "torch.utils.checkpoint.checkpoint_sequential"})
 DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 HOST_CALLS = frozenset({"cpu", "numpy", "tolist", "item"})
-HOST_FACTORIES = frozenset({"torch.tensor", "torch.from_numpy", "torch.as_tensor", "torch.Tensor"})
-
-
 
 
 def literal(node: ast.AST | None) -> Any:
@@ -72,8 +71,6 @@ class Scanner:
         for node in self.class_nodes:
             self._class(node)
         if self.backward_calls:
-            from npu_migrate.analyze.loops import LoopAnalysis, training_loops
-
             for loop in training_loops(self.loops, self.backward_calls):
                 LoopAnalysis(self.scan, self.qualify).run(loop)
         return self.scan
@@ -302,17 +299,6 @@ class Scanner:
                     record.repeated = record.repeated or child.lineno
             elif parts[-1][:1].isupper() and (name is None or not name.startswith("torch.")):
                 record.submodules.append((parts[-1], child.lineno))
-
-
-def device_like(node: ast.Call) -> bool:
-    """`.to(x)` whose argument looks like a device (not a dtype)."""
-    for arg in [*node.args[:1], *(k.value for k in node.keywords if k.arg == "device")]:
-        if type(arg) is ast.Constant and isinstance(arg.value, (str, int)):
-            return isinstance(arg.value, int) or "cuda" in arg.value or "npu" in arg.value
-        text = ast.unparse(arg).lower()
-        if "dev" in text or "cuda" in text or "rank" in text:
-            return True
-    return False
 
 
 def _mentions_cuda_sources(node: ast.Call) -> bool:

@@ -18,16 +18,11 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
-from codemods.framework.base import Rule, RuleContext, RuleRunner, compile_prefilter
+from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
 from codemods.framework.suppression import Suppressions, skips_file
-
-# which rule language handles which files; Python is everything else
-TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES}
-
 
 @dataclass
 class FileOutcome:
