@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,7 @@ def check_device_list(name: str, value: str) -> list[Problem]:
                         f"`{name}={value}`: torch_npu reads digits and commas only and stops at the "
                         f"first other character, so it sees `{prefix}`; list device ids like `0,1,2`")]
     ids = [int(part) for part in text.split(",")]
-    if any(a >= b for a, b in zip(ids, ids[1:])):
+    if any(a >= b for a, b in pairwise(ids)):
         return [Problem(Severity.ERROR,
                         f"`{name}={value}`: NPU device ids must be strictly ascending, otherwise "
                         f"torch_npu sees no device (device_count() == 0); write "

@@ -33,7 +33,7 @@ class FileFacts:
     header_end: int = 0  # last line of the docstring / __future__ imports (insertion floor)
 
     @classmethod
-    def from_tree(cls, tree: ast.Module) -> "FileFacts":
+    def from_tree(cls, tree: ast.Module) -> FileFacts:
         facts = cls(tree)
         bound: dict[str, str] = {}
         assigned: set[str] = set()

@@ -15,12 +15,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Union
 
 import libcst as cst
 import libcst.matchers as m
 
-Block = Union[cst.Module, cst.IndentedBlock]
+Block = cst.Module | cst.IndentedBlock
 Resolve = Callable[[cst.CSTNode], "str | None"]
 LOOPS = (cst.For, cst.While)
 SCOPES = (cst.FunctionDef, cst.ClassDef)

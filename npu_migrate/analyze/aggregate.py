@@ -243,7 +243,7 @@ class Aggregator:
             classes[cls] += len(locs)
             state, aten, missing = fallback[name]
             support = state if not missing else f"{state}: no NPU kernel for {', '.join(missing)}"
-            heavy.rows.append([_short(name), cls, len(locs), locations([(p, l) for p, l, _ in sorted(locs)]),
+            heavy.rows.append([_short(name), cls, len(locs), locations([(path, line) for path, line, _ in sorted(locs)]),
                                support, ", ".join(aten) or "—"])
             if missing:
                 for path, line, col in locs:
@@ -271,7 +271,7 @@ class Aggregator:
                                      "training without mixed precision: torch.autocast('npu', dtype=torch.bfloat16) "
                                      "runs matmuls and convolutions on the Cube units at twice the fp32 rate and "
                                      "about halves activation memory (`apply --enable amp` inserts it)"))
-            amp.rows.append(["not used", locations([(p, l) for p, l, _ in self.loops])])
+            amp.rows.append(["not used", locations([(path, line) for path, line, _ in self.loops])])
         comm = Table("Distributed communication calls", ["call", "count", "locations", "on NPU"])
         replaced = catalog.load("distributed")["replaced_on_import"]
         for name, locs in sorted(self.collectives.items(), key=lambda item: (-len(item[1]), item[0])):
