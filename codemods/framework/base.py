@@ -12,7 +12,8 @@ import enum
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from types import MethodType
+from typing import Any, ClassVar, cast
 
 import libcst as cst
 
@@ -178,7 +179,7 @@ class RuleRunner(cst.CSTTransformer):
         super().__init__()
         self.rules = list(rules)
         deps: set[Any] = set()
-        self._visit: dict[str, list[Callable[[cst.CSTNode], Any]]] = {}
+        self._visit: dict[str, list[MethodType]] = {}  # bound methods of the rules
         self._leave: dict[str, list[tuple[Rule, Callable[..., Any]]]] = {}
         for rule in self.rules:
             rule.runner = self
@@ -207,7 +208,7 @@ class RuleRunner(cst.CSTTransformer):
             try:
                 method(node)
             except Exception as exc:
-                raise RuleCrash(method.__self__.code, exc) from exc
+                raise RuleCrash(cast(Rule, method.__self__).code, exc) from exc
         # keep what visit_ methods report (on_leave collects only what leave_ methods say)
         self._accepted.extend(context._pending)
         context._pending = []
