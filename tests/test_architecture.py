@@ -47,8 +47,6 @@ LEAVES = ("npu_migrate", "codemods")  # anything may import these (they import n
 # gone, so this list only shrinks; it is to be empty once that work has merged.
 _RULES_PART = "issue 12, rules part: shared rule helpers move into codemods.framework"
 PENDING: dict[str, str] = {
-    "cycle npu_migrate.memory.loader <-> npu_migrate.memory.msmemscope":
-        "issue 16 (memory): SnapshotError belongs below both loaders",
     "cycle npu_migrate.verify.analysis <-> npu_migrate.verify.core":
         "issue 17 (verify): analysis names core.VerifyOptions (for typing only)",
     "private npu_migrate.verify.runner -> npu_migrate.emulation._devices":
