@@ -287,8 +287,8 @@ class Aggregator(EffortModel, MemorySection):
         extra += self._loss_scaling()
         comm = Table("Distributed communication calls", ["call", "count", "locations", "on NPU"])
         replaced = catalog.load("distributed")["replaced_on_import"]
-        for name, locs in sorted(self.collectives.items(), key=lambda item: (-len(item[1]), item[0])):
-            comm.rows.append([name, len(locs), locations(sorted(locs)), replaced.get(name, "HCCL collective")])
+        for name, calls in sorted(self.collectives.items(), key=lambda item: (-len(item[1]), item[0])):
+            comm.rows.append([name, len(calls), locations(sorted(calls)), replaced.get(name, "HCCL collective")])
         return [heavy, by_class, support, fusion, amp, comm]
 
     def _loss_scaling(self) -> list[Diagnostic]:

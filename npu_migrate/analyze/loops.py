@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from npu_migrate.analyze.findings import finding, seen
 from npu_migrate.analyze.model import FileScan
-from npu_migrate.analyze.scan import HOST_FACTORIES, device_like
+from npu_migrate.analyze.devices import HOST_FACTORIES, device_like
 from npu_migrate.core.diagnostics import Severity
 
 SYNC_METHODS = {"item": "`.item()`", "cpu": "`.cpu()`", "numpy": "`.numpy()`", "tolist": "`.tolist()`"}

@@ -13,6 +13,7 @@ from codemods.framework.facts import FileFacts
 from codemods.framework.facts import ast_dotted_parts as dotted
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
+from npu_migrate.analyze.devices import HOST_FACTORIES, device_like
 
 CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 TORCH_CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "LightningModule"})
@@ -20,9 +21,6 @@ CHECKPOINT_CALLS = frozenset({"torch.utils.checkpoint.checkpoint",
                               "torch.utils.checkpoint.checkpoint_sequential"})
 LOADER_CALL = re.compile(r"[lL]oader\w*\(")  # a call of something named like a loader (factory, subclass)
 HOST_CALLS = frozenset({"cpu", "numpy", "tolist", "item"})
-HOST_FACTORIES = frozenset({"torch.tensor", "torch.from_numpy", "torch.as_tensor", "torch.Tensor"})
-
-
 
 
 class Scanner:
@@ -66,8 +64,6 @@ class Scanner:
             self._class(node)
         self._loaders()
         if self.backward_calls:
-            from npu_migrate.analyze.loops import LoopAnalysis, training_loops
-
             for loop in training_loops(self.loops, self.backward_calls):
                 LoopAnalysis(self.scan, self.qualify, self.lines).run(loop)
         return self.scan
@@ -342,17 +338,6 @@ class Scanner:
         record.repeated = record.stacks[0]["line"] if record.stacks else 0
 
 
-def device_like(node: ast.Call) -> bool:
-    """`.to(x)` whose argument looks like a device (not a dtype)."""
-    for arg in [*node.args[:1], *(k.value for k in node.keywords if k.arg == "device")]:
-        if type(arg) is ast.Constant and isinstance(arg.value, (str, int)):
-            return isinstance(arg.value, int) or "cuda" in arg.value or "npu" in arg.value
-        text = ast.unparse(arg).lower()
-        if "dev" in text or "cuda" in text or "rank" in text:
-            return True
-    return False
-
-
 def _moved_already(node: ast.AST) -> bool:
     """Whether `node` is itself a device copy (`x.cuda()`, `x.to(device)`), maybe after other methods."""
     while type(node) is ast.Call and type(node.func) is ast.Attribute:
@@ -362,7 +347,6 @@ def _moved_already(node: ast.AST) -> bool:
             return False
         node = node.func.value
     return False
-
 
 def _mentions_cuda_sources(node: ast.Call) -> bool:
     for child in ast.walk(node):

@@ -45,12 +45,13 @@ def command(paths: tuple[str, ...], only: tuple[str, ...], fmt: str, output: str
     """
     from npu_migrate.analyze import SECTIONS, analyze, default_plan
     from npu_migrate.analyze.render import render
+    from npu_migrate.apply.selection import resolve_rule_selectors
     from npu_migrate.core.config import ConfigError, load_settings
 
     if not paths:
         raise click.UsageError("give at least one PATH (a file or a folder)")
     try:
-        settings = load_settings(list(paths), config_file, isolated)
+        settings = resolve_rule_selectors(load_settings(list(paths), config_file, isolated))
         plan = default_plan(settings.select, settings.ignore, settings.enable, settings.rule_options(),
                             settings.per_file_ignores, settings.root)
     except (ConfigError, ValueError) as exc:
