@@ -15,11 +15,11 @@ import click
 from npu_migrate import __version__
 from npu_migrate.apply.cache import DEFAULT_DIR, Cache, run_key
 from npu_migrate.apply.runner import FileResult, RunPlan, process_bytes, run
-from npu_migrate.apply.selection import SelectionError, changed_since, parse_shard, shard
+from npu_migrate.apply.selection import (SelectionError, changed_since, parse_shard,
+                                         resolve_rule_selectors, shard)
 from npu_migrate.apply.summary import RunSummary, package_of
 from npu_migrate.core import formats
-from npu_migrate.core.config import (ConfigError, Settings, SettingsFinder, did_you_mean,
-                                     resolve_selectors_and_globs, show_settings)
+from npu_migrate.core.config import ConfigError, Settings, SettingsFinder, did_you_mean, show_settings
 from npu_migrate.core.diagnostics import Diagnostic, Severity
 from npu_migrate.core.diffs import colourise, unified_diff
 from npu_migrate.core.discovery import (CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES, SKIP_DIRS,
@@ -217,9 +217,7 @@ def _plan_of(plans: dict[int, RunPlan], settings: Settings, select: Sequence[str
     """One plan per distinct settings (the finder returns one object per configuration file);
     the configuration's rule selectors are checked against the installed rules here, once."""
     if id(settings) not in plans:
-        if settings.source is not None:
-            resolve_selectors_and_globs(settings, settings.source)
-        plan = _plan(settings, select, ignore, enable)
+        plan = _plan(resolve_rule_selectors(settings), select, ignore, enable)
         plan.settings = settings  # type: ignore[attr-defined]
         plans[id(settings)] = plan
     return plans[id(settings)]
