@@ -12,7 +12,7 @@ coarse; such changes are rare).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from codemods.framework.devicevalues import INDEX_OPTION, project_device_index
 from npu_migrate.apply.runner import RunPlan
@@ -20,13 +20,17 @@ from npu_migrate.apply.runner import RunPlan
 NEEDS_INDEX = frozenset({"NPU500"})  # the rules that read the index
 
 
-def attach_project_facts(plan: RunPlan, files: Sequence[str], root: str) -> None:
-    """Put the project facts the selected rules read into `plan`'s rule options."""
-    if not NEEDS_INDEX & set(plan.codes):
+def attach_project_facts(plans: Iterable[RunPlan], files: Sequence[str], root: str) -> None:
+    """Put the project facts the selected rules read into each plan's rule options (computed
+    once, over `files`, for every plan that needs them)."""
+    plans = [plan for plan in plans if NEEDS_INDEX & set(plan.codes)]
+    if not plans:
         return
     from codemods.rules.device_values import device_places
 
     index = project_device_index(files, os.path.abspath(root), device_places())
-    if index:
+    if not index:
+        return
+    for plan in plans:
         plan.options = {**plan.options, INDEX_OPTION: index}
         plan._rulesets.clear()  # rule sets built before carry the old options

@@ -78,6 +78,27 @@ def doc_page(code: str, rule: Any = None) -> str | None:
     return page
 
 
+# wings whose diagnostic codes are not rules; each may have a `codes` module with CODES
+CODE_WINGS = ("apply", "analyze", "verify", "memory")
+
+
+def code_page(code: str) -> str | None:
+    """The page of a diagnostic code that is not a rule (NPU000, ANA*, MEM*, VER*): the docs
+    folder of a checkout or wheel, else the wing's CODES table."""
+    import importlib
+
+    code = code.upper()
+    page = _checkout_page(code) or _packaged_page(code)
+    for wing in CODE_WINGS:
+        if page is not None:
+            break
+        try:
+            page = importlib.import_module(f"npu_migrate.{wing}.codes").CODES.get(code)
+        except ImportError:
+            continue
+    return page
+
+
 def _describe(rule: Any, origin: str | None) -> dict[str, Any]:
     data = rule.describe()
     data["language"] = rule.language
@@ -96,6 +117,11 @@ def command(code: str | None, fmt: str) -> None:
         rules = all_rules()
         rule = find_rule(code) if code else None
     except RuleError as exc:
+        page = code_page(code) if code else None
+        if code and page is not None:  # a diagnostic code that is not a rule (NPU000, ANA001, ...)
+            click.echo(page if fmt == "text" else json.dumps({"code": code.upper(), "doc": page}, indent=2),
+                       nl=fmt != "text")
+            return
         click.echo(f"npu-migrate: error: {exc}", err=True)
         sys.exit(EXIT_FATAL)
     if rule is not None:
