@@ -57,7 +57,10 @@ PENDING: dict[str, str] = {
         ("coverage_dataflow", "device_strings"), ("coverage_devices", "coverage_common"),
         ("coverage_devices", "device_strings"), ("coverage_graphs", "coverage_common"),
         ("coverage_memory", "coverage_common"), ("coverage_profiler", "coverage_common"),
-        ("coverage_tensors", "coverage_common"), ("distributed", "device_strings"))},
+        ("coverage_tensors", "coverage_common"), ("distributed", "device_strings"),
+        # issue 14's rules reuse the device-string and torch.cuda-name helpers the same way
+        ("cuda_test_mocks", "torch_cuda_api"), ("device_values", "device_strings"),
+        ("torch_cuda_names", "torch_cuda_api"))},
 }
 
 

@@ -21,6 +21,7 @@ import libcst as cst
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 from npu_migrate.apply import grammar
+from npu_migrate.apply.notebook_run import migrate_notebook
 from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
@@ -118,9 +119,7 @@ def migrate_text(text: str, path: str, ruleset: RuleSet, tree: ast.Module | None
     """Migrate one file's decoded text. Never raises: errors land in `error`, and the file
     is left as it was. `tree`, when the caller has already parsed `text` with `ast`, saves a parse."""
     if path.endswith(NOTEBOOK_SUFFIX):  # code cells as one Python text (issue 14)
-        from npu_migrate.apply.notebook_run import migrate_notebook
-
-        return migrate_notebook(text, path, lambda code, name: migrate_text(code, name, ruleset))
+        return migrate_notebook(text, path, lambda code, name: migrate_text(code, name, ruleset), FileOutcome)
     try:
         try:
             outcome = _migrate(text, path, ruleset, tree=tree)

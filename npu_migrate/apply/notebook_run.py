@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from npu_migrate.core.diagnostics import Diagnostic, Edit
 from npu_migrate.core.notebooks import NotebookError, extract, reassemble, split
@@ -15,10 +16,11 @@ from npu_migrate.core.notebooks import NotebookError, extract, reassemble, split
 CELLS_SUFFIX = "#cells.py"
 
 
-def migrate_notebook(text: str, path: str, migrate_python: Callable[[str, str], object]):  # type: ignore[no-untyped-def]
-    """`migrate_python(text, path) -> FileOutcome` is the engine's Python migration."""
-    from npu_migrate.apply.engine import FileOutcome
-
+def migrate_notebook(text: str, path: str, migrate_python: Callable[[str, str], Any],
+                     outcome_type: Callable[..., Any]) -> Any:
+    """`migrate_python(text, path)` is the engine's Python migration and `outcome_type` its
+    FileOutcome (passed in: the engine imports this module, not the other way round)."""
+    FileOutcome = outcome_type
     try:
         extracted = extract(text)
     except NotebookError as exc:
