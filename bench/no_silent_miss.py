@@ -129,7 +129,7 @@ def scan(text: str) -> list[Site]:
                 sites.append(Site(line, "cuda" + after.string))
             elif name == "is_cuda" and dotted:
                 sites.append(Site(line, ".is_cuda"))
-            elif _CUDA_WORD.search(name) and (dotted or (after is not None and after.string in ("(", "."))) or _CUDA_CLASS.fullmatch(name):
+            elif (_CUDA_WORD.search(name) and (dotted or (after is not None and after.string in ("(", ".")))) or _CUDA_CLASS.fullmatch(name):
                 sites.append(Site(line, name))
             elif name in ("gpus", "no_cuda") and after is not None and after.string == "=" and calls and calls[-1]:
                 sites.append(Site(line, f"{name}="))

@@ -117,7 +117,7 @@ class _Scanner(ast.NodeVisitor):
         self._docstring(node.body)
         self.generic_visit(node)
 
-    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
 
     def visit_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, (ast.Constant, ast.JoinedStr)):
@@ -225,9 +225,12 @@ class _Scanner(ast.NodeVisitor):
                     target.id if isinstance(target, ast.Name) else \
                     target.slice.value if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
                     else None
-                shape = _CUDA_KEYWORDS.get(name) if isinstance(name, str) else None
-                if shape is not None and shape.fullmatch(value.value) and value.value != "auto":
-                    self.add(value, "keyword", f'{name} = "{value.value}"')
+                if not isinstance(name, str):
+                    continue
+                shape = _CUDA_KEYWORDS.get(name)
+                text = str(value.value)
+                if shape is not None and shape.fullmatch(text) and text != "auto":
+                    self.add(value, "keyword", f'{name} = "{text}"')
                     self._skip.add(id(value))
         self.generic_visit(node)
 

@@ -338,14 +338,14 @@ class FileFlow:
         found = []
         for literal in self.literals:
             # the value is the literal, or the `%` / `+` / `.format(...)` built on it
-            node = literal
+            node: ast.AST = literal
             parent = self.parents.get(id(literal))
             if isinstance(parent, ast.BinOp) and parent.left is literal:
                 node = parent
             elif isinstance(parent, ast.Attribute) and isinstance(self.parents.get(id(parent)), ast.Call):
                 node = self.parents[id(parent)]
-            root = literal_root(node)
-            if root is None or id(node) in skipped:
+            root = literal_root(node) if isinstance(node, ast.expr) else None
+            if root is None or id(node) in skipped or not isinstance(node, ast.expr):
                 continue
             parent = self.parents.get(id(node))
             if isinstance(parent, (ast.BinOp, ast.JoinedStr, ast.Call)) and literal_root(parent) is not None:
@@ -435,8 +435,8 @@ def _parameter_of(arguments: ast.arguments, default: ast.expr) -> str | None:
     for arg, value in zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults):
         if value is default:
             return arg.arg
-    for arg, value in zip(arguments.kwonlyargs, arguments.kw_defaults):
-        if value is default:
+    for arg, keyword_default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        if keyword_default is default:
             return arg.arg
     return None
 
@@ -523,18 +523,18 @@ def project_device_index(paths: Iterable[str], root: str, places: DevicePlaces) 
                 flow.classify(load, verdict, 0, set())
             entry["device"] += [f"{where}: {e}" for e in verdict.device]
             entry["other"] += [f"{where}: {e}" for e in verdict.other]
-        for local, module in modules.items():
-            for attribute in flow.attr_loads.values():
-                for load in attribute:
-                    if not isinstance(load, ast.Attribute) or _qualified(load, facts.aliases) is None:
+        for module in modules.values():
+            for attribute_loads in flow.attr_loads.values():
+                for attribute_load in attribute_loads:
+                    if not isinstance(attribute_load, ast.Attribute) or _qualified(attribute_load, facts.aliases) is None:
                         continue
-                    target = _qualified(load, facts.aliases)
+                    target = _qualified(attribute_load, facts.aliases)
                     if target not in exported or not target.startswith(module + "."):
                         continue
                     defining, name = exported[target]
                     entry = index.setdefault(defining, {}).setdefault(name, {"device": [], "other": []})
                     verdict = Verdict()
-                    flow.classify(load, verdict, 0, set())
+                    flow.classify(attribute_load, verdict, 0, set())
                     entry["device"] += [f"{where}: {e}" for e in verdict.device]
                     entry["other"] += [f"{where}: {e}" for e in verdict.other]
     return index

@@ -35,7 +35,7 @@ _PROVIDER = "CUDAExecutionProvider"
 _TENSORRT = "TensorrtExecutionProvider"
 
 
-def _scopes_around(tree: ast.Module, line: int) -> list[ast.AST]:
+def _scopes_around(tree: ast.Module, line: int) -> list[ast.stmt]:
     """Functions and classes whose lines hold `line`, innermost first."""
     around = [s for s in iter_statements(tree.body)
               if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))

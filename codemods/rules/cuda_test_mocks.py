@@ -54,13 +54,14 @@ class CudaTestMocks(Rule):
         if self.resolve(first) != "torch.cuda" or not isinstance(first, cst.Attribute) or len(original_node.args) < 2:
             return updated_node
         member_node = original_node.args[1].value
-        member = member_node.evaluated_value if isinstance(member_node, cst.SimpleString) else None
-        if not isinstance(member, str) or rewrites.get(member) != member:
+        value = member_node.evaluated_value if isinstance(member_node, cst.SimpleString) else None
+        looked_up = value if isinstance(value, str) else None
+        if looked_up is None or rewrites.get(looked_up) != looked_up:
             self.report(original_node, "the test patches an attribute of `torch.cuda` that torch.npu may lack: "
                                        "patch what the migrated code calls")
             return updated_node
         new_first = updated_node.args[0].value
         assert isinstance(new_first, cst.Attribute)
-        self.fixed(original_node, f"patched object `torch.cuda` → `torch.npu` (`{member}`)")
+        self.fixed(original_node, f"patched object `torch.cuda` → `torch.npu` (`{looked_up}`)")
         arg = updated_node.args[0].with_changes(value=new_first.with_changes(attr=cst.Name("npu")))
         return updated_node.with_changes(args=[arg, *updated_node.args[1:]])

@@ -104,7 +104,7 @@ class DeviceValueFlow(Rule):
         self._here = {}
         if not self.findings:
             return
-        wanted = [n for n in _walk_values(node)]
+        wanted = _walk_values(node)
         if not wanted:
             return
         offset = self.context.line_offset

@@ -20,7 +20,8 @@ import json
 import re
 import warnings
 from dataclasses import dataclass, field
-from json.decoder import scanstring
+from typing import Any
+from json.decoder import scanstring  # type: ignore[attr-defined]  # public, untyped in typeshed
 
 NOTEBOOK_SUFFIX = ".ipynb"
 _MARKER = "# %% npu-migrate cell {index}\n"
@@ -62,7 +63,6 @@ class Extracted:
 
 
 # -- reading the JSON with the places of the `source` values ---------------------------------------
-_WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
@@ -73,26 +73,32 @@ class _Reader:
         self.text = text
         self.sources: dict[int, tuple[int, int]] = {}
 
-    def value(self, at: int, path: tuple) -> tuple[object, int]:
-        at = _WS.match(self.text, at).end()
+    def _skip(self, at: int) -> int:
+        """The offset after the whitespace at `at`."""
+        while at < len(self.text) and self.text[at] in " \t\n\r":
+            at += 1
+        return at
+
+    def value(self, at: int, path: tuple[str | int, ...]) -> tuple[object, int]:
+        at = self._skip(at)
         char = self.text[at:at + 1]
         start = at
         if char == "{":
             result: object = {}
-            at = _WS.match(self.text, at + 1).end()
+            at = self._skip(at + 1)
             if self.text[at:at + 1] == "}":
                 return result, at + 1
             while True:
-                at = _WS.match(self.text, at).end()
+                at = self._skip(at)
                 if self.text[at:at + 1] != '"':
                     raise NotebookError(f"expected a key at offset {at}")
                 key, at = scanstring(self.text, at + 1)
-                at = _WS.match(self.text, at).end()
+                at = self._skip(at)
                 if self.text[at:at + 1] != ":":
                     raise NotebookError(f"expected ':' at offset {at}")
                 item, at = self.value(at + 1, path + (key,))
                 result[key] = item  # type: ignore[index]
-                at = _WS.match(self.text, at).end()
+                at = self._skip(at)
                 if self.text[at:at + 1] == ",":
                     at += 1
                     continue
@@ -101,12 +107,12 @@ class _Reader:
                 raise NotebookError(f"expected ',' or '}}' at offset {at}")
         if char == "[":
             items: list[object] = []
-            at = _WS.match(self.text, at + 1).end()
+            at = self._skip(at + 1)
             if self.text[at:at + 1] != "]":
                 while True:
                     item, at = self.value(at, path + (len(items),))
                     items.append(item)
-                    at = _WS.match(self.text, at).end()
+                    at = self._skip(at)
                     if self.text[at:at + 1] == ",":
                         at += 1
                         continue
@@ -128,18 +134,18 @@ class _Reader:
             return json.loads(number.group(0)), number.end()
         raise NotebookError(f"unexpected {char!r} at offset {at}")
 
-    def _note(self, path: tuple, start: int, end: int) -> None:
+    def _note(self, path: tuple[str | int, ...], start: int, end: int) -> None:
         if len(path) == 3 and path[0] == "cells" and path[2] == "source" and isinstance(path[1], int):
             self.sources[path[1]] = (start, end)
 
 
-def read(text: str) -> tuple[dict, dict[int, tuple[int, int]]]:
+def read(text: str) -> tuple[dict[str, Any], dict[int, tuple[int, int]]]:
     reader = _Reader(text)
     try:
         data, end = reader.value(0, ())
     except (ValueError, IndexError) as exc:
         raise NotebookError(f"not valid JSON: {exc}") from None
-    if _WS.match(text, end).end() != len(text) or not isinstance(data, dict) \
+    if reader._skip(end) != len(text) or not isinstance(data, dict) \
             or not isinstance(data.get("cells"), list):
         raise NotebookError("not a notebook (no `cells` list)")
     return data, reader.sources
