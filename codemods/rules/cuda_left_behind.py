@@ -21,6 +21,7 @@ from codemods.framework.base import Fix, Rule
 from codemods.framework.cudasites import cuda_sites, statement_spans
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import split_lines
+from codemods.framework.suppression import ALL
 from npu_migrate.core.diagnostics import Diagnostic, Severity
 
 # Files that can hold a site spell one of these (a plain alternation: `(?i)` or a long list of
@@ -63,7 +64,10 @@ class CudaLeftBehind(Rule):
         reported = {d.line for d in context.diagnostics if d.code != self.code}
         # a line where the user silenced some rule (`# npu-migrate: ignore[CODE]`) keeps its CUDA
         # code on purpose: the sweep does not re-open that decision
-        reported |= set(context.suppressions.by_line)
+        # (`noqa` comments belong to other linters: a `# noqa: F401` import is still swept)
+        suppressions = context.suppressions
+        reported |= {line for line, _, _ in suppressions.written}
+        reported |= {line for line, codes in suppressions.by_line.items() if codes == ALL}
         for site in sites:
             line = to_old(site.line)
             if line in reported:

@@ -114,3 +114,8 @@ def test_scanner_keeps_source_order_and_each_site_once():
                                  "from flash_attn import flash_attn_func\n", "import xformers.ops as xops\n"])
 def test_cuda_only_library_alone_is_reported_by_the_default_rules(src):
     assert [d.line for d in with_defaults(src).diagnostics] == [1]
+
+
+def test_a_noqa_comment_does_not_hide_a_site_but_an_ignore_for_another_rule_does():
+    assert len(sweep_only("backend = 'nccl'  # noqa: E501\n")) == 1
+    assert sweep_only("backend = 'nccl'  # npu-migrate: ignore[NPU140]\n") == []
