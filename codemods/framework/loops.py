@@ -20,6 +20,8 @@ from typing import Union
 import libcst as cst
 import libcst.matchers as m
 
+from codemods.framework.nodes import code_of
+
 Block = Union[cst.Module, cst.IndentedBlock]
 Resolve = Callable[[cst.CSTNode], "str | None"]
 LOOPS = (cst.For, cst.While)
@@ -34,10 +36,6 @@ def insertion_data() -> dict:
 
 def _pattern(key: str) -> re.Pattern[str]:
     return re.compile(insertion_data()[key])
-
-
-def code_of(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
 
 
 # -- statement structure ---------------------------------------------------------------------

@@ -24,10 +24,10 @@ from typing import Any
 
 import libcst as cst
 
+from codemods.framework.base import Fix, Rule, dotted_name
+from codemods.framework.devices import device_expr, mentions_cuda
+from codemods.framework.nodes import alias_local, code_of, keyword, split_import
 from npu_migrate.core.diagnostics import Severity
-from codemods.framework.base import dotted_name, Fix, Rule
-from codemods.rules.device_strings import code_of, device_expr, mentions_cuda
-from codemods.rules.torch_cuda_api import split_import
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "amp.json"
 CUDA_AMP = "torch.cuda.amp"
@@ -321,7 +321,7 @@ class AmpDevice(Rule):
             return updated_node
         if dotted_name(updated_node.module) != CUDA_AMP:
             return updated_node
-        locals_ = [(dotted_name(a.name), _local(a)) for a in updated_node.names]
+        locals_ = [(dotted_name(a.name), alias_local(a)) for a in updated_node.names]
         if not all(name in self.table.cuda_amp for name, _ in locals_):
             others = ", ".join(n or "?" for n, _ in locals_ if n not in self.table.cuda_amp)
             self.report(original_node, f"`from torch.cuda.amp import {others}`: no torch.amp "
@@ -347,7 +347,7 @@ class AmpDevice(Rule):
                 body.append(stmt)
                 continue
             amp = [a for a in stmt.names if dotted_name(a.name) == "amp"
-                   and self._movable(original_node, _local(a))]
+                   and self._movable(original_node, alias_local(a))]
             if not amp:
                 body.append(stmt)
                 continue
@@ -380,16 +380,8 @@ class AmpDevice(Rule):
         return False
 
 
-def _local(alias: cst.ImportAlias) -> str:
-    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-        return alias.asname.name.value
-    return dotted_name(alias.name) or ""
-
-
-def _append_keyword(args: list[cst.Arg], keyword: str, value: cst.BaseExpression) -> list[cst.Arg]:
-    new = cst.Arg(value, keyword=cst.Name(keyword),
-                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                        whitespace_after=cst.SimpleWhitespace("")))
+def _append_keyword(args: list[cst.Arg], name: str, value: cst.BaseExpression) -> list[cst.Arg]:
+    new = keyword(name, value)
     if not args:
         return [new]
     last = args[-1]

@@ -9,9 +9,9 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.core.diagnostics import Severity
 from codemods.framework.base import Fix, dotted_parts
-from codemods.rules.coverage_common import NameMapRule, name_prefilter
+from codemods.framework.namemap import NameMapRule, name_prefilter
+from npu_migrate.core.diagnostics import Severity
 
 DATA = "coverage_backends.json"
 

@@ -20,12 +20,17 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.core.diagnostics import Severity
 from codemods.framework.base import Fix
+from codemods.framework.devices import (
+    DevicePositions,
+    device_expr,
+    device_positions,
+    is_device_name,
+)
 from codemods.framework.facts import ast_dotted_parts
-from codemods.rules.coverage_common import CoverageRule, string_value
-from codemods.rules.device_strings import (DevicePositions, device_expr, device_positions,
-                                                       is_device_name)
+from codemods.framework.namemap import CoverageRule
+from codemods.framework.nodes import string_value
+from npu_migrate.core.diagnostics import Severity
 
 _CUDA = re.compile(r"cuda(:\d+)?")
 _LOGGING = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})

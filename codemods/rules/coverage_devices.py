@@ -9,10 +9,11 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.core.diagnostics import Severity
 from codemods.framework.base import Fix
-from codemods.rules.coverage_common import CoverageRule, string_value
-from codemods.rules.device_strings import code_of, device_collection, device_expr
+from codemods.framework.devices import device_collection, device_expr
+from codemods.framework.namemap import CoverageRule
+from codemods.framework.nodes import code_of, string_value
+from npu_migrate.core.diagnostics import Severity
 
 # functions whose `map_location` maps saved storage locations: keyword, or this position
 _LOADERS = {"torch.load": 1, "torch.serialization.load": 1, "torch.jit.load": 1}

@@ -8,10 +8,11 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.core.diagnostics import Severity
 from codemods.framework.base import Fix
-from codemods.rules.coverage_common import (CoverageRule, NameMapRule, load_data,
-                                                        name_prefilter, string_value, with_string)
+from codemods.framework.data import load_data
+from codemods.framework.namemap import CoverageRule, NameMapRule, name_prefilter
+from codemods.framework.nodes import string_value, with_string
+from npu_migrate.core.diagnostics import Severity
 
 DATA = "coverage_graphs.json"
 _COMPILE = frozenset({"torch.compile"})

@@ -8,9 +8,10 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.core.diagnostics import Severity
 from codemods.framework.base import Fix
-from codemods.rules.coverage_common import CoverageRule, NameMapRule, name_prefilter
+from codemods.framework.namemap import CoverageRule, NameMapRule, name_prefilter
+from codemods.framework.nodes import keyword
+from npu_migrate.core.diagnostics import Severity
 
 DATA = "coverage_memory.json"
 
@@ -44,14 +45,6 @@ def _literal(node: cst.BaseExpression) -> Any:
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     return _literal
-
-
-_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                         whitespace_after=cst.SimpleWhitespace(""))
-
-
-def _keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(value, keyword=cst.Name(name), equal=_EQUAL)
 
 
 def _string(text: str | None) -> cst.BaseExpression:
@@ -129,13 +122,13 @@ class RecordMemoryHistory(CoverageRule):
         if "record_context" in named:
             context = _choose(named["record_context"].value, "all", None)
             if not (isinstance(context, cst.SimpleString)):  # "all" is the default: say nothing then
-                new.append(_keyword("context", context))
+                new.append(keyword("context", context))
         if "record_context_cpp" in named:
-            new.append(_keyword("stacks", _choose(named["record_context_cpp"].value, "all", "python")))
+            new.append(keyword("stacks", _choose(named["record_context_cpp"].value, "all", "python")))
         if "trace_alloc_max_entries" in named:
-            new.append(_keyword("max_entries", named["trace_alloc_max_entries"].value))
+            new.append(keyword("max_entries", named["trace_alloc_max_entries"].value))
         if "device" in named:
-            new.append(_keyword("device", named["device"].value))
+            new.append(keyword("device", named["device"].value))
         for key in ("trace_alloc_record_context", *_REJECTED):
             if key in named:
                 self.report(original, f"torch_npu's _record_memory_history has no `{key}`: dropped"

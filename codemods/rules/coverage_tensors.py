@@ -8,10 +8,10 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 
-from npu_migrate.core.diagnostics import Severity
 from codemods.framework.base import Fix, Rule
-from codemods.rules.coverage_common import (NameMapRule, entries_for, name_prefilter,
-                                                        string_value, with_string)
+from codemods.framework.namemap import NameMapRule, entries_for, name_prefilter
+from codemods.framework.nodes import string_value, with_string
+from npu_migrate.core.diagnostics import Severity
 
 DATA = "coverage_tensors.json"
 

@@ -17,10 +17,11 @@ from typing import ClassVar
 import libcst as cst
 import libcst.matchers as m
 
-from npu_migrate.core.diagnostics import Severity
 from codemods.framework import envmap
 from codemods.framework.base import Fix, Rule, dotted_parts
 from codemods.framework.facts import ast_dotted_parts
+from codemods.framework.nodes import verbatim_string, with_string
+from npu_migrate.core.diagnostics import Severity
 
 _GETTERS = {"get", "pop", "getenv", "unsetenv", "delenv"}
 _SETTERS = {"setdefault", "putenv", "setenv"}
@@ -32,17 +33,6 @@ COMMAND_FUNCS = {
 }
 _PLACEHOLDER = "${__npu_migrate_%d__}"
 _PLACEHOLDER_RE = re.compile(r"\$\{__npu_migrate_\d+__\}")
-
-
-def string_value(node: cst.CSTNode) -> str | None:
-    """The value of a plain string literal whose source spells it verbatim (no escapes)."""
-    if not isinstance(node, cst.SimpleString) or "b" in node.prefix.lower() or "\\" in node.value:
-        return None
-    return node.raw_value
-
-
-def with_text(node: cst.SimpleString, text: str) -> cst.SimpleString:
-    return node.with_changes(value=f"{node.prefix}{node.quote}{text}{node.quote}")
 
 
 def _safe_text(node: cst.SimpleString, text: str) -> bool:
@@ -65,7 +55,7 @@ class _EnvVarRule(Rule):
         """(literal value or None, whether it can be rewritten in place)."""
         if node is None:
             return None, False
-        text = string_value(node)
+        text = verbatim_string(node)
         if text is not None:
             return text, True
         if isinstance(node, cst.Name):
@@ -76,7 +66,7 @@ class _EnvVarRule(Rule):
 
     def _occurrence(self, original_key: cst.CSTNode, key: cst.SimpleString, value: cst.CSTNode | None,
                     write: bool) -> tuple[cst.SimpleString, cst.CSTNode | None]:
-        name = string_value(key)
+        name = verbatim_string(key)
         if name is None:
             return key, value
         literal, rewritable = self._value(value)
@@ -92,9 +82,9 @@ class _EnvVarRule(Rule):
                 return key, value
             found.new_value = None
         if found.new_name:
-            key = with_text(key, found.new_name)
+            key = with_string(key, found.new_name)
         if found.new_value is not None and isinstance(value, cst.SimpleString) and _safe_text(value, found.new_value):
-            value = with_text(value, found.new_value)
+            value = with_string(value, found.new_value)
         if found.new_name or found.new_value is not None:
             self.fixed(original_key, found.message)
         return key, value
@@ -178,7 +168,7 @@ class _EnvVarRule(Rule):
         assert arg.keyword is not None
         key, value = self._occurrence(orig.keyword, cst.SimpleString(f'"{arg.keyword.value}"'), arg.value,
                                       write=True)
-        name = string_value(key)
+        name = verbatim_string(key)
         if name != arg.keyword.value or value is not arg.value:
             return arg.with_changes(keyword=cst.Name(name or arg.keyword.value), value=value)
         return arg
@@ -203,11 +193,11 @@ class _EnvVarRule(Rule):
 
     def _command(self, original: cst.BaseExpression, node: cst.BaseExpression) -> cst.BaseExpression:
         if isinstance(node, cst.SimpleString):
-            raw = string_value(node)
+            raw = verbatim_string(node)
             if raw is None:
                 return node
             new = self._shell(original, raw)
-            return with_text(node, new) if new != raw and _safe_text(node, new) else node
+            return with_string(node, new) if new != raw and _safe_text(node, new) else node
         if isinstance(node, cst.FormattedString):
             return self._fstring(original, node)
         if isinstance(node, (cst.ConcatenatedString, cst.BinaryOperation)) and (
@@ -261,7 +251,7 @@ class _EnvVarRule(Rule):
 
     def _argv(self, original: cst.CSTNode, node: cst.List | cst.Tuple) -> cst.BaseExpression:
         elements = list(node.elements)
-        values = [string_value(e.value) for e in elements]
+        values = [verbatim_string(e.value) for e in elements]
         for index, value in enumerate(values):
             if value is None:
                 continue
@@ -279,7 +269,7 @@ class _EnvVarRule(Rule):
             if new is not None and new != value:
                 element_value = elements[index].value
                 assert isinstance(element_value, cst.SimpleString)
-                elements[index] = elements[index].with_changes(value=with_text(element_value, new))
+                elements[index] = elements[index].with_changes(value=with_string(element_value, new))
         if all(a is b for a, b in zip(elements, node.elements)):
             return node
         return node.with_changes(elements=elements)

@@ -16,11 +16,19 @@ from functools import cached_property
 import libcst as cst
 import libcst.matchers as m
 
-from npu_migrate.core.diagnostics import Severity
 from codemods.framework.base import Fix, Rule
 from codemods.framework.loops import (
-    BlockPlan, Site, TrainingStep, append_elements, code_of, find_eval_loops, find_training_steps,
-    insertion_data, with_block)
+    BlockPlan,
+    Site,
+    TrainingStep,
+    append_elements,
+    code_of,
+    find_eval_loops,
+    find_training_steps,
+    insertion_data,
+    with_block,
+)
+from npu_migrate.core.diagnostics import Severity
 
 
 class InsertAmp(Rule):

@@ -21,9 +21,10 @@ from functools import cached_property
 
 import libcst as cst
 
-from npu_migrate.core.diagnostics import Severity
 from codemods.framework.base import Fix, Rule
 from codemods.framework.loops import Site, find_training_steps, insertion_data
+from codemods.framework.nodes import code_of
+from npu_migrate.core.diagnostics import Severity
 
 COUNTER = "npu_migrate_step"
 MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__""")
@@ -122,7 +123,7 @@ class InsertMemorySnapshot(Rule):
             return
         for stmt in module.body:
             if (isinstance(stmt, cst.If)
-                    and MAIN_GUARD.fullmatch(cst.Module([]).code_for_node(stmt.test).strip())
+                    and MAIN_GUARD.fullmatch(code_of(stmt.test).strip())
                     and self._is_first_guard(module, stmt)):
                 if self._suppressed(module, [stmt]):
                     return

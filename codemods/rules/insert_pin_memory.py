@@ -18,18 +18,18 @@ from functools import cached_property
 import libcst as cst
 import libcst.matchers as m
 
-from npu_migrate.core.diagnostics import Severity
 from codemods.framework.base import Fix, Rule, dotted_parts
 from codemods.framework.facts import ast_dotted_parts
 from codemods.framework.loops import (
-    target_names, append_elements, calls_in, insertion_data, method_name, walk)
-
-KEYWORD_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                whitespace_after=cst.SimpleWhitespace(""))
-
-
-def keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(value, keyword=cst.Name(name), equal=KEYWORD_EQUAL)
+    append_elements,
+    calls_in,
+    insertion_data,
+    method_name,
+    target_names,
+    walk,
+)
+from codemods.framework.nodes import code_of, keyword
+from npu_migrate.core.diagnostics import Severity
 
 
 class InsertPinMemory(Rule):
@@ -89,7 +89,7 @@ class InsertPinMemory(Rule):
                     workers, [cst.ComparisonTarget(cst.GreaterThan(), cst.Integer("0"))])))
         if not added:
             return updated
-        text = ", ".join(cst.Module([]).code_for_node(a) for a in added)
+        text = ", ".join(code_of(a) for a in added)
         self.fixed(original, f"`DataLoader(...)`: added `{text}`")
         return updated.with_changes(args=append_elements(list(args), added,
                                                          updated.whitespace_before_args))

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from npu_migrate.core.diagnostics import Severity
 from codemods.framework import envmap
 from codemods.framework.base import Fix, Rule
 from codemods.framework.shellwords import LineIndex
+from npu_migrate.core.diagnostics import Severity
 
 
 class _ShellRule(Rule):

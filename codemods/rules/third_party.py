@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import ast
 import re
-from functools import cache
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 import libcst as cst
 import libcst.matchers as m
 
+from codemods.framework import envmap
+from codemods.framework.base import Fix, Rule, dotted_name, dotted_parts
 from npu_migrate.core.diagnostics import Diagnostic, Severity
 from npu_migrate.core.discovery import CUDA_SUFFIXES
-from codemods.framework import envmap
-from codemods.framework.base import Fix, Rule, dotted_parts
 
 _IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda"}
 
@@ -69,11 +69,6 @@ def _prefilter(code: str) -> str:
     return "|".join(sorted(words)) if words else r"(?!)"
 
 
-def _import_name(node: cst.BaseExpression) -> str | None:
-    parts = dotted_parts(node)
-    return ".".join(parts) if parts else None
-
-
 class _ThirdPartyRule(Rule):
     fix = Fix.NONE
     severity = Severity.WARNING
@@ -108,21 +103,21 @@ class _ThirdPartyRule(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            name = _import_name(alias.name)
+            name = dotted_name(alias.name)
             if name:
                 self._report_import(alias, name)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None:
             return
-        module = _import_name(node.module)
+        module = dotted_name(node.module)
         if not module:
             return
         if isinstance(node.names, cst.ImportStar):
             self._report_import(node, module)
             return
         for alias in node.names:
-            name = _import_name(alias.name)
+            name = dotted_name(alias.name)
             if name:
                 self._report_import(alias, f"{module}.{name}")
 

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import libcst as cst
 
+from codemods.framework.base import Fix, Rule, dotted_expr, dotted_name
+from codemods.framework.nodes import alias_asname, split_import
 from npu_migrate.core.diagnostics import Severity
-from codemods.framework.base import dotted_expr, dotted_name, Fix, Rule
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "torch_cuda.json"
 CUDA = "torch.cuda"
@@ -119,7 +120,7 @@ class TorchCudaApi(Rule):
         for i, (orig, alias) in enumerate(zip(original_node.names, updated_node.names)):
             if alias.asname is None or dotted_name(alias.name) != CUDA:
                 continue  # `import torch.cuda` binds `torch`: nothing to repoint
-            local = _asname(alias)
+            local = alias_asname(alias)
             if local and self._alias_ready(original_node, local):
                 names[i] = alias.with_changes(name=_npu_module(alias.name))
                 self.fixed(orig, f"`import torch.cuda as {local}` → `import torch.npu as {local}`")
@@ -138,7 +139,7 @@ class TorchCudaApi(Rule):
         for i, alias in enumerate(updated_node.names):
             if dotted_name(alias.name) != "cuda":
                 continue
-            local = _asname(alias) or "cuda"
+            local = alias_asname(alias) or "cuda"
             if self._alias_ready(original_node, local):
                 asname = alias.asname or cst.AsName(name=cst.Name("cuda"))
                 names[i] = alias.with_changes(name=cst.Name("npu"), asname=asname)
@@ -234,37 +235,3 @@ class TorchCudaNoCounterpart(Rule):
                 self.report(alias, f"`torch.cuda.{name}`: {self.flags[name]}")
 
 
-def _asname(alias: cst.ImportAlias) -> str | None:
-    if alias.asname is None:
-        return None
-    name = alias.asname.name
-    return name.value if isinstance(name, cst.Name) else None
-
-
-def split_import(stmt: cst.ImportFrom, moved: list[cst.ImportAlias], module: cst.BaseExpression,
-                 rest: list[cst.ImportAlias]) -> list[cst.ImportFrom] | None:
-    """`from M import <rest>; from <module> import <moved>` on the line where `stmt` starts.
-
-    The names that stay come first, on one line, so that both statements start on the same
-    line (tools that cut a file at statement starts keep them together); the moved names keep
-    the original parentheses, line breaks and comments. None when a name that stays carries a
-    comment, which one line could not keep."""
-    if any("#" in _EMPTY.code_for_node(alias) for alias in rest):
-        return None
-    single = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT if i == len(rest) - 1 else
-                             cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-              for i, a in enumerate(rest)]
-    stay = stmt.with_changes(names=single, lpar=None, rpar=None)
-    parenthesized = stmt.lpar is not None
-    names = []
-    for i, alias in enumerate(moved):
-        last = i == len(moved) - 1
-        if last and not parenthesized:
-            alias = alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        elif not last and alias.comma is cst.MaybeSentinel.DEFAULT:
-            alias = alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        names.append(alias)
-    return [stay, stmt.with_changes(module=module, names=names)]
-
-
-_EMPTY = cst.Module([])

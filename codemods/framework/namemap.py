@@ -1,5 +1,4 @@
-"""Shared machinery of the issue-3 coverage rules (NPU150-NPU199): loading their data files and
-a data-driven rule that maps qualified API names (`torch.backends.cudnn.allow_tf32`) to their
+"""Shared machinery of the data-driven coverage rules (NPU150-NPU199): a rule that maps qualified API names (`torch.backends.cudnn.allow_tf32`) to their
 NPU equivalents or flags them.
 
 A `NameMapRule` works on the *maximal* Name/Attribute chain of an expression: `th.cuda.nvtx.mark`
@@ -7,33 +6,21 @@ is looked up once, as `torch.cuda.nvtx.mark`, never as `th.cuda` or `th.cuda.nvt
 name reaches the file through `from torch.cuda import nvtx` or `import torch.cuda.nvtx as nvtx`,
 the import is rewritten (keeping the local name), so every use in the file stays valid without
 touching it; where it is reached from `torch`, the use itself is rewritten.
-
-This module defines no rule with a code; the registry skips it.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import libcst as cst
 
+from codemods.framework.base import Rule, dotted_expr, dotted_name, dotted_parts
+from codemods.framework.data import load_data
 from npu_migrate.core.diagnostics import Severity
-from codemods.framework.base import Rule, dotted_expr, dotted_parts
-
-DATA = Path(__file__).resolve().parent.parent / "data"
-
-
-@functools.cache
-def load_data(name: str) -> dict[str, Any]:
-    """A data file of `codemods/data`, parsed once per process."""
-    with open(DATA / name, encoding="utf-8") as handle:
-        return json.load(handle)
 
 
 def entries_for(name: str, code: str) -> list[dict[str, Any]]:
@@ -126,30 +113,6 @@ def _distinctive(word: str) -> bool:
 
 def _words(words: Iterable[str]) -> str:
     return "|".join(sorted(map(re.escape, words)))
-
-
-def string_value(node: cst.CSTNode) -> str | None:
-    """The value of a plain (non-f, non-bytes) string literal, else None."""
-    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    if isinstance(node, cst.ConcatenatedString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
-
-
-def with_string(node: cst.SimpleString, value: str) -> cst.SimpleString:
-    """The same literal (prefix and quotes kept) holding another value without escapes."""
-    quote = node.quote
-    return node.with_changes(value=f"{node.prefix}{quote}{value}{quote}")
-
-
-def module_name(node: cst.BaseExpression | None) -> str | None:
-    if node is None:
-        return None
-    parts = dotted_parts(node)
-    return ".".join(parts) if parts else None
 
 
 class CoverageRule(Rule):
@@ -353,7 +316,7 @@ class NameMapRule(CoverageRule):
         if len(names) != 1 or names[0].asname is None:
             return updated_node  # `import torch.cuda.nvtx` binds `torch`: uses are rewritten
         alias = names[0]
-        bound = module_name(alias.name)
+        bound = dotted_name(alias.name)
         target = self.import_target(bound) if bound else None
         if target is None:
             return updated_node
@@ -372,12 +335,12 @@ class NameMapRule(CoverageRule):
         return new
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> Any:
-        base = module_name(updated_node.module)
+        base = dotted_name(updated_node.module)
         if updated_node.relative or base is None or isinstance(updated_node.names, cst.ImportStar):
             return updated_node
         if base.split(".")[0] not in self.names.roots:
             return updated_node
-        targets = [(alias, self.import_target(f"{base}.{module_name(alias.name)}"))
+        targets = [(alias, self.import_target(f"{base}.{dotted_name(alias.name)}"))
                    for alias in updated_node.names]
         for original_alias, (_, target) in zip(original_node.names, targets):
             if isinstance(target, str):
@@ -390,7 +353,7 @@ class NameMapRule(CoverageRule):
         names: dict[str, list[str]] = {}
         for alias, (module, name, entry) in moved:
             groups.setdefault(module, []).append(self._renamed_alias(alias, name))
-            names.setdefault(module, []).append(module_name(alias.name) or name)
+            names.setdefault(module, []).append(dotted_name(alias.name) or name)
             if entry.message:
                 self.report(original_node, entry.message, severity=entry.severity)
         if not kept and len(groups) == 1:
@@ -415,7 +378,7 @@ class NameMapRule(CoverageRule):
 
     @staticmethod
     def _renamed_alias(alias: cst.ImportAlias, name: str) -> cst.ImportAlias:
-        old = module_name(alias.name) or name
+        old = dotted_name(alias.name) or name
         if name == old:
             return alias
         if alias.asname is not None:
