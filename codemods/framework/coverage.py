@@ -12,13 +12,14 @@ entries whose rule code is not a registered rule (only `"action": "none"` may go
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).parent.parent / "data"
+from codemods.framework import data
+
+DATA = data.DATA
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUTPUT = ROOT / "docs" / "coverage.md"
 ACTIONS = {"rewrite": "rewrite", "flag": "diagnostic", "none": "nothing needed"}
@@ -26,12 +27,8 @@ _IDENTIFIER = re.compile(r"^[\w.*]+(, [\w.*]+)*$")
 
 
 def data_files() -> list[tuple[Path, dict[str, Any]]]:
-    found = []
-    for path in sorted(DATA.glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and isinstance(data.get("entries"), list):
-            found.append((path, data))
-    return found
+    """The tables with an `entries` list (read and schema-checked by `codemods.framework.data`)."""
+    return [(path, table) for path, table in data.tables(DATA) if isinstance(table.get("entries"), list)]
 
 
 def _codes(entry: dict[str, Any]) -> list[str]:
@@ -39,27 +36,23 @@ def _codes(entry: dict[str, Any]) -> list[str]:
 
 
 def problems(registered: set[str] | None = None) -> list[str]:
-    """Entries the table would misreport: bad shape, unknown action, or a code no rule has."""
+    """What the table would misreport: a table off its schema, contradicting entries (both from
+    `codemods.framework.data`), an entry that acts without a rule code, or a code no rule has."""
     if registered is None:
         from codemods.framework.registry import all_rules
 
         registered = {rule.code for rule in all_rules(plugins=False)}
-    found = []
-    for path, data in data_files():
-        for index, entry in enumerate(data["entries"]):
-            where = f"{path.name} entry {index}"
-            if not isinstance(entry, dict) or not entry.get("cuda"):
-                found.append(f"{where}: needs a `cuda` name")
-                continue
+    found = data.problems(DATA)
+    for path in sorted(DATA.glob("*.json")):
+        try:
+            table = data.read_table(path)
+        except data.DataError:
+            continue  # already reported
+        for entry in table.get("entries", ()):
             where = f"{path.name}: {entry['cuda']!r}"
-            action = entry.get("action")
-            if action not in ACTIONS:
-                found.append(f"{where}: action {action!r} is not one of {sorted(ACTIONS)}")
-            if "transfer_to_npu" not in entry:
-                found.append(f"{where}: no `transfer_to_npu` column")
             codes = _codes(entry)
-            if not codes and action != "none":
-                found.append(f"{where}: action {action!r} without a rule code")
+            if not codes and entry["action"] != "none":
+                found.append(f"{where}: action {entry['action']!r} without a rule code")
             for code in codes:
                 if code not in registered:
                     found.append(f"{where}: code {code} is not a registered rule")
@@ -111,11 +104,11 @@ def render() -> str:
         f"{len(rows)} rows: " + ", ".join(f"{n} {label}" for label, n in counts.items()) + ".",
         "",
     ]
-    for path, data in files:
-        lines += [f"## {_title(path, data)}", "", f"From `codemods/data/{path.name}`.", "",
+    for path, table in files:
+        lines += [f"## {_title(path, table)}", "", f"From `codemods/data/{path.name}`.", "",
                   "| CUDA side | NPU equivalent | npu-migrate | transfer_to_npu | Note |",
                   "|---|---|---|---|---|"]
-        for entry in data["entries"]:
+        for entry in table["entries"]:
             if not isinstance(entry, dict):
                 continue
             cuda = ", ".join([entry.get("cuda") or "", *entry.get("also", ())])
@@ -136,7 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     issues = problems()
     for issue in issues:
         print(f"coverage: {issue}", file=sys.stderr)
-    text = render()
+    try:
+        text = render()
+    except data.DataError as exc:
+        print(f"coverage: {exc}", file=sys.stderr)
+        return 2
     if args.check:
         current = args.output.read_text(encoding="utf-8") if args.output.exists() else None
         if current != text:

@@ -1,17 +1,286 @@
-"""The rule data tables (`codemods/data/*.json`), loaded once per process."""
+"""The rule data tables (`codemods/data/*.json`): one loader, a schema per table, and a
+consistency check across tables.
+
+Every table is read through `read_table`, which checks it against its schema in `SCHEMAS`
+and raises `DataError` naming the file and the bad field: a broken table stops the run with
+one clear line instead of a KeyError deep inside a rule. The schemas are plain Python values
+checked by the small `check` below (no jsonschema at run time: the product must not depend
+on a test extra, and the tables are small enough that checking them on load costs well
+under a millisecond per table).
+
+    python -m codemods.framework.data --check   # every table: schema + consistency; exit 1 on a problem
+
+Schema language: a Python type (`str`, `int`, `bool`, `list`, `dict`) or a tuple of them
+(`(str, None)`: a string or null); `ListOf(spec)`; `MapOf(spec)` (any keys, values of spec);
+`OneOf(*values)`; `Record(required, optional)` (an object with those keys and no others).
+"""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
 
+class DataError(ValueError):
+    """A data table that cannot be read or does not match its schema."""
+
+
+# -- the schema language ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ListOf:
+    item: Any
+
+
+@dataclass(frozen=True)
+class MapOf:
+    value: Any
+
+
+@dataclass(frozen=True)
+class OneOf:
+    values: tuple[Any, ...]
+
+    def __init__(self, *values: Any) -> None:
+        object.__setattr__(self, "values", values)
+
+
+@dataclass(frozen=True)
+class Record:
+    required: dict[str, Any] = field(default_factory=dict)
+    optional: dict[str, Any] = field(default_factory=dict)
+
+
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "true/false", list: "a list", dict: "an object",
+               type(None): "null"}
+
+
+def _is(value: Any, kind: type) -> bool:
+    if kind is int:  # JSON true/false are not numbers
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def check(value: Any, spec: Any, where: str = "") -> list[str]:
+    """Problems of `value` against `spec`, each as 'where: what is wrong'."""
+    here = where or "(top)"
+    if spec is None:
+        spec = type(None)
+    if isinstance(spec, type):
+        return [] if _is(value, spec) else [f"{here}: expected {_describe(spec)}, got {json.dumps(value)[:60]}"]
+    if isinstance(spec, tuple):  # any of these
+        if any(not check(value, option) for option in spec):
+            return []
+        return [f"{here}: expected {' or '.join(_describe(option) for option in spec)}, "
+                f"got {json.dumps(value)[:60]}"]
+    if isinstance(spec, OneOf):
+        return [] if value in spec.values else [
+            f"{here}: {json.dumps(value)} is not one of {', '.join(json.dumps(v) for v in spec.values)}"]
+    if isinstance(spec, ListOf):
+        if not isinstance(value, list):
+            return [f"{here}: expected a list"]
+        return [p for i, item in enumerate(value) for p in check(item, spec.item, f"{where}[{i}]")]
+    if isinstance(spec, MapOf):
+        if not isinstance(value, dict):
+            return [f"{here}: expected an object"]
+        return [p for key, item in value.items() for p in check(item, spec.value, _join(where, key))]
+    if isinstance(spec, Record):
+        if not isinstance(value, dict):
+            return [f"{here}: expected an object"]
+        found = [f"{here}: missing key {key!r}" for key in spec.required if key not in value]
+        known = spec.required | spec.optional
+        found += [f"{here}: unknown key {key!r} (known: {', '.join(sorted(known))})"
+                  for key in value if key not in known]
+        for key, item in value.items():
+            if key in known:
+                found += check(item, known[key], _join(where, key))
+        return found
+    raise TypeError(f"not a schema: {spec!r}")
+
+
+def _describe(spec: Any) -> str:
+    if spec is None:
+        return "null"
+    if isinstance(spec, type):
+        return _TYPE_NAMES.get(spec, spec.__name__)
+    return {ListOf: "a list", MapOf: "an object", Record: "an object"}.get(type(spec), "a value")
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+# -- the schemas --------------------------------------------------------------------------------
+
+CODE = str  # "NPU123"; that a rule has it is checked by `codemods.framework.coverage.problems`
+STRINGS = ListOf(str)
+STRING_MAP = MapOf(str)
+SEVERITY = OneOf("info", "warning", "error")
+ACTIONS = ("rewrite", "flag", "none")
+
+# one row of docs/coverage.md: a CUDA-side API or pattern and what the rules do with it
+ENTRY = Record(
+    required={"cuda": str, "action": OneOf(*ACTIONS), "transfer_to_npu": str},
+    optional={
+        "npu": (str, None),  # the NPU counterpart (a name, or words when there is none to name)
+        "code": CODE, "shell_code": CODE,  # the Python rule; the shell-script rule
+        "note": str, "message": str, "severity": SEVERITY,
+        "members": OneOf("same", "flag"),  # rewrites: members keep their names / are reported
+        "match": str,  # how the rule finds it: "name" (default), "type-string", "call", ...
+        "kind": str, "also": STRINGS, "at": STRINGS, "when": str, "message_computed": str,
+    })
+ENTRIES = ListOf(ENTRY)
+COVERAGE = Record(required={"description": str, "entries": ENTRIES}, optional={"npu_modules": STRINGS})
+_ABOUT = {"about": str, "schema": (str, STRING_MAP), "title": str, "description": str}
+DEVICE_POSITIONS = Record(
+    optional=_ABOUT | {"entries": ENTRIES, "keywords": STRINGS, "names": STRINGS, "skip_functions": STRINGS,
+                       "functions": MapOf(Record(optional={"positions": ListOf(int), "keywords": STRINGS})),
+                       "methods": MapOf(ListOf(int))})
+
+SCHEMAS: dict[str, Any] = {
+    "alloc_conf.json": Record(
+        required={"accepted": MapOf(Record(optional={"in_2_9_7_3": bool, "npu_only": bool})),
+                  "translate": STRING_MAP, "not_with_expandable_segments": STRINGS, "entries": ENTRIES},
+        optional=_ABOUT),
+    "amp.json": Record(
+        required={"form": str, "device": str, "entries": ENTRIES, "legacy_gpu": STRING_MAP,
+                  "cuda_amp": MapOf(Record(required={"target": str, "device": str},
+                                           optional={"positional": (ListOf(str), None)})),
+                  "generic": MapOf(Record(required={"position": (int, None), "keyword": str},
+                                          optional={"cuda_when_missing": bool}))},
+        optional=_ABOUT),
+    "coverage_backends.json": COVERAGE,
+    "coverage_devices.json": COVERAGE,
+    "coverage_graphs.json": Record(
+        required=COVERAGE.required | {"compile_backends": STRING_MAP, "compile_backend_flags": STRING_MAP},
+        optional=COVERAGE.optional),
+    "coverage_memory.json": COVERAGE,
+    "coverage_profiler.json": COVERAGE,
+    "coverage_tensors.json": COVERAGE,
+    "device_positions.json": DEVICE_POSITIONS,
+    "device_positions_extra.json": DEVICE_POSITIONS,
+    "distributed.json": Record(
+        required={"backends": STRING_MAP, "devices": STRING_MAP, "keywords": STRINGS, "names": STRINGS,
+                  "constants": STRING_MAP, "renames": STRING_MAP, "flags": STRING_MAP, "entries": ENTRIES,
+                  "functions": MapOf(Record(required={"position": (int, None), "keyword": str}))},
+        optional=_ABOUT),
+    "env_vars.json": Record(required={"npu_checks": STRING_MAP, "entries": ENTRIES}, optional=_ABOUT),
+    "insertion.json": Record(
+        required={"amp_markers": str, "amp_dtypes": STRING_MAP, "transfer_methods": STRINGS,
+                  "container_methods": STRINGS, "clip_functions": STRINGS, "not_optimizers": str,
+                  "grad_disabling": STRINGS, "builtins": STRINGS, "dataloaders": STRINGS,
+                  "loader_wrappers": STRINGS, "dataloader_pin_memory_position": int,
+                  "dataloader_num_workers_position": int, "device_like_names": str,
+                  "snapshot": MapOf((str, int)), "data_names": str},
+        optional=_ABOUT),
+    "third_party.json": Record(required={"entries": ENTRIES}, optional=_ABOUT),
+    "torch_cuda.json": Record(
+        required={"torch_npu_npu_all": MapOf(STRINGS), "excluded_from_rewrite": STRING_MAP,
+                  "entries": ENTRIES},
+        optional=_ABOUT),
+}
+# a table without a schema of its own (a new file, a test's temporary table): entries checked,
+# other keys free; `problems()` still reports the missing schema
+GENERIC = Record(optional={"entries": ENTRIES})
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+def _label(path: Path) -> str:
+    return f"codemods/data/{path.name}" if path.parent == DATA else str(path)
+
+
+def read_table(path: Path) -> dict[str, Any]:
+    """One table, parsed and checked against its schema; DataError names the file and field."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(f"{_label(path)}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{_label(path)}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    found = check(data, SCHEMAS.get(path.name, GENERIC))
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise DataError(f"{_label(path)}: {found[0]}{more}")
+    return data
+
+
 @functools.cache
 def load_data(name: str) -> dict[str, Any]:
-    """A data file of `codemods/data`, parsed once per process."""
-    with open(DATA / name, encoding="utf-8") as handle:
-        return json.load(handle)
+    """A table of `codemods/data`, parsed and checked once per process."""
+    return read_table(DATA / name)
+
+
+def tables(directory: Path = DATA, pattern: str = "*.json") -> list[tuple[Path, dict[str, Any]]]:
+    """Every table in `directory` (sorted by name), each checked against its schema."""
+    return [(path, read_table(path)) for path in sorted(directory.glob(pattern))]
+
+
+# -- consistency across tables ------------------------------------------------------------------
+
+def _names(entry: dict[str, Any]) -> list[str]:
+    return [entry["cuda"], *entry.get("also", ())]
+
+
+def contradictions(found: Iterable[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """The same CUDA name in two entries that disagree: a rewrite and a flag/"none", or two
+    rewrites to different NPU names. Both would act on the same line. (Two entries for one
+    name may exist when they agree, e.g. NPU150 and NPU151 rewrite a typed tensor as a name
+    and as a type string.) Wildcard entries (`NCCL_*`) are fallbacks: an exact entry wins."""
+    seen: dict[str, tuple[str, dict[str, Any]]] = {}
+    problems = []
+    for path, data in found:
+        for entry in data.get("entries", ()):
+            for name in _names(entry):
+                where = f"{path.name} ({entry.get('code') or entry['action']})"
+                if name not in seen:
+                    seen[name] = (where, entry)
+                    continue
+                first_where, first = seen[name]
+                if first["action"] != entry["action"]:
+                    problems.append(f"`{name}`: {first_where} says {first['action']!r}, "
+                                    f"{where} says {entry['action']!r}")
+                elif entry["action"] == "rewrite" and first.get("npu") != entry.get("npu"):
+                    problems.append(f"`{name}`: {first_where} rewrites it to {first.get('npu')!r}, "
+                                    f"{where} to {entry.get('npu')!r}")
+    return problems
+
+
+def problems(directory: Path = DATA) -> list[str]:
+    """Everything wrong with the tables of `directory`: unreadable or off-schema tables, tables
+    without a schema, contradicting entries."""
+    found, readable = [], []
+    for path in sorted(directory.glob("*.json")):
+        if path.name not in SCHEMAS:
+            found.append(f"{path.name}: no schema in codemods/framework/data.py SCHEMAS")
+        try:
+            readable.append((path, read_table(path)))
+        except DataError as exc:
+            found.append(str(exc))
+    return found + contradictions(readable)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m codemods.framework.data",
+                                     description="Check the rule data tables against their schemas.")
+    parser.add_argument("--check", action="store_true", help="check every table (the default action)")
+    parser.add_argument("--directory", type=Path, default=DATA, help="the tables' folder")
+    args = parser.parse_args(argv)
+    found = problems(args.directory)
+    for problem in found:
+        print(f"data: {problem}", file=sys.stderr)
+    if not found:
+        print(f"{len(list(args.directory.glob('*.json')))} tables OK")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

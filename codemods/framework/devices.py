@@ -7,7 +7,6 @@ of a device-valued expression (`"cuda"`, `"cuda:N"`, f-strings, `%` and `.format
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,7 +15,8 @@ from pathlib import Path
 
 import libcst as cst
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+from codemods.framework.data import DATA, read_table
+
 
 _PLAIN = re.compile(r"cuda(:\d+)?")
 _PERCENT = re.compile(r"cuda:(%[-+ 0#]*\d*[dis]|%\(\w+\)[dis])")
@@ -48,7 +48,7 @@ def load_positions(paths: Iterable[Path]) -> DevicePositions:
     names: set[str] = set()
     skip: set[str] = set()
     for path in paths:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_table(path)
         keywords.update(data.get("keywords", ()))
         for name, spec in data.get("functions", {}).items():
             positions, kwargs = functions.setdefault(name, (set(), set()))

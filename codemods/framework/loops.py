@@ -9,17 +9,16 @@ module finds; when the shape is not certain it says why in `problems` instead of
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Union
 
 import libcst as cst
 import libcst.matchers as m
 
+from codemods.framework.data import load_data
 from codemods.framework.nodes import code_of
 
 Block = Union[cst.Module, cst.IndentedBlock]
@@ -31,7 +30,7 @@ SCOPES = (cst.FunctionDef, cst.ClassDef)
 @cache
 def insertion_data() -> dict:
     """Names and patterns the insertion rules rely on (codemods/data/insertion.json)."""
-    return json.loads((Path(__file__).parent.parent / "data" / "insertion.json").read_text("utf-8"))
+    return load_data("insertion.json")
 
 
 def _pattern(key: str) -> re.Pattern[str]:

@@ -15,21 +15,20 @@ are left alone and reported. The mapping is data: `codemods/data/amp.json`.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule, dotted_name
+from codemods.framework.data import load_data
 from codemods.framework.devices import device_expr, mentions_cuda
 from codemods.framework.nodes import alias_local, code_of, keyword, split_import
 from npu_migrate.core.diagnostics import Severity
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "amp.json"
+DATA = "amp.json"
 CUDA_AMP = "torch.cuda.amp"
 PREFILTER = r"autocast|GradScaler|custom_[fb]wd|\bamp\b"
 
@@ -44,7 +43,7 @@ class AmpTable:
 
 @cache
 def amp_table() -> AmpTable:
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    data = load_data(DATA)
     cuda_amp = {k.removeprefix(CUDA_AMP + "."): v for k, v in data["cuda_amp"].items()}
     return AmpTable(cuda_amp, data["generic"], data.get("legacy_gpu", {}), data["device"])
 

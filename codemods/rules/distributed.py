@@ -10,20 +10,19 @@ NPU141 turns `Backend.NCCL` into `Backend.HCCL`, NPU142 `is_nccl_available` into
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule
+from codemods.framework.data import load_data
 from codemods.framework.nodes import code_of
 from npu_migrate.core.diagnostics import Severity
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "distributed.json"
+DATA = "distributed.json"
 _PAIR = re.compile(r"(\w+):(\w+)")
 _COMPARE = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
 
@@ -42,7 +41,7 @@ class DistTable:
 
 @cache
 def dist_table() -> DistTable:
-    d = json.loads(DATA.read_text(encoding="utf-8"))
+    d = load_data(DATA)
     return DistTable(d["backends"], d["devices"], d["functions"], frozenset(d["keywords"]),
                      tuple(d["names"]), d["constants"], d["renames"], d["flags"])
 

@@ -11,18 +11,17 @@ alias is a name we rewrite. A `torch.cuda.<name>` in neither list is left to oth
 from __future__ import annotations
 
 import ast
-import json
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule, dotted_expr, dotted_name
+from codemods.framework.data import load_data
 from codemods.framework.nodes import alias_asname, split_import
 from npu_migrate.core.diagnostics import Severity
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "torch_cuda.json"
+DATA = "torch_cuda.json"
 CUDA = "torch.cuda"
 # `torch.cuda.X`, `cuda.X`, `from torch.cuda import`, `from torch import cuda[,)]`, `... cuda as`
 PREFILTER = r"\bcuda\b(?:\.[A-Za-z_]|\s*[,)]|\s+(?:import|as)\b)|import[^\n]*\bcuda\b"
@@ -36,7 +35,7 @@ class CudaNames:
 
 @cache
 def cuda_names() -> CudaNames:
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    data = load_data(DATA)
     rewrites, flags = {}, {}
     for entry in data["entries"]:
         name = entry["cuda"].removeprefix("torch.cuda.")

@@ -1,10 +1,10 @@
 """NPU130: CUDA AMP becomes the device-generic torch.amp API with "npu"."""
 
-import json
 
 import pytest
 
 import rule_cases
+from codemods.framework.data import load_data
 from codemods.rules.amp import DATA
 
 CODES = ["NPU130"]
@@ -146,7 +146,7 @@ def test_star_args_of_autocast_are_reported():
 
 
 def test_amp_table_follows_the_coverage_schema():
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    data = load_data(DATA)
     for entry in data["entries"]:
         assert {"cuda", "npu", "action", "code", "transfer_to_npu"} <= entry.keys()
         assert entry["code"] == "NPU130"

@@ -1,10 +1,10 @@
 """NPU140-NPU143: torch.distributed on HCCL."""
 
-import json
 
 import pytest
 
 import rule_cases
+from codemods.framework.data import load_data
 from codemods.rules.distributed import DATA, backend_text, dist_table
 
 CODES = ["NPU140", "NPU141", "NPU142", "NPU143"]
@@ -128,7 +128,7 @@ def test_edit_messages():
 
 
 def test_table_follows_the_coverage_schema():
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    data = load_data(DATA)
     for entry in data["entries"]:
         assert {"cuda", "npu", "action", "code", "transfer_to_npu"} <= entry.keys()
         assert entry["code"] in CODES

@@ -1,12 +1,12 @@
 """NPU120 torch.cuda.X -> torch.npu.X and NPU121 names without an NPU counterpart."""
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 import rule_cases
+from codemods.framework.data import load_data
 from codemods.rules.torch_cuda_api import DATA, cuda_names
 
 CODES = ["NPU120", "NPU121"]
@@ -134,7 +134,7 @@ def test_edits_name_both_apis():
 # -- the name table ------------------------------------------------------------------------------
 
 def _table():
-    return json.loads(DATA.read_text(encoding="utf-8"))
+    return load_data(DATA)
 
 
 def test_table_holds_the_142_names_of_torch_npu_npu_all():
