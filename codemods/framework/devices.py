@@ -17,7 +17,6 @@ import libcst as cst
 
 from codemods.framework.data import DATA, read_table
 
-
 _PLAIN = re.compile(r"cuda(:\d+)?")
 _PERCENT = re.compile(r"cuda:(%[-+ 0#]*\d*[dis]|%\(\w+\)[dis])")
 _FORMAT = re.compile(r"cuda:\{[^{}]*\}")
@@ -135,6 +134,13 @@ def mentions_cuda(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.IfExp):
         return mentions_cuda(node.body) or mentions_cuda(node.orelse)
     return False
+
+
+def collection_mentions_cuda(node: cst.BaseExpression) -> bool:
+    """`mentions_cuda` for a device string or any element of a tuple/list/set of them."""
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        return any(isinstance(e, cst.Element) and mentions_cuda(e.value) for e in node.elements)
+    return mentions_cuda(node)
 
 
 def device_collection(node: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -2,10 +2,10 @@
 
 
 import pytest
-
 import rule_cases
+
 from codemods.framework.data import load_data
-from codemods.rules.amp import DATA
+from codemods.rules.npu130_amp_device import DATA
 
 CODES = ["NPU130"]
 T = "import torch\n"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
 
 CODES = ["NPU160", "NPU161", "NPU162", "NPU163", "NPU164"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 
 import pytest
+from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
 
 from codemods.framework.facts import FileFacts
 from codemods.framework.namemap import name_prefilter
-from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
 
 N = "import torch_npu  # noqa: F401\n"
 
@@ -73,6 +73,7 @@ def test_local_names_that_look_like_imports_are_not_touched() -> None:
                                        ("NPU170", "coverage_profiler.json")])
 def test_prefilter_matches_every_name_it_handles(code: str, file: str) -> None:
     import re
+
     from test_coverage_helpers import data
     pattern = re.compile(name_prefilter(file, code))
     for entry in data(file)["entries"]:

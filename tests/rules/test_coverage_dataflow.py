@@ -4,7 +4,6 @@ with "cuda"."""
 from __future__ import annotations
 
 import pytest
-
 from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
 
 DEVICE_RULES = ["NPU103", "NPU104", "NPU105", "NPU190"]

@@ -6,8 +6,14 @@ from __future__ import annotations
 import importlib
 
 import pytest
-
-from test_coverage_helpers import after, assert_idempotent, codes_at, data, migrate, name_entries
+from test_coverage_helpers import (
+    after,
+    assert_idempotent,
+    codes_at,
+    data,
+    migrate,
+    name_entries,
+)
 
 ENTRIES = name_entries()
 REWRITES = [(f, e) for f, e in ENTRIES if e["action"] == "rewrite"]

@@ -4,7 +4,6 @@ use_cuda, NPU173 CUDA-only profiler APIs."""
 from __future__ import annotations
 
 import pytest
-
 from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
 
 CODES = ["NPU170", "NPU171", "NPU172", "NPU173"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from test_coverage_helpers import after, assert_idempotent, codes_at, data, migrate
 
 CODES = ["NPU150", "NPU151"]

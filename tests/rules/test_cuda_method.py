@@ -1,7 +1,6 @@
 """NPU101 `.cuda()` -> `.npu()` and NPU102 `.is_cuda` -> `.is_npu`."""
 
 import pytest
-
 import rule_cases
 
 CODES = ["NPU101", "NPU102"]

@@ -2,10 +2,11 @@
 
 
 import pytest
-
 import rule_cases
+
 from codemods.framework.data import load_data
-from codemods.rules.distributed import DATA, backend_text, dist_table
+from codemods.framework.families.distributed import DATA, dist_table
+from codemods.rules.npu140_nccl_backend import backend_text
 
 CODES = ["NPU140", "NPU141", "NPU142", "NPU143"]
 D = "import torch.distributed as dist\n"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import ast
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from npu_migrate.core.diagnostics import Severity
-from npu_migrate.apply.engine import RuleSet, migrate_text
 from codemods.framework import envmap
 from codemods.framework.registry import all_rules, select_rules
+from npu_migrate.apply.engine import RuleSet, migrate_text
+from npu_migrate.core.diagnostics import Severity
 
 ENV_CODES = ["NPU201", "NPU202", "NPU203", "NPU204", "NPU205", "NPU206", "NPU207"]
 

@@ -6,11 +6,12 @@ import shutil
 import subprocess
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from npu_migrate.apply.engine import RuleSet, migrate_text
 from codemods.framework.registry import all_rules, select_rules
 from codemods.framework.shellwords import lex
+from npu_migrate.apply.engine import RuleSet, migrate_text
 
 SHELL_CODES = ["NPU251", "NPU252", "NPU253", "NPU254", "NPU255", "NPU256", "NPU257"]
 

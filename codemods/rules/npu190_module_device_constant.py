@@ -1,16 +1,4 @@
-"""Device strings through simple data flow.
-
-NPU190: a module-level constant holding a CUDA device string (`DEVICE = "cuda"`) becomes the
-NPU one when every use of it in the file is a device position (the device table of NPU103,
-device comparisons, device-named assignments, parameters and dict entries, argparse device
-options), or when nothing in the file uses it and its name says it is a device (a config
-module). A use anywhere else (a path, an unknown function) keeps it and is reported.
-Logging and printing neither count nor block. The decision is made once per file from the
-`ast`, whichever chunk holds the assignment.
-
-NPU191: any other comparison with `"cuda"` (`if accel == "cuda"`), which the device rules could
-not prove to be about a device, is reported.
-"""
+"""NPU190: the module-device-constant rule."""
 
 from __future__ import annotations
 
@@ -25,7 +13,6 @@ from codemods.framework.devices import (
     DevicePositions,
     device_expr,
     device_positions,
-    is_device_name,
 )
 from codemods.framework.facts import ast_dotted_parts
 from codemods.framework.namemap import CoverageRule
@@ -33,7 +20,11 @@ from codemods.framework.nodes import string_value
 from npu_migrate.core.diagnostics import Severity
 
 _CUDA = re.compile(r"cuda(:\d+)?")
+
+
 _LOGGING = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+
+
 _ADD_ARGUMENT = "add_argument"
 
 
@@ -288,56 +279,3 @@ class ModuleDeviceConstant(CoverageRule):
             self.context.require_import("torch_npu")
         return updated_node.with_changes(value=new)
 
-
-class CudaStringComparison(CoverageRule):
-    code = "NPU191"
-    name = "cuda-string-comparison"
-    summary = "Comparisons with `\"cuda\"` that no device rule could prove to be about a device are reported"
-    fix = Fix.NONE
-    severity = Severity.WARNING
-    prefilter = r"""['"]cuda(?::\d+)?['"]"""
-
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self.names = device_positions().names
-
-    def _device_side(self, node: cst.BaseExpression) -> bool:
-        if is_device_name(node, self.names):
-            return True
-        # a module constant holding a CUDA device: NPU190 decides about it (and reports it)
-        value = self.context.facts.constants.get(node.value) if isinstance(node, cst.Name) else None
-        return isinstance(value, str) and bool(_CUDA.fullmatch(value))
-
-    @staticmethod
-    def _cuda_literal(node: cst.BaseExpression) -> bool:
-        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-            return any(isinstance(e, cst.Element) and CudaStringComparison._cuda_literal(e.value)
-                       for e in node.elements)
-        value = string_value(node)
-        return value is not None and bool(_CUDA.fullmatch(value))
-
-    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> Any:
-        operands = [original_node.left, *(c.comparator for c in original_node.comparisons)]
-        if not any(isinstance(c.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn))
-                   for c in original_node.comparisons):
-            return updated_node
-        literals = [o for o in operands if self._cuda_literal(o)]
-        if not literals or any(self._device_side(o) for o in operands if o not in literals):
-            return updated_node
-        self.report(original_node, "compares with \"cuda\": on an Ascend machine a device or device type "
-                    "is \"npu\"; if this value names one, compare with \"npu\" (or test "
-                    "torch.npu.is_available())")
-        return updated_node
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
-        func = original_node.func
-        if (isinstance(func, cst.Attribute) and func.attr.value == "startswith" and len(original_node.args) == 1
-                and self._cuda_prefix(original_node.args[0].value) and not self._device_side(func.value)):
-            self.report(original_node, "tests for a \"cuda\" prefix: on an Ascend machine devices start with "
-                        "\"npu\"; if this value names a device, test for \"npu\"")
-        return updated_node
-
-    @staticmethod
-    def _cuda_prefix(node: cst.BaseExpression) -> bool:
-        value = string_value(node)
-        return value is not None and value.startswith("cuda") and bool(_CUDA.fullmatch(value))

@@ -1,49 +1,22 @@
-"""NPU120: `torch.cuda.<name>` becomes `torch.npu.<name>` for every name torch_npu provides;
-NPU121: a `torch.cuda` name with no NPU counterpart is reported with what to do instead.
-
-The names are data (`codemods/data/torch_cuda.json`). Aliases are resolved: `th.cuda.X`,
-`from torch.cuda import X` (the import moves to `torch.npu`; names without a counterpart stay
-in a `torch.cuda` import of their own), and module aliases (`import torch.cuda as tc`,
-`from torch import cuda`), whose import is repointed at `torch.npu` when every use of the
-alias is a name we rewrite. A `torch.cuda.<name>` in neither list is left to other rules.
-"""
+"""NPU120: the torch-cuda-api rule."""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from functools import cache
 
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule, dotted_expr, dotted_name
-from codemods.framework.data import load_data
+from codemods.framework.families.torch_cuda_api import cuda_names
 from codemods.framework.nodes import alias_asname, split_import
 from npu_migrate.core.diagnostics import Severity
 
-DATA = "torch_cuda.json"
 CUDA = "torch.cuda"
+
+
 # `torch.cuda.X`, `cuda.X`, `from torch.cuda import`, `from torch import cuda[,)]`, `... cuda as`
 PREFILTER = r"\bcuda\b(?:\.[A-Za-z_]|\s*[,)]|\s+(?:import|as)\b)|import[^\n]*\bcuda\b"
-
-
-@dataclass(frozen=True)
-class CudaNames:
-    rewrites: dict[str, str]  # torch.cuda name -> attribute of torch.npu
-    flags: dict[str, str]  # torch.cuda name -> what to do instead
-
-
-@cache
-def cuda_names() -> CudaNames:
-    data = load_data(DATA)
-    rewrites, flags = {}, {}
-    for entry in data["entries"]:
-        name = entry["cuda"].removeprefix("torch.cuda.")
-        if entry["action"] == "rewrite":
-            rewrites[name] = entry["npu"].removeprefix("torch.npu.")
-        elif entry["action"] == "flag":
-            flags[name] = entry["note"]
-    return CudaNames(rewrites, flags)
 
 
 @dataclass(frozen=True)
@@ -206,31 +179,4 @@ class TorchCudaApi(Rule):
         if new == name:
             return alias
         return alias.with_changes(name=cst.Name(new), asname=alias.asname or cst.AsName(name=cst.Name(name)))
-
-
-class TorchCudaNoCounterpart(Rule):
-    code = "NPU121"
-    name = "torch-cuda-no-counterpart"
-    summary = "`torch.cuda` names with no NPU counterpart are reported with what to use instead"
-    fix = Fix.NONE
-    severity = Severity.WARNING
-    prefilter = PREFILTER
-
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(context)
-        self.flags = cuda_names().flags
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        name = node.attr.value
-        if name in self.flags and self.resolve(node.value) == CUDA:
-            self.report(node, f"`torch.cuda.{name}`: {self.flags[name]}")
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or isinstance(node.names, cst.ImportStar) or dotted_name(node.module) != CUDA:
-            return
-        for alias in node.names:
-            name = dotted_name(alias.name)
-            if name in self.flags:
-                self.report(alias, f"`torch.cuda.{name}`: {self.flags[name]}")
-
 

@@ -1,5 +1,4 @@
-"""NPU150: legacy typed CUDA classes (`torch.cuda.FloatTensor`) -> `torch.npu.FloatTensor`;
-NPU151: the same names as strings in `Tensor.type(...)` and in comparisons with `Tensor.type()`."""
+"""NPU151: the cuda-type-string rule."""
 
 from __future__ import annotations
 
@@ -9,21 +8,11 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemods.framework.base import Fix, Rule
-from codemods.framework.namemap import NameMapRule, entries_for, name_prefilter
+from codemods.framework.namemap import entries_for
 from codemods.framework.nodes import string_value, with_string
 from npu_migrate.core.diagnostics import Severity
 
 DATA = "coverage_tensors.json"
-
-
-class TypedTensor(NameMapRule):
-    code = "NPU150"
-    name = "typed-cuda-tensor"
-    summary = "`torch.cuda.FloatTensor` and the other typed CUDA classes become `torch.npu.*` (float64 flagged)"
-    fix = Fix.SAFE
-    needs_torch_npu = True
-    data_file = DATA
-    prefilter = name_prefilter(DATA, "NPU150")
 
 
 def _type_strings() -> dict[str, dict[str, Any]]:
@@ -80,3 +69,4 @@ class TensorTypeString(Rule):
 
 def _is_type_query(node: cst.BaseExpression) -> bool:
     return m.matches(node, m.Call(func=m.Attribute(attr=m.Name("type")), args=[]))
+

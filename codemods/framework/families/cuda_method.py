@@ -41,7 +41,7 @@ def _file_facts(tree: ast.Module) -> tuple[frozenset[str], dict[str, int]]:
 _OWN = ("cuda", "is_cuda")
 
 
-class _RenameRule(Rule):
+class RenameRule(Rule):
     fix = Fix.SAFE
     needs_torch_npu = True
     severity = Severity.WARNING
@@ -66,43 +66,3 @@ class _RenameRule(Rule):
                           f"the user's own: rename both to `{new}` by hand, or keep CUDA")
         return True
 
-
-class CudaMethod(_RenameRule):
-    code = "NPU101"
-    name = "cuda-method"
-    summary = "`.cuda(...)` on tensors and modules becomes `.npu(...)`, arguments kept"
-    prefilter = r"\.cuda\b"
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        func = updated_node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
-            return updated_node
-        receiver = original_node.func.value  # type: ignore[attr-defined]
-        # `torch.cuda(...)`, `tvm.cuda(0)`: a module's function, not a tensor or module method
-        if isinstance(receiver, cst.Name) and receiver.value in self.file_facts[0]:
-            return updated_node
-        if self.resolve(original_node.func) == "torch.cuda":
-            return updated_node
-        if self.defined_here("cuda", original_node):
-            return updated_node
-        self.fixed(original_node, "`.cuda()` → `.npu()`")
-        return updated_node.with_changes(func=func.with_changes(attr=cst.Name("npu")))
-
-
-class IsCuda(_RenameRule):
-    code = "NPU102"
-    name = "is-cuda"
-    summary = "`x.is_cuda` becomes `x.is_npu`"
-    prefilter = r"\.is_cuda\b"
-
-    def leave_Attribute(self, original_node: cst.Attribute,
-                        updated_node: cst.Attribute) -> cst.BaseExpression:
-        if updated_node.attr.value != "is_cuda":
-            return updated_node
-        receiver = original_node.value
-        if isinstance(receiver, cst.Name) and receiver.value in self.file_facts[0]:
-            return updated_node  # `somemodule.is_cuda`: a module attribute, not a tensor property
-        if self.defined_here("is_cuda", original_node):
-            return updated_node
-        self.fixed(original_node, "`.is_cuda` → `.is_npu`")
-        return updated_node.with_changes(attr=cst.Name("is_npu"))

@@ -1,7 +1,4 @@
-"""`torch.backends.cuda` / `torch.backends.cudnn` knobs on NPU (fact sheet §2.5):
-NPU160 TF32 switches -> HF32 switches; NPU161 cuDNN flags that do nothing on NPU; NPU162 SDP
-kernel switches; NPU163 the cuFFT plan cache -> `torch.npu.backends.fft_plan_cache`;
-NPU164 queries about the CUDA build (cuDNN version, `is_built`, ...)."""
+"""NPU163: the fft-plan-cache rule."""
 
 from __future__ import annotations
 
@@ -16,37 +13,9 @@ from npu_migrate.core.diagnostics import Severity
 DATA = "coverage_backends.json"
 
 
-class Tf32ToHf32(NameMapRule):
-    code = "NPU160"
-    name = "tf32-to-hf32"
-    summary = "`torch.backends.cuda.matmul.allow_tf32` / `cudnn.allow_tf32` become `torch.npu.matmul/conv.allow_hf32`"
-    fix = Fix.SAFE
-    needs_torch_npu = True
-    data_file = DATA
-    prefilter = name_prefilter(DATA, "NPU160")
-
-
-class CudnnFlags(NameMapRule):
-    code = "NPU161"
-    name = "cudnn-flags"
-    summary = "`cudnn.benchmark` / `cudnn.deterministic` / `cudnn.enabled` have no effect on NPU"
-    fix = Fix.NONE
-    severity = Severity.WARNING
-    data_file = DATA
-    prefilter = name_prefilter(DATA, "NPU161")
-
-
-class SdpKernelSwitches(NameMapRule):
-    code = "NPU162"
-    name = "sdp-kernel-switches"
-    summary = "`torch.backends.cuda.sdp_kernel` / `enable_*_sdp` are unsupported on NPU: use `sdpa_kernel`"
-    fix = Fix.NONE
-    severity = Severity.WARNING
-    data_file = DATA
-    prefilter = name_prefilter(DATA, "NPU162")
-
-
 _PLAN_CACHE = "torch.backends.cuda.cufft_plan_cache"
+
+
 _MAX_PLAN_CACHE = 99  # torch_npu's fft plan cache accepts max_size 1..99
 
 
@@ -90,12 +59,3 @@ class FftPlanCache(NameMapRule):
                             f"{_MAX_PLAN_CACHE}", severity=Severity.WARNING)
         return updated_node
 
-
-class CudaBuildQueries(NameMapRule):
-    code = "NPU164"
-    name = "cuda-build-queries"
-    summary = "Queries about cuDNN/cuBLAS (`cudnn.is_available()`, `cudnn.version()`, ...) answer 'no' on NPU"
-    fix = Fix.NONE
-    severity = Severity.INFO
-    data_file = DATA
-    prefilter = name_prefilter(DATA, "NPU164")

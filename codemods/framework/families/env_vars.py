@@ -24,14 +24,24 @@ from codemods.framework.nodes import verbatim_string, with_string
 from npu_migrate.core.diagnostics import Severity
 
 _GETTERS = {"get", "pop", "getenv", "unsetenv", "delenv"}
+
+
 _SETTERS = {"setdefault", "putenv", "setenv"}
+
+
 _MAPPINGS = {"update", "dict"}  # `.update(NAME=...)`, `dict(os.environ, NAME=...)`
+
+
 COMMAND_FUNCS = {
     "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
     "subprocess.Popen", "subprocess.getoutput", "subprocess.getstatusoutput", "os.system",
     "os.popen", "asyncio.create_subprocess_shell",
 }
+
+
 _PLACEHOLDER = "${__npu_migrate_%d__}"
+
+
 _PLACEHOLDER_RE = re.compile(r"\$\{__npu_migrate_\d+__\}")
 
 
@@ -39,7 +49,7 @@ def _safe_text(node: cst.SimpleString, text: str) -> bool:
     return node.quote not in text and "\\" not in text and (len(node.quote) == 3 or "\n" not in text)
 
 
-class _EnvVarRule(Rule):
+class EnvVarRule(Rule):
     """Shared machinery; each subclass handles the envmap kinds of its code."""
 
     kinds: ClassVar[frozenset[str]] = frozenset()
@@ -293,66 +303,3 @@ def _callee_name(func: cst.BaseExpression) -> str | None:
         return func.value
     return None
 
-
-
-
-class VisibleDevices(_EnvVarRule):
-    code = "NPU201"
-    name = "visible-devices"
-    summary = "`CUDA_VISIBLE_DEVICES` becomes `ASCEND_RT_VISIBLE_DEVICES`; device ids must be strictly ascending"
-    severity = Severity.ERROR
-    kinds = frozenset({"device_list"})
-    prefilter = envmap.names_pattern(kinds)
-
-
-class EnvVarRename(_EnvVarRule):
-    code = "NPU202"
-    name = "env-var-rename"
-    summary = "CUDA/NCCL variables with an exact NPU counterpart are renamed (`CUDA_LAUNCH_BLOCKING`, `TORCH_NCCL_*`, ...)"
-    kinds = frozenset({"rename"})
-    prefilter = envmap.names_pattern(kinds)
-
-
-class HcclBuffsize(_EnvVarRule):
-    code = "NPU203"
-    name = "hccl-buffsize"
-    summary = "`NCCL_BUFFSIZE` (bytes) becomes `HCCL_BUFFSIZE` (MB): literal values converted, computed ones flagged"
-    severity = Severity.WARNING
-    kinds = frozenset({"bytes_to_mb"})
-    prefilter = envmap.names_pattern(kinds)
-
-
-class AllocConf(_EnvVarRule):
-    code = "NPU204"
-    name = "alloc-conf"
-    summary = "`PYTORCH_CUDA_ALLOC_CONF` becomes `PYTORCH_NPU_ALLOC_CONF`; keys torch_npu refuses are errors"
-    severity = Severity.ERROR
-    kinds = frozenset({"alloc_conf"})
-    prefilter = envmap.names_pattern(kinds)
-
-
-class EnvNoCounterpart(_EnvVarRule):
-    code = "NPU205"
-    name = "env-var-no-counterpart"
-    summary = "CUDA/NCCL variables with no verified NPU counterpart are reported (NCCL_*, CUDA_*, ...)"
-    fix = Fix.NONE
-    kinds = frozenset({"flag"})
-    prefilter = envmap.names_pattern(kinds)
-
-
-class LaunchBackendArg(_EnvVarRule):
-    code = "NPU206"
-    name = "launch-backend-arg"
-    summary = "`--backend nccl` (and `--dist-backend`, `--ddp_backend`) in subprocess commands becomes `hccl`"
-    kinds = frozenset({"backend"})
-    prefilter = "nccl"
-
-
-class NvidiaSmiCommand(_EnvVarRule):
-    code = "NPU207"
-    name = "nvidia-smi-command"
-    summary = "`nvidia-smi` in subprocess commands is reported (Ascend hosts have `npu-smi`)"
-    fix = Fix.NONE
-    severity = Severity.WARNING
-    kinds = frozenset({"nvidia_smi"})
-    prefilter = r"nvidia-smi"

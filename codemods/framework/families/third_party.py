@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -21,7 +20,7 @@ import libcst.matchers as m
 
 from codemods.framework import envmap
 from codemods.framework.base import Fix, Rule, dotted_name, dotted_parts
-from npu_migrate.core.diagnostics import Diagnostic, Severity
+from npu_migrate.core.diagnostics import Severity
 from npu_migrate.core.discovery import CUDA_SUFFIXES
 
 _IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda"}
@@ -44,13 +43,7 @@ def best_import_entry(qualified: str) -> dict[str, Any] | None:
     return max(found, key=lambda e: len(e["cuda"]), default=None)
 
 
-def cu_file_diagnostic(path: str) -> Diagnostic:
-    """The report for a CUDA source file (`.cu`/`.cuh`) met during discovery (NPU312)."""
-    entry = next(e for e in entries() if e["code"] == "NPU312")
-    return Diagnostic("NPU312", entry["message"], path, 0, 0, Severity.WARNING)
-
-
-def _prefilter(code: str) -> str:
+def library_prefilter(code: str) -> str:
     """Import statements always spell the top module; a call or attribute use through an alias
     spells `.last_name`. Generic words (`torch`, `load`, `jit`, `cuda`) would match most files.
     Plain literals, no leading `\\b`: a literal start lets `re` skip ahead fast."""
@@ -69,7 +62,7 @@ def _prefilter(code: str) -> str:
     return "|".join(sorted(words)) if words else r"(?!)"
 
 
-class _ThirdPartyRule(Rule):
+class ThirdPartyRule(Rule):
     fix = Fix.NONE
     severity = Severity.WARNING
     default = True
@@ -153,24 +146,6 @@ class _ThirdPartyRule(Rule):
                     self.report(node, entry["message"])
 
 
-def _cu_strings(call: cst.Call) -> list[cst.SimpleString]:
-    """`.cu`/`.cuh` string literals among a call's arguments, not those of calls nested in them."""
-    return _cu_strings_in(arg.value for arg in call.args)
-
-
-def _cu_strings_in(nodes: Iterable[cst.CSTNode]) -> list[cst.SimpleString]:
-    found: list[cst.SimpleString] = []
-    stack: list[cst.CSTNode] = list(nodes)[::-1]  # popped in source order
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.SimpleString):
-            if node.raw_value.endswith(CUDA_SUFFIXES):
-                found.append(node)
-        elif not isinstance(node, (cst.Call, cst.Lambda)):
-            stack.extend(reversed(node.children))
-    return found
-
-
 def _computed_sources(call: cst.Call) -> bool:
     """Whether a load(...) call's sources are computed (not a literal list of strings)."""
     for index, arg in enumerate(call.args):
@@ -196,135 +171,3 @@ def _builds_cuda(call: cst.Call) -> bool:
                 return True
     return False
 
-
-class ApexAmp(_ThirdPartyRule):
-    code = "NPU301"
-    name = "apex-amp"
-    summary = "apex (amp and the package as a whole) is CUDA-only: native AMP with torch.autocast('npu') + GradScaler('npu')"
-    prefilter = _prefilter("NPU301")
-
-
-class ApexFusedOptimizer(_ThirdPartyRule):
-    code = "NPU302"
-    name = "apex-fused-optimizer"
-    summary = "apex FusedAdam/FusedLAMB/FusedSGD are CUDA kernels: use torch.optim"
-    prefilter = _prefilter("NPU302")
-
-
-class ApexParallel(_ThirdPartyRule):
-    code = "NPU303"
-    name = "apex-parallel"
-    summary = "apex DistributedDataParallel/SyncBatchNorm: use torch DDP (hccl) and torch.nn.SyncBatchNorm"
-    prefilter = _prefilter("NPU303")
-
-
-class ApexFusedLayers(_ThirdPartyRule):
-    code = "NPU304"
-    name = "apex-fused-layers"
-    summary = "apex fused layers (FusedLayerNorm, FusedRMSNorm, contrib): use torch.nn layers or torch_npu fused ops"
-    prefilter = _prefilter("NPU304")
-
-
-class FlashAttn(_ThirdPartyRule):
-    code = "NPU305"
-    name = "flash-attn"
-    summary = "flash-attn: use torch_npu.npu_fusion_attention (layout, scale, keep_prob and mask spelled out) or SDPA"
-    prefilter = _prefilter("NPU305")
-
-
-class Xformers(_ThirdPartyRule):
-    code = "NPU306"
-    name = "xformers"
-    summary = "xformers attention: use torch_npu.npu_fusion_attention or scaled_dot_product_attention"
-    prefilter = _prefilter("NPU306")
-
-
-class Bitsandbytes(_ThirdPartyRule):
-    code = "NPU307"
-    name = "bitsandbytes"
-    summary = "bitsandbytes has no NPU backend: torch.optim and fp16/bf16 layers"
-    prefilter = _prefilter("NPU307")
-
-
-class TritonKernel(_ThirdPartyRule):
-    code = "NPU308"
-    name = "triton-kernel"
-    summary = "hand-written Triton kernels do not run on NPU: PyTorch ops or an Ascend C operator"
-    prefilter = _prefilter("NPU308")
-
-
-class Cupy(_ThirdPartyRule):
-    code = "NPU309"
-    name = "cupy"
-    summary = "CuPy arrays and kernels are CUDA-only: torch tensors on the NPU or numpy"
-    prefilter = _prefilter("NPU309")
-
-
-class Nvml(_ThirdPartyRule):
-    code = "NPU310"
-    name = "nvml"
-    summary = "pynvml/GPUtil/gpustat query NVIDIA's driver (NVML, nvidia-smi): use torch.npu.device_count/mem_get_info/utilization"
-    prefilter = _prefilter("NPU310")
-
-
-class CudaExtension(_ThirdPartyRule):
-    code = "NPU311"
-    name = "cuda-extension"
-    summary = "CUDAExtension and cpp_extension.load(...) of .cu sources cannot build for NPU: Ascend C operator"
-    prefilter = _prefilter("NPU311")
-
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(context)
-        self._seen: set[int] = set()  # .cu strings already covered by a reported call
-
-    def visit_Call(self, node: cst.Call) -> None:
-        strings = _cu_strings(node)
-        if self._report_call(node):
-            self._seen.update(id(s) for s in m.findall(node, m.SimpleString()))
-            return
-        self._report_sources(node, strings, "passes")  # e.g. a project's own build helper
-
-    def visit_List(self, node: cst.List) -> None:
-        self._report_sources(node, _cu_strings_in(node.elements), "names")
-
-    def visit_Tuple(self, node: cst.Tuple) -> None:
-        self._report_sources(node, _cu_strings_in(node.elements), "names")
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if node.raw_value.endswith(CUDA_SUFFIXES):
-            self._report_sources(node, [node], "names")
-
-    def _report_sources(self, node: cst.CSTNode, strings: list[cst.SimpleString], verb: str) -> None:
-        fresh = [s for s in strings if id(s) not in self._seen]
-        if not fresh:
-            return
-        self._seen.update(id(s) for s in strings)
-        entry = next(e for e in entries() if e["code"] == self.code and e["cuda"].startswith("`.cu`"))
-        names = ", ".join(f"`{s.raw_value}`" for s in fresh[:3])
-        self.report(node, f"{verb} CUDA sources ({names}): {entry['message']}")
-
-
-class CudaSourceFile(_ThirdPartyRule):
-    code = "NPU312"
-    name = "cuda-source-file"
-    summary = "`.cu`/`.cuh` files in the tree cannot be compiled for NPU (reported by file discovery)"
-    language = "cuda"  # a text rule over CUDA sources: the engine hands it `.cu`/`.cuh` files
-    prefilter = ""
-
-    def rewrite_text(self, text: str) -> str:
-        self.context.diagnostics.append(cu_file_diagnostic(self.context.path))
-        return text
-
-
-class ChannelsLast(_ThirdPartyRule):
-    code = "NPU313"
-    name = "channels-last"
-    summary = "`torch.channels_last` is unsupported by Ascend's auto-migration: drop it unless measured on NPU"
-    prefilter = _prefilter("NPU313")
-
-
-class OtherCudaLibrary(_ThirdPartyRule):
-    code = "NPU314"
-    name = "cuda-only-library"
-    summary = "Other CUDA-only libraries (PyCUDA, numba.cuda, TensorRT, Transformer Engine) have no NPU path"
-    prefilter = _prefilter("NPU314")

@@ -1,49 +1,18 @@
-"""NPU140-NPU143: torch.distributed on HCCL instead of NCCL.
-
-NPU140 rewrites backend strings where the code proves they are backends: the backend argument
-of `init_process_group`/`new_group` (positional or keyword), `backend=`/`dist_backend=` of any
-call, comparisons with a backend-valued expression (`backend == "nccl"`,
-`dist.get_backend() in ("nccl", ...)`) and argparse `--dist-backend` defaults and choices.
-NPU141 turns `Backend.NCCL` into `Backend.HCCL`, NPU142 `is_nccl_available` into
-`is_hccl_available`; NPU143 reports `ProcessGroupNCCL`. Mapping: `codemods/data/distributed.json`.
-"""
+"""NPU140: the nccl-backend rule."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import cache
-from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix, Rule
-from codemods.framework.data import load_data
+from codemods.framework.families.distributed import DistRule, DistTable
 from codemods.framework.nodes import code_of
-from npu_migrate.core.diagnostics import Severity
 
-DATA = "distributed.json"
 _PAIR = re.compile(r"(\w+):(\w+)")
+
+
 _COMPARE = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
-
-
-@dataclass(frozen=True)
-class DistTable:
-    backends: dict[str, str]
-    devices: dict[str, str]
-    functions: dict[str, dict[str, Any]]
-    keywords: frozenset[str]
-    names: tuple[str, ...]
-    constants: dict[str, str]
-    renames: dict[str, str]
-    flags: dict[str, str]
-
-
-@cache
-def dist_table() -> DistTable:
-    d = load_data(DATA)
-    return DistTable(d["backends"], d["devices"], d["functions"], frozenset(d["keywords"]),
-                     tuple(d["names"]), d["constants"], d["renames"], d["flags"])
 
 
 def backend_text(text: str, table: DistTable) -> str | None:
@@ -109,18 +78,7 @@ def _last_name(node: cst.BaseExpression) -> str | None:
     return None
 
 
-class _DistRule(Rule):
-    fix = Fix.SAFE
-    severity = Severity.WARNING
-    prefilter = r"nccl|NCCL"
-    needs_torch_npu = True
-
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(context)
-        self.table = dist_table()
-
-
-class NcclBackend(_DistRule):
+class NcclBackend(DistRule):
     code = "NPU140"
     name = "nccl-backend"
     summary = "`\"nccl\"` backends (init_process_group, new_group, comparisons, --dist-backend) become `\"hccl\"`"
@@ -237,96 +195,3 @@ class NcclBackend(_DistRule):
         value = self._swap(original_node.value, updated_node.value, f"the `{key.raw_value}` entry")
         return updated_node.with_changes(value=value) if value is not updated_node.value else updated_node
 
-
-class NcclBackendConstant(_DistRule):
-    code = "NPU141"
-    name = "nccl-backend-constant"
-    summary = "`Backend.NCCL` becomes `Backend.HCCL` (defined when torch_npu registers hccl)"
-
-    def leave_Attribute(self, original_node: cst.Attribute,
-                        updated_node: cst.Attribute) -> cst.BaseExpression:
-        if updated_node.attr.value != "NCCL":
-            return updated_node
-        qualified = self.resolve(original_node)
-        new = self.table.constants.get(qualified or "")
-        if new is None:
-            return updated_node
-        new_node = updated_node.with_changes(attr=cst.Name(new))
-        self.fixed(original_node, f"`{code_of(original_node)}` → `{code_of(new_node)}`")
-        return new_node
-
-
-class IsNcclAvailable(_DistRule):
-    code = "NPU142"
-    name = "is-nccl-available"
-    summary = "`torch.distributed.is_nccl_available` becomes `is_hccl_available`"
-
-    def leave_Attribute(self, original_node: cst.Attribute,
-                        updated_node: cst.Attribute) -> cst.BaseExpression:
-        if updated_node.attr.value != "is_nccl_available":
-            return updated_node
-        new = self.table.renames.get(self.resolve(original_node) or "")
-        if new is None:
-            return updated_node
-        self.fixed(original_node, f"`is_nccl_available` → `{new}`")
-        return updated_node.with_changes(attr=cst.Name(new))
-
-    def leave_ImportAlias(self, original_node: cst.ImportAlias,
-                          updated_node: cst.ImportAlias) -> cst.ImportAlias:
-        # `from torch.distributed import is_nccl_available [as x]`: keep the local name working
-        if not (isinstance(updated_node.name, cst.Name) and updated_node.name.value == "is_nccl_available"):
-            return updated_node
-        local = (updated_node.asname.name.value if updated_node.asname is not None
-                 and isinstance(updated_node.asname.name, cst.Name) else "is_nccl_available")
-        new = self.table.renames.get(self.context.facts.aliases.get(local, ""))
-        if new is None:
-            return updated_node
-        self.fixed(original_node, f"`is_nccl_available` → `{new}`")
-        if local == "is_nccl_available":
-            return updated_node.with_changes(name=cst.Name(new), asname=None)
-        return updated_node.with_changes(name=cst.Name(new))
-
-    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
-        # the bare uses of `from torch.distributed import is_nccl_available`
-        if updated_node.value != "is_nccl_available" or self.context.in_import or id(original_node) in self._attrs:
-            return updated_node
-        new = self.table.renames.get(self.context.facts.aliases.get("is_nccl_available", ""))
-        if new is None:
-            return updated_node
-        self.fixed(original_node, f"`is_nccl_available` → `{new}`")
-        return updated_node.with_changes(value=new)
-
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(context)
-        self._attrs: set[int] = set()  # `x.is_nccl_available`: the attribute's own Name
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == "is_nccl_available":
-            self._attrs.add(id(node.attr))
-
-
-
-class ProcessGroupNccl(_DistRule):
-    code = "NPU143"
-    name = "process-group-nccl"
-    summary = "`ProcessGroupNCCL` is reported: torch_npu's class is `ProcessGroupHCCL`"
-    fix = Fix.NONE
-    needs_torch_npu = False
-
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(context)
-        self._attrs: set[int] = set()
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == "ProcessGroupNCCL":
-            self._attrs.add(id(node.attr))
-            self._check(node)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value == "ProcessGroupNCCL" and id(node) not in self._attrs:
-            self._check(node)
-
-    def _check(self, node: cst.BaseExpression) -> None:
-        qualified = self.resolve(node)
-        if qualified in self.table.flags:
-            self.report(node, f"`{qualified}` does not exist on NPU: {self.table.flags[qualified]}")

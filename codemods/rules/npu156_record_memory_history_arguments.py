@@ -1,6 +1,4 @@
-"""NPU155: `torch.cuda.memory.<fn>` reached through the submodule -> `torch.npu.memory.<fn>`;
-NPU156: `_record_memory_history` calls in the legacy bool form or with keywords torch_npu
-rejects are rewritten to the signature torch_npu accepts (fact sheet §2.2)."""
+"""NPU156: the record-memory-history-arguments rule."""
 
 from __future__ import annotations
 
@@ -9,35 +7,33 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
-from codemods.framework.namemap import CoverageRule, NameMapRule, name_prefilter
+from codemods.framework.namemap import CoverageRule
 from codemods.framework.nodes import keyword
 from npu_migrate.core.diagnostics import Severity
 
-DATA = "coverage_memory.json"
-
 _HISTORY = frozenset({"torch.cuda.memory._record_memory_history", "torch.npu.memory._record_memory_history",
                       "torch_npu.npu.memory._record_memory_history"})
+
+
 _SNAPSHOT = frozenset(f"{module}.{fn}" for module in ("torch.cuda.memory", "torch.npu.memory",
                                                       "torch_npu.npu.memory")
                       for fn in ("_snapshot", "_dump_snapshot"))
+
+
 # upstream's legacy signature, in positional order
 _LEGACY = ("enabled", "record_context", "trace_alloc_max_entries", "trace_alloc_record_context", "device",
            "record_context_cpp", "clear_history", "compile_context", "global_record_annotations",
            "skip_actions")
+
+
 _CURRENT = ("enabled", "context", "stacks", "max_entries", "device")  # what torch_npu accepts
+
+
 _LEGACY_ONLY = frozenset({"record_context", "trace_alloc_max_entries", "trace_alloc_record_context",
                           "record_context_cpp"})
+
+
 _REJECTED = ("clear_history", "compile_context", "global_record_annotations", "skip_actions")
-
-
-class CudaMemorySubmodule(NameMapRule):
-    code = "NPU155"
-    name = "cuda-memory-submodule"
-    summary = "`torch.cuda.memory.<fn>` (reached through the submodule) becomes `torch.npu.memory.<fn>`"
-    fix = Fix.SAFE
-    needs_torch_npu = True
-    data_file = DATA
-    prefilter = name_prefilter(DATA, "NPU155")
 
 
 def _literal(node: cst.BaseExpression) -> Any:
@@ -151,3 +147,4 @@ def _tidy(kept: list[cst.Arg], original: list[cst.Arg]) -> list[cst.Arg]:
     if kept and original and kept[-1] is not original[-1]:
         kept[-1] = kept[-1].with_changes(comma=original[-1].comma)
     return kept
+

@@ -1,14 +1,4 @@
-"""NPU103-NPU105: CUDA device strings become NPU device strings, in device positions only.
-
-A string is rewritten only where the code proves it names a device: an argument the device
-table calls a device (`codemods/data/device_positions*.json`), a branch of
-`... if torch.cuda.is_available() else ...`, a comparison against a device-valued expression,
-or the default and choices of an argparse `--device` option. Anywhere else (log messages,
-paths such as "cuda_model.pt", docstrings, flag names such as `--no-cuda`) it stays.
-Only the exact forms `cuda` and `cuda:N` are rewritten (also as f-strings, `%` and
-`.format` templates); a string in a device position that mentions CUDA in any other way is
-reported instead.
-"""
+"""NPU103: the device-string rule."""
 
 from __future__ import annotations
 
@@ -16,53 +6,14 @@ import re
 
 import libcst as cst
 
-from codemods.framework.base import Fix, Rule
 from codemods.framework.devices import (
-    device_collection,
-    device_expr,
-    device_positions,
     is_device_name,
     mentions_cuda,
 )
-from codemods.framework.nodes import code_of
-from npu_migrate.core.diagnostics import Severity
-
-PREFILTER = r"""['"]cuda\b"""
+from codemods.framework.families.device_strings import DeviceRule
 
 
-# -- shared plumbing --------------------------------------------------------------------------
-
-class _DeviceRule(Rule):
-    fix = Fix.SAFE
-    prefilter = PREFILTER
-    needs_torch_npu = True
-    severity = Severity.WARNING
-
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(context)
-        self.table = device_positions()
-
-    def swap(self, original: cst.BaseExpression, updated: cst.BaseExpression, where: str,
-             collection: bool = False) -> cst.BaseExpression:
-        """Rewrite one device position; record the edit, or report a CUDA string we cannot
-        prove to be a plain device string."""
-        new = device_collection(updated) if collection else device_expr(updated)
-        if new is None:
-            if self._doubtful(updated, collection):
-                self.report(original, f"`{code_of(original)}` in {where} mentions CUDA but is no "
-                                      "plain `cuda`/`cuda:N` device string: port it by hand")
-            return updated
-        self.fixed(original, f"`{code_of(updated)}` → `{code_of(new)}` ({where})")
-        return new
-
-    @staticmethod
-    def _doubtful(node: cst.BaseExpression, collection: bool) -> bool:
-        if collection and isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-            return any(isinstance(e, cst.Element) and mentions_cuda(e.value) for e in node.elements)
-        return mentions_cuda(node)
-
-
-class DeviceString(_DeviceRule):
+class DeviceString(DeviceRule):
     code = "NPU103"
     name = "device-string"
     summary = "`\"cuda\"`/`\"cuda:N\"` device strings in device positions become `\"npu\"`/`\"npu:N\"`"
@@ -209,7 +160,11 @@ class DeviceString(_DeviceRule):
 
 
 _AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.npu.is_available"})
+
+
 _OTHER_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
+
+
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 
 
@@ -235,93 +190,4 @@ def _device_choice(node: cst.IfExp) -> bool:
         values.append(branch.evaluated_value)
     return any(isinstance(v, str) and _CUDA_DEVICE.fullmatch(v) for v in values) and any(
         v in _OTHER_DEVICES for v in values)
-_COMPARE = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
-
-
-class DeviceComparison(_DeviceRule):
-    code = "NPU104"
-    name = "device-comparison"
-    summary = "Comparisons of devices with `\"cuda\"` (`x.device.type == \"cuda\"`) compare with `\"npu\"`"
-
-    def leave_Comparison(self, original_node: cst.Comparison,
-                         updated_node: cst.Comparison) -> cst.BaseExpression:
-        if len(updated_node.comparisons) != 1 or len(original_node.comparisons) != 1:
-            return updated_node
-        target = updated_node.comparisons[0]
-        if not isinstance(target.operator, _COMPARE):
-            return updated_node
-        left, right = updated_node.left, target.comparator
-        names = self.table.names
-        if is_device_name(original_node.left, names) and self._stringy(right):
-            new = self.swap(original_node.comparisons[0].comparator, right, "a device comparison",
-                            collection=True)
-            if new is not right:
-                return updated_node.with_changes(comparisons=[target.with_changes(comparator=new)])
-        elif is_device_name(original_node.comparisons[0].comparator, names) and self._stringy(left):
-            new = self.swap(original_node.left, left, "a device comparison", collection=True)
-            if new is not left:
-                return updated_node.with_changes(left=new)
-        return updated_node
-
-    @staticmethod
-    def _stringy(node: cst.BaseExpression) -> bool:
-        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-            return any(isinstance(e, cst.Element) and mentions_cuda(e.value) for e in node.elements)
-        return mentions_cuda(node)
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        """`str(x.device).startswith("cuda")`."""
-        func = updated_node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "startswith"
-                and len(updated_node.args) == 1 and updated_node.args[0].keyword is None
-                and mentions_cuda(updated_node.args[0].value)):
-            return updated_node
-        original_func = original_node.func
-        assert isinstance(original_func, cst.Attribute)
-        if not is_device_name(original_func.value, self.table.names):
-            return updated_node
-        arg = updated_node.args[0]
-        new = self.swap(original_node.args[0].value, arg.value, "a device prefix test", collection=True)
-        return updated_node.with_changes(args=[arg.with_changes(value=new)]) if new is not arg.value \
-            else updated_node
-
-
-class ArgparseDevice(_DeviceRule):
-    code = "NPU105"
-    name = "argparse-device-option"
-    summary = "`default=` and `choices=` of an argparse `--device` option name NPU devices"
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        func = updated_node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "add_argument"):
-            return updated_node
-        if not self._names_device(original_node) or len(original_node.args) != len(updated_node.args):
-            return updated_node
-        args = list(updated_node.args)
-        changed = False
-        for i, (orig, arg) in enumerate(zip(original_node.args, updated_node.args)):
-            if arg.keyword is None or arg.keyword.value not in ("default", "choices", "const"):
-                continue
-            if not self._stringy(arg.value):
-                continue
-            new = self.swap(orig.value, arg.value, f"`{arg.keyword.value}=` of a device option",
-                            collection=arg.keyword.value == "choices")
-            if new is not arg.value:
-                args[i] = arg.with_changes(value=new)
-                changed = True
-        return updated_node.with_changes(args=args) if changed else updated_node
-
-    _stringy = staticmethod(DeviceComparison._stringy)
-
-    @staticmethod
-    def _names_device(call: cst.Call) -> bool:
-        """An option whose flag (or dest) is about devices: `--device`, `--device-type`, ..."""
-        for arg in call.args:
-            value = arg.value
-            if (arg.keyword is None or arg.keyword.value == "dest") and isinstance(value, cst.SimpleString):
-                flag = value.raw_value.lstrip("-").replace("-", "_").lower()
-                if flag == "device" or flag.startswith("device_") or flag.endswith("_device"):
-                    return True
-        return False
-
 
