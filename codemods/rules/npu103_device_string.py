@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.devices import (
     is_device_name,
     mentions_cuda,
@@ -14,6 +15,68 @@ from codemods.framework.families.device_strings import DeviceRule
 
 
 class DeviceString(DeviceRule):
+    """## What it does
+
+    `"cuda"`/`"cuda:N"` device strings in device positions become `"npu"`/`"npu:N"`
+
+    ## Why
+
+    After `import torch_npu` the device is spelled `npu`; `"cuda"` devices fail on an NPU machine.
+    `transfer_to_npu` rewrites every string *containing* `cuda` that reaches one of its wrapped
+    functions, so `torch.load("/ckpt/cuda_model.pt")` loads `/ckpt/npu_model.pt`. This rule is exact:
+    it rewrites only the strings `cuda` and `cuda:N` (also `f"cuda:{i}"`, `"cuda:%d" % i`,
+    `"cuda:{}".format(i)`, `"cuda:" + str(i)`) and only where the code proves they are devices:
+
+    - keyword arguments named in the device table in any call: `device=`, `device_type=`,
+      `map_location=`, `device_id=` (and the keywords other families add, e.g. `output_device=`);
+    - positional device arguments of known functions: `torch.device("cuda", i)`,
+      `torch.set_default_device`, `torch.get_device_module`, the second argument of `torch.load`,
+      `torch.cuda.set_device`, `torch.cuda.device` (aliases resolved);
+    - the first argument of the methods `.to(...)`, `.cuda(...)`, `.pin_memory(...)`, whatever the receiver;
+    - both branches of `... if torch.cuda.is_available() else ...`, wherever it stands;
+    - names that hold devices: assignments inside functions and classes (`device = "cuda"`,
+      `self.device = "cuda:0"`), parameter defaults (`def f(device="cuda")`), dict entries
+      (`{"device": "cuda"}`). Module-level constants are NPU190's (it follows their uses).
+
+    The table is `codemods/data/device_positions*.json` (every matching file is merged; the schema is
+    in the file and in docs/rules-core.md). Calls handled entirely by NPU130 (AMP) are skipped.
+
+    Log messages, paths, docstrings, comments and flag names are never touched. A string in a
+    device position that mentions CUDA in any other way (`"cuda,cpu"`, `f"cuda:{a}:{b}"`) is
+    reported instead of rewritten.
+
+    ## Example
+
+    ```python
+    # before
+    d = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    x = torch.zeros(8, device=f"cuda:{rank}")
+    y = x.to("cuda:%d" % i, non_blocking=True)
+    state = torch.load("cuda_model.pt", map_location="cuda")
+    # after (with NPU120)
+    d = torch.device("npu" if torch.npu.is_available() else "cpu")
+    x = torch.zeros(8, device=f"npu:{rank}")
+    y = x.to("npu:%d" % i, non_blocking=True)
+    state = torch.load("cuda_model.pt", map_location="npu")
+    ```
+
+    ## Fix safety
+
+    Safe: an exact device string in a proven device position means the same device on the NPU.
+    Integer device indexes (`x.to(0)`) are left as they are: torch maps them to the current
+    accelerator. Suppress with `# npu-migrate: ignore[NPU103]`.
+
+    ## Options
+
+    Positions are data: add a `codemods/data/device_positions_<name>.json` with the same schema
+    (`keywords`, `functions`, `methods`, `names`, `skip_functions`).
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU103"
     name = "device-string"
     summary = "`\"cuda\"`/`\"cuda:N\"` device strings in device positions become `\"npu\"`/`\"npu:N\"`"
@@ -191,3 +254,34 @@ def _device_choice(node: cst.IfExp) -> bool:
     return any(isinstance(v, str) and _CUDA_DEVICE.fullmatch(v) for v in values) and any(
         v in _OTHER_DEVICES for v in values)
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+d = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+x = torch.zeros(8, device=f"cuda:{rank}")
+y = x.to("cuda:%d" % i, non_blocking=True)
+state = torch.load("cuda_model.pt", map_location="cuda")
+""",
+        after="""\
+import os
+import torch
+d = torch.device("npu" if torch.cuda.is_available() else "cpu")
+x = torch.zeros(8, device=f"npu:{rank}")
+y = x.to("npu:%d" % i, non_blocking=True)
+state = torch.load("cuda_model.pt", map_location="npu")
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+d = torch.device("npu" if torch.cuda.is_available() else "cpu")
+x = torch.zeros(8, device=f"npu:{rank}")
+y = x.to("npu:%d" % i, non_blocking=True)
+state = torch.load("cuda_model.pt", map_location="npu")
+""",
+    ),
+]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.devices import (
     collection_mentions_cuda,
     is_device_name,
@@ -15,6 +16,47 @@ _COMPARE = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
 
 
 class DeviceComparison(DeviceRule):
+    """## What it does
+
+    Comparisons of devices with `"cuda"` (`x.device.type == "cuda"`) compare with `"npu"`
+
+    ## Why
+
+    On an NPU, `x.device.type` is `"npu"`: a comparison with `"cuda"` becomes silently False and
+    the CUDA branch (or the fallback) is taken without any error. `transfer_to_npu` does not
+    touch comparisons (fact sheet §1.6).
+
+    A comparison is rewritten when one side is a device string (or a tuple/list/set of them, for
+    `in`) and the other side is spelled as a device: a name from the device table's `names`
+    (`device`, `device_type`, `dev`, `device_str`), such an attribute (`self.device`, `args.device`),
+    `<...dev...>.type` (`x.device.type`, `torch.device(d).type`) or `str(...)` of one. The same holds
+    for `str(device).startswith("cuda")`. Other comparisons with `"cuda"` are NPU191's to report.
+
+    ## Example
+
+    ```python
+    # before
+    if x.device.type == "cuda":
+        torch.cuda.synchronize()
+    use_amp = args.device in ("cuda", "xpu")
+    # after
+    if x.device.type == "npu":
+        torch.npu.synchronize()
+    use_amp = args.device in ("npu", "xpu")
+    ```
+
+    ## Fix safety
+
+    Safe when the compared value comes from the migrated code (a tensor's device, or a `--device`
+    option NPU105 migrated): both sides then name the NPU. Suppress with
+    `# npu-migrate: ignore[NPU104]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU104"
     name = "device-comparison"
     summary = "Comparisons of devices with `\"cuda\"` (`x.device.type == \"cuda\"`) compare with `\"npu\"`"
@@ -55,3 +97,31 @@ class DeviceComparison(DeviceRule):
         return updated_node.with_changes(args=[arg.with_changes(value=new)]) if new is not arg.value \
             else updated_node
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+if x.device.type == "cuda":
+    torch.cuda.synchronize()
+use_amp = args.device in ("cuda", "xpu")
+""",
+        after="""\
+import os
+import torch
+if x.device.type == "npu":
+    torch.cuda.synchronize()
+use_amp = args.device in ("npu", "xpu")
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+if x.device.type == "npu":
+    torch.cuda.synchronize()
+use_amp = args.device in ("npu", "xpu")
+""",
+    ),
+]

@@ -4,11 +4,45 @@ from __future__ import annotations
 
 import libcst as cst
 
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.devices import collection_mentions_cuda
 from codemods.framework.families.device_strings import DeviceRule
 
 
 class ArgparseDevice(DeviceRule):
+    """## What it does
+
+    `default=` and `choices=` of an argparse `--device` option name NPU devices
+
+    ## Why
+
+    Training scripts take the device from the command line: `--device cuda` by default, with
+    `choices=["cuda", "cpu"]`. After the migration the default must be an NPU device, and the
+    choices must accept it. An option counts as a device option when one of its flags or its
+    `dest` is `device`, starts with `device_`/`device-` or ends with `_device`/`-device`
+    (`--device`, `--device-type`, `--eval_device`). Help texts and flags such as `--no-cuda` stay.
+
+    ## Example
+
+    ```python
+    # before
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cuda or cpu")
+    # after
+    parser.add_argument("--device", default="npu", choices=["npu", "cpu"], help="cuda or cpu")
+    ```
+
+    ## Fix safety
+
+    Safe for the script itself; command lines and launch scripts that pass `--device cuda` must
+    pass `--device npu` (the shell rules report hard-coded values). Suppress with
+    `# npu-migrate: ignore[NPU105]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU105"
     name = "argparse-device-option"
     summary = "`default=` and `choices=` of an argparse `--device` option name NPU devices"
@@ -44,3 +78,25 @@ class ArgparseDevice(DeviceRule):
                     return True
         return False
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cuda or cpu")
+""",
+        after="""\
+import os
+import torch
+parser.add_argument("--device", default="npu", choices=["npu", "cpu"], help="cuda or cpu")
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+parser.add_argument("--device", default="npu", choices=["npu", "cpu"], help="cuda or cpu")
+""",
+    ),
+]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule, dotted_expr, dotted_name
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.families.torch_cuda_api import cuda_names
 from codemods.framework.nodes import alias_asname, split_import
 from npu_migrate.core.diagnostics import Severity
@@ -51,6 +52,68 @@ def _npu_module(node: cst.BaseExpression) -> cst.BaseExpression:
 
 
 class TorchCudaApi(Rule):
+    """## What it does
+
+    `torch.cuda.<name>` becomes `torch.npu.<name>` for the names torch_npu provides
+
+    ## Why
+
+    torch_npu registers `torch.npu` (`torch_npu.npu`), whose `__all__` holds 142 names, most of them
+    the `torch.cuda` API under the same name and signature (device management, streams and events,
+    the caching allocator, RNG, AMP helpers, NPU-only configuration). `transfer_to_npu` copies those
+    names onto `torch.cuda` at run time; names outside the list keep their CUDA implementation.
+
+    The name table is data: `codemods/data/torch_cuda.json` (`torch_npu_npu_all` is the fact sheet's
+    §2.1 list; `entries` the coverage rows). Also rewritten: `torch.cuda.random`,
+    `torch.cuda.streams` and `torch.cuda.default_generators`, which exist on `torch_npu.npu`
+    outside `__all__`. Left to other rules: `torch.cuda.amp` (NPU130), `memory`, `nvtx`, graphs,
+    typed `*Tensor` classes, `comm`, `nccl`, `profiler` (NPU150-NPU177). A name in neither list is
+    left alone.
+
+    Aliases are resolved:
+
+    - `th.cuda.X` (`import torch as th`) → `th.npu.X`;
+    - `from torch.cuda import X` → `from torch.npu import X`; an import that mixes names torch.npu
+      has and names it lacks is split on the same line, so no missing name is ever imported:
+      `from torch.cuda import get_arch_list; from torch.npu import synchronize` (the names that stay
+      come first, on one line; when one of them carries a comment the import is reported instead);
+    - module aliases (`import torch.cuda as tc`, `from torch import cuda`) are repointed at
+      `torch.npu` (`import torch.npu as tc`, `from torch import npu as cuda`) when every use of the
+      alias in the file is a name of the table. Otherwise the import stays and a warning lists the
+      uses that block it.
+
+    `import torch.cuda` (which binds `torch`) stays: it is harmless. `from torch.cuda.random import
+    ...` stays too: importing a submodule through the `torch.npu` alias would load it a second time.
+
+    ## Example
+
+    ```python
+    # before
+    from torch.cuda import synchronize, get_arch_list
+    if torch.cuda.is_available():
+        torch.cuda.set_device(rank)
+        torch.cuda.manual_seed_all(0)
+    # after
+    from torch.cuda import get_arch_list; from torch.npu import synchronize   # + NPU121 warning
+    if torch.npu.is_available():
+        torch.npu.set_device(rank)
+        torch.npu.manual_seed_all(0)
+    ```
+
+    ## Fix safety
+
+    Safe: the same function under the NPU module; `transfer_to_npu` makes the same substitution.
+    Some names are newer than some torch_npu releases (the entry notes say which, e.g.
+    `ExternalStream` and `get_per_process_memory_fraction` are master-only), and
+    `get_device_capability()` returns None on NPU (NPU180 reports comparisons on it).
+    Suppress with `# npu-migrate: ignore[NPU120]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU120"
     name = "torch-cuda-api"
     summary = "`torch.cuda.<name>` becomes `torch.npu.<name>` for the names torch_npu provides"
@@ -180,3 +243,34 @@ class TorchCudaApi(Rule):
             return alias
         return alias.with_changes(name=cst.Name(new), asname=alias.asname or cst.AsName(name=cst.Name(name)))
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+from torch.cuda import synchronize, get_arch_list
+if torch.cuda.is_available():
+    torch.cuda.set_device(rank)
+    torch.cuda.manual_seed_all(0)
+""",
+        after="""\
+import os
+import torch
+from torch.cuda import get_arch_list; from torch.npu import synchronize
+if torch.npu.is_available():
+    torch.npu.set_device(rank)
+    torch.npu.manual_seed_all(0)
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+from torch.cuda import get_arch_list; from torch.npu import synchronize
+if torch.npu.is_available():
+    torch.npu.set_device(rank)
+    torch.npu.manual_seed_all(0)
+""",
+    ),
+]

@@ -23,6 +23,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule, dotted_name
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.data import load_data
 from codemods.framework.devices import device_expr, mentions_cuda
 from codemods.framework.nodes import alias_local, code_of, keyword, split_import
@@ -100,6 +101,68 @@ class AmpUses:
 
 
 class AmpDevice(Rule):
+    """## What it does
+
+    CUDA AMP (`torch.cuda.amp.*`, `torch.autocast("cuda")`, ...) becomes `torch.amp.*("npu")`
+
+    ## Why
+
+    AMP has several CUDA spellings, and `transfer_to_npu` covers only some of them: it swaps the
+    classes of `torch.cuda.amp` and rewrites `autocast("cuda")`, but not `torch.amp.GradScaler("cuda")`,
+    `torch.GradScaler(device="cuda")` or `custom_fwd(device_type="cuda")` (fact sheet §1.6), and a
+    `GradScaler()` without a device is a CUDA scaler. This rule writes all of them in one form, the
+    device-generic `torch.amp` API with the device `"npu"` (docs/rules-core.md says why):
+
+    | CUDA | NPU |
+    |---|---|
+    | `torch.cuda.amp.autocast(enabled, dtype, cache_enabled)` | `torch.amp.autocast("npu", enabled=..., dtype=..., cache_enabled=...)` |
+    | `torch.cuda.amp.GradScaler(...)` | `torch.amp.GradScaler("npu", ...)` |
+    | `@torch.cuda.amp.custom_fwd` / `custom_fwd(cast_inputs=...)` | `@torch.amp.custom_fwd(device_type="npu")` / `(cast_inputs=..., device_type="npu")` |
+    | `@torch.cuda.amp.custom_bwd` | `@torch.amp.custom_bwd(device_type="npu")` |
+    | `torch.autocast("cuda")`, `torch.amp.autocast(device_type="cuda")` | `"npu"` |
+    | `torch.amp.GradScaler("cuda")`, `torch.GradScaler(device="cuda")`, `torch.amp.GradScaler()` | `"npu"` |
+    | `torch.is_autocast_enabled()`, `torch.get_autocast_gpu_dtype()`, `torch.set_autocast_gpu_dtype(d)` | `torch.is_autocast_enabled("npu")`, `torch.get_autocast_dtype("npu")`, `torch.set_autocast_dtype("npu", d)` |
+
+    Positional arguments of `torch.cuda.amp.autocast` become keywords, because `torch.amp.autocast`
+    orders them differently; `GradScaler`'s keep their order after the device.
+
+    Imported names move with their calls: `from torch.cuda.amp import autocast, GradScaler` becomes
+    `from torch.amp import ...` and every call gains `"npu"`; `from torch.cuda import amp` becomes
+    `from torch import amp`. That is done only when every use of the name in the file is a call (or a
+    `custom_fwd`/`custom_bwd` decorator) the rule can see. A name passed around without a call
+    (`ctx = autocast if amp else nullcontext`), an alias the rule cannot follow
+    (`autocast as ac`), `*args` in an autocast call, or a spelled-out `torch.cuda.amp.autocast` that is
+    not called is reported and left alone. The mapping is data: `codemods/data/amp.json`.
+
+    ## Example
+
+    ```python
+    # before
+    from torch.cuda.amp import autocast, GradScaler
+    scaler = GradScaler()
+    with autocast(dtype=torch.bfloat16):
+        loss = model(x)
+    # after
+    from torch.amp import autocast, GradScaler
+    scaler = GradScaler("npu")
+    with autocast("npu", dtype=torch.bfloat16):
+        loss = model(x)
+    ```
+
+    ## Fix safety
+
+    Safe: the default dtype is float16 for both the CUDA class and the `npu` device, and
+    `cache_enabled` defaults to True in both. `torch.amp.GradScaler("npu")` uses the
+    `_amp_foreach_non_finite_check_and_unscale_` and `_amp_update_scale_` kernels, which torch_npu
+    registers (not on Ascend 950DT for the latter, fact sheet §2.3).
+    Suppress with `# npu-migrate: ignore[NPU130]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU130"
     name = "amp-device"
     summary = "CUDA AMP (`torch.cuda.amp.*`, `torch.autocast(\"cuda\")`, ...) becomes `torch.amp.*(\"npu\")`"
@@ -387,3 +450,35 @@ def _append_keyword(args: list[cst.Arg], name: str, value: cst.BaseExpression) -
     if last.comma is cst.MaybeSentinel.DEFAULT:
         return [*args[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new]
     return [*args, new.with_changes(comma=last.comma)]  # a trailing comma stays trailing
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+from torch.cuda.amp import autocast, GradScaler
+scaler = GradScaler()
+with autocast(dtype=torch.bfloat16):
+    loss = model(x)
+""",
+        after="""\
+import os
+import torch
+from torch.amp import autocast, GradScaler
+scaler = GradScaler("npu")
+with autocast("npu", dtype=torch.bfloat16):
+    loss = model(x)
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+from torch.amp import autocast, GradScaler
+scaler = GradScaler("npu")
+with autocast("npu", dtype=torch.bfloat16):
+    loss = model(x)
+""",
+    ),
+]

@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.families.distributed import DistRule, DistTable
 from codemods.framework.nodes import code_of
 
@@ -79,6 +80,57 @@ def _last_name(node: cst.BaseExpression) -> str | None:
 
 
 class NcclBackend(DistRule):
+    """## What it does
+
+    `"nccl"` backends (init_process_group, new_group, comparisons, --dist-backend) become `"hccl"`
+
+    ## Why
+
+    The collective backend of Ascend is HCCL. `transfer_to_npu` rewrites the backend of
+    `init_process_group` and `new_group` at run time, but with a substring replace that also hits
+    init-method URLs, and it leaves comparisons such as `backend == "nccl"` alone: Huawei's own
+    migration guide says to fix those by hand (fact sheet §1.4). This rule rewrites backend strings
+    where they are backends:
+
+    - the backend argument of `init_process_group` (position 0) and `new_group` (position 2), or
+      their `backend=` keyword; `new_subgroups*`, `Backend("nccl")`;
+    - `backend=` and `dist_backend=` keywords of any call (accelerate, DeepSpeed);
+    - comparisons with an expression whose last name contains `backend` (`backend == "nccl"`,
+      `dist.get_backend() in ("nccl", "gloo")`, `args.dist_backend != "nccl"`);
+    - `default=`/`choices=` of argparse options whose flag contains `backend` (`--dist-backend`);
+    - values given to names containing `backend`: assignments (`self.backend = "nccl"`), parameter
+      defaults (`def setup(rank, backend="nccl")`) and dict entries (`{"dist_backend": "nccl"}`).
+
+    Values: `"nccl"` → `"hccl"` (`"NCCL"` → `"HCCL"`) and per-device lists
+    `"cuda:nccl,cpu:gloo"` → `"npu:hccl,cpu:gloo"`. A backend string it does not recognise
+    (`"nccl+sharp"`) is reported. Mapping: `codemods/data/distributed.json`.
+
+    ## Example
+
+    ```python
+    # before
+    parser.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"])
+    dist.init_process_group("nccl", init_method="tcp://nccl-host:23456")
+    if dist.get_backend() == "nccl":
+        ...
+    # after
+    parser.add_argument("--dist-backend", default="hccl", choices=["hccl", "gloo"])
+    dist.init_process_group("hccl", init_method="tcp://nccl-host:23456")
+    if dist.get_backend() == "hccl":
+        ...
+    ```
+
+    ## Fix safety
+
+    Safe: `get_backend()` returns `"hccl"` on NPU, so the comparisons keep their meaning.
+    Suppress with `# npu-migrate: ignore[NPU140]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU140"
     name = "nccl-backend"
     summary = "`\"nccl\"` backends (init_process_group, new_group, comparisons, --dist-backend) become `\"hccl\"`"
@@ -195,3 +247,34 @@ class NcclBackend(DistRule):
         value = self._swap(original_node.value, updated_node.value, f"the `{key.raw_value}` entry")
         return updated_node.with_changes(value=value) if value is not updated_node.value else updated_node
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+parser.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"])
+dist.init_process_group("nccl", init_method="tcp://nccl-host:23456")
+if dist.get_backend() == "nccl":
+    ...
+""",
+        after="""\
+import os
+import torch
+parser.add_argument("--dist-backend", default="hccl", choices=["hccl", "gloo"])
+dist.init_process_group("nccl", init_method="tcp://nccl-host:23456")
+if dist.get_backend() == "hccl":
+    ...
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+parser.add_argument("--dist-backend", default="hccl", choices=["hccl", "gloo"])
+dist.init_process_group("nccl", init_method="tcp://nccl-host:23456")
+if dist.get_backend() == "hccl":
+    ...
+""",
+    ),
+]

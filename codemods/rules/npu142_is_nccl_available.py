@@ -4,10 +4,45 @@ from __future__ import annotations
 
 import libcst as cst
 
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.families.distributed import DistRule
 
 
 class IsNcclAvailable(DistRule):
+    """## What it does
+
+    `torch.distributed.is_nccl_available` becomes `is_hccl_available`
+
+    ## Why
+
+    NCCL is never available on an NPU machine, so code guarded by `is_nccl_available()` falls back
+    to gloo or skips its distributed path. `import torch_npu` adds
+    `torch.distributed.is_hccl_available`, and `transfer_to_npu` aliases the NCCL name to it.
+
+    ## Example
+
+    ```python
+    # before
+    from torch.distributed import is_nccl_available
+    backend = "nccl" if is_nccl_available() else "gloo"
+    # after (the string by NPU140)
+    from torch.distributed import is_hccl_available
+    backend = "hccl" if is_hccl_available() else "gloo"
+    ```
+
+    An alias keeps its local name: `from torch.distributed import is_nccl_available as ok` becomes
+    `from torch.distributed import is_hccl_available as ok`.
+
+    ## Fix safety
+
+    Safe once torch_npu is imported (NPU100 adds it). Suppress with `# npu-migrate: ignore[NPU142]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU142"
     name = "is-nccl-available"
     summary = "`torch.distributed.is_nccl_available` becomes `is_hccl_available`"
@@ -55,3 +90,28 @@ class IsNcclAvailable(DistRule):
         if node.attr.value == "is_nccl_available":
             self._attrs.add(id(node.attr))
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+from torch.distributed import is_nccl_available
+backend = "nccl" if is_nccl_available() else "gloo"
+""",
+        after="""\
+import os
+import torch
+from torch.distributed import is_hccl_available
+backend = "nccl" if is_hccl_available() else "gloo"
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+from torch.distributed import is_hccl_available
+backend = "nccl" if is_hccl_available() else "gloo"
+""",
+    ),
+]

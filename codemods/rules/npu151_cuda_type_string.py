@@ -8,6 +8,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemods.framework.base import Fix, Rule
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.namemap import entries_for
 from codemods.framework.nodes import string_value, with_string
 from npu_migrate.core.diagnostics import Severity
@@ -20,6 +21,43 @@ def _type_strings() -> dict[str, dict[str, Any]]:
 
 
 class TensorTypeString(Rule):
+    """## What it does
+
+    `t.type("torch.cuda.FloatTensor")` and `t.type() == "torch.cuda.…"` use `torch.npu.…`
+
+    ## Why
+
+    `Tensor.type()` answers with strings such as `"torch.cuda.FloatTensor"`; on an NPU tensor it
+    answers `"torch.npu.FloatTensor"`. Code that passes the CUDA string to `t.type(...)` (a cast and a
+    move to the GPU at once) or compares `t.type()` with it breaks silently after the port, and
+    `transfer_to_npu` does not rewrite these strings. The rule rewrites the string in exactly these two
+    places: the first argument (or `dtype=`) of a `.type(...)` call, and an operand of a comparison
+    whose other side is `x.type()` (also inside a tuple or list for `in`). The strings come from
+    `codemods/data/coverage_tensors.json`; `DoubleTensor` carries NPU150's float64 warning.
+
+    ## Example
+
+    ```python
+    # before
+    h = x.type("torch.cuda.HalfTensor")
+    if x.type() == "torch.cuda.FloatTensor":
+        ...
+    # after
+    h = x.type("torch.npu.HalfTensor")
+    if x.type() == "torch.npu.FloatTensor":
+        ...
+    ```
+
+    ## Fix safety
+
+    Safe: the string names the same dtype on the NPU backend. A string anywhere else (a log line, a docstring) is left alone. Suppress a line with `# npu-migrate: ignore[NPU151]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU151"
     name = "cuda-type-string"
     summary = "`t.type(\"torch.cuda.FloatTensor\")` and `t.type() == \"torch.cuda.…\"` use `torch.npu.…`"
@@ -70,3 +108,31 @@ class TensorTypeString(Rule):
 def _is_type_query(node: cst.BaseExpression) -> bool:
     return m.matches(node, m.Call(func=m.Attribute(attr=m.Name("type")), args=[]))
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+h = x.type("torch.cuda.HalfTensor")
+if x.type() == "torch.cuda.FloatTensor":
+    ...
+""",
+        after="""\
+import os
+import torch
+h = x.type("torch.npu.HalfTensor")
+if x.type() == "torch.npu.FloatTensor":
+    ...
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+h = x.type("torch.npu.HalfTensor")
+if x.type() == "torch.npu.FloatTensor":
+    ...
+""",
+    ),
+]

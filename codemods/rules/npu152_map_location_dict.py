@@ -8,6 +8,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.devices import device_expr
 from codemods.framework.namemap import CoverageRule
 from codemods.framework.nodes import code_of, string_value
@@ -21,6 +22,43 @@ _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 
 
 class MapLocation(CoverageRule):
+    """## What it does
+
+    `torch.load(map_location={"cuda:0": ...})`: values become NPU devices, NPU keys are added
+
+    ## Why
+
+    `torch.load(f, map_location={...})` maps the *saved* location of each storage to a new one.
+    A checkpoint written on a GPU tags its storages `"cuda:N"`; one written after the port tags them
+    `"npu:N"`. `transfer_to_npu` string-replaces keys and values alike, so a GPU checkpoint's
+    `"cuda:1"` storages no longer match the rewritten key and only load because `Tensor.cuda` happens to
+    be patched too. npu-migrate rewrites the **values** (where to put the storage) to NPU devices and
+    keeps each CUDA **key**, adding the matching NPU key beside it, so checkpoints from either machine
+    load the same way. Strings and `torch.device(...)` values of `map_location` are NPU103's.
+
+    A function or lambda passed as `map_location` is reported (info): it sees `"cuda:N"` locations
+    from GPU checkpoints and must hand back NPU or CPU storages; npu-migrate cannot check its body.
+    Applies to `torch.load`, `torch.serialization.load` and `torch.jit.load`, by keyword or position.
+
+    ## Example
+
+    ```python
+    # before
+    sd = torch.load(path, map_location={"cuda:1": "cuda:0"})
+    # after
+    sd = torch.load(path, map_location={"cuda:1": "npu:0", "npu:1": "npu:0"})
+    ```
+
+    ## Fix safety
+
+    Safe: a dict lookup of a missing key falls through to the saved location, so the added key changes nothing for GPU checkpoints; it makes NPU checkpoints behave like GPU ones did. Suppress a line with `# npu-migrate: ignore[NPU152]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU152"
     name = "map-location-dict"
     summary = "`torch.load(map_location={\"cuda:0\": ...})`: values become NPU devices, NPU keys are added"
@@ -102,3 +140,25 @@ def _keeps_storage_on_cpu(node: cst.Lambda) -> bool:
     return (len(params) >= 1 and isinstance(node.body, cst.Name)
             and node.body.value == params[0].name.value)
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+sd = torch.load(path, map_location={"cuda:1": "cuda:0"})
+""",
+        after="""\
+import os
+import torch
+sd = torch.load(path, map_location={"cuda:1": "npu:0", "npu:1": "npu:0"})
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+sd = torch.load(path, map_location={"cuda:1": "npu:0", "npu:1": "npu:0"})
+""",
+    ),
+]

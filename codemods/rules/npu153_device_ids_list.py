@@ -7,6 +7,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.devices import device_collection
 from codemods.framework.namemap import CoverageRule
 from codemods.framework.nodes import code_of
@@ -18,6 +19,41 @@ _DEVICE_IDS = {"torch.nn.parallel.DistributedDataParallel": 1, "torch.nn.paralle
 
 
 class DeviceIdsList(CoverageRule):
+    """## What it does
+
+    CUDA device strings inside DDP/DataParallel `device_ids=[...]` lists become NPU ones
+
+    ## Why
+
+    `DistributedDataParallel(device_ids=[...])` and `DataParallel(module, device_ids, output_device)`
+    take a list of devices. Integer ids need no change on NPU, but string ids (`"cuda:0"`,
+    `f"cuda:{rank}"`) name CUDA devices. `transfer_to_npu` rewrites them only in a `device_ids=`
+    keyword list (tuples only from its master branch) and never in a positional list (fact sheet §1.8).
+    The rule rewrites each plain CUDA device string of the list or tuple, keyword or positional, for
+    `DistributedDataParallel`, `DataParallel` and `torch.nn.parallel.data_parallel`.
+    `torch.device(...)` elements are NPU103's, as is `output_device` (a device position of
+    `codemods/data/device_positions_extra.json`).
+
+    ## Example
+
+    ```python
+    # before
+    model = DDP(model, device_ids=[f"cuda:{rank}"], output_device=f"cuda:{rank}")
+    # after
+    model = DDP(model, device_ids=[f"npu:{rank}"], output_device=f"npu:{rank}")
+    ```
+
+    ## Fix safety
+
+    Safe: only exact `cuda`/`cuda:N` strings (and `f"cuda:{i}"`) are rewritten; other elements are
+    left as they are. Suppress a line with `# npu-migrate: ignore[NPU153]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU153"
     name = "device-ids-list"
     summary = "CUDA device strings inside DDP/DataParallel `device_ids=[...]` lists become NPU ones"
@@ -45,3 +81,22 @@ class DeviceIdsList(CoverageRule):
                     return updated_node.with_changes(args=args)
         return updated_node
 
+
+CASES = [
+    Invalid(
+        """\
+import torch
+model = torch.nn.DataParallel(model, device_ids=["cuda:0", "cuda:1"])
+""",
+        after="""\
+import torch
+model = torch.nn.DataParallel(model, device_ids=["npu:0", "npu:1"])
+""",
+    ),
+    Valid(
+        """\
+import torch
+model = torch.nn.DataParallel(model, device_ids=[0, 1])
+""",
+    ),
+]

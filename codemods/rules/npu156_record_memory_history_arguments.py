@@ -7,6 +7,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.namemap import CoverageRule
 from codemods.framework.nodes import keyword
 from npu_migrate.core.diagnostics import Severity
@@ -56,6 +57,48 @@ def _choose(condition: cst.BaseExpression, if_true: str | None, if_false: str | 
 
 
 class RecordMemoryHistory(CoverageRule):
+    """## What it does
+
+    `_record_memory_history(True, trace_alloc_max_entries=…)` and keywords torch_npu rejects are rewritten
+
+    ## Why
+
+    torch_npu's `_record_memory_history(enabled="all", context="all", stacks="all", max_entries, device)`
+    has no bool form and none of upstream's newer keywords (fact sheet §2.2): `_record_memory_history(True,
+    trace_alloc_max_entries=100000)` fails the pybind type check, and `clear_history=`,
+    `compile_context=`, `global_record_annotations=`, `skip_actions=` raise `TypeError`.
+
+    The legacy form (a bool `enabled`, or any of `record_context`, `trace_alloc_max_entries`,
+    `trace_alloc_record_context`, `record_context_cpp`; positional arguments read in upstream's legacy
+    order) is rewritten: `True`→`"all"`, `False`→`None`, `record_context=False`→`context=None`,
+    `record_context_cpp`→`stacks="all"`/`"python"`, `trace_alloc_max_entries`→`max_entries`; a
+    non-literal flag becomes a conditional (`"all" if flag else None`). Keywords torch_npu rejects are
+    dropped, each with a warning. An `enabled` value that may be a bool gets an info note; more than
+    five positional arguments are reported. `augment_with_fx_traces=` of `_snapshot`/`_dump_snapshot`
+    is reported (torch_npu master only). Calls through `torch.cuda.memory`, `torch.npu.memory` and
+    `torch_npu.npu.memory` are checked, so code already half-ported is fixed too.
+
+    ## Example
+
+    ```python
+    # before
+    torch.cuda.memory._record_memory_history(True, trace_alloc_max_entries=100000, record_context=False)
+    torch.cuda.memory._record_memory_history("all", max_entries=10, clear_history=True)
+    # after (NPU155 renames the module)
+    torch.npu.memory._record_memory_history("all", context=None, max_entries=100000)
+    torch.npu.memory._record_memory_history("all", max_entries=10)   # warning: clear_history dropped
+    ```
+
+    ## Fix safety
+
+    Safe for the translated arguments. The dropped keywords have no NPU counterpart; each drop is reported so the user can see what the recording no longer does (for example, clearing the history). Suppress a line with `# npu-migrate: ignore[NPU156]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU156"
     name = "record-memory-history-arguments"
     summary = "`_record_memory_history(True, trace_alloc_max_entries=…)` and keywords torch_npu rejects are rewritten"
@@ -148,3 +191,28 @@ def _tidy(kept: list[cst.Arg], original: list[cst.Arg]) -> list[cst.Arg]:
         kept[-1] = kept[-1].with_changes(comma=original[-1].comma)
     return kept
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+torch.cuda.memory._record_memory_history(True, trace_alloc_max_entries=100000, record_context=False)
+torch.cuda.memory._record_memory_history("all", max_entries=10, clear_history=True)
+""",
+        after="""\
+import os
+import torch
+torch.cuda.memory._record_memory_history("all", context=None, max_entries=100000)
+torch.cuda.memory._record_memory_history("all", max_entries=10)
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+torch.cuda.memory._record_memory_history("all", context=None, max_entries=100000)
+torch.cuda.memory._record_memory_history("all", max_entries=10)
+""",
+    ),
+]

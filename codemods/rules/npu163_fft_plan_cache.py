@@ -7,6 +7,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix, dotted_parts
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.namemap import NameMapRule, name_prefilter
 from npu_migrate.core.diagnostics import Severity
 
@@ -20,6 +21,38 @@ _MAX_PLAN_CACHE = 99  # torch_npu's fft plan cache accepts max_size 1..99
 
 
 class FftPlanCache(NameMapRule):
+    """## What it does
+
+    `torch.backends.cuda.cufft_plan_cache` becomes `torch.npu.backends.fft_plan_cache`
+
+    ## Why
+
+    `torch.backends.cuda.cufft_plan_cache` becomes `torch.npu.backends.fft_plan_cache`, which has the
+    same `size`, `max_size` and `clear()` (fact sheet §2.5). Two differences are reported: the NPU has
+    one cache, not one per device, so `cufft_plan_cache[i]` is left alone and flagged; and
+    `max_size` must be between 1 and 99, so a literal outside that range is flagged.
+
+    ## Example
+
+    ```python
+    # before
+    torch.backends.cuda.cufft_plan_cache.max_size = 32
+    torch.backends.cuda.cufft_plan_cache.clear()
+    # after
+    torch.npu.backends.fft_plan_cache.max_size = 32
+    torch.npu.backends.fft_plan_cache.clear()
+    ```
+
+    ## Fix safety
+
+    Safe: same attributes. Indexed uses and out-of-range sizes are reported, not changed. Suppress a line with `# npu-migrate: ignore[NPU163]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU163"
     name = "fft-plan-cache"
     summary = "`torch.backends.cuda.cufft_plan_cache` becomes `torch.npu.backends.fft_plan_cache`"
@@ -59,3 +92,28 @@ class FftPlanCache(NameMapRule):
                             f"{_MAX_PLAN_CACHE}", severity=Severity.WARNING)
         return updated_node
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+torch.backends.cuda.cufft_plan_cache.max_size = 32
+torch.backends.cuda.cufft_plan_cache.clear()
+""",
+        after="""\
+import os
+import torch
+torch.npu.backends.fft_plan_cache.max_size = 32
+torch.npu.backends.fft_plan_cache.clear()
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+torch.npu.backends.fft_plan_cache.max_size = 32
+torch.npu.backends.fft_plan_cache.clear()
+""",
+    ),
+]

@@ -7,6 +7,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.namemap import CoverageRule
 
 _AUTOGRAD_PROFILE = frozenset({"torch.autograd.profiler.profile", "torch.autograd.profile"})
@@ -16,6 +17,39 @@ _EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_
 
 
 class AutogradProfilerUseCuda(CoverageRule):
+    """## What it does
+
+    `torch.autograd.profiler.profile(use_cuda=True)` becomes `use_device="npu"`
+
+    ## Why
+
+    `torch.autograd.profiler.profile(use_cuda=True)` records nothing on the NPU; the supported form is
+    `use_device="npu"` (✔ on A2/A3, `pytorch_2-12-0/torch-autograd.md`), and `transfer_to_npu` does
+    not rewrite it (fact sheet §1.6). `use_cuda=True` becomes `use_device="npu"`, `use_cuda=False` (the
+    default) is removed, and a computed flag becomes `use_device="npu" if flag else None`.
+    `use_device="cuda"` is rewritten by NPU103 (a device position of `device_positions_extra.json`).
+
+    ## Example
+
+    ```python
+    # before
+    with torch.autograd.profiler.profile(use_cuda=True) as prof:
+        model(x)
+    # after
+    with torch.autograd.profiler.profile(use_device="npu") as prof:
+        model(x)
+    ```
+
+    ## Fix safety
+
+    Safe: the same events, recorded for the NPU. Suppress a line with `# npu-migrate: ignore[NPU172]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU172"
     name = "autograd-profiler-use-cuda"
     summary = "`torch.autograd.profiler.profile(use_cuda=True)` becomes `use_device=\"npu\"`"
@@ -47,3 +81,28 @@ class AutogradProfilerUseCuda(CoverageRule):
             return updated_node.with_changes(args=args)
         return updated_node
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+with torch.autograd.profiler.profile(use_cuda=True) as prof:
+    model(x)
+""",
+        after="""\
+import os
+import torch
+with torch.autograd.profiler.profile(use_device="npu") as prof:
+    model(x)
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+with torch.autograd.profiler.profile(use_device="npu") as prof:
+    model(x)
+""",
+    ),
+]

@@ -7,6 +7,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.data import load_data
 from codemods.framework.namemap import CoverageRule
 from codemods.framework.nodes import string_value, with_string
@@ -22,6 +23,38 @@ _DYNAMO = frozenset({"torch._dynamo.optimize"})
 
 
 class CompileBackend(CoverageRule):
+    """## What it does
+
+    `torch.compile(backend="cudagraphs")` becomes `backend="npugraphs"`
+
+    ## Why
+
+    `torch.compile(backend="cudagraphs")` has an NPU twin: torch_npu registers the dynamo backends
+    `npu`, `npugraph_ex` and `npugraphs`, and the support list says `npugraphs` equals `cudagraphs`
+    (fact sheet §2.4). `transfer_to_npu` leaves the string alone. The rule rewrites the `backend=` of
+    `torch.compile` and the backend of `torch._dynamo.optimize(...)`; the strings are data
+    (`compile_backends` in `codemods/data/coverage_graphs.json`). TensorRT backends are reported: they
+    are NVIDIA-only. `mode="reduce-overhead"` needs no change (inductor on NPU supports it).
+
+    ## Example
+
+    ```python
+    # before
+    model = torch.compile(model, backend="cudagraphs")
+    # after
+    model = torch.compile(model, backend="npugraphs")
+    ```
+
+    ## Fix safety
+
+    Safe: the same graph-capture backend for the NPU. Suppress a line with `# npu-migrate: ignore[NPU175]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU175"
     name = "compile-backend"
     summary = "`torch.compile(backend=\"cudagraphs\")` becomes `backend=\"npugraphs\"`"
@@ -52,3 +85,25 @@ class CompileBackend(CoverageRule):
                 return updated_node.with_changes(args=args)
         return updated_node
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+model = torch.compile(model, backend="cudagraphs")
+""",
+        after="""\
+import os
+import torch
+model = torch.compile(model, backend="npugraphs")
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+model = torch.compile(model, backend="npugraphs")
+""",
+    ),
+]

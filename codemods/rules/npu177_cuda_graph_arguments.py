@@ -7,6 +7,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.namemap import CoverageRule
 from npu_migrate.core.diagnostics import Severity
 
@@ -24,6 +25,40 @@ _EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_
 
 
 class CudaGraphArguments(CoverageRule):
+    """## What it does
+
+    `torch.cuda.graph(g, pool, stream, mode)`: arguments after `stream` become keywords for `torch.npu.graph`
+
+    ## Why
+
+    `torch.cuda.graph(cuda_graph, pool, stream, capture_error_mode, enable_annotations,
+    check_input_liveness)` and `torch.npu.graph(npu_graph, pool, stream, auto_dispatch_capture,
+    capture_error_mode)` differ after the third parameter (fact sheet §2.4): a fourth positional
+    argument would land in `auto_dispatch_capture`. The rule makes it `capture_error_mode=...` and drops
+    `enable_annotations=` / `check_input_liveness=` (absent on NPU), reporting each drop. It only acts
+    on CUDA spellings, so a `torch.npu.graph` call with its own fourth argument is left alone.
+
+    ## Example
+
+    ```python
+    # before
+    with torch.cuda.graph(g, pool, stream, "thread_local"):
+        ...
+    # after
+    with torch.npu.graph(g, pool, stream, capture_error_mode="thread_local"):
+        ...
+    ```
+
+    ## Fix safety
+
+    Safe: the argument reaches the same parameter; dropped keywords are reported. Suppress a line with `# npu-migrate: ignore[NPU177]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU177"
     name = "cuda-graph-arguments"
     summary = "`torch.cuda.graph(g, pool, stream, mode)`: arguments after `stream` become keywords for `torch.npu.graph`"
@@ -62,3 +97,28 @@ class CudaGraphArguments(CoverageRule):
             args, changed = kept, True
         return updated_node.with_changes(args=args) if changed else updated_node
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+with torch.cuda.graph(g, pool, stream, "thread_local"):
+    ...
+""",
+        after="""\
+import os
+import torch
+with torch.cuda.graph(g, pool, stream, capture_error_mode="thread_local"):
+    ...
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+with torch.cuda.graph(g, pool, stream, capture_error_mode="thread_local"):
+    ...
+""",
+    ),
+]

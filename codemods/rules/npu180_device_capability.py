@@ -7,6 +7,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.namemap import CoverageRule
 from npu_migrate.core.diagnostics import Severity
 
@@ -23,6 +24,41 @@ _CAPABILITY_HELP = ("returns None on NPU (unless TORCH_NPU_DEVICE_CAPABILITY=\"m
 
 
 class DeviceCapability(CoverageRule):
+    """## What it does
+
+    `get_device_capability()` returns None on NPU: comparing, indexing or unpacking it crashes
+
+    ## Why
+
+    `torch.npu.get_device_capability()` returns **None** on Ascend unless `TORCH_NPU_DEVICE_CAPABILITY`
+    is set (torch_npu 26.x; in 7.x it always returns None), so the common
+    `torch.cuda.get_device_capability()[0] >= 8` raises `TypeError` after the port (fact sheet §2.6).
+    The rule reports every call (CUDA, `torch.npu`, `torch_npu.npu` or `torch.accelerator` spelling):
+    a **warning** where the result is compared, indexed, unpacked or used in arithmetic, an info note
+    elsewhere. `get_device_properties(i).major/.minor` is reported too: those are not compute
+    capabilities on NPU. Gate features on what they need (`torch.npu.is_bf16_supported()`, ...)
+    instead.
+
+    ## Example
+
+    ```python
+    if torch.cuda.get_device_capability()[0] >= 8:   # warning: None on NPU, TypeError
+        dtype = torch.bfloat16
+    # instead
+    if torch.npu.is_bf16_supported():
+        dtype = torch.bfloat16
+    ```
+
+    ## Fix safety
+
+    Diagnostic only (NPU120 still renames the call to `torch.npu.get_device_capability`). Suppress a line with `# npu-migrate: ignore[NPU180]`.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: not yet
+    """
+
     code = "NPU180"
     name = "device-capability"
     summary = "`get_device_capability()` returns None on NPU: comparing, indexing or unpacking it crashes"
@@ -75,3 +111,22 @@ class DeviceCapability(CoverageRule):
                         severity=Severity.WARNING if id(original_node) in self.used else Severity.INFO)
         return updated_node
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+if torch.cuda.get_device_capability()[0] >= 8:   # warning: None on NPU, TypeError
+    dtype = torch.bfloat16
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+if torch.npu.is_bf16_supported():
+    dtype = torch.bfloat16
+""",
+    ),
+]

@@ -9,6 +9,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.devices import (
     DevicePositions,
     device_expr,
@@ -227,6 +228,51 @@ class ConstantFlow:
 
 
 class ModuleDeviceConstant(CoverageRule):
+    """## What it does
+
+    `DEVICE = "cuda"` at module level becomes `"npu"` when every use of it is a device
+
+    ## Why
+
+    A module-level constant such as `DEVICE = "cuda"` is no device position by itself, so NPU103 does
+    not touch it (it handles device-named assignments inside functions and classes); `transfer_to_npu`
+    only rewrites strings at the moment they reach a wrapped function. The rule follows the constant
+    through the whole file (Python's `ast`, once per file, so the decision does not depend on which
+    chunk the engine parses) and rewrites the assignment when it is assigned once, never shadowed
+    (`global`, a parameter of the same name), and **every** use is a device: a device position of the
+    device table (`codemods/data/device_positions*.json`: keywords such as `device=`, positions of
+    `torch.device`, `.to()`, ...), an `f"{DEVICE}:{rank}"` template there, a comparison with a device
+    or (under a device-like name, which NPU104 rewrites too) with `"cuda"`, a device-named assignment,
+    parameter default or dict entry, or an argparse `--device` default/choice. Logging and `print`
+    neither count nor block. A constant no code in the file uses is rewritten only when its name says
+    device (a settings module). Any other use keeps the constant and is reported with its line.
+
+    ## Example
+
+    ```python
+    # before
+    DEVICE = "cuda"
+    x = torch.zeros(8, device=DEVICE)
+    model.to(f"{DEVICE}:{rank}")
+    # after
+    DEVICE = "npu"
+    x = torch.zeros(8, device=DEVICE)
+    model.to(f"{DEVICE}:{rank}")
+
+    CKPT = "cuda"
+    path = os.path.join("ckpt", CKPT)    # reported: the constant also names a path
+    ```
+
+    ## Fix safety
+
+    Safe: rewritten only when every use in the file is a device. Uses in other modules (`from config import DEVICE`) cannot be seen; a device-named constant unused in its own file is assumed to be a setting for them. Suppress a line with `# npu-migrate: ignore[NPU190]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU190"
     name = "module-device-constant"
     summary = "`DEVICE = \"cuda\"` at module level becomes `\"npu\"` when every use of it is a device"
@@ -279,3 +325,34 @@ class ModuleDeviceConstant(CoverageRule):
             self.context.require_import("torch_npu")
         return updated_node.with_changes(value=new)
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+DEVICE = "cuda"
+x = torch.zeros(8, device=DEVICE)
+model.to(f"{DEVICE}:{rank}")
+""",
+        after="""\
+import os
+import torch
+import torch_npu  # noqa: F401
+DEVICE = "npu"
+x = torch.zeros(8, device=DEVICE)
+model.to(f"{DEVICE}:{rank}")
+""",
+        codes=('NPU100', 'NPU190'),
+    ),
+    Valid(
+        """\
+import os
+import torch
+import torch_npu  # noqa: F401
+DEVICE = "npu"
+x = torch.zeros(8, device=DEVICE)
+model.to(f"{DEVICE}:{rank}")
+""",
+    ),
+]

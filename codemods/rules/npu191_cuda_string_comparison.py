@@ -8,6 +8,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid
 from codemods.framework.devices import (
     device_positions,
     is_device_name,
@@ -20,6 +21,36 @@ _CUDA = re.compile(r"cuda(:\d+)?")
 
 
 class CudaStringComparison(CoverageRule):
+    """## What it does
+
+    Comparisons with `"cuda"` that no device rule could prove to be about a device are reported
+
+    ## Why
+
+    After the port a device or device type is `"npu"`, so comparisons with `"cuda"` silently become
+    False. NPU104 rewrites them where the other side is visibly a device (`x.device.type`, `device`,
+    `str(dev)`), NPU190 where it is a device constant, and the distributed rules handle `"nccl"`.
+    Every remaining comparison (`==`, `!=`, `in`, `not in`) with a `"cuda"`/`"cuda:N"` literal, and
+    `.startswith("cuda")`, is reported: the rule cannot prove the value is a device (`args.accelerator`
+    could be anything), but it usually is.
+
+    ## Example
+
+    ```python
+    if args.accelerator == "cuda":      # warning: compare with "npu" if this names a device
+        ...
+    ```
+
+    ## Fix safety
+
+    Diagnostic only. Suppress a line with `# npu-migrate: ignore[NPU191]`.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: not yet
+    """
+
     code = "NPU191"
     name = "cuda-string-comparison"
     summary = "Comparisons with `\"cuda\"` that no device rule could prove to be about a device are reported"
@@ -72,3 +103,14 @@ class CudaStringComparison(CoverageRule):
         value = string_value(node)
         return value is not None and value.startswith("cuda") and bool(_CUDA.fullmatch(value))
 
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+if args.accelerator == "cuda":      # warning: compare with "npu" if this names a device
+    ...
+""",
+    ),
+]

@@ -17,6 +17,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemods.framework.base import Fix, Rule
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.loops import (
     BlockPlan,
     Site,
@@ -32,6 +33,126 @@ from npu_migrate.core.diagnostics import Severity
 
 
 class InsertAmp(Rule):
+    """## What it does
+
+    Wrap the forward pass and the loss of each training step (and of evaluation loops) in `torch.autocast(device_type="npu", dtype=torch.bfloat16)`; with fp16, route the step through a `torch.amp.GradScaler("npu")`.
+
+    Opt-in: `npu-migrate apply --enable amp` (or `enable = ["amp"]` in `[tool.npu-migrate]`).
+
+    ## Why
+
+    Ascend's matrix units run bf16 and fp16 much faster than fp32, and a model migrated from CUDA
+    usually trains in fp32 unless someone adds mixed precision. `torch.autocast(device_type="npu")` and
+    `torch.amp.GradScaler("npu")` are the native APIs on torch_npu (`torch_npu_api.md` §2.3: the NPU
+    autocast kernels are registered for PrivateUse1, the scaler ops `_amp_foreach_non_finite_check_and_unscale_`
+    and `_amp_update_scale_` are supported).
+
+    bf16 (the default) has fp32's exponent range, so gradients do not underflow and no scaler is
+    needed. fp16 needs loss scaling: the rule then also inserts the scaler, the way the PyTorch AMP
+    recipe does.
+
+    ### What is recognised
+
+    - **Training step**: a block (a loop body, or a function such as `train_step`) holding
+      `<loss>.backward()` as a statement of its own, the loss assigned by the plain assignments just
+      above it, and an optimizer `.step()` after it in the same iteration (directly, or in an `if`
+      as with gradient accumulation). Autocast wraps the simple statements above `.backward()` that
+      end with the (last) assignment of the loss, starting at the first assignment that computes
+      something — the batch transfers (`x = x.to(device)`), unpacking and `zero_grad()` in front stay
+      outside.
+    - **Evaluation loop**: a `for` loop over batches (the iterable, possibly inside
+      `enumerate`/`tqdm`/`iter`, is named like `loader`, `val_loader`, `test_dl`, `batches`, `dataset`,
+      `data`), that runs with gradients disabled (`with torch.no_grad()` / `torch.inference_mode()`
+      around it or as the first statement of its body, or `@torch.no_grad()` on the function), and
+      feeds the batch to a model (`model(x)`, `self.net(batch)`: a local callable, not an imported
+      function, given a loop variable); autocast wraps its simple statements after the batch
+      transfers. No scaler. Library loops under `no_grad` (optimizer steps over `param_groups`,
+      updates over `dict.items()`) are therefore not touched: over 920 candidate files of torch's own
+      sources, the three rules change nothing.
+    - **fp16**: `scaler = torch.amp.GradScaler("npu")` before the outermost training loop of the
+      function; `scaler.scale(loss).backward()`; `scaler.step(optimizer)` followed by
+      `scaler.update()`; `scaler.unscale_(optimizer)` right before `clip_grad_norm_` /
+      `clip_grad_value_`; `"scaler": scaler.state_dict()` added to each dict literal that saves
+      `optimizer.state_dict()` in that function (checkpoints). With gradient accumulation the scaled
+      backward runs every iteration and unscale/step/update run where the optimizer steps.
+
+    ### Left alone, with a diagnostic saying why
+
+    - the file already uses AMP: `autocast`, `GradScaler`, apex (`amp.initialize`), `Accelerator(`,
+      `mixed_precision` (info);
+    - the loss is computed inside the `.backward()` call, or not by the statements just above it;
+    - no optimizer `.step()` follows `.backward()` in the iteration;
+    - several `.backward()` calls in one loop (GANs, several losses);
+    - `.backward()` shares its line with other statements;
+    - fp16 only: the step is a function of its own (the scaler must live with the loop that calls
+      it), `optimizer.step(closure)`, several optimizers, or gradient clipping on iterations where the
+      optimizer does not step (with accumulation: `scaler.unscale_` may run only once per `step()`,
+      so the clipping has to move next to the step first).
+
+    A framework's backward (`accelerator.backward(loss)`, `engine.backward(loss)`) is skipped
+    silently: the framework owns precision. A loop without gradients disabled and without a backward
+    pass is not an evaluation loop for certain and is skipped silently too.
+
+    ## Example
+
+    ```python
+    # before
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        out = model(x)
+        loss = criterion(out, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+    # after (default, bf16)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+            out = model(x)
+            loss = criterion(out, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+    # after (amp-dtype = "float16")
+    scaler = torch.amp.GradScaler("npu")
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        with torch.autocast(device_type="npu", dtype=torch.float16):
+            out = model(x)
+            loss = criterion(out, y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Options
+
+    - `amp_dtype` (config key `amp-dtype`): `bfloat16` (default; also `bf16`) or `float16` (also
+      `fp16`, `half`). Anything else is an error diagnostic and nothing is inserted.
+
+    ## Fix safety
+
+    Unsafe by nature: mixed precision changes the numerics on purpose. Compare the loss curve
+    (`npu-migrate verify`). The rewrite keeps the program's structure: statements move into a `with`
+    block (variables assigned there stay visible after it), comments move with them, nothing else is
+    reformatted. Applying it twice inserts nothing the second time (autocast around a step means it
+    is done). Loading an old checkpoint is untouched: add `scaler.load_state_dict(ckpt["scaler"])`
+    yourself where you restore the optimizer. Suppress a loop with `# npu-migrate: ignore[NPU400]` on
+    its `for` line or on its `.backward()` line.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (unsafe fix: review the change); opt-in
+    - **portable**: not yet
+    """
+
     code = "NPU400"
     name = "amp"
     summary = ("Wrap the forward pass and loss in `torch.autocast(device_type=\"npu\")` "
@@ -287,3 +408,49 @@ def _scaler_step(stmt: cst.SimpleStatementLine, scaler: str) -> cst.SimpleStatem
     optimizer = call.func.value
     new_call = call.with_changes(func=cst.parse_expression(f"{scaler}.step"), args=[cst.Arg(optimizer)])
     return stmt.with_changes(body=[expr.with_changes(value=new_call)])
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    optimizer.zero_grad()
+    out = model(x)
+    loss = criterion(out, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+""",
+        after="""\
+import os
+import torch
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    optimizer.zero_grad()
+    with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+        out = model(x)
+        loss = criterion(out, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    optimizer.zero_grad()
+    with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+        out = model(x)
+        loss = criterion(out, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+""",
+    ),
+]

@@ -19,6 +19,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from codemods.framework.base import Fix, Rule, dotted_parts
+from codemods.framework.cases import Invalid
 from codemods.framework.facts import ast_dotted_parts
 from codemods.framework.loops import (
     append_elements,
@@ -33,6 +34,75 @@ from npu_migrate.core.diagnostics import Severity
 
 
 class InsertPinMemory(Rule):
+    """## What it does
+
+    `DataLoader(...)` without `pin_memory` gets `pin_memory=True` (and `persistent_workers=True` when it has workers); the host→device copies of its batches get `non_blocking=True`.
+
+    Opt-in: `npu-migrate apply --enable pin-memory`.
+
+    ## Why
+
+    A copy from pageable host memory to the NPU is synchronous and goes through a staging buffer.
+    With `pin_memory=True` the loader returns page-locked batches, and a copy of a pinned tensor with
+    `non_blocking=True` overlaps with the computation already queued on the device. Workers that
+    persist between epochs save re-forking them (and re-importing the dataset) every epoch.
+
+    What the rule does:
+
+    - `DataLoader(...)` (resolved through imports: `torch.utils.data.DataLoader` under any alias)
+      without `pin_memory` gets `pin_memory=True`. An explicit `pin_memory=...` is the user's choice
+      and is kept. A call with `**kwargs` is left alone with an info note (the keyword may already be
+      in there).
+    - `num_workers` > 0 (a literal, or a module constant) and no `persistent_workers`: adds
+      `persistent_workers=True`. When `num_workers` is a variable (`args.workers`), adds
+      `persistent_workers=args.workers > 0` (a loader with no workers rejects `persistent_workers=True`).
+    - `num_workers` missing or 0: an info diagnostic suggests workers.
+    - In a `for` loop over a loader that pins memory (directly, through `enumerate`/`tqdm`/`iter`),
+      `.to(device)`, `.npu()` and `.cuda()` calls on the batch (the loop variables, what is unpacked
+      or indexed from them, dict comprehensions over them) get `non_blocking=True`. Copies of model
+      outputs, copies to `"cpu"` and dtype conversions (`x.to(torch.float16)`) are not touched.
+
+    Which loops iterate a pinning loader is decided on the whole file: names bound to a
+    `DataLoader(...)` that pins, to a call of a local helper whose every `return` is such a loader, or
+    parameters that every visible call fills with one (`train(model, loader)` into
+    `def train(model, train_loader)`). A name also bound to anything else is not trusted.
+
+    Loaders built with a custom `sampler`/`batch_sampler`, a `collate_fn` returning non-tensors, or
+    an `IterableDataset` are handled the same way: pinning copies every tensor found in the batch
+    (in tuples, lists, dicts, namedtuples) and returns anything else unchanged, so it is safe for
+    them (tested with all three).
+
+    ## Example
+
+    ```python
+    # before
+    loader = DataLoader(dataset, batch_size=64, num_workers=8)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        out = model(x)
+
+    # after
+    loader = DataLoader(dataset, batch_size=64, num_workers=8, pin_memory=True, persistent_workers=True)
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        out = model(x)
+    ```
+
+    ## Fix safety
+
+    Safe for the values computed: pinning and asynchronous host→device copies do not change results
+    (the stream orders the copy before its use). Two behavioural notes: pinned batches use page-locked
+    host memory (the loader's prefetch depth worth); with persistent workers, changes the main process
+    makes to the dataset object after the first epoch are not seen by the workers (a dataset that
+    changes its own content per epoch should set `persistent_workers=False` explicitly, and the rule
+    keeps that). Suppress with `# npu-migrate: ignore[NPU410]` on the line.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix); opt-in
+    - **portable**: not yet
+    """
+
     code = "NPU410"
     name = "pin-memory"
     summary = ("`DataLoader` gets `pin_memory=True` (and `persistent_workers=True` with workers); "
@@ -290,3 +360,35 @@ def pinned_loader_names(tree: ast.Module, qualify) -> set[str]:
 def _returns_pinned(func: ast.FunctionDef, pins) -> bool:
     returns = [n.value for n in ast.walk(func) if isinstance(n, ast.Return)]
     return bool(returns) and all(pins(v) for v in returns)
+
+
+CASES = [
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, data, optimizer, device):
+    loader = DataLoader(data, batch_size=32)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, data, optimizer, device):
+    loader = DataLoader(data, batch_size=32, pin_memory=True)
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+""",
+    ),
+]

@@ -22,6 +22,7 @@ from functools import cached_property
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.loops import Site, find_training_steps, insertion_data
 from codemods.framework.nodes import code_of
 from npu_migrate.core.diagnostics import Severity
@@ -32,6 +33,106 @@ PROFILER_IN_USE = re.compile(r"ProfilerStep|profiler\.profile\b")
 
 
 class InsertMemorySnapshot(Rule):
+    """## What it does
+
+    At the program entry, record the NPU memory history when `NPU_MIGRATE_SNAPSHOT` is set and dump it at exit (also after an exception); mark each training iteration with a `ProfilerStep#N` annotation.
+
+    Opt-in: `npu-migrate apply --enable memory-snapshot`.
+
+    ## Why
+
+    `npu-migrate memory` explains out-of-memory errors, leaks and fragmentation from a memory
+    snapshot, and a snapshot needs the allocator's history recorded from the start of the run. The
+    inserted hooks cost nothing unless the variable is set, so they can stay in the code:
+
+    ```bash
+    NPU_MIGRATE_SNAPSHOT=snap_{rank}.pickle python train.py      # {rank} becomes $RANK (default 0)
+    npu-migrate memory snap_0.pickle
+    ```
+
+    The call uses torch_npu's own signature (`torch_npu_api.md` §2.2):
+    `_record_memory_history(enabled="all", context="all", stacks="python", max_entries=100000)`
+    — no legacy bool form and none of the upstream-only keywords (`clear_history`, ...), which torch_npu
+    rejects with a `TypeError`. `stacks="python"` skips the costly C++ unwinding; `max_entries` bounds
+    the ring buffer (100000 events, PyTorch's own recommendation). The dump is registered with
+    `atexit`, so it also runs when the training raises or calls `sys.exit`; it runs before
+    torch_npu's own shutdown handler (registered earlier, at import). It does not run when the process
+    is killed by a signal.
+
+    Each training loop (a loop holding a training step, see NPU400) gets, as the first statement of
+    its body, `with torch.profiler.record_function(f"ProfilerStep#{i}"): pass` — a zero-length
+    annotation whose start marks the step boundary. In snapshots that carry `external_annotations`
+    (CUDA-style snapshots), `npu-migrate memory` splits steps on `ProfilerStep#N`. The loop's
+    `enumerate` index is used when there is one; otherwise the loop is wrapped in
+    `enumerate(...)` with the index `npu_migrate_step` (a `while` loop gets a counter initialised at
+    the top of the block holding the outermost loop; a `while` loop at the top level of a script gets
+    no marker). The marker costs one `record_function` enter/exit per step.
+
+    Note: the snapshots of current torch_npu releases have no `external_annotations` (only `segments`
+    and `device_traces`, `memory_snapshot.md` §1.8); for them `npu-migrate memory` falls back to the
+    repeating allocation pattern, or to `--step-frame`. The markers also show as ranges in the
+    torch_npu profiler's timeline.
+
+    The hooks go at the top of the first `if __name__ == "__main__":` block of a file that imports
+    torch and trains or evaluates (it mentions `.backward(`, `DataLoader`, `optim`, `.train()`,
+    `.eval()`, `no_grad` or `inference_mode`). A training file without such a block gets an info
+    diagnostic: put the hooks where the program starts. Processes started with
+    `torch.multiprocessing.spawn` do not run the `__main__` block: add the hooks to the worker
+    function by hand there.
+
+    ## Example
+
+    ```python
+    # before
+    def train(model, loader, opt):
+        for x, y in loader:
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+
+    if __name__ == "__main__":
+        main()
+
+    # after
+    def train(model, loader, opt):
+        for npu_migrate_step, (x, y) in enumerate(loader):
+            with torch.profiler.record_function(f"ProfilerStep#{npu_migrate_step}"): pass  # step marker (npu-migrate)
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+
+    if __name__ == "__main__":
+        if os.environ.get("NPU_MIGRATE_SNAPSHOT"):  # memory snapshot (npu-migrate)
+            torch_npu.npu.memory._record_memory_history(
+                enabled="all", context="all", stacks="python", max_entries=100000)
+            atexit.register(torch_npu.npu.memory._dump_snapshot,
+                os.environ["NPU_MIGRATE_SNAPSHOT"].replace("{rank}", os.environ.get("RANK", "0")))
+        main()
+    ```
+
+    `import os`, `import atexit` and `import torch_npu` are added where missing (an existing
+    `import torch_npu as tn` is used as `tn`; with only `from torch_npu... import ...`, the code uses
+    `torch.npu.memory`, which torch_npu installs).
+
+    ## Options
+
+    - `snapshot_env`: the variable's name (default `NPU_MIGRATE_SNAPSHOT`).
+    - `snapshot_max_entries`: the ring-buffer size (default 100000).
+
+    ## Fix safety
+
+    Safe: without the variable the program does exactly what it did (plus one zero-length profiler
+    annotation per step). Files that already call `_record_memory_history` get no entry hooks; files
+    that already have `ProfilerStep` annotations or use `torch.profiler.profile` get no markers.
+    Applying twice inserts nothing the second time. Suppress with `# npu-migrate: ignore[NPU420]` on
+    the `if __name__` line or on a loop's line.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix); opt-in
+    - **portable**: not yet
+    """
+
     code = "NPU420"
     name = "memory-snapshot"
     summary = ("Record NPU memory history when `NPU_MIGRATE_SNAPSHOT` is set, dump it at exit, and "
@@ -251,3 +352,64 @@ def _enumerate_index(loop: cst.CSTNode) -> str | None:
             and target.elements and isinstance(target.elements[0].value, cst.Name)):
         return target.elements[0].value.value
     return None
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+def train(model, loader, opt):
+    for x, y in loader:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+if __name__ == "__main__":
+    main()
+""",
+        after="""\
+import os
+import torch
+import torch_npu  # noqa: F401
+import atexit
+def train(model, loader, opt):
+    for npu_migrate_step, (x, y) in enumerate(loader):
+        with torch.profiler.record_function(f"ProfilerStep#{npu_migrate_step}"): pass  # step marker (npu-migrate)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+if __name__ == "__main__":
+    if os.environ.get("NPU_MIGRATE_SNAPSHOT"):  # memory snapshot (npu-migrate)
+        torch_npu.npu.memory._record_memory_history(
+            enabled="all", context="all", stacks="python", max_entries=100000)
+        atexit.register(torch_npu.npu.memory._dump_snapshot,
+            os.environ["NPU_MIGRATE_SNAPSHOT"].replace("{rank}", os.environ.get("RANK", "0")))
+    main()
+""",
+        codes=('NPU100', 'NPU420'),
+    ),
+    Valid(
+        """\
+import os
+import torch
+import torch_npu  # noqa: F401
+import atexit
+def train(model, loader, opt):
+    for npu_migrate_step, (x, y) in enumerate(loader):
+        with torch.profiler.record_function(f"ProfilerStep#{npu_migrate_step}"): pass  # step marker (npu-migrate)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+if __name__ == "__main__":
+    if os.environ.get("NPU_MIGRATE_SNAPSHOT"):  # memory snapshot (npu-migrate)
+        torch_npu.npu.memory._record_memory_history(
+            enabled="all", context="all", stacks="python", max_entries=100000)
+        atexit.register(torch_npu.npu.memory._dump_snapshot,
+            os.environ["NPU_MIGRATE_SNAPSHOT"].replace("{rank}", os.environ.get("RANK", "0")))
+    main()
+""",
+    ),
+]
