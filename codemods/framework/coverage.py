@@ -59,7 +59,7 @@ def problems(registered: set[str] | None = None) -> list[str]:
     return found
 
 
-def _cell(value: Any, code: bool = False) -> str:
+def cell(value: Any, code: bool = False) -> str:
     """A table cell; `code` puts a bare API name in backticks."""
     if value is None or value == "":
         return "—"
@@ -69,12 +69,23 @@ def _cell(value: Any, code: bool = False) -> str:
     return text
 
 
-def _action(entry: dict[str, Any]) -> str:
+def action_cell(entry: dict[str, Any]) -> str:
     label = ACTIONS.get(entry.get("action", ""), str(entry.get("action")))
     codes = [entry["code"]] if entry.get("code") else []
     if entry.get("shell_code"):
         codes.append(f"shell {entry['shell_code']}")
     return f"{label} ({'; '.join(codes)})" if codes else label
+
+
+def row(entry: dict[str, Any]) -> str:
+    """The table row of one data entry (the columns of `HEADER`)."""
+    cuda = ", ".join([entry.get("cuda") or "", *entry.get("also", ())])
+    note = (entry.get("note") or entry.get("message") or "").replace("{name}", entry["cuda"])
+    return "| " + " | ".join([cell(cuda, code=True), cell(entry.get("npu"), code=True), action_cell(entry),
+                              cell(entry.get("transfer_to_npu")), cell(note)]) + " |"
+
+
+HEADER = ["| CUDA side | NPU equivalent | npu-migrate | transfer_to_npu | Note |", "|---|---|---|---|---|"]
 
 
 def _title(path: Path, data: dict[str, Any]) -> str:
@@ -105,17 +116,11 @@ def render() -> str:
         "",
     ]
     for path, table in files:
-        lines += [f"## {_title(path, table)}", "", f"From `codemods/data/{path.name}`.", "",
-                  "| CUDA side | NPU equivalent | npu-migrate | transfer_to_npu | Note |",
-                  "|---|---|---|---|---|"]
+        lines += [f"## {_title(path, table)}", "", f"From `codemods/data/{path.name}`.", "", *HEADER]
         for entry in table["entries"]:
             if not isinstance(entry, dict):
                 continue
-            cuda = ", ".join([entry.get("cuda") or "", *entry.get("also", ())])
-            lines.append("| " + " | ".join([
-                _cell(cuda, code=True), _cell(entry.get("npu"), code=True), _action(entry),
-                _cell(entry.get("transfer_to_npu")), _cell((entry.get("note") or entry.get("message") or "").replace("{name}", entry["cuda"])),
-            ]) + " |")
+            lines.append(row(entry))
         lines.append("")
     return "\n".join(lines)
 
