@@ -11,9 +11,9 @@ from codemods.framework import coverage
 from codemods.framework.cases import Invalid, Valid, cases_of, doc_of, sections
 
 _FENCE = {".py": "python", ".sh": "bash", ".bash": "bash", ".cu": "cuda", ".cuh": "cuda"}
-FIX_WORDS = {"safe": "safe (the rewrite keeps the program's meaning)",
-             "unsafe": "unsafe (the rewrite may change behaviour: review it)",
-             "none": "none (a diagnostic only)"}
+FIX_WORDS = {"safe": "Safe: the rewrite keeps the program's meaning.",
+             "unsafe": "Unsafe: the rewrite may change behaviour; review it.",
+             "none": "No fix: a diagnostic only."}
 
 
 def _fence(text: str, path: str) -> list[str]:
@@ -63,7 +63,7 @@ def render_rule_page(rule: Any, origin: str | None = None) -> str:
     lines = [f"# {rule.code}: {rule.name}", ""]
     if not found:  # a plugin rule without the sections: its summary and docstring as they are
         lines += [rule.summary, ""] + ([doc, ""] if doc else [])
-        lines += ["## Fix safety", "", f"Fix: {FIX_WORDS.get(rule.fix.value, rule.fix.value)}."]
+        lines += ["## Fix safety", "", FIX_WORDS.get(rule.fix.value, rule.fix.value)]
     for title, text in found.items():
         lines += [f"## {title}", "", text, ""]
         if title == "Fix safety":
