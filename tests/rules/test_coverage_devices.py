@@ -8,7 +8,12 @@ import io
 
 import pytest
 import torch
-from test_coverage_helpers import after, assert_idempotent, codes_at, data, migrate
+from rule_cases import codes_at, data, for_codes
+
+_RULES = for_codes(with_import=True)
+migrate = _RULES.migrate
+after = _RULES.after
+assert_idempotent = _RULES.assert_idempotent
 
 N = "import torch_npu  # noqa: F401\n"
 

@@ -6,7 +6,12 @@ import inspect
 
 import pytest
 import torch.cuda.memory
-from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
+from rule_cases import codes_at, for_codes
+
+_RULES = for_codes(with_import=True)
+migrate = _RULES.migrate
+after = _RULES.after
+assert_idempotent = _RULES.assert_idempotent
 
 CODES = ["NPU155", "NPU156"]
 H = "import torch\n"

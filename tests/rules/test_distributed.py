@@ -12,12 +12,8 @@ CODES = ["NPU140", "NPU141", "NPU142", "NPU143"]
 D = "import torch.distributed as dist\n"
 
 
-def migrate(src: str, codes=CODES):
-    return rule_cases.migrate(src, codes)
-
-
-def after(src: str, codes=CODES) -> str:
-    return rule_cases.after(src, codes)
+_RULES = rule_cases.for_codes(CODES)
+migrate, after = _RULES.migrate, _RULES.after
 
 
 REWRITES = [

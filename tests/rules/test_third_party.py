@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import rule_cases
 
 from codemods.framework.families.third_party import best_import_entry, entries
 from codemods.framework.registry import all_rules, find_rule, select_rules
@@ -12,8 +13,7 @@ from npu_migrate.core.diagnostics import Severity
 
 
 def run(text: str, select=("NPU3",)):
-    outcome = migrate_text(text, "x.py", RuleSet(select_rules(all_rules(), select=list(select))))
-    assert outcome.error is None, outcome.error
+    outcome = rule_cases.migrate(text, list(select), "x.py")
     assert outcome.new_text is None  # diagnostics only
     return outcome
 

@@ -14,12 +14,8 @@ T = "import torch\n"
 FACT_SHEET = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "torch_npu_api.md"
 
 
-def migrate(src: str, codes=CODES):
-    return rule_cases.migrate(src, codes)
-
-
-def after(src: str, codes=CODES) -> str:
-    return rule_cases.after(src, codes)
+_RULES = rule_cases.for_codes(CODES)
+migrate, after = _RULES.migrate, _RULES.after
 
 
 REWRITES = [
