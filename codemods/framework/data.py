@@ -5,8 +5,8 @@ Every table is read through `read_table`, which checks it against its schema in 
 and raises `DataError` naming the file and the bad field: a broken table stops the run with
 one clear line instead of a KeyError deep inside a rule. The schemas are plain Python values
 checked by the small `check` below (no jsonschema at run time: the product must not depend
-on a test extra, and the tables are small enough that checking them on load costs well
-under a millisecond per table).
+on a test extra, and checking all the tables costs about 10 ms once per process, against
+about 1 ms to parse them: `python bench/data_tables_bench.py`).
 
     python -m codemods.framework.data --check   # every table: schema + consistency; exit 1 on a problem
 
@@ -57,6 +57,10 @@ class OneOf:
 class Record:
     required: dict[str, Any] = field(default_factory=dict)
     optional: dict[str, Any] = field(default_factory=dict)
+    known: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "known", self.required | self.optional)
 
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true/false", list: "a list", dict: "an object",
@@ -71,39 +75,54 @@ def _is(value: Any, kind: type) -> bool:
 
 def check(value: Any, spec: Any, where: str = "") -> list[str]:
     """Problems of `value` against `spec`, each as 'where: what is wrong'."""
-    here = where or "(top)"
+    return _check(value, spec, (where,) if where else ())
+
+
+def _where(path: tuple[Any, ...]) -> str:
+    """'entries[3].action' from ('entries', 3, 'action'); built only for a problem."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top)"
+
+
+def _check(value: Any, spec: Any, path: tuple[Any, ...]) -> list[str]:
     if spec is None:
         spec = type(None)
     if isinstance(spec, type):
-        return [] if _is(value, spec) else [f"{here}: expected {_describe(spec)}, got {json.dumps(value)[:60]}"]
+        return [] if _is(value, spec) else [f"{_where(path)}: expected {_describe(spec)}, got {json.dumps(value)[:60]}"]
     if isinstance(spec, tuple):  # any of these
-        if any(not check(value, option) for option in spec):
+        if any(not _check(value, option, path) for option in spec):
             return []
-        return [f"{here}: expected {' or '.join(_describe(option) for option in spec)}, "
+        return [f"{_where(path)}: expected {' or '.join(_describe(option) for option in spec)}, "
                 f"got {json.dumps(value)[:60]}"]
     if isinstance(spec, OneOf):
         return [] if value in spec.values else [
-            f"{here}: {json.dumps(value)} is not one of {', '.join(json.dumps(v) for v in spec.values)}"]
+            f"{_where(path)}: {json.dumps(value)} is not one of {', '.join(json.dumps(v) for v in spec.values)}"]
     if isinstance(spec, ListOf):
         if not isinstance(value, list):
-            return [f"{here}: expected a list"]
-        return [p for i, item in enumerate(value) for p in check(item, spec.item, f"{where}[{i}]")]
+            return [f"{_where(path)}: expected a list"]
+        return [p for i, item in enumerate(value) for p in _check(item, spec.item, (*path, i))]
     if isinstance(spec, MapOf):
         if not isinstance(value, dict):
-            return [f"{here}: expected an object"]
-        return [p for key, item in value.items() for p in check(item, spec.value, _join(where, key))]
+            return [f"{_where(path)}: expected an object"]
+        return [p for key, item in value.items() for p in _check(item, spec.value, (*path, key))]
     if isinstance(spec, Record):
         if not isinstance(value, dict):
-            return [f"{here}: expected an object"]
-        found = [f"{here}: missing key {key!r}" for key in spec.required if key not in value]
-        known = spec.required | spec.optional
-        found += [f"{here}: unknown key {key!r} (known: {', '.join(sorted(known))})"
-                  for key in value if key not in known]
+            return [f"{_where(path)}: expected an object"]
+        found = [f"{_where(path)}: missing key {key!r}" for key in spec.required if key not in value]
+        known = spec.known
         for key, item in value.items():
-            if key in known:
-                found += check(item, known[key], _join(where, key))
+            sub = known.get(key, _UNKNOWN)
+            if sub is _UNKNOWN:
+                found.append(f"{_where(path)}: unknown key {key!r} (known: {', '.join(sorted(known))})")
+            elif not (sub is str and type(item) is str):  # the common case, checked without a call
+                found += _check(item, sub, (*path, key))
         return found
     raise TypeError(f"not a schema: {spec!r}")
+
+
+_UNKNOWN = object()
 
 
 def _describe(spec: Any) -> str:
@@ -112,10 +131,6 @@ def _describe(spec: Any) -> str:
     if isinstance(spec, type):
         return _TYPE_NAMES.get(spec, spec.__name__)
     return {ListOf: "a list", MapOf: "an object", Record: "an object"}.get(type(spec), "a value")
-
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
 
 
 # -- the schemas --------------------------------------------------------------------------------
