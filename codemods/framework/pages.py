@@ -1,6 +1,6 @@
 """A rule's documentation page, rendered from the rule itself: its docstring sections, fix
 safety, default, and the cases its tests run. `npu-migrate rules CODE` prints it from the
-installed code; `python -m npu_migrate.docgen` writes it to docs/rules/CODE.md.
+installed code; `python -m npu_migrate.commands.docgen` writes it to docs/rules/CODE.md.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ def doc_page(rule: Any, origin: str | None = None) -> str:
 
 def code_page(code: str) -> str | None:
     """The page of a diagnostic code that is not a rule, from its wing's `codes.py`."""
-    from npu_migrate.docgen import wing_pages
+    from npu_migrate.commands.docgen import wing_pages
 
     return wing_pages().get(code.upper())
 

@@ -1,5 +1,5 @@
-"""Generated documentation (npu_migrate/docgen.py): every code has a page, the committed docs are
-what the generator writes, `--check` catches any drift, and a data-driven rename is one data
+"""Generated documentation (npu_migrate/commands/docgen.py): every code has a page, the committed
+docs are what the generator writes, `--check` catches any drift, and a data-driven rename is one data
 entry plus one case, with its page and the coverage table following."""
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import sysconfig
 from pathlib import Path
 
 from codemods.framework.registry import builtin_rules
-from npu_migrate import docgen
+from npu_migrate.commands import docgen
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_committed_docs_are_up_to_date() -> None:
-    assert docgen.main(["--check"]) == 0, "docs are stale: run `python -m npu_migrate.docgen`"
+    assert docgen.main(["--check"]) == 0, "docs are stale: run `python -m npu_migrate.commands.docgen`"
 
 
 def test_every_code_the_product_prints_has_a_page() -> None:
@@ -91,15 +91,15 @@ def test_a_data_driven_rename_is_one_entry_and_one_case(tmp_path) -> None:
     assert checked.returncode == 0, checked.stderr
     assert _run(site, "-m", "codemods.framework.data", "--check").returncode == 0
     # the generator sees exactly the rule's page and the coverage table go stale ...
-    stale = _run(site, "-m", "npu_migrate.docgen", "--check")
+    stale = _run(site, "-m", "npu_migrate.commands.docgen", "--check")
     assert stale.returncode == 1
     assert sorted(Path(line.split(":")[0]).name for line in stale.stderr.splitlines()) == ["NPU120.md", "coverage.md"]
     # ... and writes both with the new name in them
-    wrote = _run(site, "-m", "npu_migrate.docgen")
+    wrote = _run(site, "-m", "npu_migrate.commands.docgen")
     assert wrote.returncode == 0, wrote.stderr
     page = (site / "docs" / "rules" / "NPU120.md").read_text(encoding="utf-8")
     assert "| `torch.cuda.made_up_sync` | `torch.npu.made_up_sync` | rewrite (NPU120) |" in page
     assert "torch.cuda.made_up_sync()\n```\n\nbecomes\n\n```python\nimport torch\ntorch.npu.made_up_sync()" in page
     coverage = (site / "docs" / "coverage.md").read_text(encoding="utf-8")
     assert "| `torch.cuda.made_up_sync` | `torch.npu.made_up_sync` | rewrite (NPU120) | alias |" in coverage
-    assert _run(site, "-m", "npu_migrate.docgen", "--check").returncode == 0
+    assert _run(site, "-m", "npu_migrate.commands.docgen", "--check").returncode == 0
