@@ -38,8 +38,10 @@ class DeviceIdsList(CoverageRule):
 
     ```python
     # before
+    from torch.nn.parallel import DistributedDataParallel as DDP
     model = DDP(model, device_ids=[f"cuda:{rank}"], output_device=f"cuda:{rank}")
     # after
+    from torch.nn.parallel import DistributedDataParallel as DDP
     model = DDP(model, device_ids=[f"npu:{rank}"], output_device=f"npu:{rank}")
     ```
 

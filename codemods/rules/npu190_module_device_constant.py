@@ -254,6 +254,9 @@ class ModuleDeviceConstant(CoverageRule):
     DEVICE = "cuda"
     x = torch.zeros(8, device=DEVICE)
     model.to(f"{DEVICE}:{rank}")
+
+    CKPT = "cuda"
+    path = os.path.join("ckpt", CKPT)
     # after
     DEVICE = "npu"
     x = torch.zeros(8, device=DEVICE)

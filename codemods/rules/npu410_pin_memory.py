@@ -76,12 +76,14 @@ class InsertPinMemory(Rule):
 
     ```python
     # before
+    from torch.utils.data import DataLoader
     loader = DataLoader(dataset, batch_size=64, num_workers=8)
     for x, y in loader:
         x, y = x.to(device), y.to(device)
         out = model(x)
 
     # after
+    from torch.utils.data import DataLoader
     loader = DataLoader(dataset, batch_size=64, num_workers=8, pin_memory=True, persistent_workers=True)
     for x, y in loader:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
