@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from codemods.framework import data  # noqa: E402
+from codemods.framework import data
 
 ROUNDS = 31
 

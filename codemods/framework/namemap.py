@@ -37,7 +37,7 @@ class NameEntry:
     members: str  # rewrite entries: "same" (members keep their name) or "flag" (unknown members)
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> "NameEntry":
+    def from_json(cls, raw: dict[str, Any]) -> NameEntry:
         return cls(raw["cuda"], raw.get("npu"), raw["action"], raw.get("message"),
                    Severity(raw.get("severity", "warning")), raw.get("members", "same"))
 
@@ -290,7 +290,7 @@ class NameMapRule(CoverageRule):
         return dotted_expr(text)
 
     # -- imports ---------------------------------------------------------------------------------
-    def import_target(self, bound: str) -> tuple[str, str, NameEntry] | None | str:
+    def import_target(self, bound: str) -> tuple[str, str, NameEntry] | str | None:
         """For a binding `bound`: (module, name, entry) of its NPU import, a message to report, or
         None."""
         found = self.names.lookup(bound)

@@ -17,7 +17,7 @@ class Suppressions:
         self.by_line = by_line or {}
 
     @classmethod
-    def parse(cls, text: str) -> "Suppressions":
+    def parse(cls, text: str) -> Suppressions:
         if "npu-migrate" not in text:
             return cls()
         by_line: dict[int, frozenset[str]] = {}

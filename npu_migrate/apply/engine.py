@@ -18,16 +18,11 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
-from codemods.framework.base import Rule, RuleContext, RuleRunner, compile_prefilter
+from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
 from codemods.framework.suppression import Suppressions, skips_file
-
-# which rule language handles which files; Python is everything else
-TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES}
-
 
 @dataclass
 class FileOutcome:
@@ -69,7 +64,8 @@ class RuleSet:
     def matching(self, rules: Iterable[type[Rule]], text: str) -> list[type[Rule]]:
         """The rules whose prefilter matches `text`. Each distinct pattern is searched once:
         separate simple searches beat one big alternation, which defeats `re`'s literal scan."""
-        found, seen = [], {}
+        found: list[type[Rule]] = []
+        seen: dict[re.Pattern[str], bool] = {}
         for rule in rules:
             pattern = self._single[rule]
             if pattern is None:
@@ -100,7 +96,7 @@ class RuleSet:
 
     def suffixes(self) -> tuple[str, ...]:
         """The file suffixes this rule set has something to say about."""
-        found = (".py",) if self.python else ()
+        found: tuple[str, ...] = (".py",) if self.python else ()
         for language, rules in self.text_rules.items():
             found += TEXT_LANGUAGES[language] if rules else ()
         return found
@@ -156,7 +152,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
             pieces.append(chunk)
             continue
         chosen = [rule for cls, rule in rules.items()
-                  if chunk_filters[cls] is None or chunk_filters[cls].search(chunk)]
+                  if (pattern := chunk_filters[cls]) is None or pattern.search(chunk)]
         if not chosen:
             pieces.append(chunk)
             continue
@@ -358,7 +354,10 @@ def _run_piece(piece: Piece, chunk: str, rules: list[Rule], context: RuleContext
             raise _Replan()  # a rule added lines: re-run on the whole statement to indent them right
         new_source = "".join(line[:cut] + new for line, cut, new in zip(chunk_lines, removed, new_lines))
     for item in items:
-        (context.edits if isinstance(item, Edit) else context.diagnostics).append(item)
+        if isinstance(item, Edit):
+            context.edits.append(item)
+        else:
+            context.diagnostics.append(item)
     return new_source
 
 

@@ -18,7 +18,8 @@ from npu_migrate.core.config import ConfigError, Settings, load_settings
 from npu_migrate.core.diffs import colourise, unified_diff
 from npu_migrate.core.discovery import SKIP_DIRS, discover
 from npu_migrate.apply.runner import FileResult, RunPlan, process_bytes, run
-from npu_migrate.apply.selection import SelectionError, changed_since, parse_shard, shard
+from npu_migrate.apply.selection import (SelectionError, changed_since, parse_shard,
+                                         resolve_rule_selectors, shard)
 from npu_migrate.core.sources import write_atomic
 from npu_migrate.apply.summary import RunSummary, package_of
 
@@ -74,7 +75,7 @@ def command(paths: tuple[str, ...], dry_run: bool, show_diff: bool, check: bool,
     if sum([dry_run, show_diff, check, output_dir is not None]) > 1:
         raise click.UsageError("--dry-run, --diff, --check and --output-dir exclude each other")
     try:
-        settings = load_settings([p for p in paths if p != "-"], config_file, isolated)
+        settings = resolve_rule_selectors(load_settings([p for p in paths if p != "-"], config_file, isolated))
         plan = _plan(settings, select, ignore, enable)
     except (ConfigError, ValueError) as exc:
         raise Fatal(str(exc)) from None

@@ -86,6 +86,9 @@ def _has_section(path: str) -> bool:
 
 def load_settings(paths: Sequence[str], config_file: str | None = None,
                   isolated: bool = False) -> Settings:
+    """The settings of the pyproject.toml that governs `paths` (or `config_file`); defaults when
+    there is none or `isolated`. Raises ConfigError naming the file for a bad table. Rule
+    selectors are not checked here: `npu_migrate.apply.selection.resolve_rule_selectors` does."""
     if isolated:
         return Settings()
     path = config_file or find_pyproject(paths)
@@ -107,41 +110,12 @@ def load_settings(paths: Sequence[str], config_file: str | None = None,
     settings.root = os.path.dirname(os.path.abspath(path))
     if settings.cache_dir is not None:  # relative to the config file, not to where we run
         settings.cache_dir = os.path.join(settings.root, os.path.expanduser(settings.cache_dir))
-    resolve_selectors_and_globs(settings, path)
+    # rule selectors are checked against the rules one layer up (npu_migrate.apply.selection)
+    settings.exclude = [normal_glob(p) for p in settings.exclude]
     return settings
 
 
-def resolve_selectors_and_globs(settings: Settings, path: str) -> None:
-    """Every code, prefix or name in the config must match a rule (built-in or plugin);
-    per-file-ignores names are turned into codes, which is what the runner matches; globs lose
-    a leading `./`."""
-    from codemods.framework.registry import _matches, all_rules
-
-    where = f"{path}: [tool.{SECTION}]"
-    rules = all_rules()
-    by_name = {r.name: r.code for r in rules}
-
-    def check(key: str, selector: str) -> None:
-        if not any(_matches(rule, selector) for rule in rules):
-            close = difflib.get_close_matches(selector, [r.code for r in rules] + list(by_name), 1)
-            hint = f"; did you mean {close[0]!r}?" if close else " (see `npu-migrate rules`)"
-            raise ConfigError(f"{where}: {key}: unknown rule code or name {selector!r}{hint}")
-
-    for key in ("select", "ignore", "enable"):
-        for selector in getattr(settings, key):
-            check(key, selector)
-    resolved: dict[str, list[str]] = {}
-    for pattern, codes in settings.per_file_ignores.items():
-        for selector in codes:
-            check(f"per-file-ignores.{pattern!r}", selector)
-        # ALL becomes the empty prefix, which the runner's prefix match reads as every code
-        resolved[_normal_glob(pattern)] = ["" if c.strip().upper() == "ALL"
-                             else by_name.get(c.strip().lower(), c.strip().upper()) for c in codes]
-    settings.per_file_ignores = resolved
-    settings.exclude = [_normal_glob(p) for p in settings.exclude]
-
-
-def _normal_glob(pattern: str) -> str:
+def normal_glob(pattern: str) -> str:
     """`./tests/*` means `tests/*`: paths are matched without a leading `./`."""
     while pattern.startswith("./"):
         pattern = pattern[2:]

@@ -64,7 +64,7 @@ class Diagnostic:
         data["doc"] = self.doc
         return data
 
-    def with_path(self, path: str) -> "Diagnostic":
+    def with_path(self, path: str) -> Diagnostic:
         return Diagnostic(self.code, self.message, path, self.line, self.col,
                           self.severity, self.end_line, self.end_col)
 

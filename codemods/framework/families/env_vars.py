@@ -270,7 +270,7 @@ class EnvVarRule(Rule):
             if match and envmap.is_known(match.group(1)):
                 new = self._shell(original, value)  # one `NAME=value` word, e.g. for `env`
             elif "backend" in self.kinds and value.endswith("nccl") and (
-                    value.partition("=")[0] in envmap.BACKEND_FLAGS and value.endswith("=nccl")
+                    (value.partition("=")[0] in envmap.BACKEND_FLAGS and value.endswith("=nccl"))
                     or (index and values[index - 1] in envmap.BACKEND_FLAGS and value == "nccl")):
                 new = value[:-4] + "hccl"
                 self.fixed(original, "`--backend nccl` → `--backend hccl` (the NPU collective backend)")
