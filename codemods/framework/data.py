@@ -225,7 +225,8 @@ def read_table(path: Path) -> dict[str, Any]:
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise DataError(f"{_label(path)}: {found[0]}{more}")
-    return data
+    table: dict[str, Any] = data
+    return table
 
 
 @functools.cache

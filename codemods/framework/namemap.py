@@ -264,15 +264,18 @@ class NameMapRule(CoverageRule):
         """Import lines to add after a split `from` import, keyed by the original statement.
         Shared by all coverage rules of the file: several may split the same import, and only
         the first one's leave_SimpleStatementLine runs once the line is replaced."""
-        return self.context.__dict__.setdefault("_coverage_split_lines", {})
+        lines: dict[int, list[cst.ImportFrom]] = self.context.__dict__.setdefault("_coverage_split_lines", {})
+        return lines
 
     # -- acting on the plans ---------------------------------------------------------------------
     def leave_Attribute(self, original_node: cst.Attribute,
                         updated_node: cst.Attribute) -> cst.BaseExpression:
-        return self._act(original_node, updated_node)
+        result: cst.BaseExpression = self._act(original_node, updated_node)
+        return result
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
-        return self._act(original_node, updated_node)
+        result: cst.BaseExpression = self._act(original_node, updated_node)
+        return result
 
     def _act(self, original_node: cst.CSTNode, updated_node: Any) -> Any:
         plan = self.plans.pop(id(original_node), None)
@@ -326,7 +329,7 @@ class NameMapRule(CoverageRule):
         module, name, entry = target
         if entry.message:
             self.report(original_node, entry.message, severity=entry.severity)
-        local = alias.asname.name  # type: ignore[union-attr]
+        local = alias.asname.name
         new = cst.ImportFrom(module=dotted_expr(module),
                              names=[cst.ImportAlias(name=cst.Name(name), asname=cst.AsName(name=local))
                                     if name != local.value else cst.ImportAlias(name=cst.Name(name))])

@@ -20,13 +20,12 @@ def code_of(node: cst.CSTNode) -> str:
 
 def string_value(node: cst.CSTNode) -> str | None:
     """The value of a plain (non-f, non-bytes) string literal, else None."""
+    value: str | bytes | None = None
     if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
         value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    if isinstance(node, cst.ConcatenatedString):
+    elif isinstance(node, cst.ConcatenatedString):
         value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
+    return value if isinstance(value, str) else None
 
 
 def verbatim_string(node: cst.CSTNode) -> str | None:

@@ -18,12 +18,12 @@ import libcst.matchers as m
 
 from codemods.framework.base import Fix, Rule
 from codemods.framework.cases import Invalid, Valid
+from codemods.framework.nodes import code_of
 from codemods.framework.loops import (
     BlockPlan,
     Site,
     TrainingStep,
     append_elements,
-    code_of,
     find_eval_loops,
     find_training_steps,
     insertion_data,

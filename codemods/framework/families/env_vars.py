@@ -134,7 +134,7 @@ class EnvVarRule(Rule):
         changed = False
         for index, (orig, element) in enumerate(zip(original_node.elements, elements)):
             if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
-                key, value = self._occurrence(orig.key, element.key, element.value, write=True)  # type: ignore[union-attr]
+                key, value = self._occurrence(orig.key, element.key, element.value, write=True)
                 if key is not element.key or value is not element.value:
                     elements[index] = element.with_changes(key=key, value=value)
                     changed = True
@@ -213,9 +213,9 @@ class EnvVarRule(Rule):
         if isinstance(node, (cst.ConcatenatedString, cst.BinaryOperation)) and (
                 not isinstance(node, cst.BinaryOperation) or isinstance(node.operator, cst.Add)):
             assert isinstance(original, type(node))
-            left = self._command(original.left, node.left)  # type: ignore[attr-defined]
-            right = self._command(original.right, node.right)  # type: ignore[attr-defined]
-            if left is node.left and right is node.right:  # type: ignore[attr-defined]
+            left = self._command(original.left, node.left)
+            right = self._command(original.right, node.right)
+            if left is node.left and right is node.right:
                 return node
             return node.with_changes(left=left, right=right)
         if isinstance(node, (cst.List, cst.Tuple)):
@@ -287,7 +287,8 @@ class EnvVarRule(Rule):
 
 def _subscript_key(node: cst.Subscript) -> cst.SimpleString | None:
     if len(node.slice) == 1 and m.matches(node.slice[0], m.SubscriptElement(slice=m.Index(value=m.SimpleString()))):
-        return node.slice[0].slice.value  # type: ignore[attr-defined,return-value]
+        key: cst.SimpleString = node.slice[0].slice.value
+        return key
     return None
 
 
