@@ -20,12 +20,12 @@ def code_of(node: cst.CSTNode) -> str:
 
 def string_value(node: cst.CSTNode) -> str | None:
     """The value of a plain (non-f, non-bytes) string literal, else None."""
-    value: str | bytes | None = None
-    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
+    if isinstance(node, cst.SimpleString) and "b" in node.prefix.lower():
+        return None
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         value = node.evaluated_value
-    elif isinstance(node, cst.ConcatenatedString):
-        value = node.evaluated_value
-    return value if isinstance(value, str) else None
+        return value if isinstance(value, str) else None
+    return None
 
 
 def verbatim_string(node: cst.CSTNode) -> str | None:
