@@ -14,6 +14,7 @@ from codemods.framework.facts import ast_dotted_parts as dotted
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
 from npu_migrate.analyze.devices import HOST_FACTORIES, device_like
+from npu_migrate.analyze.loops import LoopAnalysis, training_loops
 
 CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 TORCH_CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "LightningModule"})
