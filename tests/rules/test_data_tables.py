@@ -94,3 +94,13 @@ def test_check_command(tmp_path) -> None:
                          capture_output=True, text=True, check=False)
     assert bad.returncode == 1
     assert bad.stderr == f"data: {folder / 'env_vars.json'}: (top): missing key 'npu_checks'\n"
+
+
+def test_a_new_device_positions_file_uses_the_positions_schema(tmp_path) -> None:
+    folder = _copy(tmp_path)
+    (folder / "device_positions_mine.json").write_text(json.dumps({"keywords": ["placement"]}), encoding="utf-8")
+    assert data.problems(folder) == []
+    (folder / "device_positions_mine.json").write_text(json.dumps({"keyword": ["placement"]}), encoding="utf-8")
+    assert data.problems(folder) == [f"{folder / 'device_positions_mine.json'}: (top): unknown key 'keyword' "
+                                     "(known: about, description, entries, functions, keywords, methods, names, "
+                                     "schema, skip_functions, title)"]
