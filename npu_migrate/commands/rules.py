@@ -76,11 +76,15 @@ def _describe(rule: Any, origin: str | None) -> dict[str, Any]:
 def command(code: str | None, fmt: str) -> None:
     """List every rule (code, name, default on/off, fix safety, targets, summary), or show CODE's
     page (a rule's code or name, or a diagnostic code such as ANA001)."""
+    from codemods.framework.data import DataError
     from codemods.framework.registry import RuleError, all_rules, find_rule, plugin_origin
 
     try:
         rules = all_rules()
         rule = find_rule(code) if code else None
+    except DataError as exc:  # a broken data table: one line naming the file and field
+        click.echo(f"npu-migrate: error: {exc}", err=True)
+        sys.exit(EXIT_FATAL)
     except RuleError as exc:
         page = code_page(code) if code else None
         if page is None:

@@ -104,3 +104,22 @@ def test_a_new_device_positions_file_uses_the_positions_schema(tmp_path) -> None
     assert data.problems(folder) == [f"{folder / 'device_positions_mine.json'}: (top): unknown key 'keyword' "
                                      "(known: about, description, entries, functions, keywords, methods, names, "
                                      "schema, skip_functions, title)"]
+
+
+def test_a_broken_table_is_one_line_and_exit_2_for_the_commands(tmp_path) -> None:
+    import os
+    import sysconfig
+
+    site = tmp_path / "site"
+    for folder in ("codemods", "npu_migrate"):
+        shutil.copytree(data.DATA.parents[1] / folder, site / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    _edit(site / "codemods" / "data" / "coverage_backends.json", lambda t: t["entries"][0].update(action="rename"))
+    (tmp_path / "t.py").write_text("import torch\nx = torch.ones(1).cuda()\n", encoding="utf-8")
+    env = {"PYTHONPATH": os.pathsep.join([str(site), sysconfig.get_paths()["purelib"]]),
+           "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    for args in (["rules"], ["apply", "--check", "t.py"]):
+        result = subprocess.run([sys.executable, "-S", "-m", "npu_migrate", *args], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stderr == ('npu-migrate: error: codemods/data/coverage_backends.json: entries[0].action: '
+                                 '"rename" is not one of "rewrite", "flag", "none"\n'), args
