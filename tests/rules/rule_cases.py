@@ -17,12 +17,14 @@ NAME_FILES = ("coverage_tensors.json", "coverage_memory.json", "coverage_backend
               "coverage_profiler.json", "coverage_graphs.json")
 
 
-def migrate(src: str, codes=None, path: str = "t.py", *, with_import: bool = False) -> FileOutcome:
+def migrate(src: str, codes=None, path: str = "t.py", *, with_import: bool = False, enable=(),
+            options=None) -> FileOutcome:
     """Run exactly `codes` (the default set when None; plus NPU100, which adds
-    `import torch_npu`, with `with_import`) over `src`; the file must not fail."""
-    rules = (select_rules(all_rules(), select=[*codes, *(["NPU100"] if with_import else [])])
-             if codes else select_rules(all_rules()))
-    outcome = migrate_text(src, path, RuleSet(rules))
+    `import torch_npu`, with `with_import`; plus the opt-in rules `enable`, with `options`) over
+    `src`; the file must not fail."""
+    select = [*codes, *(["NPU100"] if with_import else [])] if codes else []
+    rules = select_rules(all_rules(), select=select, enable=list(enable))
+    outcome = migrate_text(src, path, RuleSet(rules, options or {}))
     assert outcome.error is None, outcome.error
     return outcome
 
