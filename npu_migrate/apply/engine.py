@@ -19,10 +19,14 @@ from typing import Any
 import libcst as cst
 
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.apply import grammar
 from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
 from codemods.framework.suppression import Suppressions, skips_file
+
+UNKNOWN_SUPPRESSION = "NPU001"
+
 
 @dataclass
 class FileOutcome:
@@ -114,9 +118,12 @@ def migrate_text(text: str, path: str, ruleset: RuleSet, tree: ast.Module | None
     is left as it was. `tree`, when the caller has already parsed `text` with `ast`, saves a parse."""
     try:
         try:
-            return _migrate(text, path, ruleset, tree=tree)
+            outcome = _migrate(text, path, ruleset, tree=tree)
         except _Replan:
-            return _migrate(text, path, ruleset, nest=False, tree=tree)
+            outcome = _migrate(text, path, ruleset, nest=False, tree=tree)
+        if not outcome.error and "npu-migrate" in text and not skips_file(text):
+            outcome.diagnostics += unknown_suppressions(text, path)
+        return outcome
     except RecursionError:
         return FileOutcome(path, error=f"{path}:0:0: too deeply nested to migrate; file left untouched")
     except Exception as exc:  # a bug in a rule must cost one file, not the run
@@ -215,6 +222,23 @@ def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
     return outcome
 
 
+def unknown_suppressions(text: str, path: str) -> list[Diagnostic]:
+    """NPU001 (like ruff's RUF100): a code in `# npu-migrate: ignore[...]` that no rule has, so
+    the comment silences nothing (a typo, or a rule that was removed)."""
+    from codemods.framework.registry import all_rules
+    from npu_migrate.apply.codes import CODES
+    from npu_migrate.core.config import did_you_mean
+
+    known = [r.code for r in all_rules()] + list(CODES)
+    found = []
+    for line, col, code in Suppressions.parse(text).unknown(frozenset(known)):
+        close = did_you_mean(code, known)
+        hint = f"; did you mean {close}?" if close else ""
+        found.append(Diagnostic(UNKNOWN_SUPPRESSION, f"unknown code `{code}` in a suppression comment "
+                                f"(it silences nothing){hint}", path, line, col, Severity.WARNING))
+    return found
+
+
 def _unsuppressed(context: RuleContext) -> list[Diagnostic]:
     found = [d for d in context.diagnostics if not context.suppressions.suppresses(d.code, d.line)]
     return sorted(found, key=lambda d: (d.line, d.col, d.code))
@@ -226,6 +250,9 @@ def _parse_ast(text: str, path: str, outcome: FileOutcome) -> ast.Module | None:
         try:
             return ast.parse(text, filename=path)
         except SyntaxError as exc:
+            newer = grammar.ast_of_newer_syntax(text)  # newer Python than the one running us?
+            if newer is not None:
+                return newer
             outcome.error = f"{path}:{exc.lineno or 0}:{exc.offset or 0}: syntax error: {exc.msg}"
         except (ValueError, RecursionError, MemoryError) as exc:
             outcome.error = f"{path}:0:0: cannot parse: {exc}"
@@ -238,7 +265,7 @@ def _reparse_problem(text: str) -> str | None:
         try:
             ast.parse(text)
         except SyntaxError as exc:
-            return f"{exc.lineno or 0}:{exc.offset or 0}"
+            return None if grammar.is_valid_python(text) else f"{exc.lineno or 0}:{exc.offset or 0}"
     return None
 
 
@@ -336,7 +363,7 @@ def _run_piece(piece: Piece, chunk: str, rules: list[Rule], context: RuleContext
             raise _Replan()
         source, removed = dedented
     try:
-        module = cst.parse_module(source)
+        module = grammar.parse_module(source)
     except cst.ParserSyntaxError as exc:
         if piece.indent:
             raise _Replan() from None

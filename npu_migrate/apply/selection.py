@@ -3,13 +3,12 @@ file set (`--changed-since REV` and `--shard K/N`)."""
 
 from __future__ import annotations
 
-import difflib
 import os
 import subprocess
 import zlib
 from collections.abc import Sequence
 
-from npu_migrate.core.config import SECTION, ConfigError, Settings, normal_glob
+from npu_migrate.core.config import SECTION, ConfigError, Settings, did_you_mean, normal_glob
 
 
 class SelectionError(ValueError):
@@ -30,8 +29,8 @@ def resolve_rule_selectors(settings: Settings) -> Settings:
 
     def check(key: str, selector: str) -> None:
         if not any(selector_matches(rule, selector) for rule in rules):
-            close = difflib.get_close_matches(selector, [r.code for r in rules] + list(by_name), 1)
-            hint = f"; did you mean {close[0]!r}?" if close else " (see `npu-migrate rules`)"
+            close = did_you_mean(selector, [r.code for r in rules] + list(by_name))  # edit distance
+            hint = f"; did you mean {close!r}?" if close else " (see `npu-migrate rules`)"
             raise ConfigError(f"{where}: {key}: unknown rule code or name {selector!r}{hint}")
 
     for key in ("select", "ignore", "enable"):

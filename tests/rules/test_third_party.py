@@ -141,7 +141,7 @@ def test_cu_file_diagnostic() -> None:
     assert (diagnostic.code, diagnostic.path, diagnostic.line, diagnostic.severity) == (
         "NPU312", "csrc/kernel.cu", 0, Severity.WARNING)
     assert "Ascend C" in diagnostic.message
-    assert diagnostic.format().endswith("(docs/rules/NPU312.md)")
+    assert diagnostic.format().endswith("(npu-migrate rules NPU312)")
     assert find_rule("NPU312").name == "cuda-source-file"
 
 

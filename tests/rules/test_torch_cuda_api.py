@@ -99,7 +99,7 @@ def test_no_counterpart_is_flagged_at_the_use():
     assert outcome.new_text is None
     assert [(d.code, d.line, d.col) for d in outcome.diagnostics] == [("NPU121", 2, 9), ("NPU121", 3, 5)]
     assert "npu-smi" in outcome.diagnostics[1].message
-    assert outcome.diagnostics[0].format().endswith("(docs/rules/NPU121.md)")
+    assert outcome.diagnostics[0].format().endswith("(npu-migrate rules NPU121)")
 
 
 def test_module_alias_used_for_a_missing_name_stays_and_is_reported():
