@@ -45,22 +45,11 @@ LEAVES = ("npu_migrate", "codemods")  # anything may import these (they import n
 # Violations in areas that other work on issue 12 and its neighbours is changing right now, each
 # with who fixes it. A test fails on any violation not listed here and on a listed one that has
 # gone, so this list only shrinks; it is to be empty once that work has merged.
-_RULES_PART = "issue 12, rules part: shared rule helpers move into codemods.framework"
 PENDING: dict[str, str] = {
     "cycle npu_migrate.verify.analysis <-> npu_migrate.verify.core":
         "issue 17 (verify): analysis names core.VerifyOptions (for typing only)",
     "private npu_migrate.verify.runner -> npu_migrate.emulation._devices":
         "issue 17 (verify): the emulation should export DeviceMapMode",
-    **{f"rule codemods.rules.{source} -> codemods.rules.{target}": _RULES_PART for source, target in (
-        ("amp", "device_strings"), ("amp", "torch_cuda_api"),
-        ("coverage_backends", "coverage_common"), ("coverage_dataflow", "coverage_common"),
-        ("coverage_dataflow", "device_strings"), ("coverage_devices", "coverage_common"),
-        ("coverage_devices", "device_strings"), ("coverage_graphs", "coverage_common"),
-        ("coverage_memory", "coverage_common"), ("coverage_profiler", "coverage_common"),
-        ("coverage_tensors", "coverage_common"), ("distributed", "device_strings"),
-        # issue 14's rules reuse the device-string and torch.cuda-name helpers the same way
-        ("cuda_test_mocks", "torch_cuda_api"), ("device_values", "device_strings"),
-        ("torch_cuda_names", "torch_cuda_api"))},
 }
 
 
@@ -317,7 +306,7 @@ if TYPE_CHECKING:
     from npu_migrate.apply.engine import RuleSet
 
 def late():
-    from codemods.rules import amp
+    from codemods.rules import npu130_amp_device
     import importlib
     return importlib.import_module("npu_migrate.core.diffs"), sources._decode
 """
@@ -325,7 +314,7 @@ def late():
     assert {(i.target, i.names) for i in found.imports} == {
         ("npu_migrate.core.sources", ()), ("codemods.framework.imports", ()),
         ("codemods.framework.base", ("_private_helper", "Rule")),
-        ("npu_migrate.apply.engine", ("RuleSet",)), ("codemods.rules.amp", ()),
+        ("npu_migrate.apply.engine", ("RuleSet",)), ("codemods.rules.npu130_amp_device", ()),
         ("npu_migrate.core.diffs", ())}
     assert [(target, names) for target, names, _ in found.external] == [
         ("typing", ("TYPE_CHECKING",)), ("importlib", ())]

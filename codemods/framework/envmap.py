@@ -8,18 +8,15 @@ checked), and the shell-text scan that finds assignments, expansions and launche
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import pairwise
-from pathlib import Path
-from typing import Any
 
 from npu_migrate.core.diagnostics import Severity
+from codemods.framework.data import load_data
 from codemods.framework.shellwords import Word, lex
 
-DATA = Path(__file__).parent.parent / "data"
 MB = 1 << 20
 # launcher / script arguments whose value names the process-group backend
 BACKEND_FLAGS = ("--backend", "--dist-backend", "--dist_backend", "--ddp-backend", "--ddp_backend",
@@ -61,10 +58,7 @@ class Plan:
     message: str = ""  # explanation of the edit, when there is one
 
 
-@cache
-def load(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((DATA / name).read_text(encoding="utf-8"))
-    return data
+load = load_data  # the tables this module reads (env_vars.json, alloc_conf.json, third_party.json)
 
 
 @cache

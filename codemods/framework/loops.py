@@ -9,16 +9,17 @@ module finds; when the shape is not certain it says why in `problems` instead of
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import libcst as cst
 import libcst.matchers as m
+
+from codemods.framework.data import load_data
+from codemods.framework.nodes import code_of
 
 Block = cst.Module | cst.IndentedBlock
 Resolve = Callable[[cst.CSTNode], "str | None"]
@@ -29,17 +30,11 @@ SCOPES = (cst.FunctionDef, cst.ClassDef)
 @cache
 def insertion_data() -> dict[str, Any]:
     """Names and patterns the insertion rules rely on (codemods/data/insertion.json)."""
-    data: dict[str, Any] = json.loads(
-        (Path(__file__).parent.parent / "data" / "insertion.json").read_text("utf-8"))
-    return data
+    return load_data("insertion.json")
 
 
 def _pattern(key: str) -> re.Pattern[str]:
     return re.compile(insertion_data()[key])
-
-
-def code_of(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
 
 
 # -- statement structure ---------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule
-from codemods.rules.torch_cuda_api import cuda_names
+from codemods.framework.families.torch_cuda_api import cuda_names
 from npu_migrate.core.diagnostics import Severity
 
 _PATCHERS = frozenset({"patch", "setattr", "delattr", "object"})

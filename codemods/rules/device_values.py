@@ -31,13 +31,9 @@ from codemods.framework.devicevalues import (
     Finding,
 )
 from codemods.framework.positions import node_positions
-from codemods.rules.device_strings import (
-    PREFILTER,
-    code_of,
-    device_expr,
-    device_positions,
-    mentions_cuda,
-)
+from codemods.framework.devices import device_expr, device_positions, mentions_cuda
+from codemods.framework.families.device_strings import PREFILTER
+from codemods.framework.nodes import code_of
 from npu_migrate.core.diagnostics import Severity
 
 _PLAIN = re.compile(r"cuda(:\d+)?")

@@ -21,7 +21,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule, dotted_name
-from codemods.rules.torch_cuda_api import PREFILTER, alias_uses, cuda_names
+from codemods.framework.families.torch_cuda_api import PREFILTER, alias_uses, cuda_names
 from npu_migrate.core.diagnostics import Severity
 
 _INTROSPECTION = frozenset({"getattr", "hasattr"})
