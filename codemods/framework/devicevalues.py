@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from codemods.framework.devices import device_positions
 from codemods.framework.facts import FileFacts, ast_dotted_parts
 
 DEVICE_LITERAL = re.compile(r"cuda(:\d+)?|cuda:(%[-+ 0#]*\d*[dis]|%\(\w+\)[dis]|\{[^{}]*\})|cuda:")
@@ -562,3 +563,9 @@ def _parse(data: bytes) -> ast.Module | None:
             return ast.parse(data)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
+
+
+def device_places() -> DevicePlaces:
+    """The device table's positions (`codemods/data/device_positions*.json`) for the flow."""
+    table = device_positions()
+    return DevicePlaces(table.keywords, table.functions, table.methods)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemods.framework.base import Fix, Rule, dotted_expr, dotted_name
 from codemods.framework.cases import Invalid, Valid
-from codemods.framework.families.torch_cuda_api import PREFILTER, alias_uses, cuda_names
+from codemods.framework.families.torch_cuda_api import PREFILTER, AliasUse, alias_uses, cuda_names
 from codemods.framework.nodes import alias_asname, split_import
 from npu_migrate.core.diagnostics import Severity
 

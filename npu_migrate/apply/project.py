@@ -26,7 +26,7 @@ def attach_project_facts(plans: Iterable[RunPlan], files: Sequence[str], root: s
     plans = [plan for plan in plans if NEEDS_INDEX & set(plan.codes)]
     if not plans:
         return
-    from codemods.rules.device_values import device_places
+    from codemods.framework.devicevalues import device_places
 
     index = project_device_index(files, os.path.abspath(root), device_places())
     if not index:

@@ -14,7 +14,7 @@ from codemods.framework.devicevalues import (
     project_device_index,
 )
 from codemods.framework.registry import all_rules, select_rules
-from codemods.rules.device_values import device_places
+from codemods.framework.devicevalues import device_places
 from npu_migrate.apply.engine import RuleSet, migrate_text
 
 CODES = ["NPU500"]

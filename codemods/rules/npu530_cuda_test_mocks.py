@@ -1,28 +1,54 @@
-"""NPU530: test doubles of `torch.cuda` follow the code they mock.
-
-After migration the code calls `torch.npu.is_available()`; a test that still patches
-`torch.cuda.is_available` would patch nothing the code reads. So `mock.patch("torch.cuda.X")`,
-`mock.patch.object(torch.cuda, "X")`, `monkeypatch.setattr(torch.cuda, "X", ...)` and
-`monkeypatch.setattr("torch.cuda.X", ...)` move to `torch.npu` when NPU120 moves `X` there
-(decorators included). Skip markers (`@pytest.mark.skipif(not torch.cuda.is_available())`) are
-plain `torch.cuda` calls that NPU120 rewrites; their `reason=` text is left as written.
-A target torch.npu lacks is reported (the test would patch a name that does not exist).
-"""
+"""NPU530: the cuda-test-mocks rule."""
 
 from __future__ import annotations
 
 from typing import Any
-
 import libcst as cst
-
 from codemods.framework.base import Fix, Rule
 from codemods.framework.families.torch_cuda_api import cuda_names
 from npu_migrate.core.diagnostics import Severity
+
+from codemods.framework.cases import Invalid, Valid
+
 
 _PATCHERS = frozenset({"patch", "setattr", "delattr", "object"})
 
 
 class CudaTestMocks(Rule):
+    """## What it does
+
+    `mock.patch("torch.cuda.X")`, `mock.patch.object(torch.cuda, "X")` and `monkeypatch.setattr(torch.cuda, "X", ...)` move to `torch.npu`.
+
+    ## Why
+
+    After migration the code calls `torch.npu.X`; a test that still patches `torch.cuda.X` patches nothing the code reads. Targets move with NPU120 (names torch.npu has); a target torch.npu lacks is reported. Skip markers are plain calls NPU120 rewrites; their reason text stays.
+
+    ## Example
+
+    ```python
+    # before
+    from unittest import mock
+    @mock.patch("torch.cuda.is_available", return_value=True)
+    def test_a(m):
+        pass
+    # after
+    from unittest import mock
+    @mock.patch("torch.npu.is_available", return_value=True)
+    def test_a(m):
+        pass
+    ```
+
+    ## Fix safety
+
+    Safe: the test doubles the name the migrated code calls.
+    Suppress with `# npu-migrate: ignore[NPU530]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU530"
     name = "cuda-test-mocks"
     summary = "`mock.patch(\"torch.cuda.X\")`, `patch.object(torch.cuda, \"X\")`, `monkeypatch.setattr(torch.cuda, ...)` move to torch.npu"
@@ -65,3 +91,27 @@ class CudaTestMocks(Rule):
         self.fixed(original_node, f"patched object `torch.cuda` → `torch.npu` (`{looked_up}`)")
         arg = updated_node.args[0].with_changes(value=new_first.with_changes(attr=cst.Name("npu")))
         return updated_node.with_changes(args=[arg, *updated_node.args[1:]])
+
+
+CASES = [
+    Invalid(
+        """\
+from unittest import mock
+@mock.patch("torch.cuda.is_available", return_value=True)
+def test_a(m):
+    pass
+""",
+        after="""\
+from unittest import mock
+@mock.patch("torch.npu.is_available", return_value=True)
+def test_a(m):
+    pass
+""",
+    ),
+    Valid(
+        """\
+from unittest import mock
+mock.patch("os.getcwd")
+""",
+    ),
+]

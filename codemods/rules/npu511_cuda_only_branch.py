@@ -1,37 +1,27 @@
-"""NPU510-NPU511: CUDA-only stacks stay consistent.
-
-NPU510: ONNX Runtime's `"CUDAExecutionProvider"` becomes `"CANNExecutionProvider"` (ONNX Runtime's
-Ascend provider, onnxruntime-cann builds) in files that use onnxruntime; its options dict
-(`device_id`, ...) carries over. `"TensorrtExecutionProvider"` has no Ascend counterpart and is
-reported.
-
-NPU511: a branch that selects a CUDA-only library (TensorRT, Triton, bitsandbytes, xFormers,
-flash-attn, apex, CuPy, NVML, Transformer Engine, the TensorRT provider) under a CUDA guard
-(`if device.type == "cuda":`, `if torch.cuda.is_available():`, `if x.is_cuda:`) keeps its guard
-on CUDA: the device rules would otherwise turn the guard into an NPU test and send the NPU into
-code that only runs on CUDA. The guard's rewrite is undone (with the edits that described it)
-and the branch is reported with its route. On the NPU the branch is then skipped, as it would
-be on any machine without CUDA.
-"""
+"""NPU511: the cuda-only-branch rule."""
 
 from __future__ import annotations
 
 import ast
 import re
 from typing import Any
-
 import libcst as cst
 import libcst.matchers as m
-
 from codemods.framework.base import Fix, Rule, dotted_parts
 from codemods.framework.facts import iter_statements
 from codemods.framework.positions import node_positions
 from npu_migrate.core.diagnostics import Severity
 
+from codemods.framework.cases import Invalid, Valid
+
+
 CUDA_ONLY = frozenset({"tensorrt", "torch_tensorrt", "triton", "bitsandbytes", "xformers", "flash_attn",
                        "apex", "cupy", "cupyx", "pynvml", "transformer_engine", "pycuda"})
+
+
 _CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
-_PROVIDER = "CUDAExecutionProvider"
+
+
 _TENSORRT = "TensorrtExecutionProvider"
 
 
@@ -66,30 +56,35 @@ def _string(node: cst.CSTNode) -> str | None:
     return None
 
 
-class OnnxRuntimeCann(Rule):
-    code = "NPU510"
-    name = "onnxruntime-cann-provider"
-    summary = "ONNX Runtime `CUDAExecutionProvider` becomes `CANNExecutionProvider`; the TensorRT provider is reported"
-    fix = Fix.SAFE
-    severity = Severity.WARNING
-    prefilter = r"ExecutionProvider"
-
-    def _uses_onnxruntime(self) -> bool:
-        return any(t == "onnxruntime" or t.startswith("onnxruntime.") for t in self.context.facts.aliases.values())
-
-    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> Any:
-        value = _string(updated_node)
-        if value not in (_PROVIDER, _TENSORRT) or not self._uses_onnxruntime():
-            return updated_node
-        if value == _TENSORRT:
-            self.report(original_node, "ONNX Runtime's TensorRT provider has no Ascend counterpart: drop it "
-                                       "(CANNExecutionProvider runs the model on the NPU)")
-            return updated_node
-        self.fixed(original_node, '"CUDAExecutionProvider" → "CANNExecutionProvider" (ONNX Runtime on Ascend)')
-        return updated_node.with_changes(value=updated_node.value.replace(_PROVIDER, "CANNExecutionProvider"))
-
-
 class CudaOnlyBranch(Rule):
+    """## What it does
+
+    A CUDA guard (`if device.type == "cuda":`, `if torch.cuda.is_available():`, `if x.is_cuda:`) around a CUDA-only library keeps its CUDA test and is reported.
+
+    ## Why
+
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch or in the function or class around it. The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
+
+    ## Example
+
+    ```python
+    import torch
+    if torch.cuda.is_available():      # kept as written, reported
+        import xformers.ops
+        out = xformers.ops.memory_efficient_attention(q, k, v)
+    ```
+
+    ## Fix safety
+
+    No fix: porting the branch is a design decision.
+    Suppress with `# npu-migrate: ignore[NPU511]`.
+
+    ## Targets
+
+    - **npu**: reports it with the route (no fix)
+    - **portable**: not yet
+    """
+
     code = "NPU511"
     name = "cuda-only-branch"
     summary = "A CUDA guard around a CUDA-only library stays a CUDA guard (never half-migrated) and is reported"
@@ -177,3 +172,24 @@ class CudaOnlyBranch(Rule):
         runner = self.runner
         assert runner is not None
         runner._accepted = [(node, make) for node, make in runner._accepted if id(node) not in inside]
+
+
+CASES = [
+    Invalid(
+        """\
+import torch
+if torch.cuda.is_available():
+    import xformers.ops
+    out = xformers.ops.memory_efficient_attention(q, k, v)
+""",
+        codes=("NPU306", "NPU511"),
+        with_rules=("NPU120", "NPU306"),
+    ),
+    Valid(
+        """\
+import torch
+if torch.npu.is_available():
+    x = x.to("npu")
+""",
+    ),
+]

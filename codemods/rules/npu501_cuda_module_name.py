@@ -1,30 +1,14 @@
-"""NPU501-NPU503: `torch.cuda` as a name and as a value.
-
-NPU501: `from torch import cuda` becomes `from torch import npu`, and every `cuda.<name>` of
-the file becomes `npu.<name>` -- never `from torch import npu as cuda`, which keeps a lie in the
-name. It acts where NPU120 repointed the import (every use is a name torch.npu has) and `npu`
-is free in the file.
-
-NPU502: the `torch.cuda` module used as a value: `getattr(torch.cuda, "name")`,
-`hasattr(torch.cuda, "name")` become `torch.npu` when the name is one torch.npu provides; with
-a computed name (`getattr(torch.cuda, name)`) nothing is provable and it is reported.
-
-NPU503: `torch.cuda.OutOfMemoryError` (in `except`, `isinstance`, ...) becomes
-`torch.OutOfMemoryError`, the same class (torch >= 2.5), which NPU out-of-memory errors raise too.
-"""
+"""NPU501: the cuda-module-name rule."""
 
 from __future__ import annotations
 
 import ast
 from typing import Any
-
 import libcst as cst
-
 from codemods.framework.base import Fix, Rule, dotted_name
 from codemods.framework.families.torch_cuda_api import PREFILTER, alias_uses, cuda_names
-from npu_migrate.core.diagnostics import Severity
 
-_INTROSPECTION = frozenset({"getattr", "hasattr"})
+from codemods.framework.cases import Invalid, Valid
 
 
 def _binds(tree: ast.Module, name: str) -> bool:
@@ -40,8 +24,37 @@ def _binds(tree: ast.Module, name: str) -> bool:
             return True
     return False
 
-
 class CudaModuleName(Rule):
+    """## What it does
+
+    `from torch import cuda` becomes `from torch import npu`, and its `cuda.X` uses become `npu.X`.
+
+    ## Why
+
+    NPU120 repoints a `torch.cuda` module alias at `torch.npu` when every use is a name torch.npu has; for `from torch import cuda` that gave `from torch import npu as cuda`, a lie in the name. This drops the alias and renames the uses, when nothing else in the file is called `npu`.
+
+    ## Example
+
+    ```python
+    # before
+    from torch import cuda
+    cuda.synchronize()
+    # after
+    from torch import npu
+    npu.synchronize()
+    ```
+
+    ## Fix safety
+
+    Safe: the same module under its own name.
+    Suppress with `# npu-migrate: ignore[NPU501]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
     code = "NPU501"
     name = "cuda-module-name"
     summary = "`from torch import cuda` becomes `from torch import npu` and `cuda.X` uses become `npu.X`"
@@ -96,51 +109,23 @@ class CudaModuleName(Rule):
         return updated_node.with_changes(value=value.with_changes(value="npu"))
 
 
-class TorchCudaAsValue(Rule):
-    code = "NPU502"
-    name = "torch-cuda-as-value"
-    summary = "`getattr(torch.cuda, \"name\")` / `hasattr(...)` use `torch.npu`; a computed name is reported"
-    fix = Fix.SAFE
-    needs_torch_npu = True
-    severity = Severity.WARNING
-    prefilter = r"attr\(\s*[\w.]*\bcuda\s*,"
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
-        func = original_node.func
-        if not (isinstance(func, cst.Name) and func.value in _INTROSPECTION and len(original_node.args) >= 2):
-            return updated_node
-        owner = original_node.args[0].value
-        if self.resolve(owner) != "torch.cuda" or not isinstance(owner, cst.Attribute):
-            return updated_node
-        attribute = original_node.args[1].value
-        name = attribute.evaluated_value if isinstance(attribute, cst.SimpleString) else None
-        rewrites = cuda_names().rewrites
-        if not isinstance(name, str):
-            self.report(original_node, f"`{func.value}(torch.cuda, <computed name>)`: torch.npu has most "
-                                       "torch.cuda names; use torch.npu if every name it can look up exists there")
-            return updated_node
-        if rewrites.get(name) != name:
-            return updated_node  # NPU121 / the final sweep speak about names torch.npu lacks
-        new_owner = updated_node.args[0].value
-        assert isinstance(new_owner, cst.Attribute)
-        self.fixed(original_node, f"`{func.value}(torch.cuda, {name!r})` → `{func.value}(torch.npu, {name!r})`")
-        first = updated_node.args[0].with_changes(value=new_owner.with_changes(attr=cst.Name("npu")))
-        return updated_node.with_changes(args=[first, *updated_node.args[1:]])
-
-
-class CudaOutOfMemory(Rule):
-    code = "NPU503"
-    name = "cuda-out-of-memory-error"
-    summary = "`torch.cuda.OutOfMemoryError` becomes the device-neutral `torch.OutOfMemoryError` (the same class)"
-    fix = Fix.SAFE
-    prefilter = r"OutOfMemoryError"
-
-    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> Any:
-        if (self.context.in_import or original_node.attr.value != "OutOfMemoryError"
-                or self.resolve(original_node) != "torch.cuda.OutOfMemoryError"):
-            return updated_node
-        owner = updated_node.value
-        if not isinstance(owner, cst.Attribute):
-            return updated_node  # `cuda.OutOfMemoryError` through a module alias: left to the sweep
-        self.fixed(original_node, "`torch.cuda.OutOfMemoryError` → `torch.OutOfMemoryError` (the same class)")
-        return updated_node.with_changes(value=owner.value)
+CASES = [
+    Invalid(
+        """\
+from torch import cuda
+cuda.synchronize()
+""",
+        after="""\
+from torch import npu
+npu.synchronize()
+""",
+        codes=("NPU120", "NPU501"),
+        with_rules=("NPU120",),
+    ),
+    Valid(
+        """\
+from torch import npu
+npu.synchronize()
+""",
+    ),
+]

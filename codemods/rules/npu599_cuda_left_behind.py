@@ -1,13 +1,4 @@
-"""NPU599: the final sweep. After every other rule ran, whatever CUDA-specific code is still in
-the migrated text and no other diagnostic speaks about is reported here, so a migration is
-never silent about what it did not do.
-
-The sweep reads the *rewritten* text with `ast` (`codemods.framework.cudasites`): a construct
-still there is one no rule rewrote. It is reported unless another rule already reported
-something on the same statement of the original file. Comments, docstrings, log and help texts
-and paths are never sites (see `cudasites`). Lines are mapped back from the rewritten text to
-the original one, so the report points at the user's file as it is on disk.
-"""
+"""NPU599: the final sweep (cuda-left-behind)."""
 
 from __future__ import annotations
 
@@ -16,7 +7,6 @@ import bisect
 import difflib
 import warnings
 from typing import ClassVar
-
 from codemods.framework.base import Fix, Rule
 from codemods.framework.cudasites import cuda_sites, statement_spans
 from codemods.framework.facts import FileFacts
@@ -24,10 +14,14 @@ from codemods.framework.imports import split_lines
 from codemods.framework.suppression import ALL
 from npu_migrate.core.diagnostics import Diagnostic, Severity
 
+from codemods.framework.cases import Invalid, Valid
+
+
 # Files that can hold a site spell one of these (a plain alternation: `(?i)` or a long list of
 # library names makes this search the slowest of all prefilters). A file that imports a CUDA-only
 # library and says nothing else about CUDA is reported by NPU301-NPU314, not swept.
 PREFILTER = r"cuda|CUDA|Cuda|cudnn|CUDNN|nccl|NCCL|CUBLAS|Tensorrt|gpus\s*=|accelerator\s*="
+
 
 _ROUTES = {
     "api": "use its torch.npu / torch_npu counterpart, or keep it on a CUDA-only branch",
@@ -40,6 +34,31 @@ _ROUTES = {
 
 
 class CudaLeftBehind(Rule):
+    """## What it does
+
+    After every other rule ran, CUDA-specific code still in the migrated file that no diagnostic speaks about is reported.
+
+    ## Why
+
+    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (`codemods/framework/cudasites.py`, an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement or the line carries an `npu-migrate: ignore` comment. Comments, docstrings, log/help text and paths are never sites. Lines point at the original file.
+
+    ## Example
+
+    ```python
+    backend = "nccl"   # no rule proves this is a backend: NPU599
+    ```
+
+    ## Fix safety
+
+    No fix: it reports what nothing else handled.
+    Suppress with `# npu-migrate: ignore[NPU599]`.
+
+    ## Targets
+
+    - **npu**: reports it with the route (no fix)
+    - **portable**: not yet
+    """
+
     code = "NPU599"
     name = "cuda-left-behind"
     summary = "Final sweep: CUDA-specific code still in the migrated file that no rule rewrote or reported"
@@ -118,3 +137,18 @@ def _line_map(old: str, new: str):  # type: ignore[no-untyped-def]
             else:
                 mapping[j + 1] = min(i1 + offset, max(i1, i2 - 1)) + 1
     return lambda line: mapping.get(line, line)
+
+
+CASES = [
+    Invalid(
+        """\
+backend = "nccl"
+""",
+        codes=("NPU599",),
+    ),
+    Valid(
+        """\
+print("running on cuda")
+""",
+    ),
+]

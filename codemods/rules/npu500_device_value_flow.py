@@ -24,9 +24,10 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule
+from codemods.framework.cases import Invalid, Valid
 from codemods.framework.devicevalues import (
     INDEX_OPTION,
-    DevicePlaces,
+    device_places,
     FileFlow,
     Finding,
 )
@@ -38,11 +39,6 @@ from npu_migrate.core.diagnostics import Severity
 
 _PLAIN = re.compile(r"cuda(:\d+)?")
 _VALUE_NODES = (cst.SimpleString, cst.FormattedString, cst.BinaryOperation, cst.Call)
-
-
-def device_places() -> DevicePlaces:
-    table = device_positions()
-    return DevicePlaces(table.keywords, table.functions, table.methods)
 
 
 def _root_value(node: cst.BaseExpression) -> str | None:
@@ -60,6 +56,43 @@ def _root_value(node: cst.BaseExpression) -> str | None:
 
 
 class DeviceValueFlow(Rule):
+    """## What it does
+
+    A CUDA device string written in one place and used as a device in another becomes the NPU one.
+
+    ## Why
+
+    NPU103 rewrites strings *in* device positions; `arg = "cuda:0"` ... `torch.device(arg)`, a default
+    `def build(name="cuda")`, a config field read as `cfg.accel`, a helper returning `"cuda:0"` or a
+    module constant imported by other modules escaped it silently. The flow (`ast`, once per file;
+    module constants through the project index) follows the value through locals, `%`, `.format`,
+    f-strings, `+ str(i)`, attributes, dict entries, parameters and returns. Every use a device:
+    rewritten; some uses devices and some not: reported with the evidence path.
+
+    ## Example
+
+    ```python
+    # before
+    def select_device():
+        arg = "cuda:0"
+        return torch.device(arg)
+    # after
+    def select_device():
+        arg = "npu:0"
+        return torch.device(arg)
+    ```
+
+    ## Fix safety
+
+    Safe: a value only ever used as a device names the NPU afterwards; a value also used elsewhere
+    is only reported.
+    Suppress with `# npu-migrate: ignore[NPU500]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
     code = "NPU500"
     name = "device-value-flow"
     summary = "CUDA device strings that reach a device position through variables, fields, returns or other modules"
@@ -174,3 +207,39 @@ def _walk_values(module: cst.Module) -> list[cst.CSTNode]:
 
     module.visit(Collector())
     return found
+
+
+CASES = [
+    Invalid(
+        """\
+import torch
+def select_device():
+    arg = "cuda:0"
+    return torch.device(arg)
+""",
+        after="""\
+import torch
+def select_device():
+    arg = "npu:0"
+    return torch.device(arg)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def f(x, path):
+    d = "cuda:0"
+    open(path + d)
+    return x.to(d)
+""",
+        codes=("NPU500",),
+    ),
+    Valid(
+        """\
+import torch
+def f():
+    msg = "cuda"
+    print(msg)
+""",
+    ),
+]
