@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from . import _memory, ops
+from . import _extras, _memory, ops
 from ._state import MAPPING, STATE, EmulationError
 
 _NPU = MAPPING["device_type"]
@@ -347,13 +347,15 @@ def _profiler_module() -> types.ModuleType:
                                             ResourceConflictRatio="ResourceConflictRatio",
                                             MemoryUB="MemoryUB", L2Cache="L2Cache")
     prof.ExportType = types.SimpleNamespace(Text="text", Db="db")
+    prof.ProfilerAction = torch.profiler.ProfilerAction
+    prof.supported_activities = lambda: {activity.CPU, activity.NPU}
     return prof
 
 
 _FUNCTIONS = (is_available, device_count, current_device, set_device, synchronize, get_device_name,
               get_device_properties, get_device_capability, mem_get_info, is_bf16_supported,
-              get_amp_supported_dtype, current_stream, default_stream, stream, set_stream,
-              manual_seed, manual_seed_all, seed, seed_all, initial_seed, get_rng_state,
+              get_amp_supported_dtype, current_stream, stream, set_stream,
+              manual_seed, manual_seed_all, seed, initial_seed, get_rng_state,
               set_rng_state, get_rng_state_all, set_rng_state_all, empty_cache, _is_in_bad_fork,
               is_autocast_enabled, get_autocast_dtype)
 _MEMORY = ("memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_stats",
@@ -369,6 +371,8 @@ def build_modules() -> dict[str, types.ModuleType]:
     npu = _module("torch_npu.npu", "Emulated torch_npu.npu (npu-migrate)")
     for fn in _FUNCTIONS:
         setattr(npu, fn.__name__, fn)
+    # aliases set by name: setattr(fn.__name__) would file them under the original's name
+    npu.default_stream, npu.seed_all = default_stream, seed_all
     npu.device, npu.Stream, npu.Event = device, Stream, Event
     npu.StreamContext = stream
     npu.is_initialized = lambda: True
@@ -387,7 +391,11 @@ def build_modules() -> dict[str, types.ModuleType]:
     npu.amp = _amp_module("torch_npu.npu.amp")
     npu.mstx = _mstx_module("torch_npu.npu.mstx")
     npu.memory = memory
-    npu.__all__ = sorted(n for n in vars(npu) if not n.startswith("_") and n not in ("amp", "memory", "mstx"))
+    rng = {fn.__name__: fn for fn in (manual_seed, manual_seed_all, seed, initial_seed, get_rng_state,
+                                      set_rng_state, get_rng_state_all, set_rng_state_all)}
+    rng["seed_all"] = seed_all
+    submodules = _extras.populate(npu, memory, _module, Stream, rng)
+    npu.__all__ = sorted(n for n in vars(npu) if not n.startswith("_") and n not in ("amp", "memory", "mstx", *(m.rpartition(".")[2] for m in submodules)))
 
     root = _module("torch_npu", "Emulated torch_npu (npu-migrate): runs NPU code on "
                                f"{STATE.backing}. Not the real package.")
@@ -400,7 +408,7 @@ def build_modules() -> dict[str, types.ModuleType]:
     root.__getattr__ = _unknown_attribute
     return {"torch_npu": root, "torch_npu.npu": npu, "torch_npu.npu.amp": npu.amp,
             "torch_npu.npu.memory": memory, "torch_npu.npu.mstx": npu.mstx,
-            "torch_npu.profiler": root.profiler}
+            "torch_npu.profiler": root.profiler, **submodules}
 
 
 def _unknown_attribute(name: str) -> Any:
@@ -412,12 +420,14 @@ def _unknown_attribute(name: str) -> Any:
 
 def install_modules() -> None:
     modules = build_modules()
-    previous = {name: sys.modules.get(name) for name in list(modules) + ["torch.npu", "torch.npu.amp",
-                                                                          "torch.npu.memory"]}
+    aliases = ["torch" + name.removeprefix("torch_npu") for name in modules if name.startswith("torch_npu.npu")]
+    previous = {name: sys.modules.get(name) for name in list(modules) + aliases}
     sys.modules.update(modules)
     sys.modules["torch.npu"] = modules["torch_npu.npu"]
     sys.modules["torch.npu.amp"] = modules["torch_npu.npu.amp"]
-    sys.modules["torch.npu.memory"] = modules["torch_npu.npu.memory"]
+    for name, module in modules.items():  # torch.npu.X is torch_npu.npu.X, as torch_npu does
+        if name.startswith("torch_npu.npu."):
+            sys.modules["torch" + name.removeprefix("torch_npu")] = module
     from ._state import set_attr
 
     set_attr(torch, "npu", modules["torch_npu.npu"])
