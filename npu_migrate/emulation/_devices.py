@@ -48,7 +48,9 @@ class DeviceMapMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is torch.device:  # keep torch.device("npu", 0) an npu device; map where it is used
+        if func is torch.device or getattr(func, "__name__", "") == "_parse_to":
+            # keep torch.device("npu", 0) and Module.to("npu")'s parsed device npu devices: they are
+            # mapped where a tensor is made or moved (so the placement audit sees "npu" there)
             return func(*args, **kwargs)
         if args:
             args = tuple(self.map(a) if isinstance(a, (str, torch.device)) else a for a in args)
@@ -70,12 +72,19 @@ def backing_device(device: Any = None) -> torch.device:
     return torch.device(mapped)
 
 
+def _npu_device(device: Any) -> torch.device:
+    # an npu device, mapped to the backing one by DeviceMapMode (so the placement audit sees "npu")
+    if isinstance(device, int):
+        return torch.device(MAPPING["device_type"], device)
+    return torch.device(device) if device is not None else torch.device(MAPPING["device_type"], STATE.current_index)
+
+
 def _tensor_npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
-    return self.to(backing_device(device), non_blocking=non_blocking, memory_format=memory_format)
+    return self.to(_npu_device(device), non_blocking=non_blocking, memory_format=memory_format)
 
 
 def _module_npu(self, device=None):
-    return self.to(backing_device(device))
+    return self.to(_npu_device(device))
 
 
 def _is_npu(self) -> bool:
@@ -112,7 +121,13 @@ def install_device_mapping() -> None:
     set_attr(torch, "load", load)
     original_default = torch.set_default_device
     # torch keeps the default-device mode under every other mode, so map the device up front
-    set_attr(torch, "set_default_device", lambda device: original_default(mode.map(device)))
+    def set_default_device(device: Any) -> None:
+        if STATE.audit is not None:  # torch's default-device mode sits below the audit
+            named = str(device).split(":")[0] if device is not None else "cpu"
+            STATE.audit.default_device = "npu" if named == MAPPING["device_type"] else "cpu"
+        original_default(mode.map(device))
+
+    set_attr(torch, "set_default_device", set_default_device)
     _patch_amp(mode)
     _patch_distributed()
     _patch_device_objects(mode)

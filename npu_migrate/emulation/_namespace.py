@@ -173,8 +173,12 @@ def set_stream(s: Stream) -> None:
 
 # ---- RNG: the backing device's generator ---------------------------------------------------
 def manual_seed(seed: int) -> None:
-    # the CPU generator directly: torch.manual_seed itself calls back into this module
-    torch.default_generator.manual_seed(int(seed)) if not _cuda() else torch.cuda.manual_seed(seed)
+    if STATE.audit is not None and STATE.audit.separate_rng:  # the device's own stream
+        STATE.audit.seed(seed)
+    elif _cuda():
+        torch.cuda.manual_seed(seed)
+    else:  # the CPU generator directly: torch.manual_seed itself calls back into this module
+        torch.default_generator.manual_seed(int(seed))
 
 
 def manual_seed_all(seed: int) -> None:
@@ -196,12 +200,18 @@ def initial_seed() -> int:
     return torch.initial_seed()
 
 
+def _rng() -> Any:
+    if STATE.audit is not None and STATE.audit.separate_rng:
+        return STATE.audit.npu_generator
+    return torch.cuda if _cuda() else torch.default_generator
+
+
 def get_rng_state(device: Any = _NPU) -> torch.Tensor:
-    return torch.cuda.get_rng_state() if _cuda() else torch.get_rng_state()
+    return torch.cuda.get_rng_state() if _rng() is torch.cuda else _rng().get_state()
 
 
 def set_rng_state(new_state: torch.Tensor, device: Any = _NPU) -> None:
-    torch.cuda.set_rng_state(new_state) if _cuda() else torch.set_rng_state(new_state)
+    torch.cuda.set_rng_state(new_state) if _rng() is torch.cuda else _rng().set_state(new_state)
 
 
 def get_rng_state_all() -> list[torch.Tensor]:

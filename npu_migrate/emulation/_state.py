@@ -29,6 +29,8 @@ class State:
     undo: list[Callable[[], None]] = field(default_factory=list)
     device_mode: Any = None
     memory: Any = None  # _memory.CpuMemoryTracker when backing is cpu
+    audit: Any = None  # _audit.PlacementAudit when activate(audit=True)
+    precision: Any = None  # _precision.DevicePrecision when activate(precision="device")
 
 
 STATE = State()
