@@ -186,8 +186,37 @@ class PlacementAudit(TorchFunctionMode):
             torch.default_generator.set_state(cpu_state)
 
 
+def _tag_loader_batches() -> None:
+    """A DataLoader's batches are host tensors, also when worker processes rebuilt them from shared
+    memory (which no torch call of this process made): tag them "cpu" where they come out."""
+    from torch.utils.data import dataloader
+
+    from ._state import set_attr
+
+    original = dataloader._BaseDataLoaderIter.__next__
+
+    def next_batch(self):
+        batch = original(self)
+        for tensor in _leaves(batch):
+            _tag(tensor, CPU, user_site(), overwrite=False)
+        return batch
+
+    set_attr(dataloader._BaseDataLoaderIter, "__next__", next_batch)
+
+
+def _leaves(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return []
+
+
 def install(device_kwargs: tuple[str, ...], separate_rng: bool) -> PlacementAudit:
     """Enter the audit above the device mapping; undone by deactivate()."""
+    _tag_loader_batches()
     audit = PlacementAudit(device_kwargs, separate_rng)
     audit.__enter__()
     STATE.audit = audit

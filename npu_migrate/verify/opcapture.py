@@ -66,11 +66,15 @@ class Sites:
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root) + os.sep
 
-    def here(self) -> str | None:
+    def here(self, building: Any = None) -> str | None:
+        """The innermost frame in the tree; with `building`, skip that object's own __init__ frames
+        (a module is built where its constructor is called, not at its super().__init__())."""
         frame = sys._getframe(1)
         while frame is not None:
             path = frame.f_code.co_filename
-            if path.startswith(self.root):
+            if path.startswith(self.root) and not (
+                    building is not None and frame.f_code.co_name == "__init__"
+                    and frame.f_locals.get("self") is building):
                 return f"{path[len(self.root):]}:{frame.f_lineno}"
             frame = frame.f_back
         return None
@@ -133,7 +137,6 @@ class ModuleTracker:
     def __init__(self, sites: Sites) -> None:
         self.sites = sites
         self.stack: list[torch.nn.Module] = []
-        self.built: dict[int, str | None] = {}
         self.names: dict[int, str] = {}
         self.handles: list[Any] = []
 
@@ -145,7 +148,8 @@ class ModuleTracker:
 
         def init(self, *args: Any, **kwargs: Any) -> None:
             original_init(self, *args, **kwargs)
-            tracker.built.setdefault(id(self), tracker.sites.here())
+            if "_npu_migrate_built" not in self.__dict__:  # an attribute: deepcopy'd clones keep it
+                object.__setattr__(self, "_npu_migrate_built", tracker.sites.here(building=self))
 
         torch.nn.Module.__init__ = init
         self.handles.append(module_mod.register_module_forward_pre_hook(self._enter))
@@ -166,7 +170,7 @@ class ModuleTracker:
             return None
         module = self.stack[-1]
         return {"path": self.names.get(id(module), "?"), "class": type(module).__name__,
-                "built": self.built.get(id(module))}
+                "built": module.__dict__.get("_npu_migrate_built")}
 
 
 class StepCounter:

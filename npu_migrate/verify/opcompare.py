@@ -92,6 +92,7 @@ class Divergence:
     reference_site: str | None = None
     extra_ops: list[dict[str, Any]] = field(default_factory=list)
     seq: int = 0
+    missing_ops: list[dict[str, Any]] = field(default_factory=list)  # only the original runs them
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
@@ -164,14 +165,16 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
             if value <= tolerance:
                 continue
             if first_op is None:
-                extra = []
-                if offset == 0 and previous is not None and previous[4] > previous[3]:
+                extra, missing = [], []
+                if offset == 0 and previous is not None:  # right after ops only one side runs
                     extra = [{"name": e["name"], "site": e.get("site")} for e in tgt_ops[previous[3]:previous[4]]]
+                    missing = [{"name": e["name"], "site": e.get("site")} for e in ref_ops[previous[1]:previous[2]]]
                 why = reason or f"differs by {value:.3g} (norm-relative) > tolerance {tolerance:.3g}"
                 if _RANDOM.search(ref["name"]) and not reason:
                     why += " (a random op: on a device it draws from the device's generator)"
                 first_op = Divergence(tgt["kind"], tgt["name"], tgt.get("site"), why, value, tolerance,
-                                      tgt.get("step"), tgt.get("module"), ref.get("site"), extra, tgt["seq"])
+                                      tgt.get("step"), tgt.get("module"), ref.get("site"), extra, tgt["seq"],
+                                      missing)
         previous = block
     if first_op is not None:
         candidates.append(first_op)

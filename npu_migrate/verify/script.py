@@ -8,6 +8,7 @@ migrated tree's `path.py:LINE`. See docs/verify.md.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import subprocess
@@ -75,6 +76,24 @@ class ScriptOutcome:
             return first.site
         return (self.error or {}).get("location")
 
+    def sites(self) -> list[str]:
+        """Every migrated-tree file:line the outcome names (the divergence, the line that built its
+        module, the ops only one side runs, where a CPU tensor was made, where the code raised)."""
+        import re
+
+        found = []
+        first = self.comparison.first if self.comparison else None
+        if first is not None:
+            found += [first.site, (first.module or {}).get("built")]
+            found += [op.get("site") for op in first.extra_ops[:1]]
+            found += [op.get("mapped_site") for op in first.missing_ops[:1]]
+        if self.error:
+            found.append(self.error.get("location"))
+            root = str(Path(self.data.get("migrated_root", ".")).resolve()) + os.sep
+            for made in re.findall(r"made at (\S+:\d+)", self.error.get("message", "")):
+                found.append(made[len(root):] if made.startswith(root) else made)
+        return [site for site in found if site]
+
     def findings(self) -> list[Diagnostic]:
         root = str(self.data.get("migrated_root", "."))
         first = self.comparison.first if self.comparison else None
@@ -133,6 +152,24 @@ def _diagnostic(code: str, message: str, root: str, site: str | None) -> Diagnos
     return Diagnostic(code, message, path, int(line) if line.isdigit() else 0, 0, Severity.ERROR)
 
 
+def map_line(original_root: Path, migrated_root: Path, site: str | None) -> str | None:
+    """The migrated tree's line that stands where `site` (file:line of the original tree) was."""
+    if not site:
+        return None
+    file, _, line = site.rpartition(":")
+    try:
+        before = (Path(original_root) / file).read_text().splitlines()
+        after = (Path(migrated_root) / file).read_text().splitlines()
+    except OSError:
+        return None
+    target = int(line) - 1
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if i1 <= target < i2 or (i1 == i2 == target):
+            mapped = j1 + (target - i1 if tag == "equal" else 0)
+            return f"{file}:{min(mapped, max(len(after) - 1, 0)) + 1}"
+    return None
+
+
 def _divergence_text(first: Any) -> str:
     module = first.module or {}
     inside = f" in {module.get('path')} ({module.get('class')}, built at {module.get('built')})" if module else ""
@@ -141,6 +178,9 @@ def _divergence_text(first: Any) -> str:
     if first.extra_ops:
         text += f"; just before it the migrated code runs ops the original does not: " \
                 f"{first.extra_ops[0]['name']} at {first.extra_ops[0]['site']}"
+    elif first.missing_ops and first.missing_ops[0].get("mapped_site"):
+        text += f"; just before it the original runs ops the migrated code does not: " \
+                f"{first.missing_ops[0]['name']} (migrated {first.missing_ops[0]['mapped_site']})"
     return text
 
 
@@ -234,6 +274,9 @@ def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, An
     if options.dump is not None:
         msprobe.write_dump(Path(options.dump) / "reference", reference["record"], str(options.original))
         msprobe.write_dump(Path(options.dump) / "migrated", target.get("record", []), str(options.migrated))
+    if comparison.first is not None:
+        for op in comparison.first.missing_ops:
+            op["mapped_site"] = map_line(options.original, options.migrated, op.get("site"))
     error = target.get("error")
     if target.get("timed_out"):
         return ScriptOutcome("error", error["message"], comparison, error, data)

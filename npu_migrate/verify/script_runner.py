@@ -40,6 +40,9 @@ def _setup(job: dict[str, Any]) -> str:
         else:
             if not torch.cuda.is_available():
                 _install_cuda_shim()
+                # the original runs as on its GPU: `if torch.cuda.is_available()` takes the GPU path
+                torch.cuda.is_available = lambda: True
+                torch.cuda.device_count = lambda: 1
             backend = "cpu"
         if side == "noise":
             import types
