@@ -1,2 +1,2 @@
 """npu-migrate's codemods: small LibCST transformers, one concern each (installed as
-`npu_migrate_codemods`). See `base.Rule` for the API and `registry` for how rules are found."""
+`codemods`). See `base.Rule` for the API and `registry` for how rules are found."""

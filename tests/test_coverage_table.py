@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from npu_migrate_codemods import coverage
-from npu_migrate_codemods.registry import all_rules
+from codemods.framework import coverage
+from codemods.framework.registry import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "coverage.md"
@@ -59,9 +59,9 @@ def test_rendering_is_stable() -> None:
 def test_document_is_up_to_date() -> None:
     # regenerated from whatever data exists now: a data change without regeneration fails here
     if not DOC.exists():
-        pytest.fail("docs/coverage.md is missing: run `python -m npu_migrate_codemods.coverage`")
+        pytest.fail("docs/coverage.md is missing: run `python -m codemods.framework.coverage`")
     assert DOC.read_text(encoding="utf-8") == coverage.render(), (
-        "docs/coverage.md is stale: run `python -m npu_migrate_codemods.coverage`")
+        "docs/coverage.md is stale: run `python -m codemods.framework.coverage`")
 
 
 def test_cli_check_and_write(tmp_path, capsys) -> None:
@@ -69,7 +69,7 @@ def test_cli_check_and_write(tmp_path, capsys) -> None:
     assert coverage.main(["--check", "--output", str(out)]) == 1
     assert "stale" in capsys.readouterr().err
     # the documented command, as a user runs it
-    wrote = subprocess.run([sys.executable, "-m", "npu_migrate_codemods.coverage", "--output", str(out)],
+    wrote = subprocess.run([sys.executable, "-m", "codemods.framework.coverage", "--output", str(out)],
                            capture_output=True, text=True)
     assert wrote.returncode == 0, wrote.stderr
     assert out.read_text(encoding="utf-8") == coverage.render()

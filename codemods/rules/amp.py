@@ -24,10 +24,10 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import dotted_name, Fix, Rule
-from npu_migrate_codemods.rules.device_strings import code_of, device_expr, mentions_cuda
-from npu_migrate_codemods.rules.torch_cuda_api import split_import
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import dotted_name, Fix, Rule
+from codemods.rules.device_strings import code_of, device_expr, mentions_cuda
+from codemods.rules.torch_cuda_api import split_import
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "amp.json"
 CUDA_AMP = "torch.cuda.amp"

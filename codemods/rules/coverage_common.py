@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Rule, dotted_expr, dotted_parts
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Rule, dotted_expr, dotted_parts
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -20,11 +20,11 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix
-from npu_migrate_codemods.facts import ast_dotted_parts
-from npu_migrate_codemods.rules.coverage_common import CoverageRule, string_value
-from npu_migrate_codemods.rules.device_strings import (DevicePositions, device_expr, device_positions,
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Fix
+from codemods.framework.facts import ast_dotted_parts
+from codemods.rules.coverage_common import CoverageRule, string_value
+from codemods.rules.device_strings import (DevicePositions, device_expr, device_positions,
                                                        is_device_name)
 
 _CUDA = re.compile(r"cuda(:\d+)?")

@@ -9,10 +9,10 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix
-from npu_migrate_codemods.rules.coverage_common import CoverageRule, string_value
-from npu_migrate_codemods.rules.device_strings import code_of, device_collection, device_expr
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Fix
+from codemods.rules.coverage_common import CoverageRule, string_value
+from codemods.rules.device_strings import code_of, device_collection, device_expr
 
 # functions whose `map_location` maps saved storage locations: keyword, or this position
 _LOADERS = {"torch.load": 1, "torch.serialization.load": 1, "torch.jit.load": 1}

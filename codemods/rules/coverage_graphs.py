@@ -8,9 +8,9 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix
-from npu_migrate_codemods.rules.coverage_common import (CoverageRule, NameMapRule, load_data,
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Fix
+from codemods.rules.coverage_common import (CoverageRule, NameMapRule, load_data,
                                                         name_prefilter, string_value, with_string)
 
 DATA = "coverage_graphs.json"

@@ -9,9 +9,9 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix
-from npu_migrate_codemods.rules.coverage_common import CoverageRule, NameMapRule, name_prefilter
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Fix
+from codemods.rules.coverage_common import CoverageRule, NameMapRule, name_prefilter
 
 DATA = "coverage_profiler.json"
 _NVTX_RANGE = "torch.cuda.nvtx.range"

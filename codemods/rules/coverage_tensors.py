@@ -8,9 +8,9 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix, Rule
-from npu_migrate_codemods.rules.coverage_common import (NameMapRule, entries_for, name_prefilter,
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Fix, Rule
+from codemods.rules.coverage_common import (NameMapRule, entries_for, name_prefilter,
                                                         string_value, with_string)
 
 DATA = "coverage_tensors.json"

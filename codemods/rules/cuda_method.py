@@ -13,9 +13,9 @@ import ast
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix, Rule
-from npu_migrate_codemods.facts import iter_statements
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Fix, Rule
+from codemods.framework.facts import iter_statements
 
 
 def _file_facts(tree: ast.Module) -> tuple[frozenset[str], dict[str, int]]:

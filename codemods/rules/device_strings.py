@@ -21,8 +21,8 @@ from pathlib import Path
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix, Rule
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Fix, Rule
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 PREFILTER = r"""['"]cuda\b"""

@@ -19,9 +19,9 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix, Rule
-from npu_migrate_codemods.rules.device_strings import code_of
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Fix, Rule
+from codemods.rules.device_strings import code_of
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "distributed.json"
 _PAIR = re.compile(r"(\w+):(\w+)")

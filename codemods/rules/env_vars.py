@@ -17,10 +17,10 @@ from typing import ClassVar
 import libcst as cst
 import libcst.matchers as m
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods import envmap
-from npu_migrate_codemods.base import Fix, Rule, dotted_parts
-from npu_migrate_codemods.facts import ast_dotted_parts
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework import envmap
+from codemods.framework.base import Fix, Rule, dotted_parts
+from codemods.framework.facts import ast_dotted_parts
 
 _GETTERS = {"get", "pop", "getenv", "unsetenv", "delenv"}
 _SETTERS = {"setdefault", "putenv", "setenv"}

@@ -16,9 +16,9 @@ from functools import cached_property
 import libcst as cst
 import libcst.matchers as m
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix, Rule
-from npu_migrate_codemods.loops import (
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Fix, Rule
+from codemods.framework.loops import (
     BlockPlan, Site, TrainingStep, append_elements, code_of, find_eval_loops, find_training_steps,
     insertion_data, with_block)
 
@@ -182,7 +182,7 @@ class InsertAmp(Rule):
         suppressions = self.context.suppressions
         if not suppressions:
             return False
-        from npu_migrate_codemods.positions import node_positions
+        from codemods.framework.positions import node_positions
 
         where = node_positions(module, nodes)
         offset = self.context.line_offset

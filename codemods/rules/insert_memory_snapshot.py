@@ -21,9 +21,9 @@ from functools import cached_property
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix, Rule
-from npu_migrate_codemods.loops import Site, find_training_steps, insertion_data
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Fix, Rule
+from codemods.framework.loops import Site, find_training_steps, insertion_data
 
 COUNTER = "npu_migrate_step"
 MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__""")
@@ -138,7 +138,7 @@ class InsertMemorySnapshot(Rule):
                 return
 
     def _is_first_guard(self, module: cst.Module, stmt: cst.If) -> bool:
-        from npu_migrate_codemods.positions import node_positions
+        from codemods.framework.positions import node_positions
 
         line = node_positions(module, [stmt])[id(stmt)][0] + self.context.line_offset
         return line == self.main_guard_line
@@ -183,7 +183,7 @@ class InsertMemorySnapshot(Rule):
         suppressions = self.context.suppressions
         if not suppressions:
             return False
-        from npu_migrate_codemods.positions import node_positions
+        from codemods.framework.positions import node_positions
 
         where = node_positions(module, nodes)
         return any(suppressions.suppresses(self.code, line + self.context.line_offset)

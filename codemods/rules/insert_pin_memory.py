@@ -18,10 +18,10 @@ from functools import cached_property
 import libcst as cst
 import libcst.matchers as m
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import Fix, Rule, dotted_parts
-from npu_migrate_codemods.facts import ast_dotted_parts
-from npu_migrate_codemods.loops import (
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import Fix, Rule, dotted_parts
+from codemods.framework.facts import ast_dotted_parts
+from codemods.framework.loops import (
     target_names, append_elements, calls_in, insertion_data, method_name, walk)
 
 KEYWORD_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),

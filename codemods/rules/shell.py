@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods import envmap
-from npu_migrate_codemods.base import Fix, Rule
-from npu_migrate_codemods.shellwords import LineIndex
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework import envmap
+from codemods.framework.base import Fix, Rule
+from codemods.framework.shellwords import LineIndex
 
 
 class _ShellRule(Rule):

@@ -19,10 +19,10 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 
-from npu_migrate.diagnostics import Diagnostic, Severity
-from npu_migrate.discovery import CUDA_SUFFIXES
-from npu_migrate_codemods import envmap
-from npu_migrate_codemods.base import Fix, Rule, dotted_parts
+from npu_migrate.core.diagnostics import Diagnostic, Severity
+from npu_migrate.core.discovery import CUDA_SUFFIXES
+from codemods.framework import envmap
+from codemods.framework.base import Fix, Rule, dotted_parts
 
 _IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda"}
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.base import dotted_expr, dotted_name, Fix, Rule
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.base import dotted_expr, dotted_name, Fix, Rule
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "torch_cuda.json"
 CUDA = "torch.cuda"

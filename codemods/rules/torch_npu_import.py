@@ -1,6 +1,6 @@
 """NPU100: add `import torch_npu` to files the migration makes depend on it."""
 
-from npu_migrate_codemods.base import Fix, Rule
+from codemods.framework.base import Fix, Rule
 
 
 class AddTorchNpuImport(Rule):

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 
 from npu_migrate.analyze.aggregate import SECTIONS, Aggregator, Assessment
 from npu_migrate.analyze.model import FileScan
-from npu_migrate.discovery import CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES
-from npu_migrate.runner import RunPlan
+from npu_migrate.core.discovery import CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES
+from npu_migrate.apply.runner import RunPlan
 
 ANALYZED_SUFFIXES = PYTHON_SUFFIXES + SHELL_SUFFIXES + CUDA_SUFFIXES
 
@@ -19,7 +19,7 @@ __all__ = ["SECTIONS", "Assessment", "analyze", "default_plan"]
 
 def default_plan(select: Sequence[str] = (), ignore: Sequence[str] = (), enable: Sequence[str] = (),
                  options: dict | None = None, per_file_ignores: dict | None = None, root: str = ".") -> RunPlan:
-    from npu_migrate_codemods.registry import all_rules, select_rules
+    from codemods.framework.registry import all_rules, select_rules
 
     chosen = select_rules(all_rules(), select, ignore, enable)
     return RunPlan([r.code for r in chosen], dict(options or {}), dict(per_file_ignores or {}), root)
@@ -30,7 +30,7 @@ def analyze(paths: Sequence[str], only: Sequence[str] = SECTIONS, jobs: int | No
             progress: Callable[[FileScan], None] | None = None) -> Assessment:
     """Analyse files and folders. Raises FileNotFoundError for a path that does not exist."""
     from npu_migrate.analyze.worker import run
-    from npu_migrate.discovery import discover
+    from npu_migrate.core.discovery import discover
 
     only = tuple(s for s in SECTIONS if s in only)
     files = discover(paths, exclude, ANALYZED_SUFFIXES, respect_gitignore)

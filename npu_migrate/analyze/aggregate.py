@@ -11,7 +11,7 @@ from npu_migrate.analyze import catalog
 from npu_migrate.analyze.findings import finding
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
 from npu_migrate.analyze.rating import Rating, rate
-from npu_migrate.diagnostics import Diagnostic, Table
+from npu_migrate.core.diagnostics import Diagnostic, Table
 
 SECTIONS = ("architecture", "computation", "memory")
 SECTION_CODES = {

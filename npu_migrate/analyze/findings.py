@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from npu_migrate.diagnostics import Diagnostic, Severity
+from npu_migrate.core.diagnostics import Diagnostic, Severity
 
 INFO, WARNING = Severity.INFO, Severity.WARNING
 
@@ -35,5 +35,5 @@ def finding(code: str, path: str, where: ast.AST | tuple[int, int], message: str
 
 
 def sarif_rules() -> dict[str, tuple[str, str, str | None]]:
-    """Rule metadata for npu_migrate.sarif.to_sarif."""
+    """Rule metadata for npu_migrate.core.sarif.to_sarif."""
     return {code: (name, summary, None) for code, (name, summary, _) in CODES.items()}

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.findings import finding
-from npu_migrate.diagnostics import Diagnostic
+from npu_migrate.core.diagnostics import Diagnostic
 
 ELEMENTWISE_CALLS = frozenset({"exp", "log", "sigmoid", "tanh", "sqrt", "rsqrt", "pow", "abs", "erf",
                                "clamp", "where", "relu", "gelu", "silu"})

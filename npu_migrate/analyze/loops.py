@@ -16,7 +16,7 @@ from collections.abc import Callable
 from npu_migrate.analyze.findings import finding
 from npu_migrate.analyze.model import FileScan
 from npu_migrate.analyze.scan import HOST_FACTORIES, device_like
-from npu_migrate.diagnostics import Severity
+from npu_migrate.core.diagnostics import Severity
 
 SYNC_METHODS = {"item": "`.item()`", "cpu": "`.cpu()`", "numpy": "`.numpy()`", "tolist": "`.tolist()`"}
 DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data"})

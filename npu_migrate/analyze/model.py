@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from npu_migrate.diagnostics import Diagnostic
+from npu_migrate.core.diagnostics import Diagnostic
 
 
 @dataclass

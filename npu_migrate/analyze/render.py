@@ -10,7 +10,7 @@ from typing import Any
 from npu_migrate import __version__
 from npu_migrate.analyze.aggregate import Assessment
 from npu_migrate.analyze.findings import sarif_rules
-from npu_migrate.diagnostics import Report, Table
+from npu_migrate.core.diagnostics import Report, Table
 
 FORMATS = ("text", "markdown", "json", "sarif", "html")
 HEADINGS = {"architecture": "Architecture", "computation": "Computation", "memory": "Memory"}
@@ -20,7 +20,7 @@ def render(assessment: Assessment, fmt: str, max_rows: int = 0, console: Any = N
     if fmt == "json":
         return json.dumps(to_json(assessment), indent=2, default=str) + "\n"
     if fmt == "sarif":
-        from npu_migrate.sarif import to_sarif
+        from npu_migrate.core.sarif import to_sarif
 
         return json.dumps(to_sarif(assessment.findings, sarif_rules(), __version__), indent=2) + "\n"
     if fmt == "markdown":

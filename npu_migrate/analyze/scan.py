@@ -12,7 +12,7 @@ from typing import Any
 
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
-from npu_migrate_codemods.facts import FileFacts, ast_dotted_parts as dotted
+from codemods.framework.facts import FileFacts, ast_dotted_parts as dotted
 
 CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 TORCH_CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "LightningModule"})

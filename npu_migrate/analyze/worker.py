@@ -13,12 +13,12 @@ from collections.abc import Iterator, Sequence
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.model import FileScan, Site
 from npu_migrate.analyze.scan import Scanner
-from npu_migrate.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
-from npu_migrate.engine import FileOutcome, migrate_text
-from npu_migrate.parallel import ignore_interrupts, ordered_map
-from npu_migrate.runner import RunPlan
-from npu_migrate.sources import SourceError, read_source
-from npu_migrate_codemods.facts import FileFacts
+from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
+from npu_migrate.apply.engine import FileOutcome, migrate_text
+from npu_migrate.core.parallel import ignore_interrupts, ordered_map
+from npu_migrate.apply.runner import RunPlan
+from npu_migrate.core.sources import SourceError, read_source
+from codemods.framework.facts import FileFacts
 
 LAUNCHERS = re.compile(r"\btorchrun\b|-m\s+torch\.distributed\.(?:launch|run)\b|^\s*deepspeed\s|\baccelerate\s+launch\b")
 

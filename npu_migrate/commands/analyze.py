@@ -42,7 +42,7 @@ def command(paths: tuple[str, ...], only: tuple[str, ...], fmt: str, output: str
     """
     from npu_migrate.analyze import SECTIONS, analyze, default_plan
     from npu_migrate.analyze.render import render
-    from npu_migrate.config import ConfigError, load_settings
+    from npu_migrate.core.config import ConfigError, load_settings
 
     if not paths:
         raise click.UsageError("give at least one PATH (a file or a folder)")

@@ -13,14 +13,14 @@ from typing import Any
 import click
 
 from npu_migrate import __version__
-from npu_migrate.cache import DEFAULT_DIR, Cache, run_key
-from npu_migrate.config import ConfigError, Settings, load_settings
-from npu_migrate.diffs import colourise, unified_diff
-from npu_migrate.discovery import SKIP_DIRS, discover
-from npu_migrate.runner import FileResult, RunPlan, process_bytes, run
-from npu_migrate.selection import SelectionError, changed_since, parse_shard, shard
-from npu_migrate.sources import write_atomic
-from npu_migrate.summary import RunSummary, package_of
+from npu_migrate.apply.cache import DEFAULT_DIR, Cache, run_key
+from npu_migrate.core.config import ConfigError, Settings, load_settings
+from npu_migrate.core.diffs import colourise, unified_diff
+from npu_migrate.core.discovery import SKIP_DIRS, discover
+from npu_migrate.apply.runner import FileResult, RunPlan, process_bytes, run
+from npu_migrate.apply.selection import SelectionError, changed_since, parse_shard, shard
+from npu_migrate.core.sources import write_atomic
+from npu_migrate.apply.summary import RunSummary, package_of
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 1, 2
 
@@ -115,7 +115,7 @@ def command(paths: tuple[str, ...], dry_run: bool, show_diff: bool, check: bool,
 
 
 def _plan(settings: Settings, select: Sequence[str], ignore: Sequence[str], enable: Sequence[str]) -> RunPlan:
-    from npu_migrate_codemods.registry import all_rules, select_rules
+    from codemods.framework.registry import all_rules, select_rules
 
     chosen = select_rules(all_rules(), _split(select) or settings.select,
                           _split(ignore) + settings.ignore, _split(enable) + settings.enable)
@@ -190,7 +190,7 @@ def _print_machine(fmt: str, results: list[FileResult], summary: RunSummary) -> 
                    "summary": summary.to_dict()}
         click.echo(json.dumps(payload, indent=2))
     else:
-        from npu_migrate.sarif_run import run_to_sarif
+        from npu_migrate.apply.sarif_run import run_to_sarif
 
         click.echo(json.dumps(run_to_sarif(results), indent=2))
 

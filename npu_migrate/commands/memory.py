@@ -137,7 +137,7 @@ def _filters(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _view(file: str, devices: tuple[int, ...], kind: str, args: dict[str, Any]) -> None:
-    from npu_migrate.diagnostics import Report
+    from npu_migrate.core.diagnostics import Report
     from npu_migrate.memory.context import DeviceContext
     from npu_migrate.memory.sites import SiteTable
     from npu_migrate.memory import views
@@ -201,7 +201,7 @@ def blocks_cmd(file: str, devices: tuple[int, ...], **args: Any) -> None:
 @guarded
 def pool_cmd(file: str, event: int, fmt: str, devices: tuple[int, ...]) -> None:
     """Segments and blocks (with states) as they were after an event."""
-    from npu_migrate.diagnostics import Report, Table
+    from npu_migrate.core.diagnostics import Report, Table
     from npu_migrate.memory.context import DeviceContext, fmt_bytes
     from npu_migrate.memory.replay import STATE_NAMES
     from npu_migrate.memory.sites import SiteTable

@@ -90,7 +90,7 @@ def _describe(rule: Any, origin: str | None) -> dict[str, Any]:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def command(code: str | None, fmt: str) -> None:
     """List every rule (code, name, default on/off, fix safety, summary), or show CODE's doc page."""
-    from npu_migrate_codemods.registry import RuleError, all_rules, find_rule, plugin_origin
+    from codemods.framework.registry import RuleError, all_rules, find_rule, plugin_origin
 
     try:
         rules = all_rules()

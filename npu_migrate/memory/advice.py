@@ -15,7 +15,7 @@ from importlib import resources
 
 import numpy as np
 
-from npu_migrate.diagnostics import Diagnostic, Severity, Table
+from npu_migrate.core.diagnostics import Diagnostic, Severity, Table
 from npu_migrate.memory.context import DeviceContext
 
 GC_GAP_SHARE = 0.3  # reserved - allocated at the reserved peak, as a share of it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu_migrate.diagnostics import Report, Table
+from npu_migrate.core.diagnostics import Report, Table
 from npu_migrate.memory.context import DeviceContext, fmt_bytes
 from npu_migrate.memory.model import Snapshot
 from npu_migrate.memory.report import build_contexts

@@ -7,7 +7,7 @@ from functools import cached_property
 
 import numpy as np
 
-from npu_migrate.diagnostics import Diagnostic, Severity, Table
+from npu_migrate.core.diagnostics import Diagnostic, Severity, Table
 from npu_migrate.memory.model import Snapshot
 from npu_migrate.memory.pool import PoolState, pool_at
 from npu_migrate.memory.replay import Replay, replay

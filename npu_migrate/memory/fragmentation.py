@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu_migrate.diagnostics import Severity, Table
+from npu_migrate.core.diagnostics import Severity, Table
 from npu_migrate.memory.context import DeviceContext, fmt_bytes
 from npu_migrate.memory.model import ALLOC, OOM, SEG_ALLOC
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu_migrate.diagnostics import Severity
+from npu_migrate.core.diagnostics import Severity
 from npu_migrate.memory.context import DeviceContext, fmt_bytes
 
 PENDING_SHARE = 0.01  # report pending frees above 1% of the peak

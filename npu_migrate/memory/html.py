@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from npu_migrate.diagnostics import Report
+from npu_migrate.core.diagnostics import Report
 from npu_migrate.memory.context import DeviceContext
 from npu_migrate.memory.model import OOM, SEG_ALLOC, SEG_MAP, Snapshot
 from npu_migrate.memory.sites import format_stack

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from npu_migrate.diagnostics import Severity, Table
+from npu_migrate.core.diagnostics import Severity, Table
 from npu_migrate.memory.context import DeviceContext, fmt_bytes
 
 MIN_LEAK_STEPS = 2

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from npu_migrate.diagnostics import Severity, Table
+from npu_migrate.core.diagnostics import Severity, Table
 from npu_migrate.memory.context import DeviceContext, fmt_bytes
 
 

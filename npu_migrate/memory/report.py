@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu_migrate.diagnostics import Report, Severity, Table
+from npu_migrate.core.diagnostics import Report, Severity, Table
 from npu_migrate.memory.advice import advise
 from npu_migrate.memory.context import DeviceContext, fmt_bytes
 from npu_migrate.memory.fragmentation import analyze_fragmentation, analyze_oom

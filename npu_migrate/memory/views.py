@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from npu_migrate.diagnostics import Table
+from npu_migrate.core.diagnostics import Table
 from npu_migrate.memory.context import DeviceContext, fmt_bytes
 from npu_migrate.memory.model import ACTIONS, CODE
 from npu_migrate.memory.replay import STATE_NAMES

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npu_migrate.diagnostics import Severity, Table
+from npu_migrate.core.diagnostics import Severity, Table
 from npu_migrate.memory.context import DeviceContext, fmt_bytes
 
 REPORT_SHARE = 0.05  # report when the wasteful blocks hold 5% of the peak or more

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from npu_migrate.diagnostics import Diagnostic, Report, Severity, Table
+from npu_migrate.core.diagnostics import Diagnostic, Report, Severity, Table
 
 from .metrics import Comparison, compare, dtype_name
 from .sizes import format_bytes

@@ -10,8 +10,8 @@ import pytest
 from analyze_paths import CPU_ONLY, DEMO, REPO
 
 from npu_migrate.analyze.render import render, to_json
-from npu_migrate.diagnostics import Diagnostic, Severity
-from npu_migrate.sarif import to_sarif
+from npu_migrate.core.diagnostics import Diagnostic, Severity
+from npu_migrate.core.sarif import to_sarif
 
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "sarif-schema-2.1.0.json")
 

@@ -5,7 +5,7 @@ import ast
 import hypothesmith
 from hypothesis import HealthCheck, given, settings
 
-from npu_migrate_codemods.facts import FileFacts
+from codemods.framework.facts import FileFacts
 from npu_migrate.analyze.scan import Scanner
 
 

@@ -5,7 +5,7 @@ import textwrap
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.aggregate import Aggregator
 from npu_migrate.analyze.scan import Scanner
-from npu_migrate_codemods.facts import FileFacts
+from codemods.framework.facts import FileFacts
 
 
 def scan(source: str, path: str = "x.py"):

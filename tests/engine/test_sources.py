@@ -6,8 +6,8 @@ import stat
 
 import pytest
 
-from npu_migrate.runner import RunPlan, process_bytes
-from npu_migrate.sources import SourceError, decode_source, write_atomic
+from npu_migrate.apply.runner import RunPlan, process_bytes
+from npu_migrate.core.sources import SourceError, decode_source, write_atomic
 
 PLAN = RunPlan(["NPU100", "NPU101"])
 

@@ -1,8 +1,8 @@
 """Shared helpers for rule tests (a uniquely named module: `conftest` names clash between
 test folders)."""
 
-from npu_migrate.engine import FileOutcome, RuleSet, migrate_text
-from npu_migrate_codemods.registry import all_rules, select_rules
+from npu_migrate.apply.engine import FileOutcome, RuleSet, migrate_text
+from codemods.framework.registry import all_rules, select_rules
 
 
 def migrate(src: str, codes) -> FileOutcome:

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import rule_cases
-from npu_migrate_codemods.rules.amp import DATA
+from codemods.rules.amp import DATA
 
 CODES = ["NPU130"]
 T = "import torch\n"

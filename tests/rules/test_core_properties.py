@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from npu_migrate.engine import RuleSet, migrate_text
-from npu_migrate_codemods.base import RuleContext, RuleRunner
-from npu_migrate_codemods.facts import FileFacts
-from npu_migrate_codemods.registry import all_rules, select_rules
+from npu_migrate.apply.engine import RuleSet, migrate_text
+from codemods.framework.base import RuleContext, RuleRunner
+from codemods.framework.facts import FileFacts
+from codemods.framework.registry import all_rules, select_rules
 
 FAMILY = ["NPU100", "NPU101", "NPU102", "NPU103", "NPU104", "NPU105", "NPU120", "NPU121",
           "NPU130", "NPU140", "NPU141", "NPU142", "NPU143"]

@@ -7,8 +7,8 @@ import ast
 
 import pytest
 
-from npu_migrate_codemods.facts import FileFacts
-from npu_migrate_codemods.rules.coverage_common import name_prefilter
+from codemods.framework.facts import FileFacts
+from codemods.rules.coverage_common import name_prefilter
 from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
 
 N = "import torch_npu  # noqa: F401\n"

@@ -202,8 +202,8 @@ def test_device_ids_unchanged() -> None:
 
 def test_the_load_to_cpu_lambda_is_not_reported():
     """DETR's `map_location=lambda storage, loc: storage` keeps storages on the CPU: nothing to do."""
-    from npu_migrate.engine import RuleSet, migrate_text
-    from npu_migrate_codemods.registry import all_rules, select_rules
+    from npu_migrate.apply.engine import RuleSet, migrate_text
+    from codemods.framework.registry import all_rules, select_rules
 
     ruleset = RuleSet(select_rules(all_rules(), select=["NPU152"]))
     quiet = migrate_text("import torch\nw = torch.load(p, map_location=lambda storage, loc: storage)\n",

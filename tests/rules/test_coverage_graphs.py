@@ -72,7 +72,7 @@ def test_cuda_graph_signature_is_what_the_rule_assumes() -> None:
     capture_error_mode, which torch.npu.graph takes as its fifth."""
     params = list(inspect.signature(torch.cuda.graph.__init__).parameters)[1:]
     assert params[:4] == ["cuda_graph", "pool", "stream", "capture_error_mode"]
-    from npu_migrate_codemods.rules.coverage_graphs import _NPU_GRAPH_LACKS
+    from codemods.rules.coverage_graphs import _NPU_GRAPH_LACKS
     assert set(_NPU_GRAPH_LACKS) <= set(params)
 
 

@@ -6,8 +6,8 @@ import ast
 import json
 from pathlib import Path
 
-from npu_migrate.engine import FileOutcome, RuleSet, migrate_text
-from npu_migrate_codemods.registry import all_rules, select_rules
+from npu_migrate.apply.engine import FileOutcome, RuleSet, migrate_text
+from codemods.framework.registry import all_rules, select_rules
 
 DATA = Path(__file__).resolve().parents[2] / "codemods" / "data"
 NAME_FILES = ("coverage_tensors.json", "coverage_memory.json", "coverage_backends.json",

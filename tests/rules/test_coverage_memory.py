@@ -97,7 +97,7 @@ def test_result_binds_to_torch_npu_signature() -> None:
 def test_legacy_rewrite_matches_upstream_legacy_parameter_order() -> None:
     """The positional order used for the bool form is upstream's legacy order."""
     legacy = list(inspect.signature(torch.cuda.memory._record_memory_history_legacy).parameters)
-    from npu_migrate_codemods.rules.coverage_memory import _CURRENT, _LEGACY
+    from codemods.rules.coverage_memory import _CURRENT, _LEGACY
     assert list(_LEGACY) == legacy
     current = list(inspect.signature(torch.cuda.memory._record_memory_history).parameters)
     assert list(_CURRENT) == current[:5]

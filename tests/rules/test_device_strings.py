@@ -5,7 +5,7 @@ import json
 import pytest
 
 import rule_cases
-from npu_migrate_codemods.rules.device_strings import device_positions, load_positions
+from codemods.rules.device_strings import device_positions, load_positions
 
 CODES = ["NPU103", "NPU104", "NPU105"]
 T = "import torch\n"
@@ -165,7 +165,7 @@ def test_positions_files_are_merged(tmp_path):
 
 
 def test_shipped_positions_cover_the_amp_calls_the_amp_rule_owns():
-    from npu_migrate_codemods.rules.amp import amp_table
+    from codemods.rules.amp import amp_table
 
     assert set(amp_table().generic) <= device_positions().skip_functions
 

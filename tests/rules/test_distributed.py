@@ -5,7 +5,7 @@ import json
 import pytest
 
 import rule_cases
-from npu_migrate_codemods.rules.distributed import DATA, backend_text, dist_table
+from codemods.rules.distributed import DATA, backend_text, dist_table
 
 CODES = ["NPU140", "NPU141", "NPU142", "NPU143"]
 D = "import torch.distributed as dist\n"

@@ -7,10 +7,10 @@ import ast
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate.engine import RuleSet, migrate_text
-from npu_migrate_codemods import envmap
-from npu_migrate_codemods.registry import all_rules, select_rules
+from npu_migrate.core.diagnostics import Severity
+from npu_migrate.apply.engine import RuleSet, migrate_text
+from codemods.framework import envmap
+from codemods.framework.registry import all_rules, select_rules
 
 ENV_CODES = ["NPU201", "NPU202", "NPU203", "NPU204", "NPU205", "NPU206", "NPU207"]
 

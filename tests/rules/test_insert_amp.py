@@ -5,8 +5,8 @@ from textwrap import dedent
 
 import pytest
 
-from npu_migrate.engine import RuleSet, migrate_text
-from npu_migrate_codemods.registry import all_rules, select_rules
+from npu_migrate.apply.engine import RuleSet, migrate_text
+from codemods.framework.registry import all_rules, select_rules
 
 
 def migrate(src: str, dtype: str | None = None, enable=("amp",), select=("NPU100",)):

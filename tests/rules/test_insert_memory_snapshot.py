@@ -9,8 +9,8 @@ from textwrap import dedent
 
 import pytest
 
-from npu_migrate.engine import RuleSet, migrate_text
-from npu_migrate_codemods.registry import all_rules, select_rules
+from npu_migrate.apply.engine import RuleSet, migrate_text
+from codemods.framework.registry import all_rules, select_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,8 +5,8 @@ from textwrap import dedent
 import pytest
 import torch
 
-from npu_migrate.engine import RuleSet, migrate_text
-from npu_migrate_codemods.registry import all_rules, select_rules
+from npu_migrate.apply.engine import RuleSet, migrate_text
+from codemods.framework.registry import all_rules, select_rules
 
 HEADER = "import torch\nfrom torch.utils.data import DataLoader\n"
 

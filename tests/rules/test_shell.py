@@ -8,9 +8,9 @@ import subprocess
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from npu_migrate.engine import RuleSet, migrate_text
-from npu_migrate_codemods.registry import all_rules, select_rules
-from npu_migrate_codemods.shellwords import lex
+from npu_migrate.apply.engine import RuleSet, migrate_text
+from codemods.framework.registry import all_rules, select_rules
+from codemods.framework.shellwords import lex
 
 SHELL_CODES = ["NPU251", "NPU252", "NPU253", "NPU254", "NPU255", "NPU256", "NPU257"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate.engine import RuleSet, migrate_text
-from npu_migrate_codemods.registry import all_rules, find_rule, select_rules
-from npu_migrate_codemods.rules.third_party import best_import_entry, cu_file_diagnostic, entries
+from npu_migrate.core.diagnostics import Severity
+from npu_migrate.apply.engine import RuleSet, migrate_text
+from codemods.framework.registry import all_rules, find_rule, select_rules
+from codemods.rules.third_party import best_import_entry, cu_file_diagnostic, entries
 
 
 def run(text: str, select=("NPU3",)):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import rule_cases
-from npu_migrate_codemods.rules.torch_cuda_api import DATA, cuda_names
+from codemods.rules.torch_cuda_api import DATA, cuda_names
 
 CODES = ["NPU120", "NPU121"]
 T = "import torch\n"

@@ -20,7 +20,7 @@ FAKE_TORCH_NPU = Path(__file__).resolve().parent / "fake_torch_npu"
 MODELS = ("mlp", "cnn", "transformer")
 
 try:
-    from npu_migrate.engine import migrate_source
+    from npu_migrate.apply.engine import migrate_source
 except ImportError:  # pragma: no cover - the engine is another wing; see the skip below
     migrate_source = None
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from npu_migrate.cache import _hash_tree
-from npu_migrate.engine import migrate_source
+from npu_migrate.apply.cache import _hash_tree
+from npu_migrate.apply.engine import migrate_source
 
 from workflow_helpers import CUDA, apply, cli, git, summary_of, write
 
@@ -143,10 +143,10 @@ def test_the_tool_fingerprint_follows_file_contents(tmp_path):
 def test_a_warm_run_fetches_changed_files_when_their_turn_comes(tmp_path):
     """Cached results of files that change are not all held in memory before the first one is
     yielded: they are read again in turn (so an edit made meanwhile is seen, not a stale hit)."""
-    from npu_migrate.cache import Cache
+    from npu_migrate.apply.cache import Cache
     from npu_migrate.commands.apply import _plan
-    from npu_migrate.config import Settings
-    from npu_migrate.runner import run
+    from npu_migrate.core.config import Settings
+    from npu_migrate.apply.runner import run
 
     files = [str(p) for p in tree(tmp_path)]
     plan = _plan(Settings(), (), (), ())

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from npu_migrate.config import load_settings
-from npu_migrate_codemods.registry import all_rules
+from npu_migrate.core.config import load_settings
+from codemods.framework.registry import all_rules
 
 from workflow_helpers import CUDA, apply, git, summary_of, write
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from npu_migrate.commands.rules import command
-from npu_migrate_codemods.registry import all_rules
+from codemods.framework.registry import all_rules
 
 from workflow_helpers import REPO, write
 
@@ -51,7 +51,7 @@ def installed_copy(site: Path) -> None:
     """The layout a wheel installs: the two packages, no docs/ folder beside them."""
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(REPO / "npu_migrate", site / "npu_migrate", ignore=ignore)
-    shutil.copytree(REPO / "codemods", site / "npu_migrate_codemods", ignore=ignore)
+    shutil.copytree(REPO / "codemods", site / "codemods", ignore=ignore)
 
 
 def run_installed(site: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from npu_migrate.engine import migrate_source
+from npu_migrate.apply.engine import migrate_source
 
 from workflow_helpers import CUDA, apply, cli, write
 

@@ -11,11 +11,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from npu_migrate.cache import Cache
-from npu_migrate.discovery import excluded
-from npu_migrate.parallel import ignore_interrupts, ordered_map
-from npu_migrate.engine import FileOutcome, RuleSet, migrate_text
-from npu_migrate.sources import SourceError, SourceText, decode_source
+from npu_migrate.apply.cache import Cache
+from npu_migrate.core.discovery import excluded
+from npu_migrate.core.parallel import ignore_interrupts, ordered_map
+from npu_migrate.apply.engine import FileOutcome, RuleSet, migrate_text
+from npu_migrate.core.sources import SourceError, SourceText, decode_source
 
 
 
@@ -50,7 +50,7 @@ class RunPlan:
         ignored = self.ignored_for(path)
         ruleset = self._rulesets.get(ignored)
         if ruleset is None:
-            from npu_migrate_codemods.registry import all_rules
+            from codemods.framework.registry import all_rules
 
             by_code = {r.code: r for r in all_rules()}
             rules = [by_code[c] for c in self.codes

@@ -115,7 +115,7 @@ def resolve_selectors_and_globs(settings: Settings, path: str) -> None:
     """Every code, prefix or name in the config must match a rule (built-in or plugin);
     per-file-ignores names are turned into codes, which is what the runner matches; globs lose
     a leading `./`."""
-    from npu_migrate_codemods.registry import _matches, all_rules
+    from codemods.framework.registry import _matches, all_rules
 
     where = f"{path}: [tool.{SECTION}]"
     rules = all_rules()

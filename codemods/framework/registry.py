@@ -1,4 +1,4 @@
-"""Finds rules: the built-ins in `npu_migrate_codemods.rules` and third-party plugins registered
+"""Finds rules: the built-ins in `codemods.rules` and third-party plugins registered
 under the `npu_migrate.codemods` entry-point group; selects them by code, prefix or name.
 
 A plugin entry point names a module (every `Rule` subclass defined in it, or the ones its
@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from npu_migrate_codemods.base import Fix, Rule
+from codemods.framework.base import Fix, Rule
 
 ENTRY_POINT_GROUP = "npu_migrate.codemods"
 # built-in code families; a plugin using them would collide with a future release
@@ -44,7 +44,7 @@ def _rules_in(module: object) -> list[type[Rule]]:
 
 @lru_cache(maxsize=1)
 def builtin_rules() -> tuple[type[Rule], ...]:
-    from npu_migrate_codemods import rules as package
+    from codemods import rules as package
 
     found: list[type[Rule]] = []
     for info in pkgutil.iter_modules(package.__path__):
@@ -99,7 +99,7 @@ def _check_plugin_rule(rule: type[Rule], where: str) -> None:
         raise RuleError(f"{label}: name {rule.name!r} must be kebab-case")
     if not isinstance(rule.fix, Fix):
         raise RuleError(f"{label}: fix must be a Fix member, not {rule.fix!r}")
-    from npu_migrate.engine import TEXT_LANGUAGES
+    from npu_migrate.apply.engine import TEXT_LANGUAGES
 
     languages = ("python", *TEXT_LANGUAGES)
     if rule.language not in languages:

@@ -18,12 +18,12 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
-from npu_migrate.diagnostics import Diagnostic, Edit, Severity
-from npu_migrate_codemods.base import Rule, RuleContext, RuleRunner, compile_prefilter
-from npu_migrate_codemods.facts import FileFacts
-from npu_migrate_codemods.imports import insert_imports, split_lines
-from npu_migrate_codemods.suppression import Suppressions, skips_file
+from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from codemods.framework.base import Rule, RuleContext, RuleRunner, compile_prefilter
+from codemods.framework.facts import FileFacts
+from codemods.framework.imports import insert_imports, split_lines
+from codemods.framework.suppression import Suppressions, skips_file
 
 # which rule language handles which files; Python is everything else
 TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES}
@@ -371,7 +371,7 @@ def migrate_source(text: str, path: str = "<string>", select: Iterable[str] = ()
                    options: Mapping[str, Any] | None = None) -> str:
     """Convenience for tests and other wings: the migrated text (unchanged text if nothing to do).
     Raises ValueError when the file cannot be migrated."""
-    from npu_migrate_codemods.registry import all_rules, select_rules
+    from codemods.framework.registry import all_rules, select_rules
 
     ruleset = RuleSet(select_rules(all_rules(), select, ignore, enable), options)
     outcome = migrate_text(text, path, ruleset)

@@ -13,7 +13,7 @@ import ast
 import re
 from collections.abc import Sequence
 
-from npu_migrate_codemods.facts import FileFacts
+from codemods.framework.facts import FileFacts
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 Import = tuple[str, "str | None", "str | None"]

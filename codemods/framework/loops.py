@@ -29,7 +29,7 @@ SCOPES = (cst.FunctionDef, cst.ClassDef)
 @cache
 def insertion_data() -> dict:
     """Names and patterns the insertion rules rely on (codemods/data/insertion.json)."""
-    return json.loads((Path(__file__).parent / "data" / "insertion.json").read_text("utf-8"))
+    return json.loads((Path(__file__).parent.parent / "data" / "insertion.json").read_text("utf-8"))
 
 
 def _pattern(key: str) -> re.Pattern[str]:

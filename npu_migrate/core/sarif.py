@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-from npu_migrate.diagnostics import Diagnostic, doc_link
+from npu_migrate.core.diagnostics import Diagnostic, doc_link
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 

@@ -15,10 +15,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from npu_migrate.diagnostics import Severity
-from npu_migrate_codemods.shellwords import Word, lex
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.shellwords import Word, lex
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 MB = 1 << 20
 # launcher / script arguments whose value names the process-group backend
 BACKEND_FLAGS = ("--backend", "--dist-backend", "--dist_backend", "--ddp-backend", "--ddp_backend",

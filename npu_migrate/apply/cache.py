@@ -19,13 +19,12 @@ from functools import lru_cache
 from typing import Any
 
 from npu_migrate import __version__
-from npu_migrate.diagnostics import Diagnostic, Edit, Severity
-from npu_migrate.engine import FileOutcome
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.apply.engine import FileOutcome
 
 FORMAT = 3
 DEFAULT_DIR = ".npu-migrate-cache"
 # the engine modules whose code decides a file's result (besides the rules)
-_ENGINE_MODULES = ("engine", "sources", "diagnostics")
 _FINGERPRINT_SUFFIXES = (".py", ".json", ".toml", ".tsv")
 _MAX_PLUGIN_FILES = 2000  # a plugin living at the top of a huge folder: hash its module only
 
@@ -62,18 +61,18 @@ def _hash_file(digest: Any, path: str | None) -> None:
 @lru_cache(maxsize=1)
 def tool_fingerprint() -> str:
     """A hash of the rule package and the engine sources (a few ms; once per process)."""
-    import npu_migrate_codemods
+    import codemods
 
     digest = hashlib.sha256(__version__.encode())
-    _hash_tree(digest, os.path.dirname(os.path.abspath(npu_migrate_codemods.__file__)))
+    _hash_tree(digest, os.path.dirname(os.path.abspath(codemods.__file__)))
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in _ENGINE_MODULES:
-        _hash_file(digest, os.path.join(here, f"{name}.py"))
+    for layer in (here, os.path.join(os.path.dirname(here), "core")):  # the apply wing and the core
+        _hash_tree(digest, layer)
     return digest.hexdigest()
 
 
 def _plugin_fingerprints() -> list[str]:
-    from npu_migrate_codemods.registry import builtin_rules, plugin_origin, plugin_rules
+    from codemods.framework.registry import builtin_rules, plugin_origin, plugin_rules
 
     builtins = set(builtin_rules())
     out = []

@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 
 import libcst as cst
 
-from npu_migrate.diagnostics import Diagnostic, Edit, Severity
-from npu_migrate_codemods.facts import FileFacts
-from npu_migrate_codemods.positions import node_positions
-from npu_migrate_codemods.suppression import Suppressions
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from codemods.framework.facts import FileFacts
+from codemods.framework.positions import node_positions
+from codemods.framework.suppression import Suppressions
 
 
 class Fix(str, enum.Enum):

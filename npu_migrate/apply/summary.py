@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from npu_migrate.runner import FileResult
+from npu_migrate.apply.runner import FileResult
 
 
 @dataclass

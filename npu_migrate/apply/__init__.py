@@ -1,0 +1,1 @@
+"""The apply wing: engine (one file), runner (many files, cache, parallelism), selection and summary."""

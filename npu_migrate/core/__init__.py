@@ -1,0 +1,2 @@
+"""The core: diagnostics, sources, discovery, configuration and output formats. Imports nothing
+else of npu-migrate."""
