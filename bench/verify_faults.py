@@ -31,10 +31,7 @@ MODELS = ROOT / "bench" / "verify_models"
 
 from npu_migrate.verify.script import ScriptOptions, verify_script  # noqa: E402
 
-try:  # the engine moved with the layout change (issue 12)
-    from npu_migrate.apply.engine import migrate_source
-except ImportError:  # pragma: no cover - before the layout change
-    from npu_migrate.engine import migrate_source
+from npu_migrate.apply.engine import migrate_source  # noqa: E402
 
 SCRIPTS = {
     "mnist": ("mnist", "main.py", ["--batch-size", "8", "--test-batch-size", "16", "--epochs", "1",

@@ -50,6 +50,11 @@ def device_of(tensor: torch.Tensor) -> str | None:
 
 
 def _site_of(tensor: torch.Tensor) -> str | None:
+    """Where the tensor was made: its own line when it is a view (a slice of a CPU batch), else
+    its storage's."""
+    own = tensor.__dict__.get(_SITE)
+    if own is not None:
+        return own
     try:
         return getattr(tensor.untyped_storage(), _SITE, None)
     except (RuntimeError, NotImplementedError):
@@ -163,7 +168,11 @@ class PlacementAudit(TorchFunctionMode):
         site = None
         for tensor in _tensors(out):
             if any(tensor.untyped_storage() is t.untyped_storage() for t in inputs):
-                continue  # a view or an in-place result keeps its storage's device
+                # a view or an in-place result keeps its storage's device; a new view object
+                # remembers its own line (the slice that was not moved)
+                if all(tensor is not t for t in inputs):
+                    tensor.__dict__[_SITE] = user_site()
+                continue
             if site is None:
                 site = user_site()
             _tag(tensor, device, site, overwrite=True)

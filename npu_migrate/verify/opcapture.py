@@ -29,6 +29,7 @@ _SKIP_OPS = {"aten.detach.default", "aten.lift_fresh.default", "aten.alias.defau
              "aten._local_scalar_dense.default", "aten.set_.source_Storage",
              "aten.set_.source_Storage_storage_offset", "aten.record_stream.default"}
 
+OWN_OPS = __import__("types").SimpleNamespace(depth=0)  # > 0 while the recorder computes summaries
 # ops whose output holds whatever was in memory: nothing to compare
 _UNINITIALISED = ("aten.empty", "aten.new_empty", "aten.empty_like", "aten.empty_strided")
 
@@ -38,7 +39,16 @@ class StopRun(BaseException):
 
 
 def summarise(tensor: torch.Tensor) -> dict[str, Any]:
-    """msprobe's statistics plus an evenly spaced sample (float32, on the CPU)."""
+    """msprobe's statistics plus an evenly spaced sample (float32, on the CPU); its own ops are
+    never recorded (inside __torch_dispatch__ the mode is off; elsewhere it is paused here)."""
+    OWN_OPS.depth += 1
+    try:
+        return _summarise(tensor)
+    finally:
+        OWN_OPS.depth -= 1
+
+
+def _summarise(tensor: torch.Tensor) -> dict[str, Any]:
     data = tensor.detach()
     summary: dict[str, Any] = {"shape": list(data.shape), "dtype": str(data.dtype).removeprefix("torch.")}
     if data.is_complex():
@@ -75,9 +85,21 @@ class Sites:
             if path.startswith(self.root) and not (
                     building is not None and frame.f_code.co_name == "__init__"
                     and frame.f_locals.get("self") is building):
-                return f"{path[len(self.root):]}:{frame.f_lineno}"
+                line = f"{path[len(self.root):]}:{frame.f_lineno}"
+                return line + _call_end(frame) if building is not None else line
             frame = frame.f_back
         return None
+
+
+def _call_end(frame: Any) -> str:
+    """"-END" when the call running in `frame` spans several lines (a constructor whose arguments
+    continue on the next lines), else ""."""
+    try:
+        positions = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+    except (IndexError, ValueError):
+        return ""
+    start, end = positions[0], positions[1]
+    return f"-{end}" if start is not None and end is not None and end > start else ""
 
 
 class Record:
@@ -109,18 +131,23 @@ class OpCapture(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = str(func)
-        if func.is_view or name in _SKIP_OPS or name.startswith(_UNINITIALISED) or AUDIT_INTERNAL.depth:
+        if func.is_view or name in _SKIP_OPS or name.startswith(_UNINITIALISED) or AUDIT_INTERNAL.depth or OWN_OPS.depth:
             return out
         produced = [t for t in _leaves(out) if isinstance(t, torch.Tensor)]
         if not produced and func._schema.is_mutable and args:  # in-place ops returning nothing
             produced = [t for t in _leaves(args[0]) if isinstance(t, torch.Tensor)]
         if not produced:
             return out
-        count = self.record.op_counts.get(name, 0)
-        self.record.op_counts[name] = count + 1
-        self.record.add({"kind": "op", "name": name, "index": count, "phase": self.record.phase,
-                         "site": self.sites.here(), "module": self.modules.current(),
-                         "outputs": [summarise(t) for t in produced]})
+        site, module = self.sites.here(), self.modules.current()
+        # a foreach op is one op per tensor: the same events a per-tensor loop gives (an optimizer
+        # uses foreach on a device and a loop on the CPU)
+        groups = [[t] for t in produced] if "_foreach_" in name else [produced]
+        name = name.replace("_foreach_", "")
+        for group in groups:
+            count = self.record.op_counts.get(name, 0)
+            self.record.op_counts[name] = count + 1
+            self.record.add({"kind": "op", "name": name, "index": count, "phase": self.record.phase,
+                             "site": site, "module": module, "outputs": [summarise(t) for t in group]})
         return out
 
 
@@ -186,6 +213,8 @@ class StepCounter:
         original_backward = torch.autograd.backward
 
         def tensor_backward(self, *args: Any, **kwargs: Any) -> None:
+            if counter.record.phase == "backward":  # re-entered through a TorchFunctionMode
+                return original_tensor_backward(self, *args, **kwargs)
             counter.before(self)
             try:
                 original_tensor_backward(self, *args, **kwargs)

@@ -46,7 +46,11 @@ def op_class(name: str) -> str:
 
 
 def key(event: dict[str, Any]) -> tuple:
-    return (event["name"], tuple(tuple(o["shape"]) for o in event["outputs"]))
+    """What must agree for two ops to be compared: the op (overload aside: add_.Tensor and the
+    add_.List of a foreach loop are the same update) and its output shapes."""
+    name = event["name"]
+    base = name.rsplit(".", 1)[0] if name.startswith("aten.") and name.count(".") >= 2 else name
+    return (base, tuple(tuple(o["shape"]) for o in event["outputs"]))
 
 
 def _rel(a: float | None, b: float | None, scale: float) -> float:
@@ -71,8 +75,12 @@ def distance(ref: dict[str, Any], other: dict[str, Any]) -> tuple[float, str]:
                  _rel(r.get("Max"), t.get("Max"), scale), _rel(r.get("Min"), t.get("Min"), scale)]
         rs, ts = r.get("sample"), t.get("sample")
         if isinstance(rs, torch.Tensor) and isinstance(ts, torch.Tensor) and rs.shape == ts.shape:
-            denominator = max(float(rs.double().norm()), 1e-30)
-            parts.append(float((ts.double() - rs.double()).norm()) / denominator)
+            finite = torch.isfinite(rs)
+            if not torch.equal(finite, torch.isfinite(ts)) or not torch.equal(rs[~finite], ts[~finite]):
+                return math.inf, "NaN/Inf at other positions than in the reference"
+            rs, ts = rs[finite].double(), ts[finite].double()
+            denominator = max(float(rs.norm()), 1e-30)
+            parts.append(float((ts - rs).norm()) / denominator)
         if norm == 0.0 and (t.get("Norm") or 0.0) == 0.0:
             parts = [0.0]
         worst = max(worst, *parts)
@@ -113,8 +121,26 @@ def _ops(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _aligned(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[tuple[str, int, int, int, int]]:
-    matcher = difflib.SequenceMatcher(None, [key(e) for e in a], [key(e) for e in b], autojunk=False)
-    return matcher.get_opcodes()
+    """difflib opcodes over the whole sequences, aligned step by step: the steps (backward calls)
+    are synchronisation points, so repeated step structure cannot shift the match by a step."""
+    opcodes: list[tuple[str, int, int, int, int]] = []
+    a_start = b_start = 0
+    for a_end, b_end in zip(_step_ends(a), _step_ends(b)):
+        matcher = difflib.SequenceMatcher(None, [key(e) for e in a[a_start:a_end]],
+                                          [key(e) for e in b[b_start:b_end]], autojunk=False)
+        opcodes += [(tag, i1 + a_start, i2 + a_start, j1 + b_start, j2 + b_start)
+                    for tag, i1, i2, j1, j2 in matcher.get_opcodes()]
+        a_start, b_start = a_end, b_end
+    if a_start < len(a) or b_start < len(b):  # one side ran more steps than the other
+        opcodes.append(("replace" if a_start < len(a) and b_start < len(b) else
+                        "delete" if a_start < len(a) else "insert", a_start, len(a), b_start, len(b)))
+    return opcodes
+
+
+def _step_ends(events: list[dict[str, Any]]) -> list[int]:
+    """End index (exclusive) of each step's events; the last step runs to the end."""
+    ends = [i for i in range(1, len(events)) if events[i].get("step") != events[i - 1].get("step")]
+    return ends + [len(events)]
 
 
 def _noise_of(ref_ops: list[dict[str, Any]], noise_ops: list[dict[str, Any]] | None) -> dict[int, float]:
@@ -149,6 +175,10 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
             result.only_reference += i2 - i1
             result.only_migrated += j2 - j1
             previous = block
+            if first_op is None:
+                first_op = _lowered_precision(ref_ops[i1:i2], tgt_ops[j1:j2]) or (
+                    _boundary(ref_ops, tgt_ops, block, noise_at, noise is not None, noise_factor, floors)
+                    if tag == "replace" else None)
             continue
         for offset in range(i2 - i1):
             ref, tgt = ref_ops[i1 + offset], tgt_ops[j1 + offset]
@@ -184,6 +214,42 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
     if candidates:
         result.first = min(candidates, key=lambda d: d.seq)
     return result
+
+
+_LOW_PRECISION = ("float16", "bfloat16")
+
+
+def _lowered_precision(ref_ops: list[dict[str, Any]], tgt_ops: list[dict[str, Any]]) -> Divergence | None:
+    """Ops only the migrated code runs that produce float16/bfloat16 where the original's ops at
+    that place produce none: a precision loss (a round trip), whatever its size."""
+    ref_dtypes = {o["dtype"] for e in ref_ops for o in e["outputs"]}
+    for event in tgt_ops:
+        lowered = [o["dtype"] for o in event["outputs"] if o["dtype"] in _LOW_PRECISION and o["dtype"] not in ref_dtypes]
+        if lowered:
+            return Divergence(event["kind"], event["name"], event.get("site"),
+                              f"the migrated code lowers precision to {lowered[0]} here (the original "
+                              f"computes in {', '.join(sorted(ref_dtypes)) or 'float32'})",
+                              step=event.get("step"), module=event.get("module"), seq=event["seq"])
+    return None
+
+
+def _boundary(ref_ops, tgt_ops, block, noise_at, measured, noise_factor, floors) -> Divergence | None:
+    """A block of ops replaced by others (a fused op, a functional form, another init call) is
+    compared at its boundary: the last output of each side, when their shapes agree."""
+    _, i1, i2, j1, j2 = block
+    ref, tgt = ref_ops[i2 - 1], tgt_ops[j2 - 1]
+    if [o["shape"] for o in ref["outputs"]] != [o["shape"] for o in tgt["outputs"]]:
+        return None
+    value, reason = distance(ref, tgt)
+    floor = max((floors.get(o["dtype"], 0.0) for o in ref["outputs"]), default=0.0)
+    expected = noise_at.get(i2 - 1, 0.0) if measured else CLASS_NOISE[op_class(ref["name"])]
+    tolerance = noise_factor * expected + floor
+    if value <= tolerance:
+        return None
+    why = reason or f"differs by {value:.3g} (norm-relative) > tolerance {tolerance:.3g}"
+    return Divergence(tgt["kind"], tgt["name"], tgt.get("site"),
+                      f"{why}, where the original runs {ref['name']} instead", value, tolerance,
+                      tgt.get("step"), tgt.get("module"), ref.get("site"), seq=tgt["seq"])
 
 
 def _first_seed_divergence(reference: list[dict[str, Any]], migrated: list[dict[str, Any]]) -> Divergence | None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from npu_migrate.diagnostics import Diagnostic, Report, Severity, Table
+from npu_migrate.core.diagnostics import Diagnostic, Report, Severity, Table
 
 from . import msprobe
 from .opcompare import NOISE_FACTOR, Comparison, compare_records
@@ -64,6 +64,7 @@ class ScriptOutcome:
     comparison: Comparison | None = None
     error: dict[str, Any] | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    records: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)  # not in to_dict
 
     @property
     def exit_code(self) -> int:
@@ -92,7 +93,7 @@ class ScriptOutcome:
             root = str(Path(self.data.get("migrated_root", ".")).resolve()) + os.sep
             for made in re.findall(r"made at (\S+:\d+)", self.error.get("message", "")):
                 found.append(made[len(root):] if made.startswith(root) else made)
-        return [site for site in found if site]
+        return [line for site in found if site for line in _expand(site)]
 
     def findings(self) -> list[Diagnostic]:
         root = str(self.data.get("migrated_root", "."))
@@ -146,9 +147,19 @@ class ScriptOutcome:
         return report
 
 
+def _expand(site: str) -> list[str]:
+    """"f.py:3-5" (a call over several lines) -> ["f.py:3-5", "f.py:3", "f.py:4", "f.py:5"]."""
+    file, _, lines = site.rpartition(":")
+    start, dash, end = lines.partition("-")
+    if not dash or not (start.isdigit() and end.isdigit()):
+        return [site]
+    return [site] + [f"{file}:{n}" for n in range(int(start), int(end) + 1)]
+
+
 def _diagnostic(code: str, message: str, root: str, site: str | None) -> Diagnostic:
     file, _, line = (site or "?:0").rpartition(":")
     path = file if os.path.isabs(file) else f"{root}/{file}"
+    line = line.partition("-")[0]
     return Diagnostic(code, message, path, int(line) if line.isdigit() else 0, 0, Severity.ERROR)
 
 
@@ -265,7 +276,8 @@ def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, An
     noise_events = noise["record"] if noise and not noise.get("error") else None
     comparison = compare_records(reference["record"], target.get("record", []), noise_events,
                                  options.noise_factor)
-    data = {"migrated_root": str(options.migrated), "reference": reference.get("backend"),
+    data = {"migrated_root": str(options.migrated), "original_root": str(options.original),
+            "reference": reference.get("backend"),
             "noise": noise.get("backend") if noise else "none (per-op-class tolerances)",
             "target": target.get("backend"), "steps": options.steps,
             "steps_run": target.get("steps_run")}
@@ -274,9 +286,17 @@ def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, An
     if options.dump is not None:
         msprobe.write_dump(Path(options.dump) / "reference", reference["record"], str(options.original))
         msprobe.write_dump(Path(options.dump) / "migrated", target.get("record", []), str(options.migrated))
+    records = {"reference": reference["record"], "migrated": target.get("record", [])}
+    outcome = _verdict(reference, target, comparison, data)
+    outcome.records = records
+    return outcome
+
+
+def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comparison,
+             data: dict[str, Any]) -> ScriptOutcome:
     if comparison.first is not None:
         for op in comparison.first.missing_ops:
-            op["mapped_site"] = map_line(options.original, options.migrated, op.get("site"))
+            op["mapped_site"] = map_line(data["original_root"], data["migrated_root"], op.get("site"))
     error = target.get("error")
     if target.get("timed_out"):
         return ScriptOutcome("error", error["message"], comparison, error, data)
