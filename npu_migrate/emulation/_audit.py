@@ -170,7 +170,7 @@ class PlacementAudit(TorchFunctionMode):
             if any(tensor.untyped_storage() is t.untyped_storage() for t in inputs):
                 # a view or an in-place result keeps its storage's device; a new view object
                 # remembers its own line (the slice that was not moved)
-                if all(tensor is not t for t in inputs):
+                if all(tensor is not t for t in inputs) and tensor.shape != inputs[0].shape:
                     tensor.__dict__[_SITE] = user_site()
                 continue
             if site is None:
