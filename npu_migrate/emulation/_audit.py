@@ -71,16 +71,18 @@ def _tag(tensor: torch.Tensor, device: str, site: str | None, overwrite: bool) -
         setattr(storage, _SITE, site)
 
 
-def user_site() -> str | None:
-    """file:line of the innermost frame outside torch, this package and the standard library."""
+def user_site(callers: int = 2) -> str | None:
+    """file:line of the innermost frame outside torch, this package and the standard library,
+    followed by up to `callers` such frames that called it: "a.py:93 < a.py:105"."""
     frame = sys._getframe(2)
     stdlib = os.path.dirname(os.__file__) + os.sep
-    while frame is not None:
+    found: list[str] = []
+    while frame is not None and len(found) <= callers:
         path = frame.f_code.co_filename
         if not path.startswith(_PACKAGE_DIRS) and not path.startswith(stdlib) and not path.startswith("<"):
-            return f"{path}:{frame.f_lineno}"
+            found.append(f"{path}:{frame.f_lineno}")
         frame = frame.f_back
-    return None
+    return " < ".join(found) or None
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:

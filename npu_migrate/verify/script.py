@@ -91,8 +91,9 @@ class ScriptOutcome:
         if self.error:
             found.append(self.error.get("location"))
             root = str(Path(self.data.get("migrated_root", ".")).resolve()) + os.sep
-            for made in re.findall(r"made at (\S+:\d+)", self.error.get("message", "")):
-                found.append(made[len(root):] if made.startswith(root) else made)
+            chain = re.search(r"made at ([^)]*)", self.error.get("message", ""))
+            for made in (chain.group(1).split(" < ") if chain else []):
+                found.append(made.removeprefix(root))
         return [line for site in found if site for line in _expand(site)]
 
     def findings(self) -> list[Diagnostic]:
