@@ -181,6 +181,25 @@ class ModuleTracker:
         torch.nn.Module.__init__ = init
         self.handles.append(module_mod.register_module_forward_pre_hook(self._enter))
         self.handles.append(module_mod.register_module_forward_hook(self._leave))
+        self._install_optimizers()
+
+    def _install_optimizers(self) -> None:
+        """An optimizer's step counts as its "module": its hyperparameters live where it was built."""
+        from torch.optim import optimizer as optimizer_mod
+
+        tracker = self
+        original_init = torch.optim.Optimizer.__init__
+
+        def init(self, *args: Any, **kwargs: Any) -> None:
+            original_init(self, *args, **kwargs)
+            if "_npu_migrate_built" not in self.__dict__:
+                self.__dict__["_npu_migrate_built"] = tracker.sites.here(building=self)
+
+        torch.optim.Optimizer.__init__ = init
+        self.handles.append(optimizer_mod.register_optimizer_step_pre_hook(
+            lambda optimizer, args, kwargs: self.stack.append(optimizer)))
+        self.handles.append(optimizer_mod.register_optimizer_step_post_hook(
+            lambda optimizer, args, kwargs: self.stack.pop() if self.stack and self.stack[-1] is optimizer else None))
 
     def _enter(self, module: torch.nn.Module, args: Any) -> None:
         if not self.stack and id(module) not in self.names:
@@ -196,7 +215,8 @@ class ModuleTracker:
         if not self.stack:
             return None
         module = self.stack[-1]
-        return {"path": self.names.get(id(module), "?"), "class": type(module).__name__,
+        path = "optimizer" if isinstance(module, torch.optim.Optimizer) else self.names.get(id(module), "?")
+        return {"path": path, "class": type(module).__name__,
                 "built": module.__dict__.get("_npu_migrate_built")}
 
 

@@ -29,6 +29,23 @@ from .opcapture import ModuleTracker, OpCapture, PrintTee, Record, SeedWatcher, 
 from .runner import _install_cuda_shim, describe_error
 
 
+def _foreach_as_on_a_gpu() -> None:
+    """Optimizers and clip_grad_norm_ use foreach kernels on a GPU (and on an NPU) but loop per
+    tensor on the CPU: let the CPU reference take the GPU's path, so both sides run the same ops in
+    the same order (the CPU has the foreach kernels too)."""
+    import torch.optim.optimizer as optimizer_module
+    import torch.utils._foreach_utils as foreach_utils
+
+    original = foreach_utils._get_foreach_kernels_supported_devices
+
+    def supported() -> list[str]:
+        return [*original(), "cpu"]
+
+    foreach_utils._get_foreach_kernels_supported_devices = supported
+    if hasattr(optimizer_module, "_get_foreach_kernels_supported_devices"):
+        optimizer_module._get_foreach_kernels_supported_devices = supported
+
+
 def _setup(job: dict[str, Any]) -> str:
     """Prepare this process's device side; returns the backend name."""
     side = job["side"]
@@ -43,6 +60,7 @@ def _setup(job: dict[str, Any]) -> str:
                 # the original runs as on its GPU: `if torch.cuda.is_available()` takes the GPU path
                 torch.cuda.is_available = lambda: True
                 torch.cuda.device_count = lambda: 1
+                _foreach_as_on_a_gpu()
             backend = "cpu"
         if side == "noise":
             import types
