@@ -29,9 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 MODELS = ROOT / "bench" / "verify_models"
 
-from npu_migrate.verify.script import ScriptOptions, verify_script  # noqa: E402
-
-from npu_migrate.apply.engine import migrate_source  # noqa: E402
+from npu_migrate.apply.engine import migrate_source
+from npu_migrate.verify.script import ScriptOptions, verify_script
 
 SCRIPTS = {
     "mnist": ("mnist", "main.py", ["--batch-size", "8", "--test-batch-size", "16", "--epochs", "1",
@@ -101,11 +100,11 @@ BENIGN = [
      "return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight",
      "return torch_npu.npu_rms_norm(x, self.weight, epsilon=self.eps)[0]"),
     ("fused attention (torch_npu.npu_fusion_attention)", "gpt", "model.py",
-     "        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))\n"
-     "        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))\n"
-     "        att = F.softmax(att, dim=-1)\n        y = att @ v\n",
-     "        y = torch_npu.npu_fusion_attention(q, k, v, self.n_head, \"BNSD\", scale=1.0 / math.sqrt(k.size(-1)),\n"
-     "                                           atten_mask=self.bias[:, :, :T, :T] == 0)[0]\n"),
+     ("        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))\n"
+      "        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))\n"
+      "        att = F.softmax(att, dim=-1)\n        y = att @ v\n"),
+     ("        y = torch_npu.npu_fusion_attention(q, k, v, self.n_head, \"BNSD\", scale=1.0 / math.sqrt(k.size(-1)),\n"
+      "                                           atten_mask=self.bias[:, :, :T, :T] == 0)[0]\n")),
     ("renamed layer (c_attn -> qkv_proj)", "gpt", "model.py", "self.c_attn", "self.qkv_proj"),
 ]
 

@@ -79,7 +79,11 @@ def command(original, migrated, entry, steps, seed, share_state, renames, rng, d
         sys.exit(_emit(verify_script(options), fmt))
     from npu_migrate.verify import VerifyOptions, verify
     from npu_migrate.verify.sizes import parse_size
-    from npu_migrate.verify.thresholds import ThresholdPolicy, parse_overrides, parse_renames
+    from npu_migrate.verify.thresholds import (
+        ThresholdPolicy,
+        parse_overrides,
+        parse_renames,
+    )
 
     try:
         policy = ThresholdPolicy.load(parse_overrides(threshold_items), thresholds_file)

@@ -14,12 +14,19 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 from ._state import STATE, EmulationError, RealTorchNpuError
 
-__all__ = ["activate", "deactivate", "emulated", "is_active", "real_torch_npu_available",
-           "EmulationError", "RealTorchNpuError"]
+__all__ = [
+    "EmulationError",
+    "RealTorchNpuError",
+    "activate",
+    "deactivate",
+    "emulated",
+    "is_active",
+    "real_torch_npu_available",
+]
 
 
 def real_torch_npu_available() -> bool:

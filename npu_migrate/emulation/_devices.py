@@ -27,7 +27,7 @@ class DeviceMapMode(TorchFunctionMode):
     def __init__(self, mapping: dict[str, str]) -> None:
         super().__init__()
         self.mapping = mapping
-        self._pattern = re.compile(r"^(%s)(?::(\d+))?$" % "|".join(map(re.escape, mapping)))
+        self._pattern = re.compile(r"^({})(?::(\d+))?$".format("|".join(map(re.escape, mapping))))
 
     def map(self, value: Any) -> Any:
         if isinstance(value, torch.device):

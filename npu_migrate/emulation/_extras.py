@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -96,7 +97,7 @@ class NPUGraph:
         return None
 
 
-class graph:  # noqa: N801 - torch naming
+class graph:
     def __init__(self, npu_graph: NPUGraph, pool: Any = None, stream: Any = None,
                  capture_error_mode: str = "global") -> None:
         self.npu_graph = npu_graph
@@ -104,7 +105,7 @@ class graph:  # noqa: N801 - torch naming
     def __enter__(self) -> None:
         self.npu_graph.capture_begin()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.npu_graph.capture_end()
 
 

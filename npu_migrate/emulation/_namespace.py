@@ -87,7 +87,7 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
     return [getattr(torch, name) for name in MAPPING["amp_supported_dtypes"]]
 
 
-class device:  # noqa: N801 - torch naming
+class device:
     """Context manager `torch.npu.device(i)` selecting the current device."""
 
     def __init__(self, device: Any) -> None:
@@ -113,13 +113,13 @@ class Stream:
     def query(self) -> bool:
         return True
 
-    def wait_stream(self, stream: "Stream") -> None:
+    def wait_stream(self, stream: Stream) -> None:
         pass
 
-    def wait_event(self, event: "Event") -> None:
+    def wait_event(self, event: Event) -> None:
         pass
 
-    def record_event(self, event: "Event | None" = None) -> "Event":
+    def record_event(self, event: Event | None = None) -> Event:
         event = event or Event()
         event.record(self)
         return event
@@ -149,7 +149,7 @@ class Event:
     def synchronize(self) -> None:
         synchronize()
 
-    def elapsed_time(self, end_event: "Event") -> float:
+    def elapsed_time(self, end_event: Event) -> float:
         if self.time is None or end_event.time is None:
             raise RuntimeError("elapsed_time: both events must be recorded")
         return (end_event.time - self.time) * 1000.0
@@ -244,7 +244,7 @@ def _amp_module(name: str) -> types.ModuleType:
     amp = _module(name, "Emulated torch_npu.npu.amp")
     default_dtype = getattr(torch, MAPPING["amp_default_dtype"])
 
-    class autocast(torch.amp.autocast_mode.autocast):  # noqa: N801 - torch naming
+    class autocast(torch.amp.autocast_mode.autocast):
         def __init__(self, enabled: bool = True, dtype: torch.dtype = default_dtype,
                      cache_enabled: bool = True) -> None:
             super().__init__(_NPU, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 MAPPING: dict[str, Any] = json.loads((Path(__file__).with_name("mapping.json")).read_text())
 

@@ -62,7 +62,7 @@ def _run_side(side: str, jobs: list[dict[str, Any]], options: VerifyOptions, wor
     env.update(options.env or {})
     try:
         proc = subprocess.run([sys.executable, "-m", "npu_migrate.verify.runner", str(job_file)],
-                              capture_output=True, text=True, env=env, timeout=options.timeout)
+                              capture_output=True, text=True, env=env, timeout=options.timeout, check=False)
     except subprocess.TimeoutExpired:
         return SideTimeout(f"the {'original' if side == 'reference' else 'migrated'} side timed out after "
                            f"{options.timeout:g} s (raise --timeout or lower --steps)")

@@ -123,7 +123,7 @@ class Record:
 
 
 class OpCapture(TorchDispatchMode):
-    def __init__(self, record: Record, sites: Sites, modules: "ModuleTracker") -> None:
+    def __init__(self, record: Record, sites: Sites, modules: ModuleTracker) -> None:
         super().__init__()
         self.record, self.sites, self.modules = record, sites, modules
 

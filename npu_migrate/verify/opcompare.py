@@ -236,7 +236,7 @@ def _lowered_precision(ref_ops: list[dict[str, Any]], tgt_ops: list[dict[str, An
 def _boundary(ref_ops, tgt_ops, block, noise_at, measured, noise_factor, floors) -> Divergence | None:
     """A block of ops replaced by others (a fused op, a functional form, another init call) is
     compared at its boundary: the last output of each side, when their shapes agree."""
-    _, i1, i2, j1, j2 = block
+    _, _, i2, _, j2 = block
     ref, tgt = ref_ops[i2 - 1], tgt_ops[j2 - 1]
     if [o["shape"] for o in ref["outputs"]] != [o["shape"] for o in tgt["outputs"]]:
         return None

@@ -23,7 +23,15 @@ import torch
 
 from . import peak
 from .capture import Recorder, module_locations, to_cpu_copy
-from .entry import BuildSpec, call_build, compute_loss, flatten, load_build, map_tensors, run_forward
+from .entry import (
+    BuildSpec,
+    call_build,
+    compute_loss,
+    flatten,
+    load_build,
+    map_tensors,
+    run_forward,
+)
 
 
 class SideError(Exception):
@@ -158,10 +166,10 @@ def rename(name: str, renames: dict[str, str]) -> str:
     return name
 
 
-def _unrename(tensors: "OrderedDict[str, torch.Tensor]", renames: dict[str, str]) -> "OrderedDict[str, torch.Tensor]":
+def _unrename(tensors: OrderedDict[str, torch.Tensor], renames: dict[str, str]) -> OrderedDict[str, torch.Tensor]:
     """The migrated side's tensor names under the original's names, so the two records line up."""
     back = {new: old for old, new in renames.items()}
-    out: "OrderedDict[str, torch.Tensor]" = OrderedDict()
+    out: OrderedDict[str, torch.Tensor] = OrderedDict()
     for name, tensor in tensors.items():
         kind, sep, rest = name.partition("/")
         if sep and kind in ("grad", "param", "buffer"):
@@ -176,7 +184,7 @@ def _unrename(tensors: "OrderedDict[str, torch.Tensor]", renames: dict[str, str]
 def run_job(side: Side, job: dict[str, Any]) -> dict[str, Any]:
     root = Path(job["root"]).resolve()
     steps, seed = int(job.get("steps", 1)), int(job.get("seed", 0))
-    tensors: "OrderedDict[str, torch.Tensor]" = OrderedDict()
+    tensors: OrderedDict[str, torch.Tensor] = OrderedDict()
     result: dict[str, Any] = {"side": side.name, "backend": side.backend, "device": side.device,
                               "tensors": tensors, "events": [], "modules": {}, "memory": None,
                               "amp_used": False, "error": None, "timing": {}}
@@ -217,8 +225,8 @@ def run_job(side: Side, job: dict[str, Any]) -> dict[str, Any]:
                 result["memory"] = peak.cpu_peak(run_steps, peak.live_bytes(_state_tensors(spec, optimizer)))
             else:
                 result["memory"] = peak.device_peak(run_steps, side.stats)
-        except Exception:  # noqa: BLE001 - the instrumented run below reports it with a location
-            pass
+        except Exception as error:  # noqa: BLE001 - the instrumented run below reports it with a location
+            result["timing"]["memory_error"] = f"{type(error).__name__}: {error}"
         result["timing"]["memory_s"] = time.perf_counter() - t0
         spec.model.load_state_dict(saved_model)
         optimizer.load_state_dict(saved_optimizer)

@@ -228,7 +228,7 @@ def run_side(job: dict[str, Any], options: ScriptOptions, workdir: Path) -> dict
     started = time.perf_counter()
     try:
         proc = subprocess.run([sys.executable, "-m", "npu_migrate.verify.script_runner", str(job_file)],
-                              capture_output=True, text=True, env=env, timeout=options.timeout)
+                              capture_output=True, text=True, env=env, timeout=options.timeout, check=False)
     except subprocess.TimeoutExpired:
         return {"side": job["side"], "timed_out": True, "error": {
             "type": "Timeout", "message": f"the {job['side']} side timed out after {options.timeout:g} s "

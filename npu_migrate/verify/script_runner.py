@@ -25,7 +25,16 @@ from typing import Any
 
 import torch
 
-from .opcapture import ModuleTracker, OpCapture, PrintTee, Record, SeedWatcher, Sites, StepCounter, StopRun
+from .opcapture import (
+    ModuleTracker,
+    OpCapture,
+    PrintTee,
+    Record,
+    SeedWatcher,
+    Sites,
+    StepCounter,
+    StopRun,
+)
 from .runner import _install_cuda_shim, describe_error
 
 

@@ -36,7 +36,7 @@ class ThresholdPolicy:
     user: dict[str, Any]
 
     @classmethod
-    def load(cls, overrides: dict[str, Any] | None = None, path: str | None = None) -> "ThresholdPolicy":
+    def load(cls, overrides: dict[str, Any] | None = None, path: str | None = None) -> ThresholdPolicy:
         data = json.loads(json.dumps(_DATA))
         if path:
             try:
@@ -99,4 +99,4 @@ def parse_renames(items: tuple[str, ...] | list[str]) -> dict[str, str]:
     return result
 
 
-__all__ = ["Thresholds", "ThresholdPolicy", "parse_overrides", "parse_renames", "replace"]
+__all__ = ["ThresholdPolicy", "Thresholds", "parse_overrides", "parse_renames", "replace"]

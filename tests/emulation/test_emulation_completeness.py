@@ -73,8 +73,11 @@ def test_aliases_keep_their_own_names():
     with emulation.emulated():
         assert torch.npu.default_stream() == torch.npu.current_stream()
         assert torch.npu.seed_all.__name__ == "seed" and callable(torch.npu.seed_all)
-        import torch.npu.memory as memory  # noqa: F401 - the submodule imports by name
-        from torch.npu import graphs, random
+        from torch.npu import (
+            graphs,
+            memory,  # noqa: F401 - the submodule imports by name
+            random,
+        )
 
         assert graphs.NPUGraph is torch.npu.NPUGraph and random.manual_seed is torch.npu.manual_seed
 
@@ -102,9 +105,8 @@ def test_npu_graph_replays_on_the_captured_tensors():
 
 
 def test_unsupported_feature_raises_naming_itself():
-    with emulation.emulated():
-        with pytest.raises(emulation.EmulationError, match="obfuscation_initialize"):
-            torch.npu.obfuscation_initialize()
+    with emulation.emulated(), pytest.raises(emulation.EmulationError, match="obfuscation_initialize"):
+        torch.npu.obfuscation_initialize()
 
 
 def test_generator_event_and_profiler_accept_npu():

@@ -4,8 +4,8 @@
 import math
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
 
 class RMSNorm(nn.Module):
@@ -70,7 +70,7 @@ class GPT(nn.Module):
             torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
     def forward(self, idx, targets=None):
-        b, t = idx.size()
+        _, t = idx.size()
         pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
         for block in self.blocks:

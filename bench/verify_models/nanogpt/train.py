@@ -3,7 +3,6 @@
 import argparse
 
 import torch
-
 from model import GPT
 
 parser = argparse.ArgumentParser()

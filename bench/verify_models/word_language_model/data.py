@@ -1,11 +1,11 @@
 # Re-implementation of pytorch/examples word_language_model/data.py (BSD-3-Clause).
+import builtins
 import os
-from io import open
 
 import torch
 
 
-class Dictionary(object):
+class Dictionary:
     def __init__(self):
         self.word2idx = {}
         self.idx2word = []
@@ -20,7 +20,7 @@ class Dictionary(object):
         return len(self.idx2word)
 
 
-class Corpus(object):
+class Corpus:
     def __init__(self, path):
         self.dictionary = Dictionary()
         self.train = self.tokenize(os.path.join(path, 'train.txt'))
@@ -31,14 +31,14 @@ class Corpus(object):
         """Tokenizes a text file."""
         assert os.path.exists(path)
         # Add words to the dictionary
-        with open(path, 'r', encoding="utf8") as f:
+        with builtins.open(path, 'r', encoding="utf8") as f:
             for line in f:
                 words = line.split() + ['<eos>']
                 for word in words:
                     self.dictionary.add_word(word)
 
         # Tokenize file content
-        with open(path, 'r', encoding="utf8") as f:
+        with builtins.open(path, 'r', encoding="utf8") as f:
             idss = []
             for line in f:
                 words = line.split() + ['<eos>']
