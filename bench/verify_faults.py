@@ -90,12 +90,20 @@ FAULTS = [
      "mask = self._generate_square_subsequent_mask(len(src)).to(device)",
      "mask = self._generate_square_subsequent_mask(len(src))"),
     ("AdamW weight decay dropped", "gpt", "train.py", "lr=1e-3, weight_decay=0.1)", "lr=1e-3)"),
+    # the three faults msprobe's rule lets through, now with HF32 matmuls on (device noise present)
+    ("LayerNorm eps 1e-3, HF32 on", "transformer+hf32", "model.py", "num_encoder_layers=nlayers)",
+     "num_encoder_layers=nlayers, layer_norm_eps=1e-3)"),
+    ("embedding scale off by 0.25%, HF32 on", "transformer+hf32", "model.py",
+     "src = self.input_emb(src) * math.sqrt(self.ninp)", "src = self.input_emb(src) * math.sqrt(self.ninp) * 1.0025"),
+    ("bf16 round trip (logits), HF32 on", "transformer+hf32", "model.py", "output = self.decoder(output)",
+     "output = self.decoder(output).bfloat16().float()"),
 ]
+
+HF32_SWITCH = ("main.py", "corpus = data.Corpus(args.data)", "torch.npu.matmul.allow_hf32 = True\ncorpus = data.Corpus(args.data)")
 
 # benign changes: a migration that is right must pass
 BENIGN = [
-    ("HF32 matmul allowed (torch_npu's switch)", "transformer", "main.py", "corpus = data.Corpus(args.data)",
-     "torch.npu.matmul.allow_hf32 = True\ncorpus = data.Corpus(args.data)"),
+    ("HF32 matmul allowed (torch_npu's switch)", "transformer", *HF32_SWITCH),
     ("fused RMSNorm (torch_npu.npu_rms_norm)", "gpt", "model.py",
      "return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight",
      "return torch_npu.npu_rms_norm(x, self.weight, epsilon=self.eps)[0]"),
@@ -132,6 +140,13 @@ def inject(tree: Path, dest: Path, file: str, old: str, new: str) -> str:
     return f"{file}:{text[:position].count(chr(10)) + 1}"
 
 
+def _switch(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    if old not in text:
+        raise SystemExit(f"{path}: {old!r} not in the migrated text")
+    path.write_text(text.replace(old, new, 1))
+
+
 def run(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="verify-faults-"))
     migrated = {name: migrate(MODELS / folder, work / f"migrated_{name}")
@@ -151,8 +166,11 @@ def run(args: argparse.Namespace) -> None:
             case_id = f"{kind[0]}{index + 1}"
             if only and case_id not in only:
                 continue
+            model, hf32 = model.removesuffix("+hf32"), model.endswith("+hf32")
             tree = work / f"{case_id}_{model}"
             expected = inject(migrated[model], tree, file, old, new)
+            if hf32:  # torch_npu's switch, set by the migrated code (a line above the fault's file)
+                _switch(tree / HF32_SWITCH[0], *HF32_SWITCH[1:])
             t0 = time.perf_counter()
             outcome = verify_script(options(model, tree), cache)
             located = expected in outcome.sites()

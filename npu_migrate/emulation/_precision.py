@@ -38,10 +38,14 @@ class DevicePrecision(TorchDispatchMode):
         super().__init__()
         self.matmul = types.SimpleNamespace(allow_hf32=False)
         self.conv = types.SimpleNamespace(allow_hf32=True)
+        self.used: set[str] = set()  # the op classes actually computed in HF32
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if (func in MATMUL and self.matmul.allow_hf32) or (func in CONV and self.conv.allow_hf32):
+        hf32 = "matmul" if func in MATMUL and self.matmul.allow_hf32 else \
+            "conv" if func in CONV and self.conv.allow_hf32 else None
+        if hf32 is not None:
+            self.used.add(hf32)
             args = tuple(round_to_hf32(a) if isinstance(a, torch.Tensor) else a for a in args)
         return func(*args, **kwargs)
 

@@ -256,17 +256,23 @@ def verify_script(options: ScriptOptions, cache: dict[tuple, dict[str, Any]] | N
         workdir = Path(tmp)
         base = (str(Path(options.original).resolve()), options.script, tuple(options.args), options.steps,
                 options.seed, options.reference)
-        sides = ["reference"] + (["noise"] if options.noise_run else [])
-        for side in sides:
-            if (side, *base) not in cache:
-                cache[(side, *base)] = run_side(_job(options, side, options.original, workdir / f"{side}.pt"),
-                                                options, workdir)
+        if ("reference", *base) not in cache:
+            cache[("reference", *base)] = run_side(_job(options, "reference", options.original,
+                                                        workdir / "reference.pt"), options, workdir)
         reference = cache[("reference", *base)]
-        noise = cache.get(("noise", *base)) if options.noise_run else None
         if reference.get("error"):
             return ScriptOutcome("error", _error_line("the original script failed on the reference side",
                                                       reference["error"], options.original))
         target = run_side(_job(options, "target", options.migrated, workdir / "target.pt"), options, workdir)
+        noise = None
+        if options.noise_run:
+            # the original under the device precision the migrated run had (all of it on a device)
+            classes = target.get("hf32_used")
+            classes = ["conv", "matmul"] if classes is None else classes
+            noise = reference if not classes else cache.get(("noise", tuple(classes), *base))
+            if noise is None:
+                job = dict(_job(options, "noise", options.original, workdir / "noise.pt"), hf32=classes)
+                noise = cache[("noise", tuple(classes), *base)] = run_side(job, options, workdir)
     return judge(options, reference, noise, target)
 
 
@@ -279,7 +285,8 @@ def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, An
                                  options.noise_factor)
     data = {"migrated_root": str(options.migrated), "original_root": str(options.original),
             "reference": reference.get("backend"),
-            "noise": noise.get("backend") if noise else "none (per-op-class tolerances)",
+            "noise": (noise.get("backend") if noise is not reference else "the reference itself (no HF32 used)")
+            if noise else "none (per-op-class tolerances)",
             "target": target.get("backend"), "steps": options.steps,
             "steps_run": target.get("steps_run")}
     if str(target.get("backend", "")).startswith("emulation"):

@@ -76,10 +76,12 @@ def _setup(job: dict[str, Any]) -> str:
 
             from npu_migrate.emulation._precision import DevicePrecision
 
+            classes = job.get("hf32", ["matmul", "conv"])
             mode = DevicePrecision()
-            mode.matmul, mode.conv = types.SimpleNamespace(allow_hf32=True), types.SimpleNamespace(allow_hf32=True)
+            mode.matmul = types.SimpleNamespace(allow_hf32="matmul" in classes)
+            mode.conv = types.SimpleNamespace(allow_hf32="conv" in classes)
             mode.__enter__()
-            backend += " + HF32 matmul/conv"
+            backend += f" + HF32 {'/'.join(sorted(classes)) or 'nothing'}"
         return backend
     from npu_migrate import emulation
 
@@ -140,8 +142,19 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         sys.stdout = stdout
     result["timing"]["script_s"] = time.perf_counter() - started
     result["steps_run"] = record.step + 1
+    result["hf32_used"] = _hf32_used(result.get("backend") or "")
     result["truncated"] = record.truncated
     return result
+
+
+def _hf32_used(backend: str) -> list[str] | None:
+    """The op classes this side computed in HF32: what the emulation did; None on a real device
+    (its kernels decide) and [] where nothing was rounded."""
+    if backend == "torch_npu":
+        return None
+    from npu_migrate.emulation._state import STATE
+
+    return sorted(STATE.precision.used) if STATE.precision is not None else []
 
 
 def main(argv: list[str]) -> int:

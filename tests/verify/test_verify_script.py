@@ -62,17 +62,22 @@ CASES = [
     ("cpu_batch", "x = data[step * 4:(step + 1) * 4].to(device)", "x = data[step * 4:(step + 1) * 4]", 32, "VER004"),
     ("seed", "torch.manual_seed(1)", "torch.manual_seed(2)", 25, "VER005"),
     ("functional_relu", "h = F.relu(self.fc1(x))", "h = torch.clamp_min(self.fc1(x), 0.0)", None, None),
+    # device precision (HF32 matmul switched on by the migrated code): noise, not a fault ...
+    ("hf32", "    torch.manual_seed(1)", "    torch.npu.matmul.allow_hf32 = True\n    torch.manual_seed(1)", None, None),
+    # ... unless something else changed too
+    ("hf32_eps", "nn.LayerNorm(16)", "nn.LayerNorm(16, eps=1e-3)", 12, "VER001"),
 ]
+HF32_SWITCH = ("    torch.manual_seed(1)", "    torch.npu.matmul.allow_hf32 = True\n    torch.manual_seed(1)")
 
 
-def _tree(root: Path, device: str, old: str | None = None, new: str | None = None) -> Path:
+def _tree(root: Path, device: str, old: str | None = None, new: str | None = None, hf32: bool = False) -> Path:
     root.mkdir(parents=True)
     text = TRAIN.replace('"cuda"', f'"{device}"')
     if device == "npu":
         text = text.replace("import torch\n", "import torch\nimport torch_npu\n", 1)
-    if old is not None:
-        assert old in text
-        text = text.replace(old, new, 1)
+    for before, after in ([(old, new)] if old is not None else []) + ([HF32_SWITCH] if hf32 else []):
+        assert before in text
+        text = text.replace(before, after, 1)
     (root / "train.py").write_text(text)
     return root
 
@@ -84,9 +89,9 @@ def outcomes(tmp_path_factory):
     cache: dict = {}
     results = {}
     for name, old, new, _, _ in CASES:
-        migrated = _tree(tmp / name, "npu", old, new)
+        migrated = _tree(tmp / name, "npu", old, new, hf32=name == "hf32_eps")
         results[name] = verify_script(ScriptOptions(original, migrated, "train.py", ["--lr", "0.1"], steps=3,
-                                                    timeout=300), cache)
+                                                    device_precision=name.startswith("hf32"), timeout=300), cache)
     return results
 
 
@@ -94,7 +99,7 @@ def test_clean_migration_passes_and_says_what_an_emulated_pass_proves(outcomes):
     outcome = outcomes["clean"]
     assert (outcome.verdict, outcome.exit_code) == ("pass", 0), outcome.reason
     assert outcome.data["steps_run"] == 3 and outcome.comparison.matched > 50
-    assert "does not prove" in outcome.data["scope"] and "HF32" in outcome.data["noise"]
+    assert "does not prove" in outcome.data["scope"] and "no HF32 used" in outcome.data["noise"]
 
 
 @pytest.mark.parametrize("name,line,code", [(c[0], c[3], c[4]) for c in CASES if c[3]])
@@ -116,6 +121,14 @@ def test_eps_divergence_names_the_module_and_where_it_was_built(outcomes):
 def test_cpu_tensor_error_says_where_it_was_made(outcomes):
     message = outcomes["cpu_batch"].error["message"]
     assert "npu:0 and cpu!" in message and "cpu_batch/train.py:32" in message
+
+
+def test_hf32_noise_is_measured_and_passes_while_a_fault_under_hf32_fails(outcomes):
+    clean = outcomes["hf32"]
+    assert clean.verdict == "pass", clean.reason
+    assert "HF32 matmul" in clean.data["noise"]
+    assert clean.comparison.worst_ratio > 0  # the device's rounding was there, and measured
+    assert outcomes["hf32_eps"].comparison.first.site == "train.py:17"
 
 
 def test_seed_divergence_gives_both_values(outcomes):
