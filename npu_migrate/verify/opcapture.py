@@ -30,6 +30,9 @@ _SKIP_OPS = {"aten.detach.default", "aten.lift_fresh.default", "aten.alias.defau
              "aten.set_.source_Storage_storage_offset", "aten.record_stream.default"}
 
 OWN_OPS = __import__("types").SimpleNamespace(depth=0)  # > 0 while the recorder computes summaries
+# outputs that are scratch space of a kernel (an RNN's workspace), uninitialised: nothing to compare
+_WORKSPACE = {"aten.mkldnn_rnn_layer.default": 3, "aten._thnn_fused_lstm_cell.default": 2,
+              "aten._thnn_fused_gru_cell.default": 1, "aten._cudnn_rnn.default": 3}
 # ops whose output holds whatever was in memory: nothing to compare
 _UNINITIALISED = ("aten.empty", "aten.new_empty", "aten.empty_like", "aten.empty_strided")
 
@@ -133,7 +136,8 @@ class OpCapture(TorchDispatchMode):
         name = str(func)
         if func.is_view or name in _SKIP_OPS or name.startswith(_UNINITIALISED) or AUDIT_INTERNAL.depth or OWN_OPS.depth:
             return out
-        produced = [t for t in _leaves(out) if isinstance(t, torch.Tensor)]
+        produced = [t for i, t in enumerate(_leaves(out))
+                    if isinstance(t, torch.Tensor) and i != _WORKSPACE.get(name)]
         if not produced and func._schema.is_mutable and args:  # in-place ops returning nothing
             produced = [t for t in _leaves(args[0]) if isinstance(t, torch.Tensor)]
         if not produced:
