@@ -177,14 +177,19 @@ def run(args: argparse.Namespace) -> None:
             rows.append((kind, case_id, label, model, outcome, expected, located, time.perf_counter() - t0))
             print(f"{case_id:>4} {kind:<6} {model:<11} {outcome.verdict:<5} {'LOCATED' if located else '':<7} "
                   f"expected {expected:<16} reported {outcome.location or '-':<16} {label}"
-                  + ("" if located or outcome.verdict == "pass" else f"  [{outcome.reason[:140]}]"), flush=True)
+                  + ("" if outcome.verdict == "pass" and not args.reasons else f"  [{outcome.reason[:140]}]")
+                  + (f"  worst distance/tolerance {outcome.comparison.worst_ratio:.2f}"
+                     if args.reasons and outcome.comparison else ""),
+                  flush=True)
     clean = []
     if not only:
         for repeat in range(args.clean_runs):
             for model in SCRIPTS:
                 outcome = verify_script(options(model, migrated[model]), {} if repeat else cache)
                 clean.append((model, outcome))
-                print(f"clean{repeat + 1} {model:<11} {outcome.verdict:<5} {outcome.reason[:120]}", flush=True)
+                ratio = outcome.comparison.worst_ratio if outcome.comparison else float("nan")
+                print(f"clean{repeat + 1} {model:<11} {outcome.verdict:<5} {outcome.reason[:120]} "
+                      f"(worst distance/tolerance {ratio:.2f})", flush=True)
     faults = [r for r in rows if r[0] == "fault"]
     caught = [r for r in faults if r[4].verdict == "fail"]
     located = [r for r in caught if r[6]]
@@ -205,6 +210,7 @@ def main() -> None:
     parser.add_argument("--clean-runs", type=int, default=3)
     parser.add_argument("--exact", action="store_true", help="migrated side in exact float32 (no HF32)")
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--reasons", action="store_true", help="print the reason of passing cases too")
     run(parser.parse_args())
 
 
