@@ -16,17 +16,10 @@ import importlib.util
 import sys
 from collections.abc import Iterator
 
-from ._state import STATE, EmulationError, RealTorchNpuError
+from ._state import INTERNAL_OPS, STATE, EmulationError, RealTorchNpuError
 
-__all__ = [
-    "EmulationError",
-    "RealTorchNpuError",
-    "activate",
-    "deactivate",
-    "emulated",
-    "is_active",
-    "real_torch_npu_available",
-]
+__all__ = ["INTERNAL_OPS", "EmulationError", "RealTorchNpuError", "activate", "deactivate",
+           "device_precision", "emulated", "hf32_used", "is_active", "real_torch_npu_available"]
 
 
 def real_torch_npu_available() -> bool:
@@ -38,6 +31,25 @@ def real_torch_npu_available() -> bool:
         return importlib.util.find_spec("torch_npu") is not None
     except (ImportError, ValueError):
         return False
+
+
+def device_precision(matmul: bool, conv: bool) -> object:
+    """Enter HF32 rounding of matmul and/or convolution inputs in this process, without the rest
+    of the emulation (the verifier's noise run of the original code); returns the mode."""
+    import types
+
+    from ._precision import DevicePrecision
+
+    mode = DevicePrecision()
+    mode.matmul = types.SimpleNamespace(allow_hf32=matmul)
+    mode.conv = types.SimpleNamespace(allow_hf32=conv)
+    mode.__enter__()
+    return mode
+
+
+def hf32_used() -> list[str]:
+    """The op classes ("conv", "matmul") the active emulation computed in HF32 so far."""
+    return sorted(STATE.precision.used) if STATE.precision is not None else []
 
 
 def is_active() -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ._state import STATE
+from ._state import INTERNAL_OPS, STATE
 
 NPU, CPU = "npu", "cpu"
 _TAG = "_npu_migrate_device"
@@ -37,9 +37,7 @@ _RANDOM = {"dropout", "dropout_", "alpha_dropout", "feature_alpha_dropout", "dro
            "native_dropout", "fused_dropout"}
 _PACKAGE_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,)) + (
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,)
-_NPU_SEED_SALT = 0x9E3779B9
-# ops the audit runs itself (the copies of .to()): a per-op recorder leaves them out
-INTERNAL = __import__("types").SimpleNamespace(depth=0)  # the device's stream differs from the CPU's for the same seed
+_NPU_SEED_SALT = 0x9E3779B9  # the device's stream differs from the CPU's for the same seed
 
 
 def device_of(tensor: torch.Tensor) -> str | None:
@@ -157,11 +155,11 @@ class PlacementAudit(TorchFunctionMode):
             self._raise_mix(name, inputs)
         if name in ("to", "cpu", "npu", "cuda") and isinstance(out, torch.Tensor) and inputs \
                 and out.untyped_storage() is inputs[0].untyped_storage() and device_of(inputs[0]) != named:
-            INTERNAL.depth += 1  # on the CPU .to() returns self; a device makes a copy of its own
+            INTERNAL_OPS.depth += 1  # on the CPU .to() returns self; a device makes a copy of its own
             try:
                 out = out.clone()
             finally:
-                INTERNAL.depth -= 1
+                INTERNAL_OPS.depth -= 1
         if named is not None:
             self._tag_outputs(out, named, inputs)
         return out

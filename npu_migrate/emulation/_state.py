@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,8 @@ class State:
 
 
 STATE = State()
+# depth > 0 while the emulation runs ops of its own (the copies of .to()): per-op recorders skip them
+INTERNAL_OPS = types.SimpleNamespace(depth=0)
 
 
 def set_attr(obj: Any, name: str, value: Any) -> None:

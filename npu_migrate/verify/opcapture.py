@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from npu_migrate.emulation._audit import INTERNAL as AUDIT_INTERNAL
+from npu_migrate.emulation import INTERNAL_OPS as AUDIT_INTERNAL
 
 SAMPLE = 256
 _SKIP_OPS = {"aten.detach.default", "aten.lift_fresh.default", "aten.alias.default",

@@ -103,7 +103,7 @@ class Divergence:
     missing_ops: list[dict[str, Any]] = field(default_factory=list)  # only the original runs them
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
+        return dict(self.__dict__)
 
 
 @dataclass

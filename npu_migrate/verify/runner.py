@@ -268,7 +268,7 @@ def run_job(side: Side, job: dict[str, Any]) -> dict[str, Any]:
         result["modules"] = {rename(k, back): v for k, v in result["modules"].items()}
         for event in result["events"]:
             event["module"] = rename(event["module"], back)
-            event["tensors"] = [n for n in _unrename(OrderedDict.fromkeys(event["tensors"]), job["renames"])]
+            event["tensors"] = list(_unrename(OrderedDict.fromkeys(event["tensors"]), job["renames"]))
     result["amp_used"] = side.amp_used
     return result
 

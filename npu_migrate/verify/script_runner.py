@@ -72,15 +72,10 @@ def _setup(job: dict[str, Any]) -> str:
                 _foreach_as_on_a_gpu()
             backend = "cpu"
         if side == "noise":
-            import types
-
-            from npu_migrate.emulation._precision import DevicePrecision
+            from npu_migrate.emulation import device_precision
 
             classes = job.get("hf32", ["matmul", "conv"])
-            mode = DevicePrecision()
-            mode.matmul = types.SimpleNamespace(allow_hf32="matmul" in classes)
-            mode.conv = types.SimpleNamespace(allow_hf32="conv" in classes)
-            mode.__enter__()
+            device_precision(matmul="matmul" in classes, conv="conv" in classes)
             backend += f" + HF32 {'/'.join(sorted(classes)) or 'nothing'}"
         return backend
     from npu_migrate import emulation
@@ -152,9 +147,9 @@ def _hf32_used(backend: str) -> list[str] | None:
     (its kernels decide) and [] where nothing was rounded."""
     if backend == "torch_npu":
         return None
-    from npu_migrate.emulation._state import STATE
+    from npu_migrate.emulation import hf32_used
 
-    return sorted(STATE.precision.used) if STATE.precision is not None else []
+    return hf32_used()
 
 
 def main(argv: list[str]) -> int:

@@ -31,14 +31,14 @@ class Corpus:
         """Tokenizes a text file."""
         assert os.path.exists(path)
         # Add words to the dictionary
-        with builtins.open(path, 'r', encoding="utf8") as f:
+        with builtins.open(path, encoding="utf8") as f:
             for line in f:
                 words = line.split() + ['<eos>']
                 for word in words:
                     self.dictionary.add_word(word)
 
         # Tokenize file content
-        with builtins.open(path, 'r', encoding="utf8") as f:
+        with builtins.open(path, encoding="utf8") as f:
             idss = []
             for line in f:
                 words = line.split() + ['<eos>']
