@@ -4,6 +4,14 @@ A rule subclasses `Rule`, sets its code, name, summary, fix safety and a cheap `
 regex, and defines LibCST `visit_<Node>` / `leave_<Node>` methods as a `CSTTransformer`
 would. Rules never do I/O: they see a tree and a `RuleContext` and return a tree; edits and
 diagnostics are recorded with `self.fixed(...)` and `self.report(...)`.
+
+Rule state has two lifetimes, both controlled by the engine. A rule instance lives for one
+file (the engine makes new instances for every file), so plain attributes and `self.file` are
+per-file. State about nodes belongs in `self.tree`, a `TreeScratch` the runner creates before
+it visits a tree and drops after: the engine parses a file statement by statement, and a node
+remembered past its tree (by `id()`, say) could match an unrelated node of a later tree that
+reuses its address. The scratch is keyed by the nodes themselves (LibCST nodes compare by
+identity), so a key can neither outlive its tree nor be mistaken for another node.
 """
 
 from __future__ import annotations
@@ -87,6 +95,19 @@ def dotted_expr(dotted: str) -> cst.BaseExpression:
     return expr
 
 
+class TreeScratch(dict[str, Any]):
+    """A rule's state about the nodes of the tree being visited (see the module docstring).
+    `nodes(name)` is a named set of nodes, `table(name)` a named node -> value mapping."""
+
+    def nodes(self, name: str) -> set[cst.CSTNode]:
+        found: set[cst.CSTNode] = self.setdefault(name, set())
+        return found
+
+    def table(self, name: str) -> dict[cst.CSTNode, Any]:
+        found: dict[cst.CSTNode, Any] = self.setdefault(name, {})
+        return found
+
+
 class Rule:
     """Base of every codemod. Subclasses set the class attributes and define visit/leave methods."""
 
@@ -109,6 +130,9 @@ class Rule:
     def __init__(self, context: RuleContext) -> None:
         self.context = context
         self.runner: RuleRunner | None = None
+        self.file: dict[str, Any] = {}  # per-file state (a rule instance serves one file)
+        # per-tree state; only valid during a traversal (the runner sets and drops it)
+        self.tree: TreeScratch = TreeScratch()
 
     # -- helpers for rule authors ------------------------------------------------------------
     def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = None) -> Any:
@@ -259,10 +283,16 @@ class RuleRunner(cst.CSTTransformer):
         context.line_offset = line_offset
         self._accepted = []
         self._all_positions = None
-        if self.METADATA_DEPENDENCIES:
-            new_module = cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(self)
-        else:
-            new_module = module.visit(self)
+        for rule in self.rules:
+            rule.tree = TreeScratch()  # a fresh scratch per tree: its lifetime is this traversal
+        try:
+            if self.METADATA_DEPENDENCIES:
+                new_module = cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(self)
+            else:
+                new_module = module.visit(self)
+        finally:
+            for rule in self.rules:
+                rule.tree = TreeScratch()  # drop this tree's nodes with the tree
         items: list[Edit | Diagnostic] = []
         if self._accepted:
             where = node_positions(module, [node for node, _ in self._accepted])
