@@ -347,6 +347,10 @@ def _run_piece(piece: Piece, chunk: str, rules: list[Rule], context: RuleContext
         outcome.error = (f"{outcome.path}:{exc.raw_line + piece.start - 1}:{exc.raw_column + 1}: "
                          f"LibCST cannot parse this (file left untouched): {exc.message}")
         return None
+    if source.endswith("\r") and not module.has_trailing_newline:
+        # LibCST 1.9 takes a module's final lone CR for a missing newline and drops it from
+        # `code`; every piece of a CR-only file ends that way (`x = a.cuda()\r[0]` lost its `\r`)
+        module = module.with_changes(has_trailing_newline=True)
     outcome.parsed = True
     new_module, items = RuleRunner(rules).run(module, piece.start - 1, removed)
     new_source = new_module.code if new_module is not module else source
