@@ -24,10 +24,10 @@ from typing import Any, ClassVar
 
 import libcst as cst
 
-from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 from codemods.framework.facts import FileFacts
 from codemods.framework.positions import node_positions
 from codemods.framework.suppression import Suppressions
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 
 
 class Fix(str, enum.Enum):

@@ -18,12 +18,12 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
-from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 from codemods.framework.base import Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
 from codemods.framework.suppression import Suppressions, skips_file
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 
 # which rule language handles which files; Python is everything else
 TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES}
@@ -39,6 +39,7 @@ class FileOutcome:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     error: str | None = None
     parsed: bool = False  # whether LibCST was needed at all
+    note: str | None = None  # why the file was skipped (not a regular file), when it was
 
     @property
     def changed(self) -> bool:

@@ -16,10 +16,10 @@ from npu_migrate import __version__
 from npu_migrate.apply.cache import DEFAULT_DIR, Cache, run_key
 from npu_migrate.core.config import ConfigError, Settings, load_settings
 from npu_migrate.core.diffs import colourise, unified_diff
-from npu_migrate.core.discovery import SKIP_DIRS, discover
-from npu_migrate.apply.runner import FileResult, RunPlan, process_bytes, run
+from npu_migrate.core.discovery import copy_ignore, discover, output_dir_problem
+from npu_migrate.apply.runner import FileResult, RunPlan, clean_stale_temps, process_bytes, run, write_back
 from npu_migrate.apply.selection import SelectionError, changed_since, parse_shard, shard
-from npu_migrate.core.sources import write_atomic
+from npu_migrate.core.parallel import exit_status, stop_on_signals
 from npu_migrate.apply.summary import RunSummary, package_of
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 1, 2
@@ -87,7 +87,11 @@ def command(paths: tuple[str, ...], dry_run: bool, show_diff: bool, check: bool,
         files = _files(paths, settings, exclude, plan, changed_since, shard)
     except (FileNotFoundError, SelectionError) as exc:
         raise Fatal(str(exc)) from None
+    if output_dir and (problem := output_dir_problem(paths, output_dir)):
+        raise Fatal(problem)
     targets = _copy_tree(paths, output_dir, settings, exclude) if output_dir else None
+    if mode == "write":
+        clean_stale_temps(list(targets.values()) if targets else files)
     cache = None
     if not no_cache:
         directory = cache_dir or settings.cache_dir or os.path.join(
@@ -96,18 +100,20 @@ def command(paths: tuple[str, ...], dry_run: bool, show_diff: bool, check: bool,
     reporter = Reporter(mode, fmt, no_color, show_fixes, quiet, len(files))
     summary = RunSummary()
     start = time.perf_counter()
+    results = run(files, plan, jobs or settings.jobs, cache)
     try:
-        for result in reporter.track(run(files, plan, jobs or settings.jobs, cache)):
-            summary.add(result, package_of(result.path, list(paths)))
-            if result.new_bytes is not None and mode == "write" and not result.outcome.error:
-                destination = targets[result.path] if targets else result.path
-                write_atomic(destination, result.new_bytes)
-            reporter.file(result)
-    except KeyboardInterrupt:
+        with stop_on_signals():  # SIGTERM and SIGHUP stop the run like Ctrl-C
+            for result in reporter.track(results):
+                if result.new_bytes is not None and mode == "write" and not result.outcome.error:
+                    write_back(result, targets[result.path] if targets else None)
+                summary.add(result, package_of(result.path, list(paths)))
+                reporter.file(result)
+    except KeyboardInterrupt as interrupt:
+        results.close()  # stops the workers now, not when the interpreter exits
         reporter.close()
         click.echo("npu-migrate: interrupted; files written so far are complete, the rest untouched. "
                    "Run again to finish.", err=True)
-        sys.exit(130)
+        sys.exit(exit_status(interrupt))
     reporter.close()
     reporter.finish(summary, time.perf_counter() - start)
     pending = summary.changed and mode in ("diff", "check", "dry-run")
@@ -143,12 +149,11 @@ def _copy_tree(paths: Sequence[str], output_dir: str, settings: Settings,
     source file to its copy, so the migrated copy is complete and runnable."""
     os.makedirs(output_dir, exist_ok=True)
     targets: dict[str, str] = {}
-    ignore = shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info")
     for path in paths:
         name = os.path.basename(os.path.normpath(os.path.abspath(path)))
         destination = output_dir if len(paths) == 1 and os.path.isdir(path) else os.path.join(output_dir, name)
         if os.path.isdir(path):
-            shutil.copytree(path, destination, ignore=ignore, dirs_exist_ok=True)
+            shutil.copytree(path, destination, ignore=copy_ignore, symlinks=True, dirs_exist_ok=True)
             for root, _, files in os.walk(path):
                 for file in files:
                     source = os.path.normpath(os.path.join(root, file))
@@ -259,6 +264,8 @@ class Reporter:
             return
         if outcome.error:
             self._echo(outcome.error, err=True)
+        if outcome.note:
+            self._echo(outcome.note, err=True)
         if result.old_text is not None and outcome.new_text is not None and self.mode in ("diff", "dry-run"):
             diff = unified_diff(result.old_text, outcome.new_text, outcome.path)
             sys.stdout.write(colourise(diff) if self.mode == "dry-run" and self.colour else diff)
