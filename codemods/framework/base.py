@@ -258,6 +258,14 @@ class RuleRunner(cst.CSTTransformer):
                     break  # removed or replaced by another kind of node: other rules cannot apply
         return updated_node
 
+    # rules are dispatched per node type only (see __init__): skip LibCST's per-attribute
+    # `visit_<Node>_<attr>` lookups, two getattr calls for every child of every node
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
     def _suppressed(self, code: str, node: cst.CSTNode) -> bool:
         context = self._context
         assert context is not None and context.suppressions is not None
@@ -284,6 +292,7 @@ class RuleRunner(cst.CSTTransformer):
         self._accepted = []
         self._all_positions = None
         for rule in self.rules:
+            rule.runner = self  # a file's rules may serve several runners (one per rule subset)
             rule.tree = TreeScratch()  # a fresh scratch per tree: its lifetime is this traversal
         try:
             if self.METADATA_DEPENDENCIES:

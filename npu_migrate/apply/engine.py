@@ -151,17 +151,21 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     chunk_filters = ruleset.chunk_filters(rules, context.facts)
     match = _union(chunk_filters.values())
     pieces = []
+    runners: dict[tuple[Rule, ...], RuleRunner] = {}
     for piece in plan_pieces(lines, tree.body, 1, len(lines) + 1, "", match, nest=not whole):
         chunk = "".join(lines[piece.start - 1:piece.end - 1])
         if not piece.parse:
             pieces.append(chunk)
             continue
-        chosen = [rule for cls, rule in rules.items()
-                  if chunk_filters[cls] is None or chunk_filters[cls].search(chunk)]
+        chosen = tuple(rule for cls, rule in rules.items()
+                       if chunk_filters[cls] is None or chunk_filters[cls].search(chunk))
         if not chosen:
             pieces.append(chunk)
             continue
-        new_chunk = _run_piece(piece, chunk, chosen, context, outcome)
+        runner = runners.get(chosen)
+        if runner is None:  # building one costs a scan of every rule's methods: once per subset
+            runner = runners[chosen] = RuleRunner(chosen)
+        new_chunk = _run_piece(piece, chunk, runner, context, outcome)
         if new_chunk is None:
             return outcome
         pieces.append(new_chunk)
@@ -329,7 +333,7 @@ def _dedent(chunk_lines: list[str], indent: str) -> tuple[str, list[int]] | None
     return "".join(out), removed
 
 
-def _run_piece(piece: Piece, chunk: str, rules: list[Rule], context: RuleContext,
+def _run_piece(piece: Piece, chunk: str, runner: RuleRunner, context: RuleContext,
                outcome: FileOutcome) -> str | None:
     """Parse and transform one piece; None (with outcome.error set) when LibCST cannot parse it."""
     chunk_lines = split_lines(chunk)
@@ -353,7 +357,7 @@ def _run_piece(piece: Piece, chunk: str, rules: list[Rule], context: RuleContext
         # `code`; every piece of a CR-only file ends that way (`x = a.cuda()\r[0]` lost its `\r`)
         module = module.with_changes(has_trailing_newline=True)
     outcome.parsed = True
-    new_module, items = RuleRunner(rules).run(module, piece.start - 1, removed)
+    new_module, items = runner.run(module, piece.start - 1, removed)
     new_source = new_module.code if new_module is not module else source
     if new_source == source:
         new_source = chunk

@@ -26,6 +26,17 @@ from npu_migrate.core.sources import (
     write_if_unchanged,
 )
 
+# LibCST needs about 350 bytes of memory and, for code dense in CUDA uses, up to 50 us of CPU
+# per byte it parses: a file above this size is an error (left untouched), not an hour-long run
+MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_FILE_BYTES_VARIABLE = "NPU_MIGRATE_MAX_FILE_BYTES"
+
+
+def default_max_file_bytes() -> int:
+    """`MAX_FILE_BYTES`, or the environment's `NPU_MIGRATE_MAX_FILE_BYTES` (0: no limit)."""
+    value = os.environ.get(MAX_FILE_BYTES_VARIABLE, "").strip()
+    return int(value) if value.isdigit() else MAX_FILE_BYTES
+
 
 @dataclass
 class RunPlan:
@@ -35,6 +46,7 @@ class RunPlan:
     options: dict[str, Any] = field(default_factory=dict)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     root: str = "."
+    max_file_bytes: int = field(default_factory=lambda: default_max_file_bytes())
 
     def __post_init__(self) -> None:
         self._rulesets: dict[frozenset[str], RuleSet] = {}
@@ -144,8 +156,12 @@ def _size(path: str) -> int:
         return 0
 
 
-def _read(path: str) -> bytes | FileResult:
+def _read(path: str, limit: int = 0) -> bytes | FileResult:
     try:
+        if limit and (size := os.lstat(path).st_size) > limit:
+            return FileResult(FileOutcome(path, error=(
+                f"{path}:0:0: {size / 2**20:.1f} MiB is over the per-file limit of {limit / 2**20:.1f} MiB; "
+                f"left untouched (raise it with {MAX_FILE_BYTES_VARIABLE}=<bytes>)")))
         return read_regular(path)
     except Skipped as exc:
         return FileResult(FileOutcome(path, note=str(exc)))
@@ -172,11 +188,11 @@ def _work(path: str) -> FileResult:
     assert _PLAN is not None
     if _BIG_FILE_LOCK is not None and _size(path) > BIG_FILE_BYTES:
         with _BIG_FILE_LOCK:
-            data = _read(path)
+            data = _read(path, _PLAN.max_file_bytes)
             result = data if isinstance(data, FileResult) else process_bytes(data, path, _PLAN)
             _release_memory()
             return result
-    data = _read(path)
+    data = _read(path, _PLAN.max_file_bytes)
     return data if isinstance(data, FileResult) else process_bytes(data, path, _PLAN)
 
 
@@ -191,7 +207,7 @@ def run(paths: Sequence[str], plan: RunPlan, jobs: int | None = None,
         if cache is None:
             pending.append((index, path))
             continue
-        data = _read(path)
+        data = _read(path, plan.max_file_bytes)
         if isinstance(data, FileResult):
             ready[index] = data
             continue
@@ -225,7 +241,7 @@ def run(paths: Sequence[str], plan: RunPlan, jobs: int | None = None,
 
 
 def _reload(path: str, plan: RunPlan, cache: Cache) -> FileResult:
-    data = _read(path)
+    data = _read(path, plan.max_file_bytes)
     if isinstance(data, FileResult):
         return data
     digest = source_digest(data)
@@ -247,7 +263,7 @@ def _from_cache(outcome: FileOutcome, data: bytes, path: str, digest: str) -> Fi
 
 def _compute(paths: list[str], plan: RunPlan, jobs: int) -> Iterator[FileResult]:
     def here(path: str) -> FileResult:
-        data = _read(path)
+        data = _read(path, plan.max_file_bytes)
         return data if isinstance(data, FileResult) else process_bytes(data, path, plan)
 
     lock = multiprocessing.get_context().Lock()
