@@ -152,7 +152,7 @@ class Stats:
 
 def run_apply(tree: Tree, *extra: str, stats: Stats) -> subprocess.CompletedProcess[str]:
     stats.runs += 1
-    return subprocess.run(COMMAND + [*extra, "."], cwd=tree.folder, env=ENV, capture_output=True,
+    return subprocess.run(COMMAND + [*extra, "."], check=False, cwd=tree.folder, env=ENV, capture_output=True,
                           text=True, timeout=900)
 
 

@@ -87,7 +87,7 @@ def wait_gone(pids, seconds=15):
 def test_a_stop_signal_stops_cleanly_with_128_plus_n(tree, signum):
     process, workers = start(tree)
     process.send_signal(signum)
-    out, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=60)
     assert process.returncode == 128 + signum, err.decode()
     assert b"interrupted" in err and b"Traceback" not in err
     assert wait_gone(workers) == []
@@ -102,6 +102,6 @@ def test_workers_die_with_a_killed_parent_and_the_output_pipes_close(tree):
     assert wait_gone(workers) == []
     rerun = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--no-cache", "--isolated",
                             "--select", "NPU10", "-j", "2", "."], cwd=tree,
-                           env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, timeout=300)
+                           env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, timeout=300, check=False)
     assert rerun.returncode == 0, rerun.stderr.decode()
     assert_lossless(tree, expect_all_migrated=True)  # and nothing left behind by the killed run

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 import npu_migrate.apply.runner as runner_module
-import npu_migrate.core.sources as sources
 from npu_migrate.cli import main
+from npu_migrate.core import sources
 from npu_migrate.core.parallel import worker_count
 from npu_migrate.core.sources import TEMP_PREFIX, remove_stale_temps
 
@@ -48,6 +48,11 @@ def during_the_run(monkeypatch, action, name="b.py"):
         return outcome
 
     monkeypatch.setattr(runner_module, "migrate_text", migrate_then_act)
+
+
+def write_text(path, text):
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def append_edit(path):
@@ -92,7 +97,7 @@ def test_check_agrees_with_diff_after_another_run_wrote_meanwhile(project, monke
     """Two runs on one tree: the other run writes the migrated file while this one is busy.
     `--check` must not then say "would change" while `--diff` shows nothing."""
     with monkeypatch.context() as patch:
-        during_the_run(patch, lambda path: open(path, "w").write(MIGRATED))
+        during_the_run(patch, lambda path: write_text(path, MIGRATED))
         invoke(project, "--check", cache=project / ".cache")
     check = json.loads(invoke(project, "--check", "--format", "json", cache=project / ".cache").stdout)
     diff = invoke(project, "--diff", cache=project / ".cache")
@@ -110,9 +115,9 @@ def test_concurrent_runs_then_check_agrees_with_diff(tmp_path):
     for run in runs:
         run.wait(timeout=300)
     check = subprocess.run(command + ["--check"], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, timeout=300)
+                           text=True, timeout=300, check=False)
     diff = subprocess.run(command + ["--diff"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, check=False)
     assert check.returncode == diff.returncode == 0, (check.stderr, diff.stdout)
     assert diff.stdout == ""
     assert all((tmp_path / f"m{i}.py").read_text() == MIGRATED + f"N = {i}\n" for i in range(40))
@@ -209,7 +214,7 @@ def test_a_fifo_is_skipped_and_never_hangs_outside_git(tmp_path, named):
     target = [str(tmp_path / "pipe.py"), str(tmp_path / "a.py")] if named else [str(tmp_path)]
     done = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--no-cache", "--isolated",
                            "--select", "NPU10", *target], env=dict(os.environ, PYTHONPATH=ROOT),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "pipe.py: skipped: not a regular file (a FIFO)" in done.stderr
     assert (tmp_path / "a.py").read_text() == MIGRATED
