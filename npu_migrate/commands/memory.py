@@ -9,9 +9,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -25,6 +25,10 @@ class DefaultToReport(click.Group):
         if args and args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help"):
             args = ["report", *args]
         return super().parse_args(ctx, args)
+
+
+class OutputError(Exception):
+    """An output path (-o, --html, --export) that cannot be written."""
 
 
 def fatal(message: str) -> None:
@@ -42,10 +46,12 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
 
         try:
             return func(*args, **kwargs)
-        except SnapshotError as exc:
+        except (SnapshotError, OutputError, ValueError) as exc:
             fatal(str(exc))
-        except ValueError as exc:
-            fatal(str(exc))
+        except RecursionError:
+            fatal("input nested too deeply to analyse")
+        except MemoryError:
+            fatal("out of memory while analysing the input")
     return wrapper
 
 
@@ -55,28 +61,45 @@ def load(path: str):
     return load_snapshot(path)
 
 
-def emit(report: Any, fmt: str, output: str | None) -> None:
+def emit(report: Any, fmt: str, output: str | None, kind: str = "report",
+         details: dict | None = None, devices: list | None = None) -> None:
+    """Write `report` as text (plain when piped or written to a file), markdown or typed JSON
+    (docs/schemas/memory-report.schema.json) to stdout or `output`."""
+    from npu_migrate.memory import output as out
+
     if fmt == "json":
-        text = json.dumps(report.to_dict(), indent=2, default=str) + "\n"
+        text = out.to_json_text(out.document(kind, report, details, devices))
     elif fmt == "markdown":
-        text = report.to_markdown()
-    else:
+        text = report.to_markdown() + "\n" + out.summary_line(report.findings) + "\n"
+    elif output or not sys.stdout.isatty():
+        text = out.to_plain_text(report)
+    else:  # a terminal: rich tables, then the findings one per line
         from rich.console import Console
 
-        if output:
-            with open(output, "w", encoding="utf-8") as handle:
-                report.render(Console(file=handle, width=160, no_color=True))
-        else:
-            report.render(Console(width=max(Console().width, 120)))
-        return
+        console = Console()
+        findings, report.findings = report.findings, []
+        report.render(console)
+        report.findings = findings
+        text = "".join(f.format() + "\n" for f in findings) + out.summary_line(findings) + "\n"
     if output:
-        with open(output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        write_text(output, text)
     else:
         click.echo(text, nl=False)
 
 
-FILE = click.argument("file", type=click.Path(dir_okay=False))
+def write_text(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+FILE = click.argument("file")  # checked by the loader: one line, exit 2
+FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+                      default="text", help="text (plain when piped), markdown or typed JSON.")
+OUTPUT = click.option("-o", "--output",
+                      help="Write the output to this file instead of stdout.")
 DEVICE = click.option("--device", "devices", type=int, multiple=True,
                       help="Only these device indices (repeatable).")
 
@@ -93,27 +116,49 @@ def command() -> None:
 
 @command.command("report")
 @FILE
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False),
+@FORMAT
+@click.option("--html", "html_path",
               help="Also write a self-contained offline HTML report here.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here.")
-@click.option("--step-frame", help="Regex over 'file:line function' frames whose allocations "
-              "start a step (overrides annotations and pattern detection).")
+@OUTPUT
+@click.option("--step-frame", help="Regex over frames written 'file:line function'; each run "
+              "of allocations with a matching frame starts a step (overrides markers), e.g. "
+              "'optim/[a-z_]+\\.py:\\d+ step$'.")
 @DEVICE
 @guarded
 def report_cmd(file: str, fmt: str, html_path: str | None, output: str | None,
                step_frame: str | None, devices: tuple[int, ...]) -> None:
     """Findings and tables for FILE (the default subcommand)."""
-    from npu_migrate.memory.report import analyze
+    from npu_migrate.memory.report import analyze, device_records
 
+    for path, what in ((html_path, "--html"), (output, "-o")):
+        if path:
+            check_writable(path, what)
     snapshot = load(file)
     report, contexts = analyze(snapshot, list(devices) or None, step_frame)
     if html_path:
         from npu_migrate.memory.html import write_html
 
-        write_html(snapshot, contexts, report, html_path)
+        try:
+            write_html(snapshot, contexts, report, html_path)
+        except OSError as exc:
+            raise OutputError(f"{html_path}: cannot write: {exc.strerror or exc}") \
+                from None
         report.summary["html"] = html_path
-    emit(report, fmt, output)
+    details = {k: v for c in contexts for k, v in c.details.items()}
+    emit(report, fmt, output, "report", details, device_records(contexts))
+
+
+def check_writable(path: str, what: str) -> None:
+    """Fail before the analysis, not after it, when an output cannot be written."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise OutputError(f"{path}: cannot write {what}: it is a directory")
+    if not os.path.isdir(folder):
+        raise OutputError(f"{path}: cannot write {what}: no folder {folder}")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise OutputError(f"{path}: cannot write {what}: permission denied")
 
 
 def _filters(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -126,11 +171,9 @@ def _filters(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--until", "until_s", type=float, help="Seconds after the first event."),
         click.option("--limit", type=int, default=50, show_default=True,
                      help="Rows printed (exports are not limited)."),
-        click.option("--export", "export_path", type=click.Path(dir_okay=False),
+        click.option("--export", "export_path",
                      help="Write all matching rows to a .csv or .json file."),
-        click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-                     default="text"),
-        DEVICE,
+        FORMAT, OUTPUT, DEVICE,
     ]):
         func = option(func)
     return func
@@ -138,9 +181,9 @@ def _filters(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _view(file: str, devices: tuple[int, ...], kind: str, args: dict[str, Any]) -> None:
     from npu_migrate.core.diagnostics import Report
+    from npu_migrate.memory import views
     from npu_migrate.memory.context import DeviceContext
     from npu_migrate.memory.sites import SiteTable
-    from npu_migrate.memory import views
 
     snapshot = load(file)
     sites = SiteTable(snapshot.stacks)
@@ -159,7 +202,7 @@ def _view(file: str, devices: tuple[int, ...], kind: str, args: dict[str, Any]) 
             ids = views.select_blocks(ctx, lo, hi, min_size, max_size, args["states"])
             columns = views.BLOCK_COLUMNS
             make = views.block_records
-        report.summary[f"device {device}"] = f"{len(ids)} {kind}"
+        report.summary[f"device {device} {kind}"] = len(ids)
         if args["export_path"]:
             exported += [{"device": device, **r} for r in make(ctx, ids, True)]
         shown = make(ctx, ids[:args["limit"]], False)
@@ -168,8 +211,9 @@ def _view(file: str, devices: tuple[int, ...], kind: str, args: dict[str, Any]) 
                                            columns, shown))
     if args["export_path"]:
         views.export(exported, ["device", *columns], args["export_path"])
-        report.summary["exported"] = f"{len(exported)} rows to {args['export_path']}"
-    emit(report, args["fmt"], None)
+        report.summary["exported rows"] = len(exported)
+        report.summary["exported to"] = args["export_path"]
+    emit(report, args["fmt"], args["output"], kind)
 
 
 @command.command("events")
@@ -195,14 +239,17 @@ def blocks_cmd(file: str, devices: tuple[int, ...], **args: Any) -> None:
 
 @command.command("pool")
 @FILE
-@click.option("--event", type=int, required=True, help="Pool state after this event id.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text")
+@click.option("--event", type=int, required=True,
+              help="Pool state after this event id (-1: before the first event).")
+@FORMAT
+@OUTPUT
 @DEVICE
 @guarded
-def pool_cmd(file: str, event: int, fmt: str, devices: tuple[int, ...]) -> None:
+def pool_cmd(file: str, event: int, fmt: str, output: str | None,
+             devices: tuple[int, ...]) -> None:
     """Segments and blocks (with states) as they were after an event."""
     from npu_migrate.core.diagnostics import Report, Table
-    from npu_migrate.memory.context import DeviceContext, fmt_bytes
+    from npu_migrate.memory.context import Bytes, DeviceContext
     from npu_migrate.memory.replay import STATE_NAMES
     from npu_migrate.memory.sites import SiteTable
 
@@ -212,33 +259,36 @@ def pool_cmd(file: str, event: int, fmt: str, devices: tuple[int, ...]) -> None:
     for device in devices or snapshot.devices:
         ctx = DeviceContext.build(snapshot, device, sites)
         if not -1 <= event < max(ctx.rep.n_events, 0):
-            raise ValueError(f"{file}: device {device} has events 0-{ctx.rep.n_events - 1}")
+            raise ValueError(f"{file}: --event {event}: device {device} has events "
+                             f"-1-{ctx.rep.n_events - 1}")
         pool = ctx.pool(event)
         blocks = ctx.rep.blocks
         allocated = blocks.allocated_at(event)
         rows = []
         for seg in pool.segments:
-            rows.append([hex(seg.address), fmt_bytes(seg.size), "segment", "", fmt_bytes(seg.free),
-                         fmt_bytes(seg.largest_gap)])
+            rows.append(["segment", hex(seg.address), Bytes(seg.size), None, None, None,
+                         Bytes(seg.free), Bytes(seg.largest_gap)])
             for r in seg.rows.tolist():
                 state = STATE_NAMES[0] if allocated[r] else STATE_NAMES[1]
-                rows.append([hex(int(blocks.addr[r])), fmt_bytes(blocks.size[r]), state, r,
-                             sites.site(int(blocks.stack[r])), ""])
-        report.summary[f"device {device}"] = (f"reserved {fmt_bytes(pool.reserved)}, free "
-                                              f"{fmt_bytes(pool.free)}, largest free block "
-                                              f"{fmt_bytes(pool.largest_gap)}")
-        report.tables.append(Table(f"Device {device}", ["address", "size", "state", "block id",
-                                                        "site / free", "largest free"], rows))
-    emit(report, fmt, None)
+                rows.append(["block", hex(int(blocks.addr[r])), Bytes(blocks.size[r]), state, r,
+                             sites.site(int(blocks.stack[r])), None, None])
+        report.summary[f"device {device} reserved"] = Bytes(pool.reserved)
+        report.summary[f"device {device} free"] = Bytes(pool.free)
+        report.summary[f"device {device} largest free block"] = Bytes(pool.largest_gap)
+        report.tables.append(Table(f"Device {device}", [
+            "kind", "address", "size", "state", "block id", "site", "free", "largest free"],
+            rows))
+    emit(report, fmt, output, "pool")
 
 
 @command.command("compare")
-@click.argument("before", type=click.Path(dir_okay=False))
-@click.argument("after", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text")
+@click.argument("before")
+@click.argument("after")
+@FORMAT
+@OUTPUT
 @guarded
-def compare_cmd(before: str, after: str, fmt: str) -> None:
+def compare_cmd(before: str, after: str, fmt: str, output: str | None) -> None:
     """Peaks and per-site differences at the peak between two snapshots."""
     from npu_migrate.memory.compare import compare
 
-    emit(compare(load(before), load(after)), fmt, None)
+    emit(compare(load(before), load(after)), fmt, output, "compare")

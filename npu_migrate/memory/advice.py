@@ -65,35 +65,57 @@ def split_limit_mb(contexts: list[DeviceContext]) -> int:
 
 
 def advise(contexts: list[DeviceContext], path: str) -> tuple[list[Diagnostic], Table | None]:
-    data = advice_data()
+    """Advice in the producer's own terms: PYTORCH_NPU_ALLOC_CONF for PyTorch and torch_npu
+    snapshots, MemoryConfig only for TensorFlow sources, nothing for other frameworks."""
     chosen = choose(contexts)
-    if not chosen:
+    framework = contexts[0].snapshot.framework if contexts else "pytorch"
+    if not chosen or framework not in ("pytorch", "tensorflow"):
         return [], None
+    if framework == "tensorflow":
+        return _tensorflow(contexts, chosen, path)
+    return _pytorch(contexts, chosen, path)
+
+
+def _pytorch(contexts: list[DeviceContext], chosen: list[str], path: str
+             ) -> tuple[list[Diagnostic], Table]:
+    data = advice_data()
     pt = data["pytorch"]
     parts, rows = [], []
     for name in chosen:
         if name == "max_split_size_mb_instead":
             setting = pt["max_split_size_mb"]["setting"].format(mb=split_limit_mb(contexts))
             rows.append([data["env_var"], f"{setting} (only with expandable_segments off)",
-                         "expandable segments are on and fragmentation remains: compare with "
-                         "expandable_segments:False plus this limit"])
+                         ("expandable segments are on and fragmentation remains: compare with "
+                          "expandable_segments:False plus this limit")])
             parts.append(setting + " (instead of expandable_segments:True)")
             continue
         entry = pt[name]
         setting = entry["setting"].format(mb=split_limit_mb(contexts))
         parts.append(setting)
         rows.append([data["env_var"], setting, f"{entry['when']}: {entry['why']}"])
-    tf = data["tensorflow"]
-    if "expandable_segments" in chosen or "max_split_size_mb_instead" in chosen:
-        rows.append(["TensorFlow (npu_bridge)", tf["static_memory_policy"]["setting"],
-                     f"{tf['static_memory_policy']['when']}: {tf['static_memory_policy']['why']}"])
-    if any(c.facts.get("oom_short") for c in contexts):
-        rows.append(["TensorFlow (npu_bridge)", tf["atomic_clean_policy"]["setting"],
-                     f"{tf['atomic_clean_policy']['when']}: {tf['atomic_clean_policy']['why']}"])
     message = (f"set {data['env_var']}=\"{','.join(p for p in parts if '(' not in p)}\""
                if any('(' not in p for p in parts) else f"try {parts[0]}")
-    finding = Diagnostic("MEM007", f"allocator advice: {message} ({data['cuda_env_var']} on CUDA); "
-                         "never combine expandable_segments:True with max_split_size_mb or "
+    on_cuda = (f" ({data['cuda_env_var']} on CUDA)"
+               if contexts[0].snapshot.producer.startswith("cuda") else "")
+    finding = Diagnostic("MEM007", f"allocator advice: {message}{on_cuda}; never combine "
+                         "expandable_segments:True with max_split_size_mb or "
                          "garbage_collection_threshold (torch_npu refuses it)", path, 0, 0,
                          Severity.INFO)
+    return [finding], Table("Allocator advice", ["where", "setting", "why"], rows)
+
+
+def _tensorflow(contexts: list[DeviceContext], chosen: list[str], path: str
+                ) -> tuple[list[Diagnostic], Table | None]:
+    tf = advice_data()["tensorflow"]
+    names = []
+    if "expandable_segments" in chosen or "max_split_size_mb_instead" in chosen:
+        names.append("static_memory_policy")
+    if any(c.facts.get("oom_short") for c in contexts):
+        names.append("atomic_clean_policy")
+    if not names:
+        return [], None
+    rows = [["TensorFlow (npu_bridge)", tf[n]["setting"], f"{tf[n]['when']}: {tf[n]['why']}"]
+            for n in names]
+    finding = Diagnostic("MEM007", "allocator advice (TensorFlow on Ascend): "
+                         + ", ".join(tf[n]["setting"] for n in names), path, 0, 0, Severity.INFO)
     return [finding], Table("Allocator advice", ["where", "setting", "why"], rows)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from npu_migrate.core.diagnostics import Report, Table
-from npu_migrate.memory.context import DeviceContext, fmt_bytes
+from npu_migrate.memory.context import Bytes, DeviceContext
 from npu_migrate.memory.model import Snapshot
 from npu_migrate.memory.report import build_contexts
 
@@ -37,24 +37,23 @@ def compare(before: Snapshot, after: Snapshot, limit: int = 20) -> Report:
         ca, cb = a.get(device), b.get(device)
         pa = ca.rep.peak_bytes if ca else 0
         pb = cb.rep.peak_bytes if cb else 0
-        ra = int(ca.rep.reserved.max()) if ca and ca.rep.n_events else 0
-        rb = int(cb.rep.reserved.max()) if cb and cb.rep.n_events else 0
-        rows.append([device, fmt_bytes(pa), fmt_bytes(pb), fmt_bytes(pb - pa),
-                     f"{100 * (pb - pa) / pa:+.1f}%" if pa else "-", fmt_bytes(ra), fmt_bytes(rb),
+        ra = ca.rep.reserved_after(ca.rep.peak_reserved_index) if ca else 0
+        rb = cb.rep.reserved_after(cb.rep.peak_reserved_index) if cb else 0
+        rows.append([device, Bytes(pa), Bytes(pb), Bytes(pb - pa),
+                     round(100 * (pb - pa) / pa, 1) if pa else None, Bytes(ra), Bytes(rb),
                      ca.rep.n_events if ca else 0, cb.rep.n_events if cb else 0])
         sa = peak_sites(ca) if ca else {}
         sb = peak_sites(cb) if cb else {}
         diffs = sorted(set(sa) | set(sb), key=lambda s: -abs(sb.get(s, 0) - sa.get(s, 0)))
-        site_rows += [[device, s, fmt_bytes(sa.get(s, 0)), fmt_bytes(sb.get(s, 0)),
-                       fmt_bytes(sb.get(s, 0) - sa.get(s, 0))] for s in diffs[:limit]]
+        site_rows += [[device, s, Bytes(sa.get(s, 0)), Bytes(sb.get(s, 0)),
+                       Bytes(sb.get(s, 0) - sa.get(s, 0))] for s in diffs[:limit]]
         ka = peak_categories(ca) if ca else {}
         kb = peak_categories(cb) if cb else {}
-        category_rows += [[device, k, fmt_bytes(ka.get(k, 0)), fmt_bytes(kb.get(k, 0)),
-                           fmt_bytes(kb.get(k, 0) - ka.get(k, 0))]
+        category_rows += [[device, k, Bytes(ka.get(k, 0)), Bytes(kb.get(k, 0)),
+                           Bytes(kb.get(k, 0) - ka.get(k, 0))]
                           for k in sorted(set(ka) | set(kb),
                                           key=lambda k: -abs(kb.get(k, 0) - ka.get(k, 0)))]
-        report.summary[f"device {device} peak"] = (f"{fmt_bytes(pa)} -> {fmt_bytes(pb)} "
-                                                   f"({fmt_bytes(pb - pa)})")
+        report.summary[f"device {device} peak change"] = Bytes(pb - pa)
     report.tables.append(Table("Peaks", ["device", "peak A", "peak B", "change", "change %",
                                          "peak reserved A", "peak reserved B", "events A",
                                          "events B"], rows))

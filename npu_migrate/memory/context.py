@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Self
 
 import numpy as np
 
@@ -13,6 +14,8 @@ from npu_migrate.memory.pool import PoolState, pool_at
 from npu_migrate.memory.replay import Replay, replay
 from npu_migrate.memory.sites import SiteTable
 from npu_migrate.memory.steps import Steps, find_steps
+
+MAX_FINDING_BLOCKS = 2000  # block ids one finding carries (JSON, HTML highlight)
 
 
 @dataclass
@@ -25,10 +28,11 @@ class DeviceContext:
     tables: list[Table] = field(default_factory=list)
     marks: list[dict] = field(default_factory=list)  # findings anchored on events (for HTML)
     facts: dict = field(default_factory=dict)  # numbers later analyses (advice) build on
+    details: dict = field(default_factory=dict)  # id(finding) -> its typed record
 
     @classmethod
     def build(cls, snapshot: Snapshot, device: int, sites: SiteTable,
-              step_frame: str | None = None) -> "DeviceContext":
+              step_frame: str | None = None) -> DeviceContext:
         rep = replay(snapshot, device)
         return cls(snapshot, rep, find_steps(snapshot, rep, step_frame), sites)
 
@@ -37,20 +41,34 @@ class DeviceContext:
         return self.rep.device
 
     def add(self, code: str, message: str, severity: Severity = Severity.WARNING,
-            event: int | None = None) -> None:
+            event: int | None = None, **data) -> None:
+        """Record a finding; `data` holds its typed facts (evidence, site, bytes, block rows)
+        for the JSON report and the HTML page."""
         text = f"device {self.device}: {message}"
-        self.findings.append(Diagnostic(code, text, self.snapshot.path, 0, 0, severity))
+        finding = Diagnostic(code, text, self.snapshot.path, 0, 0, severity)
+        self.findings.append(finding)
+        record = {"code": code, "severity": severity.value, "message": text,
+                  "device": self.device, "event": None if event is None else int(event)}
+        for key, value in data.items():
+            record[key] = [int(v) for v in value] if key == "blocks" else value
+        self.details[id(finding)] = record
         if event is not None and event >= 0:
-            self.marks.append({"code": code, "event": int(event), "message": text,
-                               "severity": severity.value})
+            self.marks.append(record)
 
     def when(self, event: int) -> str:
         if event < 0:
-            return "before the recorded window"
+            return "before the first recorded event"
         times = self.rep.trace.time_us
         if times is None:
             return f"event {event}"
         return f"event {event} (+{(times[event] - times[0]) / 1e6:.3f} s)"
+
+    def seconds(self, event: int) -> float | None:
+        """Seconds from the first event to `event`; None without times (torch_npu)."""
+        times = self.rep.trace.time_us
+        if times is None or event < 0 or not len(times):
+            return None
+        return round(float(times[event] - times[0]) / 1e6, 6)
 
     @cached_property
     def _pools(self) -> dict[int, PoolState]:
@@ -94,6 +112,20 @@ class DeviceContext:
             entry[2] += 1
         ranked = sorted(totals.items(), key=lambda kv: -kv[1][1])[:limit]
         return [(site, cat, total, count, stack) for site, (cat, total, count, stack) in ranked]
+
+
+class Bytes(int):
+    """A byte count: an int everywhere (JSON writes the number), '3.03 GiB' when printed."""
+
+    def __new__(cls, value: float) -> Self:
+        return super().__new__(cls, int(value))
+
+    def __str__(self) -> str:
+        return fmt_bytes(int(self))
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec) if not spec or spec[-1] not in "dxXnbo" \
+            else int.__format__(int(self), spec)
 
 
 def fmt_bytes(value: float) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from npu_migrate.core.diagnostics import Severity, Table
-from npu_migrate.memory.context import DeviceContext, fmt_bytes
+from npu_migrate.memory.context import Bytes, DeviceContext, fmt_bytes
 from npu_migrate.memory.model import ALLOC, OOM, SEG_ALLOC
 
 SMALL_POOL_LIMIT = 1 << 20  # requests under 1 MiB go to the small pool
@@ -32,16 +32,18 @@ def _over_time(ctx: DeviceContext) -> None:
     gap = rep.reserved - rep.allocated
     worst = int(np.argmax(gap))
     at_peak = rep.peak_reserved_index
-    ctx.facts.update(peak_reserved=int(rep.reserved[at_peak]),
-                     unused_at_peak_reserved=int(gap[at_peak]), worst_unused=int(gap[worst]))
+    peak_reserved, peak_allocated = rep.reserved_after(at_peak), rep.allocated_after(at_peak)
+    ctx.facts.update(peak_reserved=peak_reserved,
+                     unused_at_peak_reserved=peak_reserved - peak_allocated,
+                     worst_unused=int(gap[worst]))
     ctx.tables.append(Table(f"Device {ctx.device}: reserved but not allocated",
                             ["moment", "reserved", "allocated", "reserved - allocated"], [
-        [f"peak reserved, {ctx.when(at_peak)}", fmt_bytes(rep.reserved[at_peak]),
-         fmt_bytes(rep.allocated[at_peak]), fmt_bytes(gap[at_peak])],
-        [f"widest, {ctx.when(worst)}", fmt_bytes(rep.reserved[worst]),
-         fmt_bytes(rep.allocated[worst]), fmt_bytes(gap[worst])],
-        ["end of trace", fmt_bytes(rep.reserved[-1]), fmt_bytes(rep.allocated[-1]),
-         fmt_bytes(gap[-1])]]))
+        [f"peak reserved, {ctx.when(at_peak)}", Bytes(peak_reserved),
+         Bytes(peak_allocated), Bytes(peak_reserved - peak_allocated)],
+        [f"widest, {ctx.when(worst)}", Bytes(rep.reserved[worst]),
+         Bytes(rep.allocated[worst]), Bytes(gap[worst])],
+        ["end of trace", Bytes(rep.reserved[-1]), Bytes(rep.allocated[-1]),
+         Bytes(gap[-1])]]))
 
 
 def _request_after(ctx: DeviceContext, event: int) -> int:
@@ -75,7 +77,7 @@ def _forced_segments(ctx: DeviceContext) -> None:
     ctx.tables.append(Table(
         f"Device {ctx.device}: segments reserved although enough memory was free in pieces",
         ["event", "request", "new segment", "free in the stream's segments", "largest free block"],
-        [[ctx.when(e), fmt_bytes(r), fmt_bytes(s), fmt_bytes(f), fmt_bytes(g)]
+        [[ctx.when(e), Bytes(r), Bytes(s), Bytes(f), Bytes(g)]
          for e, r, s, f, g in forced[:20]]))
     wasted = sum(f[2] for f in forced)
     share = wasted / max(ctx.facts.get("peak_reserved", 1), 1)
@@ -103,8 +105,8 @@ def _final_segments(ctx: DeviceContext) -> None:
         f" largest free block {fmt_bytes(pool.largest_gap)})",
         ["address", "size", "allocated", "free", "largest free block", "free pieces", "pool",
          "expandable"],
-        [[hex(s.address), fmt_bytes(s.size), fmt_bytes(s.used), fmt_bytes(s.free),
-          fmt_bytes(s.largest_gap), s.gaps, s.pool_id, s.expandable] for s in segs[:12]]))
+        [[hex(s.address), Bytes(s.size), Bytes(s.used), Bytes(s.free),
+          Bytes(s.largest_gap), s.gaps, s.pool_id, s.expandable] for s in segs[:12]]))
 
 
 def analyze_oom(ctx: DeviceContext) -> None:
@@ -119,7 +121,7 @@ def analyze_oom(ctx: DeviceContext) -> None:
         top = ctx.group_by_site(rows, blocks.counted[rows], limit=5)
         ctx.tables.append(Table(f"Device {ctx.device}: live at the OOM of {ctx.when(event)}",
                                 ["site", "category", "bytes", "blocks"],
-                                [[s, c, fmt_bytes(b), n] for s, c, b, n, _ in top]))
+                                [[s, c, Bytes(b), n] for s, c, b, n, _ in top]))
         if request <= device_free + cached_free and request > largest:
             verdict = (f"it would have fit: {fmt_bytes(cached_free)} sat free in the cache "
                        f"(largest block {fmt_bytes(largest)}) plus {fmt_bytes(device_free)} on the "

@@ -15,7 +15,7 @@ import numpy as np
 
 from npu_migrate.core.diagnostics import Report
 from npu_migrate.memory.context import DeviceContext
-from npu_migrate.memory.model import OOM, SEG_ALLOC, SEG_MAP, Snapshot
+from npu_migrate.memory.model import ACTIONS, OOM, SEG_ALLOC, SEG_MAP, Snapshot
 from npu_migrate.memory.sites import format_stack
 
 MAX_BUCKETS = 20000
@@ -24,14 +24,25 @@ MAX_MOMENTS = 24
 MAX_POOL_BLOCKS = 3000
 MAX_SEGMENTS = 64
 MAX_STEPS = 20000  # step boundary lines sent (drawn only when they are 4 px apart)
+MAX_TABLE_BLOCKS = 6000  # rows of the Block view: findings' blocks, the peak's, the longest
+MAX_TABLE_EVENTS = 12000  # rows of the Event view: those blocks' events, around the peak/findings
+EVENT_CONTEXT = 100  # events sent on each side of the peak and of each finding
+TOP_SITES = 25
 
 
 def write_html(snapshot: Snapshot, contexts: list[DeviceContext], report: Report,
                path: str) -> None:
+    details = {k: v for c in contexts for k, v in c.details.items()}
+    findings = []
+    for d in report.findings:
+        record = details.get(id(d), {})
+        findings.append({"text": d.format(with_doc=False), "code": d.code,
+                         "severity": d.severity.value, "device": record.get("device"),
+                         "event": record.get("event"), "blocks": record.get("blocks", [])})
     payload = {"file": snapshot.path, "producer": snapshot.producer,
-               "findings": [d.format(with_doc=False) for d in report.findings],
+               "findings": findings,
                "summary": {k: str(v) for k, v in report.summary.items()},
-               "devices": [device_payload(ctx) for ctx in contexts]}
+               "devices": [device_payload(ctx, findings) for ctx in contexts]}
     assets = resources.files("npu_migrate.memory").joinpath("assets")
     page = assets.joinpath("report.html").read_text(encoding="utf-8")
     data = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
@@ -105,7 +116,7 @@ def blocks_payload(ctx: DeviceContext, stacks: set[int]) -> dict[str, Any]:
               int(blocks.requested[r]), int(blocks.state[r]), int(blocks.stack[r]),
               hex(int(blocks.addr[r])), int(blocks.alloc[r]), int(blocks.free[r])]
              for r, yy in zip(rows.tolist(), np.asarray(y).tolist())]
-    return {"rows": drawn, "total": int(len(blocks)),
+    return {"rows": drawn, "total": len(blocks),
             "space": int((ends - starts).sum()) if len(starts) else 0}
 
 
@@ -158,7 +169,88 @@ def _segment_blocks(blocks, allocated: np.ndarray, rows: np.ndarray, base: int,
     return runs
 
 
-def device_payload(ctx: DeviceContext) -> dict[str, Any]:
+def table_rows(ctx: DeviceContext, findings: list[dict[str, Any]]) -> np.ndarray:
+    """Block rows for the Block view: every block a finding names first, then those live at
+    the peak, then the ones covering the most bytes x events."""
+    rep, blocks = ctx.rep, ctx.rep.blocks
+    named = [b for f in findings if f["device"] == ctx.device for b in f["blocks"]]
+    peak = np.flatnonzero(blocks.allocated_at(rep.peak_index))
+    peak = peak[np.argsort(-blocks.size[peak], kind="stable")]
+    begin = np.maximum(blocks.alloc, 0)
+    end = np.where(blocks.free < 0, rep.n_events, blocks.free)
+    longest = np.argsort(-(blocks.size.astype(np.float64) * np.maximum(end - begin, 1)),
+                         kind="stable")
+    chosen = np.concatenate([np.asarray(named, np.int64), peak, longest])
+    _, first = np.unique(chosen, return_index=True)
+    return np.sort(chosen[np.sort(first)][:MAX_TABLE_BLOCKS])
+
+
+def tables_payload(ctx: DeviceContext, findings: list[dict[str, Any]]) -> dict[str, Any]:
+    """Columnar Block view, Event view and top sites; sites are sent once, rows index them."""
+    rep, blocks, trace = ctx.rep, ctx.rep.blocks, ctx.rep.trace
+    rows = table_rows(ctx, findings)
+    site_index: dict[str, int] = {}
+
+    def site_of(stack: int) -> int:
+        return site_index.setdefault(ctx.sites.site(stack), len(site_index))
+
+    block_cols = {
+        "id": rows.tolist(), "requested": blocks.requested[rows].tolist(),
+        "size": blocks.size[rows].tolist(),
+        "addr": [hex(a) for a in blocks.addr[rows].tolist()],
+        "state": blocks.state[rows].tolist(), "alloc": blocks.alloc[rows].tolist(),
+        "free": blocks.free[rows].tolist(),
+        "site": [site_of(s) for s in blocks.stack[rows].tolist()],
+    }
+    owners, accesses = ctx.snapshot.owners, ctx.snapshot.accesses
+    if owners or accesses:  # msMemScope: owner and first/last access (µs)
+        keys = list(zip(blocks.addr[rows].tolist(), blocks.alloc[rows].tolist()))
+        block_cols["owner"] = [owners.get((ctx.device, a), "") for _, a in keys]
+        block_cols["first_access"] = [accesses.get((ctx.device, ad, a), (None,))[0]
+                                      for ad, a in keys]
+        block_cols["last_access"] = [(accesses.get((ctx.device, ad, a)) or (None, None))[1]
+                                     for ad, a in keys]
+    n = rep.n_events
+    around = [rep.peak_index] + [m["event"] for m in ctx.marks]
+    ids = [blocks.alloc[rows], blocks.free[rows]]
+    ids += [np.arange(max(e - EVENT_CONTEXT, 0), min(e + EVENT_CONTEXT, n)) for e in around]
+    events = np.unique(np.concatenate(ids).astype(np.int64)) if n else np.zeros(0, np.int64)
+    events = events[(events >= 0) & (events < n)][:MAX_TABLE_EVENTS]
+    event_cols = {
+        "id": events.tolist(), "action": trace.action[events].tolist(),
+        "addr": [hex(a) for a in trace.addr[events].tolist()],
+        "size": trace.size[events].tolist(), "allocated": rep.allocated[events].tolist(),
+        "reserved": rep.reserved[events].tolist(),
+        "site": [site_of(s) for s in trace.stack[events].tolist()],
+    }
+    return {"blocks": block_cols, "events": event_cols, "sites": list(site_index),
+            "actions": list(ACTIONS), "top_sites": top_sites(ctx),
+            "blocks_total": len(blocks), "events_total": int(n)}
+
+
+def top_sites(ctx: DeviceContext) -> list[list[Any]]:
+    """[site, blocks, bytes allocated, bytes live at the peak] for the largest sites."""
+    blocks = ctx.rep.blocks
+    live = blocks.allocated_at(ctx.rep.peak_index)
+    stacks, inverse = np.unique(blocks.stack, return_inverse=True)
+    inverse = inverse.ravel()
+    count = np.bincount(inverse, minlength=len(stacks))
+    total = np.bincount(inverse, weights=blocks.counted, minlength=len(stacks))
+    at_peak = np.bincount(inverse, weights=np.where(live, blocks.counted, 0),
+                          minlength=len(stacks))
+    by_site: dict[str, list[int]] = {}
+    for stack, c, t, p in zip(stacks.tolist(), count.tolist(), total.tolist(),
+                              at_peak.tolist()):
+        entry = by_site.setdefault(ctx.sites.site(stack), [0, 0, 0])
+        entry[0] += c
+        entry[1] += int(t)
+        entry[2] += int(p)
+    ranked = sorted(by_site.items(), key=lambda kv: -kv[1][1])[:TOP_SITES]
+    return [[site, c, t, p] for site, (c, t, p) in ranked]
+
+
+def device_payload(ctx: DeviceContext, findings: list[dict[str, Any]] | None = None
+                   ) -> dict[str, Any]:
     rep = ctx.rep
     stacks: set[int] = set()
     payload = {
@@ -170,6 +262,7 @@ def device_payload(ctx: DeviceContext) -> dict[str, Any]:
         "marks": ctx.marks,
         "blocks": blocks_payload(ctx, stacks),
         "pools": [pool_payload(ctx, e, stacks) for e in moments(ctx)],
+        "tables": tables_payload(ctx, findings or []),
     }
     payload["stacks"] = {str(s): {"site": ctx.sites.site(s),
                                   "frames": format_stack(ctx.snapshot.stacks[s], 30)}

@@ -20,9 +20,30 @@ from typing import Any
 import numpy as np
 
 from npu_migrate.memory.model import (
-    ACTIVE, ALLOC, CODE, INACTIVE, OOM, PENDING, SEG_ALLOC, WORKSPACE, DeviceTrace, Segment,
+    ACTIVE,
+    ALLOC,
+    CODE,
+    INACTIVE,
+    OOM,
+    PENDING,
+    SEG_ALLOC,
+    WORKSPACE,
+    DeviceTrace,
+    Segment,
     Snapshot,
 )
+
+# Caps: a snapshot beyond them is refused with a one-line message rather than analysed for
+# minutes (the largest real dumps hold a few million events).
+MAX_FILE_BYTES = 32 << 30
+MAX_EVENTS = 20_000_000
+MAX_SEGMENTS = 1_000_000
+MAX_BLOCKS = 20_000_000
+MAX_FRAMES = 1024  # frames kept per stack (innermost first)
+MAX_TEXT = 1024  # characters kept per frame name or file name
+MAX_ADDRESS = (1 << 63) - 1
+MAX_SIZE = 1 << 50  # 1 PiB: any larger size or total is corrupt
+MAX_TIME = 1 << 62
 
 STATE_ALIASES = {"active_awaiting_free": PENDING, "active_pending_free": PENDING,
                  ACTIVE: ACTIVE, INACTIVE: INACTIVE}
@@ -43,6 +64,10 @@ class RefusingUnpickler(pickle.Unpickler):
 def read_pickle(path: str | Path) -> Any:
     """Unpickle with the refusing unpickler; every failure becomes a one-line SnapshotError."""
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SnapshotError(f"{path}: refused: {size} bytes is over the "
+                                f"{MAX_FILE_BYTES >> 30} GiB cap")
         with open(path, "rb") as handle:
             return RefusingUnpickler(io.BufferedReader(handle, 1 << 20)).load()
     except OSError as exc:
@@ -51,9 +76,14 @@ def read_pickle(path: str | Path) -> Any:
         raise SnapshotError(f"{path}: not a memory snapshot: {exc}") from None
     except EOFError:
         raise SnapshotError(f"{path}: not a memory snapshot: the pickle is truncated") from None
-    except (ValueError, TypeError, IndexError, KeyError, AttributeError, MemoryError,
-            OverflowError, UnicodeDecodeError) as exc:
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError,
+            UnicodeDecodeError) as exc:
         raise SnapshotError(f"{path}: not a memory snapshot: corrupt pickle ({exc})") from None
+    except MemoryError:
+        raise SnapshotError(f"{path}: refused: unpickling it needs more memory than there "
+                            "is") from None
+    except RecursionError:
+        raise SnapshotError(f"{path}: refused: nested too deeply") from None
 
 
 def load_snapshot(path: str | Path) -> Snapshot:
@@ -86,10 +116,11 @@ def normalise(data: Any, path: str = "<memory>") -> Snapshot:
     traces_raw = data.get("device_traces", [])
     if not isinstance(traces_raw, list) or not all(isinstance(t, list) for t in traces_raw):
         raise SnapshotError(f"{path}: malformed snapshot: 'device_traces' is not a list of lists")
+    check_size(path, data["segments"], traces_raw)
     interner = _StackInterner()
     try:
         segments = [_segment(seg, interner) for seg in data["segments"]]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise SnapshotError(f"{path}: malformed snapshot: bad segment ({_why(exc)})") from None
     traces: dict[int, DeviceTrace] = {}
     for device, entries in enumerate(traces_raw):
@@ -98,7 +129,9 @@ def normalise(data: Any, path: str = "<memory>") -> Snapshot:
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise SnapshotError(f"{path}: malformed snapshot: bad trace entry on device {device} "
                                 f"({_why(exc)})") from None
-    annotations = [a for a in data.get("external_annotations") or [] if isinstance(a, dict)]
+    raw_annotations = data.get("external_annotations") or []
+    annotations = [a for a in (raw_annotations if isinstance(raw_annotations, list) else [])[
+        :MAX_EVENTS] if isinstance(a, dict)]
     settings = data.get("allocator_settings") or {}
     snapshot = Snapshot(path, producer, segments, traces, interner.table,
                         settings if isinstance(settings, dict) else {}, annotations)
@@ -114,6 +147,42 @@ def normalise(data: Any, path: str = "<memory>") -> Snapshot:
     elif not has_time:
         snapshot.notes.append("no time_us in the trace: times are event indices")
     return snapshot
+
+
+def check_size(path: str, segments: list, traces: list) -> None:
+    """Refuse inputs over the caps before touching their contents. A pickle's memo lets a few
+    megabytes name the same list many times (128 devices x 1M events from a 4 MB file), so
+    shared lists are refused too: a real dump never repeats a trace or a block list."""
+    if len(segments) > MAX_SEGMENTS:
+        raise SnapshotError(f"{path}: refused: {len(segments)} segments is over the cap of "
+                            f"{MAX_SEGMENTS}")
+    if len({id(t) for t in traces if t}) < sum(1 for t in traces if t):
+        raise SnapshotError(f"{path}: refused: the same trace list appears several times "
+                            "(a pickle whose memo references expand it)")
+    events = sum(len(t) for t in traces)
+    if events > MAX_EVENTS:
+        raise SnapshotError(f"{path}: refused: {events} trace events is over the cap of "
+                            f"{MAX_EVENTS}")
+    block_lists = [s.get("blocks") for s in segments if isinstance(s, dict)]
+    block_lists = [b for b in block_lists if isinstance(b, list) and b]
+    if len({id(b) for b in block_lists}) < len(block_lists):
+        raise SnapshotError(f"{path}: refused: the same block list appears in several segments "
+                            "(a pickle whose memo references expand it)")
+    blocks = sum(len(b) for b in block_lists)
+    if blocks > MAX_BLOCKS:
+        raise SnapshotError(f"{path}: refused: {blocks} blocks is over the cap of {MAX_BLOCKS}")
+
+
+def _checked(value: Any, what: str, limit: int) -> int:
+    """An int in [0, limit]; anything else (inf, nan, 2**80, negative, text) is malformed."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} is not a number: {type(value).__name__}")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"{what} is not an integer: {value!r}")
+    number = int(value)
+    if not 0 <= number <= limit:
+        raise ValueError(f"{what} out of range: {value!r}")
+    return number
 
 
 def _why(exc: Exception) -> str:
@@ -137,7 +206,9 @@ class _StackInterner:
         found = self._by_id.get(id(frames))
         if found is not None:
             return found
-        key = tuple(_frame(f) for f in frames)
+        if not isinstance(frames, (list, tuple)):
+            raise TypeError(f"frames is a {type(frames).__name__}, not a list")
+        key = tuple(_frame(f) for f in frames[:MAX_FRAMES])
         found = self._by_content.get(key)
         if found is None:
             found = self._by_content[key] = len(self.table)
@@ -153,16 +224,23 @@ PROFILER_FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<name>.+)$")
 def _frame(raw: dict) -> tuple[str, str, int]:
     """(name, filename, line). Snapshots made from a profile (`_profile_to_snapshot`) write
     `filename 'none'` and put `path(line): function` into the name; split those."""
-    name, filename = str(raw.get("name", "?")), str(raw.get("filename", "?"))
+    name, filename = _text(raw.get("name", "?"), "frame name"), _text(
+        raw.get("filename", "?"), "frame file")
     if filename == "none":
         match = PROFILER_FRAME.match(name)
         if match:
-            return match["name"], match["file"], int(match["line"])
-    return name, filename, int(raw.get("line", 0) or 0)
+            return match["name"], match["file"], int(match["line"][:18])
+    return name, filename, _checked(raw.get("line", 0) or 0, "frame line", 1 << 31)
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} is a {type(value).__name__}, not a string")
+    return value[:MAX_TEXT]
 
 
 def _segment(raw: dict, interner: _StackInterner) -> Segment:
-    address = int(raw["address"])
+    address = _checked(raw["address"], "segment address", MAX_ADDRESS)
     blocks, cursor = [], address
     for block in raw.get("blocks", []):
         frames = block.get("frames")
@@ -171,15 +249,20 @@ def _segment(raw: dict, interner: _StackInterner) -> Segment:
             last = block["history"][-1] if block["history"] else {}
             frames = frames or last.get("frames")
             requested = requested if requested is not None else last.get("real_size")
-        size = int(block["size"])
-        state = STATE_ALIASES.get(block.get("state", INACTIVE), INACTIVE)
-        blocks.append({"address": int(block.get("address", cursor)), "size": size,
-                       "requested_size": int(requested if requested is not None else size),
+        size = _checked(block["size"], "block size", MAX_SIZE)
+        state = block.get("state", INACTIVE)
+        state = STATE_ALIASES.get(state, INACTIVE) if isinstance(state, str) else INACTIVE
+        blocks.append({"address": _checked(block.get("address", cursor), "block address",
+                                           MAX_ADDRESS), "size": size,
+                       "requested_size": _checked(requested if requested is not None else size,
+                                                  "requested size", MAX_SIZE),
                        "state": state, "stack": interner.index(frames)})
         cursor += size
     pool = raw.get("segment_pool_id", (0, 0))
-    return Segment(int(raw.get("device", 0) or 0), address, int(raw["total_size"]),
-                   int(raw.get("stream", 0) or 0), str(raw.get("segment_type", "large")),
+    return Segment(_checked(raw.get("device", 0) or 0, "device", 1 << 16), address,
+                   _checked(raw["total_size"], "segment size", MAX_SIZE),
+                   _checked(raw.get("stream", 0) or 0, "stream", (1 << 64) - 1),
+                   str(raw.get("segment_type", "large"))[:16],
                    tuple(pool) if isinstance(pool, (list, tuple)) else (0, 0),
                    bool(raw.get("is_expandable", False)), blocks)
 
@@ -188,9 +271,20 @@ def _column(entries: list, key: str) -> np.ndarray:
     """One int64 column; the C-level itemgetter path first, a tolerant pass if keys are
     missing or None (oom entries have no addr, some producers omit stream)."""
     try:
-        return np.fromiter(map(itemgetter(key), entries), np.int64, len(entries))
+        column = np.fromiter(map(itemgetter(key), entries), np.int64, len(entries))
     except (KeyError, TypeError):
-        return np.fromiter((e.get(key) or 0 for e in entries), np.int64, len(entries))
+        column = np.fromiter((_number(e.get(key)) for e in entries), np.int64, len(entries))
+    except OverflowError:
+        raise ValueError(f"'{key}' out of range (over 64 bits or infinite)") from None
+    return column
+
+
+def _number(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"not a number: {type(value).__name__}")
+    return value
 
 
 def _columns(device: int, entries: list, interner: _StackInterner) -> DeviceTrace:
@@ -201,6 +295,10 @@ def _columns(device: int, entries: list, interner: _StackInterner) -> DeviceTrac
     time_us = _column(entries, "time_us") if n and "time_us" in entries[0] else None
     for i in np.flatnonzero(action == OOM):  # oom carries device_free where others carry addr
         addr[i] = int(entries[i].get("device_free", 0))
+    _in_range(addr, "address", MAX_ADDRESS)
+    _in_range(size, "size", MAX_SIZE)
+    if time_us is not None:
+        _in_range(np.abs(time_us), "time_us", MAX_TIME)
     stack = _stack_column(entries, interner)
     trace = DeviceTrace(device, action, addr, size, stream, time_us, stack)
     if n and any("category" in e for e in entries[:64]):
@@ -209,6 +307,12 @@ def _columns(device: int, entries: list, interner: _StackInterner) -> DeviceTrac
             (codes.setdefault(str(c), len(codes)) if c else -1
              for c in map(methodcaller("get", "category"), entries)), np.int16, n)
     return trace
+
+
+def _in_range(values: np.ndarray, what: str, limit: int) -> None:
+    bad = np.flatnonzero((values < 0) | (values > limit))
+    if len(bad):
+        raise ValueError(f"event {int(bad[0])}: {what} out of range: {int(values[bad[0]])}")
 
 
 def _stack_column(entries: list, interner: _StackInterner) -> np.ndarray:

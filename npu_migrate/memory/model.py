@@ -77,6 +77,11 @@ class Snapshot:
     # msMemScope only: per block (device, addr, alloc event) -> first access, last access and
     # the longest gap between accesses, all in µs
     accesses: dict[tuple[int, int, int], tuple[int, int, int]] = field(default_factory=dict)
+    # msMemScope only: (device, alloc event) -> owner label (e.g. PTA@model@weight)
+    owners: dict[tuple[int, int], str] = field(default_factory=dict)
+    # the framework that made the memory: allocator advice is given in its terms
+    # ("pytorch" for torch/torch_npu pickles, "mindspore" for MindSpore msMemScope rows)
+    framework: str = "pytorch"
 
     @property
     def devices(self) -> list[int]:

@@ -15,38 +15,54 @@ Attr is a `{key:value,...}` map. Mapping:
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from npu_migrate.memory.model import (
-    ACTIVE, ALLOC, FREE_DONE, FREE_REQ, SEG_ALLOC, SEG_FREE, SEG_MAP, SEG_UNMAP, DeviceTrace,
-    Segment, Snapshot,
+    ACTIVE,
+    ALLOC,
+    FREE_DONE,
+    FREE_REQ,
+    SEG_ALLOC,
+    SEG_FREE,
+    SEG_MAP,
+    SEG_UNMAP,
+    DeviceTrace,
+    Segment,
+    Snapshot,
 )
 
 REQUIRED = ("ID", "Event", "Event Type", "Timestamp(ns)", "Device Id", "Ptr", "Attr")
 POOL_TYPES = {"PTA", "ATB", "MINDSPORE", "PTA_WORKSPACE"}
 TABLES = ("memscope_dump", "leaks_dump")
 PSEUDO_BASE = 1 << 60  # where the pseudo segment that carries pool totals lives
+OWNER_FILE = "<owner>"  # pseudo frame file: the site is the msMemScope owner label
+MAX_FRAMES = 1024
 FRAME_RE = re.compile(r"^\s*(?P<file>[^()]+?)\((?P<line>\d+)\)\s*:?\s*(?P<name>.*)$")
 
 
 def load_msmemscope(path: str | Path) -> Snapshot:
-    from npu_migrate.memory.loader import SnapshotError
+    from npu_migrate.memory.loader import MAX_EVENTS, SnapshotError
 
     path = Path(path)
     try:
-        rows = list(_read_db(path) if path.suffix == ".db" else _read_csv(path))
+        reader = _read_db(path) if path.suffix == ".db" else _read_csv(path)
+        rows = list(itertools.islice(reader, MAX_EVENTS + 1))
+        if len(rows) > MAX_EVENTS:
+            raise SnapshotError(f"{path}: refused: more than {MAX_EVENTS} rows")
     except (OSError, sqlite3.Error, csv.Error, UnicodeDecodeError) as exc:
         raise SnapshotError(f"{path}: not an msMemScope export: {exc}") from None
     except ValueError as exc:
         raise SnapshotError(f"{path}: not an msMemScope export: {exc}") from None
     try:
         return _build(str(path), rows)
-    except (KeyError, ValueError, TypeError) as exc:
+    except (KeyError, ValueError, TypeError, OverflowError) as exc:
         raise SnapshotError(f"{path}: malformed msMemScope row ({exc})") from None
 
 
@@ -92,16 +108,23 @@ def parse_attr(text: str) -> dict[str, str]:
     return out
 
 
+MAX_VALUE = (1 << 62) - 1  # addresses, sizes and ns timestamps all fit well below this
+
+
 def _int(value: Any, default: int = 0) -> int:
+    """A non-negative integer field (decimal, float or 0x-hex text); out of range is malformed."""
     text = str(value).strip()
     if not text or text.upper() == "N/A":
         return default
-    return int(text, 16) if text.lower().startswith("0x") else int(float(text))
+    number = int(text[:32], 16) if text.lower().startswith("0x") else int(float(text[:64]))
+    if not 0 <= abs(number) <= MAX_VALUE:
+        raise ValueError(f"value out of range: {text[:40]}")
+    return number
 
 
 def _frames(text: str) -> tuple[tuple[str, str, int], ...]:
     frames = []
-    for part in re.split(r"[\n;]", text or ""):
+    for part in re.split(r"[\n;]", text or "", maxsplit=MAX_FRAMES)[:MAX_FRAMES]:
         if not part.strip():
             continue
         match = FRAME_RE.match(part)
@@ -141,14 +164,28 @@ def _build(path: str, rows: list[dict[str, Any]]) -> Snapshot:
     stack_ids: dict[tuple, int] = {}
     devices: dict[int, _DeviceBuilder] = {}
     hal_rows = []
+    markers: list[dict[str, Any]] = []
+    owners: dict[tuple[int, int], str] = {}  # (device, alloc row index) -> owner label
+    finishing = False  # after SYSTEM ACL_FINI, frees are the tool's exit clean-up
+    shadow_frees = 0
+    pool_kinds: set[str] = set()
     for row in rows:
+        event, kind = str(row["Event"]).strip().upper(), str(row["Event Type"]).strip().upper()
+        if event == "SYSTEM" and kind == "ACL_FINI":
+            finishing = True
         device_text = str(row["Device Id"]).strip()
+        if event == "MSTX" and kind in ("MARK", "RANGE_START"):
+            markers.append({"source": "mstx", "name": str(row.get("Name", ""))[:200],
+                            "stage": "START", "time_us": _int(row["Timestamp(ns)"]) // 1000,
+                            "device": int(device_text) if device_text.isdigit() else -1})
+            continue
         if not device_text.isdigit():
             continue  # host memory ("cpu") is outside the device pools
         builder = devices.setdefault(int(device_text), _DeviceBuilder(int(device_text)))
-        event, kind = str(row["Event"]).strip().upper(), str(row["Event Type"]).strip().upper()
         attr = parse_attr(str(row["Attr"]))
         time_ns = _int(row["Timestamp(ns)"])
+        if time_ns < 0:
+            raise ValueError(f"negative timestamp {time_ns} in row {row['ID']}")
         addr = _int(row["Ptr"]) or _int(attr.get("addr", 0))
         if event in ("MALLOC", "FREE") and kind == "HAL":
             hal_rows.append((builder, event, addr, abs(_int(attr.get("size", 0))), time_ns))
@@ -158,6 +195,7 @@ def _build(path: str, rows: list[dict[str, Any]]) -> Snapshot:
             continue
         if event not in ("MALLOC", "FREE") or kind not in POOL_TYPES:
             continue
+        pool_kinds.add(kind)
         if "total" in attr:
             builder.pool_total(_int(attr["total"]), time_ns)
         frames = _frames(str(row.get("Call Stack(Python)") or ""))
@@ -167,9 +205,19 @@ def _build(path: str, rows: list[dict[str, Any]]) -> Snapshot:
             if stack == len(stacks):
                 stacks.append(frames)
         size = abs(_int(attr.get("size", 0)))
+        if event == "FREE" and (finishing or _is_shadow(attr)):
+            shadow_frees += 1  # the program never freed it: it stays live at the end
+            continue
         if event == "MALLOC":
+            if stack < 0 and attr.get("owner"):  # no Python stack: the owner names the site
+                frames = ((attr["owner"][:200], OWNER_FILE, 0),)
+                stack = stack_ids.setdefault(frames, len(stacks))
+                if stack == len(stacks):
+                    stacks.append(frames)
             index = builder.emit(ALLOC, addr, size, time_ns, stack)
             builder.live[addr] = (size, stack, index)
+            if attr.get("owner"):
+                owners[(builder.device, index)] = attr["owner"][:200]
         else:
             size = builder.live.pop(addr, (size, -1, -1))[0]
             builder.emit(FREE_REQ, addr, size, time_ns, stack)
@@ -177,7 +225,19 @@ def _build(path: str, rows: list[dict[str, Any]]) -> Snapshot:
     for builder, event, addr, size, time_ns in hal_rows:
         if not builder.seen_total:  # driver memory stands in for reserved
             builder.emit(SEG_ALLOC if event == "MALLOC" else SEG_FREE, addr, size, time_ns, -1)
-    return _snapshot(path, devices, stacks)
+    snapshot = _snapshot(path, devices, stacks, owners)
+    if pool_kinds and pool_kinds <= {"MINDSPORE"}:
+        snapshot.framework = "mindspore"
+    snapshot.annotations = markers
+    if shadow_frees:
+        snapshot.notes.append(f"{shadow_frees} shadow frees (written by msMemScope at exit, "
+                              "not by the program) count as never freed")
+    return snapshot
+
+
+def _is_shadow(attr: dict[str, str]) -> bool:
+    value = attr.get("shadow", attr.get("is_shadow", ""))
+    return str(value).strip().lower() not in ("", "0", "false", "no")
 
 
 def _access(builder: _DeviceBuilder, addr: int, now: int) -> None:
@@ -190,8 +250,9 @@ def _access(builder: _DeviceBuilder, addr: int, now: int) -> None:
     record[1] = now
 
 
-def _snapshot(path: str, devices: dict[int, _DeviceBuilder], stacks: list[tuple]) -> Snapshot:
-    traces, segments, accesses = {}, [], {}
+def _snapshot(path: str, devices: dict[int, _DeviceBuilder], stacks: list[tuple],
+              owners: dict[tuple[int, int], str]) -> Snapshot:
+    traces, segments, accesses, owner_of = {}, [], {}, {}
     for device, b in sorted(devices.items()):
         order = np.argsort(np.asarray(b.columns[4], np.int64), kind="stable")  # HAL rows last
         remap = np.empty(len(order), np.int64)
@@ -207,8 +268,12 @@ def _snapshot(path: str, devices: dict[int, _DeviceBuilder], stacks: list[tuple]
         for index, (first, last, gap) in b.accesses.items():
             alloc = int(remap[index])
             accesses[(device, int(cols[1][alloc]), alloc)] = (first, last, gap)
+        for (owner_device, index), owner in owners.items():
+            if owner_device == device:
+                owner_of[(device, int(remap[index]))] = owner
     snapshot = Snapshot(path, "msmemscope", segments, traces, stacks)
     snapshot.accesses = accesses
+    snapshot.owners = owner_of
     snapshot.notes.append("msMemScope import: segment layout unknown, pool view shows totals")
     return snapshot
 

@@ -13,8 +13,17 @@ from functools import cached_property
 import numpy as np
 
 from npu_migrate.memory.model import (
-    ACTIVE, ALLOC, FREE_DONE, FREE_REQ, PENDING, SEG_ALLOC, SEG_FREE, SEG_MAP, SEG_UNMAP,
-    DeviceTrace, Snapshot,
+    ACTIVE,
+    ALLOC,
+    FREE_DONE,
+    FREE_REQ,
+    PENDING,
+    SEG_ALLOC,
+    SEG_FREE,
+    SEG_MAP,
+    SEG_UNMAP,
+    DeviceTrace,
+    Snapshot,
 )
 
 # final state of a block row
@@ -70,6 +79,9 @@ class Replay:
     initial: tuple[int, int, int]  # allocated, active, reserved before the first event
     final: tuple[int, int, int]
     blocks: Blocks
+    # whether the state before the first event is known exactly (from the dump-time segments);
+    # when not, totals are the smallest ones consistent with the trace: the peak is a lower bound
+    initial_known: bool = True
 
     @property
     def n_events(self) -> int:
@@ -77,15 +89,23 @@ class Replay:
 
     @cached_property
     def peak_index(self) -> int:
-        return int(np.argmax(self.allocated)) if self.n_events else -1
+        """Event after which allocated memory is highest; -1 when it was highest before the
+        first recorded event (a trace that starts with frees)."""
+        return _peak(self.allocated, self.initial[0])
 
     @property
     def peak_bytes(self) -> int:
-        return int(self.allocated[self.peak_index]) if self.n_events else self.final[0]
+        return self.allocated_after(self.peak_index)
 
     @cached_property
     def peak_reserved_index(self) -> int:
-        return int(np.argmax(self.reserved)) if self.n_events else -1
+        return _peak(self.reserved, self.initial[2])
+
+    def allocated_after(self, event: int) -> int:
+        return int(self.allocated[event]) if event >= 0 and self.n_events else self.initial[0]
+
+    def reserved_after(self, event: int) -> int:
+        return int(self.reserved[event]) if event >= 0 and self.n_events else self.initial[2]
 
     @property
     def times(self) -> np.ndarray:
@@ -96,6 +116,13 @@ class Replay:
 
     def allocated_before(self, event: int) -> int:
         return int(self.allocated[event - 1]) if event > 0 else self.initial[0]
+
+
+def _peak(series: np.ndarray, before: int) -> int:
+    if not len(series):
+        return -1
+    best = int(np.argmax(series))
+    return -1 if before > int(series[best]) else best
 
 
 def final_totals(snapshot: Snapshot, device: int, key: str = "requested_size"
@@ -126,14 +153,26 @@ def replay(snapshot: Snapshot, device: int) -> Replay:
     d_reserved = np.where(grow, size, 0) - np.where(shrink, size, 0)
     blocks = pair_blocks(snapshot, device, trace)
     final = final_totals(snapshot, device, blocks.event_size_key)
-    series = []
+    known = initial_state_known(snapshot, device, len(trace))
+    series, initial = [], []
     for delta, end in zip((d_alloc, d_active, d_reserved), final):
         running = np.cumsum(delta, dtype=np.int64)
         start = end - (int(running[-1]) if len(running) else 0)
+        lowest = int(running.min()) if len(running) else 0
+        if start + min(lowest, 0) < 0:  # the final state misses blocks: bound it from below
+            start, known = -min(lowest, 0), False
         series.append(running + start)
-    initial = tuple(int(s[0] - d[0]) if len(s) else f
-                    for s, d, f in zip(series, (d_alloc, d_active, d_reserved), final))
-    return Replay(device, trace, series[0], series[1], series[2], initial, final, blocks)
+        initial.append(int(start))
+    return Replay(device, trace, series[0], series[1], series[2], tuple(initial), final, blocks,
+                  known)
+
+
+def initial_state_known(snapshot: Snapshot, device: int, n_events: int) -> bool:
+    """The state before the first event is exact when the dump-time segments are recorded:
+    msMemScope rows and traces without segments cannot tell what was held before."""
+    if snapshot.producer == "msmemscope":
+        return False
+    return not n_events or any(s.device == device for s in snapshot.segments)
 
 
 def pair_blocks(snapshot: Snapshot, device: int, trace: DeviceTrace) -> Blocks:

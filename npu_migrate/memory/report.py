@@ -6,7 +6,7 @@ import numpy as np
 
 from npu_migrate.core.diagnostics import Report, Severity, Table
 from npu_migrate.memory.advice import advise
-from npu_migrate.memory.context import DeviceContext, fmt_bytes
+from npu_migrate.memory.context import Bytes, DeviceContext
 from npu_migrate.memory.fragmentation import analyze_fragmentation, analyze_oom
 from npu_migrate.memory.history import analyze_history
 from npu_migrate.memory.leaks import analyze_leaks
@@ -36,13 +36,13 @@ def analyze(snapshot: Snapshot, devices: list[int] | None = None,
     contexts = build_contexts(snapshot, devices, step_frame)
     report = Report(f"Memory snapshot analysis: {snapshot.path}")
     report.summary = {
+        "file": snapshot.path,
         "producer": snapshot.producer,
-        "devices": ", ".join(str(c.device) for c in contexts) or "none",
+        "devices": [c.device for c in contexts],
         "events": sum(c.rep.n_events for c in contexts),
         "segments": len(snapshot.segments),
+        "notes": list(snapshot.notes),
     }
-    for note in snapshot.notes:
-        report.summary.setdefault("note", note)
     report.tables.append(overview(contexts))
     streams = stream_table(contexts)
     if streams.rows:
@@ -63,12 +63,33 @@ def overview(contexts: list[DeviceContext]) -> Table:
     for ctx in contexts:
         rep = ctx.rep
         rows.append([ctx.device, rep.n_events, len(rep.blocks), len(ctx.steps),
-                     fmt_bytes(rep.peak_bytes),
-                     ctx.when(rep.peak_index) if rep.n_events else "-",
-                     fmt_bytes(rep.reserved.max()) if rep.n_events else fmt_bytes(rep.final[2]),
-                     fmt_bytes(rep.final[0]), fmt_bytes(rep.final[2])])
-    return Table("Devices", ["device", "events", "blocks", "steps", "peak allocated", "peak at",
-                             "peak reserved", "allocated at end", "reserved at end"], rows)
+                     Bytes(rep.peak_bytes), rep.peak_index, ctx.seconds(rep.peak_index),
+                     rep.initial_known, Bytes(rep.reserved_after(rep.peak_reserved_index)),
+                     Bytes(rep.final[0]), Bytes(rep.final[2])])
+    return Table("Devices", ["device", "events", "blocks", "steps", "peak allocated",
+                             "peak event", "peak time (s)", "peak exact", "peak reserved",
+                             "allocated at end", "reserved at end"], rows)
+
+
+def device_records(contexts: list[DeviceContext]) -> list[dict]:
+    """Per device, the typed facts of the JSON report (see docs/schemas)."""
+    out = []
+    for ctx in contexts:
+        rep = ctx.rep
+        out.append({
+            "device": ctx.device, "events": rep.n_events, "blocks": len(rep.blocks),
+            "has_time": rep.trace.time_us is not None,
+            "steps": {"count": len(ctx.steps), "evidence": ctx.steps.source,
+                      "starts": ctx.steps.starts[:10000]},
+            "peak": {"bytes": rep.peak_bytes, "event": rep.peak_index,
+                     "time_s": ctx.seconds(rep.peak_index), "exact": rep.initial_known},
+            "peak_reserved": {"bytes": rep.reserved_after(rep.peak_reserved_index),
+                              "event": rep.peak_reserved_index},
+            "initial": dict(zip(("allocated", "active", "reserved"), rep.initial)),
+            "final": dict(zip(("allocated", "active", "reserved"), rep.final)),
+            "leak_sites": ctx.facts.get("leak_sites", []),
+        })
+    return out
 
 
 def stream_peaks(ctx: DeviceContext) -> list[tuple[int, int, int]]:
@@ -93,5 +114,5 @@ def stream_table(contexts: list[DeviceContext]) -> Table:
     for ctx in contexts:
         peaks = stream_peaks(ctx)
         if len(peaks) > 1:
-            rows += [[ctx.device, hex(s), fmt_bytes(p), fmt_bytes(e)] for s, p, e in peaks]
+            rows += [[ctx.device, hex(s), Bytes(p), Bytes(e)] for s, p, e in peaks]
     return Table("Streams", ["device", "stream", "peak allocated", "allocated at end"], rows)

@@ -42,6 +42,8 @@ def site_of(stack: tuple[Frame, ...]) -> str:
         chosen = next((f for f in stack if f[1].endswith(".py")), None) or next(
             (f for f in stack if not internals.search(f[0])), stack[0])
     name, filename, line = chosen
+    if filename == "<owner>":  # msMemScope rows without a Python stack
+        return f"owner {name}"
     return f"{filename.rsplit('/', 1)[-1]}:{line} ({name})"
 
 

@@ -1,36 +1,55 @@
-"""Training-step boundaries, as event indices of one device trace.
+"""Training-step boundaries, as event indices of one device trace, from evidence only.
 
-Sources, tried in order: a user pattern (`--step-frame`), `external_annotations`
-(ProfilerStep#N, then optimizer zero_grad/step, then DataLoader fetches), and a repeating
-allocation pattern: the call stack that allocates once per step at regular intervals.
+Evidence, tried in order (the first that gives two or more boundaries wins):
+
+1. `--step-frame REGEX`: each run of allocations whose stack has a frame matching the regex
+   (frames read `file:line function`) starts a step;
+2. markers the producer recorded: MSTX marks / range starts (msMemScope), `ProfilerStep#N`
+   (torch.profiler with a schedule), then the record_function annotations of a whole
+   iteration (`Optimizer.zero_grad`, the end of `Optimizer.step`, DataLoader fetches);
+3. a repeat of the whole iteration seen in the call stacks: runs of allocations made inside
+   `optimizer.step()` (a step ends where the run ends), then inside `zero_grad`, then inside
+   a DataLoader fetch (a step starts where the run starts).
+
+A repeating stack alone is never evidence: the 32 layers of one forward pass repeat too.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
-from npu_migrate.memory.model import ALLOC, Snapshot
+from npu_migrate.memory.model import ALLOC, FREE_REQ, Snapshot
 from npu_migrate.memory.replay import Replay
-from npu_migrate.memory.sites import site_of
 
 # (name pattern, stage): annotation families that mark one step each, most specific first
+# (tests/rules checks that the inserted ProfilerStep markers match the first one)
 ANNOTATION_MARKERS = (
     (re.compile(r"^ProfilerStep#\d+"), "START"),
     (re.compile(r"^Optimizer\.zero_grad#"), "START"),
     (re.compile(r"^Optimizer\.step#"), "END"),
     (re.compile(r"^enumerate\(DataLoader\)#"), "START"),
 )
-MAX_GAP_RATIO = 1.5  # a pattern is regular when its longest gap is at most 1.5x its shortest
+MARKER_EVIDENCE = ("profiler ProfilerStep#N annotations", "Optimizer.zero_grad annotations",
+                   "Optimizer.step annotations (their ends)", "DataLoader fetch annotations")
+# (file regex, function regex, boundary at the run's "start" or "end", evidence label)
+ITERATION_FRAMES = (
+    (re.compile(r"(^|/)(torch|torch_npu)/optim/(?!lr_scheduler)[^/]+\.py$"),
+     re.compile(r"^(step|_use_grad|wrapper)$"), "end", "optimizer.step() frames"),
+    (re.compile(r"(^|/)(torch|torch_npu)/optim/[^/]+\.py$"), re.compile(r"^zero_grad$"),
+     "start", "zero_grad() frames"),
+    (re.compile(r"(^|/)torch/utils/data/dataloader\.py$"), re.compile(r"^__next__$"),
+     "start", "DataLoader fetch frames"),
+)
+EXAMPLE_STEP_FRAME = r"optim/[a-z_]+\.py:\d+ step$"  # documented in docs/memory.md
 
 
 @dataclass
 class Steps:
     starts: list[int]  # event index where each step begins
-    source: str  # how they were found
+    source: str  # the evidence, in words (printed with every finding that uses steps)
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -44,72 +63,85 @@ class Steps:
         return self.starts[step], end
 
 
+def no_steps(why: str) -> Steps:
+    return Steps([], f"none ({why})")
+
+
 def find_steps(snapshot: Snapshot, rep: Replay, frame_pattern: str | None = None) -> Steps:
     if frame_pattern:
-        found = _from_frames(snapshot, rep, re.compile(frame_pattern))
-        return Steps(found, f"allocations whose stack matches {frame_pattern!r}")
+        try:
+            pattern = re.compile(frame_pattern)
+        except re.error as exc:
+            raise ValueError(f"--step-frame: not a valid regex: {exc}") from None
+        runs = frame_runs(snapshot, rep, lambda f: bool(pattern.search(f"{f[1]}:{f[2]} {f[0]}")))
+        starts = [s for s, _ in runs]
+        if len(starts) >= 2:
+            return Steps(starts, f"--step-frame '{frame_pattern}' ({len(starts)} runs)")
+        return no_steps(f"--step-frame '{frame_pattern}' matched {len(starts)} run(s) of "
+                        "allocations; two are needed")
     if rep.trace.time_us is not None and snapshot.annotations:
         found = _from_annotations(snapshot, rep)
         if found:
             return found
-    return _from_pattern(snapshot, rep)
+    for file_re, name_re, edge, label in ITERATION_FRAMES:
+        runs = frame_runs(snapshot, rep, lambda f, file_re=file_re, name_re=name_re: bool(
+            file_re.search(f[1]) and name_re.search(f[0])))
+        if len(runs) >= 2:
+            if edge == "end":  # the iteration after the last run is usually cut by the dump
+                starts = sorted({0} | {end for _, end in runs if end < rep.n_events})
+            else:
+                starts = [s for s, _ in runs]
+            return Steps(starts, f"{label} repeat {len(runs)} times")
+    return no_steps("no step markers, profiler annotations or repeated optimizer/zero_grad/"
+                    "DataLoader frames")
 
 
 def _from_annotations(snapshot: Snapshot, rep: Replay) -> Steps | None:
     times = rep.trace.time_us
-    for pattern, stage in ANNOTATION_MARKERS:
-        marks = sorted(int(a.get("time_us") or 0) for a in snapshot.annotations
+    mstx = [a for a in snapshot.annotations if a.get("source") == "mstx"]
+    if mstx:
+        marks = sorted(int(a["time_us"]) for a in mstx
+                       if a.get("device", rep.device) in (rep.device, -1, None))
+        starts = _boundaries(times, marks, rep.n_events)
+        if len(starts) >= 2:
+            return Steps(starts, f"MSTX step markers ({len(marks)})")
+    for (pattern, stage), label in zip(ANNOTATION_MARKERS, MARKER_EVIDENCE):
+        marks = sorted(_time(a) for a in snapshot.annotations
                        if pattern.search(str(a.get("name", ""))) and a.get("stage") == stage
                        and a.get("device", rep.device) in (rep.device, -1, None))
-        if len(marks) < 2:
-            continue
-        starts = sorted(set(int(i) for i in np.searchsorted(times, marks, side="left")))
-        starts = [s for s in starts if s < rep.n_events]
+        starts = _boundaries(times, marks, rep.n_events)
         if len(starts) >= 2:
-            label = pattern.pattern.strip("^").split("#")[0].replace("\\", "")
-            return Steps(starts, f"external_annotations {label} ({stage})")
+            return Steps(starts, f"{label} ({len(marks)})")
     return None
 
 
-def _from_frames(snapshot: Snapshot, rep: Replay, pattern: re.Pattern) -> list[int]:
-    matching = {i for i, stack in enumerate(snapshot.stacks)
-                if any(pattern.search(f"{f[1]}:{f[2]} {f[0]}") for f in stack)}
-    if not matching:
+def _time(annotation: dict) -> int:
+    value = annotation.get("time_us")
+    return int(value) if isinstance(value, (int, float)) and abs(value) < 2 ** 62 else 0
+
+
+def _boundaries(times: np.ndarray, marks: list[int], n: int) -> list[int]:
+    if len(marks) < 2:
+        return []
+    starts = sorted({int(i) for i in np.searchsorted(times, marks, side="left")})
+    return [s for s in starts if s < n]
+
+
+def frame_runs(snapshot: Snapshot, rep: Replay, matches) -> list[tuple[int, int]]:
+    """(first event, event after the last) of each run of stack-carrying allocations and frees
+    whose stack has a frame for which `matches(frame)` holds; events without a stack neither
+    extend nor break a run."""
+    matching = np.zeros(len(snapshot.stacks) + 1, bool)  # index -1 (no stack) -> last slot
+    for i, stack in enumerate(snapshot.stacks):
+        matching[i] = any(matches(f) for f in stack)
+    if not matching.any():
         return []
     trace = rep.trace
-    hits = np.flatnonzero((trace.action == ALLOC) & np.isin(trace.stack, list(matching)))
-    return [int(i) for i in hits]
-
-
-def _from_pattern(snapshot: Snapshot, rep: Replay) -> Steps:
-    """Stacks allocated exactly once per step recur at near-constant spacing; the most common
-    recurrence count among such regular stacks is the step count, and the regular stack seen
-    first gives the boundaries."""
-    trace = rep.trace
-    allocs = np.flatnonzero((trace.action == ALLOC) & (trace.stack >= 0))
-    if len(allocs) < 6:
-        return Steps([], "none found")
-    stacks = trace.stack[allocs]
-    order = np.argsort(stacks, kind="stable")
-    sorted_stacks, sorted_pos = stacks[order], allocs[order]
-    cuts = np.flatnonzero(np.diff(sorted_stacks)) + 1
-    regular: list[tuple[int, int]] = []  # (count, first position)
-    groups: dict[tuple[int, int], np.ndarray] = {}
-    for positions in np.split(sorted_pos, cuts):
-        if len(positions) < 3:
-            continue
-        gaps = np.diff(positions)
-        # regular, and spread over the trace (not a burst of look-alike allocations)
-        if (gaps.min() * len(positions) * 2 >= rep.n_events
-                and gaps.max() <= MAX_GAP_RATIO * gaps.min()):
-            key = (len(positions), int(positions[0]))
-            regular.append(key)
-            groups[key] = positions
-    if not regular:
-        return Steps([], "none found")
-    counts = Counter(count for count, _ in regular)
-    best_count = max(counts, key=lambda c: (counts[c], -c))
-    anchor = min(key for key in regular if key[0] == best_count)
-    site = site_of(snapshot.stacks[int(trace.stack[anchor[1]])])
-    return Steps([int(p) for p in groups[anchor]],
-                 f"repeating allocation pattern ({site}, {best_count} times)")
+    rows = np.flatnonzero(((trace.action == ALLOC) | (trace.action == FREE_REQ))
+                          & (trace.stack >= 0))
+    hit = matching[trace.stack[rows]]
+    if not hit.any():
+        return []
+    edges = np.diff(np.concatenate([[False], hit, [False]]).astype(np.int8))
+    first, after = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return [(int(rows[a]), int(rows[b - 1]) + 1) for a, b in zip(first, after)]

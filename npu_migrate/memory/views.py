@@ -5,12 +5,13 @@ from __future__ import annotations
 import csv
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from npu_migrate.core.diagnostics import Table
-from npu_migrate.memory.context import DeviceContext, fmt_bytes
+from npu_migrate.memory.context import Bytes, DeviceContext
 from npu_migrate.memory.model import ACTIONS, CODE
 from npu_migrate.memory.replay import STATE_NAMES
 
@@ -112,13 +113,20 @@ def _stack_text(ctx: DeviceContext, stack: int, full: bool) -> str:
 def as_table(title: str, columns: list[str], records: list[dict[str, Any]]) -> Table:
     def show(key: str, value: Any) -> Any:
         if key in BYTE_COLUMNS and value is not None:
-            return fmt_bytes(value)
-        return "" if value is None else value
+            return Bytes(value)
+        return value
 
     return Table(title, columns, [[show(c, r[c]) for c in columns] for r in records])
 
 
 def export(records: list[dict[str, Any]], columns: list[str], path: str) -> None:
+    try:
+        _export(records, columns, path)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot write the export: {exc.strerror or exc}") from None
+
+
+def _export(records: list[dict[str, Any]], columns: list[str], path: str) -> None:
     if path.endswith(".json"):
         with open(path, "w", encoding="utf-8") as handle:
             json.dump(records, handle, separators=(",", ":"))

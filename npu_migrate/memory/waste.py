@@ -10,7 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from npu_migrate.core.diagnostics import Severity, Table
-from npu_migrate.memory.context import DeviceContext, fmt_bytes
+from npu_migrate.memory.context import (
+    MAX_FINDING_BLOCKS,
+    Bytes,
+    DeviceContext,
+    fmt_bytes,
+)
 
 REPORT_SHARE = 0.05  # report when the wasteful blocks hold 5% of the peak or more
 ACCESS_SHARE = 0.5  # msMemScope: gap over 50% of the block's lifetime
@@ -52,13 +57,14 @@ def analyze_waste(ctx: DeviceContext) -> None:
 def _report(ctx: DeviceContext, rows: np.ndarray, kinds: dict[str, np.ndarray], basis: str) -> None:
     blocks = ctx.rep.blocks
     peak_bytes = max(ctx.rep.peak_bytes, 1)
-    table, total = [], 0
+    table, total, wasteful = [], 0, []
     for kind, mask in kinds.items():
         chosen = rows[mask]
+        wasteful += chosen.tolist()
         size = int(blocks.counted[chosen].sum())
         total += size
         for site, _, nbytes, count, _ in ctx.group_by_site(chosen, blocks.counted[chosen], 5):
-            table.append([kind, site, count, fmt_bytes(nbytes)])
+            table.append([kind, site, count, Bytes(nbytes)])
     ctx.facts["wasteful_bytes"] = total
     if not table:
         return
@@ -70,7 +76,8 @@ def _report(ctx: DeviceContext, rows: np.ndarray, kinds: dict[str, np.ndarray], 
         share = 100 * total / peak_bytes
         ctx.add("MEM005", f"{fmt_bytes(total)} ({share:.0f}% of the peak) is held by blocks "
                 f"that are {', '.join(k for k in kinds)} (heuristic, against {basis}); "
-                f"largest: {site} ({kind})", Severity.INFO, ctx.rep.peak_index)
+                f"largest: {site} ({kind})", Severity.INFO, ctx.rep.peak_index, bytes=total,
+                blocks=sorted(set(wasteful))[:MAX_FINDING_BLOCKS])
 
 
 def _from_accesses(ctx: DeviceContext) -> None:
@@ -97,7 +104,7 @@ def _from_accesses(ctx: DeviceContext) -> None:
         chosen = np.asarray(rows, np.int64)
         total += int(blocks.counted[chosen].sum()) if len(chosen) else 0
         for site, _, nbytes, count, _ in ctx.group_by_site(chosen, blocks.counted[chosen], 5):
-            table.append([kind, site, count, fmt_bytes(nbytes)])
+            table.append([kind, site, count, Bytes(nbytes)])
     ctx.facts["wasteful_bytes"] = total
     if table:
         ctx.tables.append(Table(f"Device {ctx.device}: inefficient blocks from access events",
@@ -105,4 +112,5 @@ def _from_accesses(ctx: DeviceContext) -> None:
         ctx.add("MEM005", f"{sum(len(v) for v in flags.values())} blocks are inefficient by their "
                 f"accesses (lazy_used {len(flags['lazy_used'])}, delayed_free "
                 f"{len(flags['delayed_free'])}, long_idle {len(flags['long_idle'])}); largest: "
-                f"{table[0][1]} ({table[0][0]})", Severity.INFO)
+                f"{table[0][1]} ({table[0][0]})", Severity.INFO, bytes=total,
+                blocks=sorted({r for v in flags.values() for r in v})[:MAX_FINDING_BLOCKS])

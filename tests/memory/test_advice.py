@@ -46,8 +46,39 @@ def test_advice_follows_findings(contexts, facts, expected):
     assert len(findings) == 1 and expected in findings[0].message
     assert not REFUSED.search(env_setting(findings[0].message))
     assert table is not None and any(expected.split(":")[0] in str(r[1]) for r in table.rows)
-    if "expandable_segments:True" in expected:
-        assert any("static_memory_policy=3" in str(r[1]) for r in table.rows)
+    # a PyTorch snapshot never gets TensorFlow's MemoryConfig
+    assert not any("MemoryConfig" in str(r[1]) for r in table.rows)
+    assert "MemoryConfig" not in findings[0].message
+
+
+def test_tensorflow_source_gets_memory_config_only(contexts):
+    ctx = contexts[0]
+    saved = dict(ctx.facts)
+    ctx.facts.update(forced_segments=[(1, 2, 3, 4, 5)], expandable=False, oom_short=True)
+    ctx.snapshot.framework = "tensorflow"
+    try:
+        findings, table = advise(contexts, "syn")
+    finally:
+        ctx.snapshot.framework = "pytorch"
+        ctx.facts.clear()
+        ctx.facts.update(saved)
+    assert "MemoryConfig(static_memory_policy=3)" in findings[0].message
+    assert "PYTORCH_NPU_ALLOC_CONF" not in findings[0].message
+    assert {r[1] for r in table.rows} == {"MemoryConfig(static_memory_policy=3)",
+                                         "MemoryConfig(atomic_clean_policy=1)"}
+
+
+def test_other_frameworks_get_no_pytorch_setting(contexts):
+    ctx = contexts[0]
+    saved = dict(ctx.facts)
+    ctx.facts.update(forced_segments=[(1, 2, 3, 4, 5)], expandable=False)
+    ctx.snapshot.framework = "mindspore"
+    try:
+        assert advise(contexts, "syn") == ([], None)
+    finally:
+        ctx.snapshot.framework = "pytorch"
+        ctx.facts.clear()
+        ctx.facts.update(saved)
 
 
 def test_no_findings_no_advice(contexts):

@@ -15,6 +15,14 @@
   var marker = null;       // event highlighted by a finding
   var drawnBlocks = [];    // [x, y, w, h, block] hit boxes of the lifetime chart
   var poolBoxes = [];      // hit boxes of the pool view
+  var highlight = null;    // {finding index: block id set} of the clicked finding
+  var tab = "blocks";      // the table shown
+  var tableRows = [];      // rows currently listed: {kind, id, cells, block?, event?}
+  var tableSel = -1;       // index of the selected row in tableRows
+  var findingItems = [];   // [li, finding] of the current device
+  var findingSel = -1;
+  var MAX_ROWS = 300;      // rows listed at once (the count says how many match)
+  var STATES = ["active_allocated", "active_pending_free", "freed"];
 
   function bytes(v) {
     var units = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0, s = v < 0 ? "-" : "";
@@ -137,6 +145,10 @@
       var hue = (b[7] * 47) % 360;
       g.fillStyle = b === selected ? "#111" : "hsla(" + hue + ",60%,50%,0.75)";
       g.fillRect(x0, y0, Math.max(x1 - x0, 1), h);
+      if (highlight && highlight.ids.has(b[0])) {
+        g.strokeStyle = "#d23c3c"; g.lineWidth = 2;
+        g.strokeRect(x0 - 1, y0 - 1, Math.max(x1 - x0, 1) + 2, h + 2); g.lineWidth = 1;
+      }
       drawnBlocks.push([x0, y0, Math.max(x1 - x0, 1), Math.max(h, 3), b]);
     }
     g.fillStyle = "#667"; g.font = "11px sans-serif";
@@ -190,8 +202,181 @@
     document.getElementById("details").textContent = lines.join("\n");
   }
 
+
+  // ---- tables: Block view, Event view, top sites, leaked and wasteful blocks ---------------
+  var UNITS = { "": 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1048576, mb: 1048576, mib: 1048576,
+                g: 1073741824, gb: 1073741824, gib: 1073741824 };
+  function parseSize(text) {
+    var m = /^\s*([0-9.]+)\s*([a-zA-Z]*)\s*$/.exec(text || "");
+    if (!m || !(m[2].toLowerCase() in UNITS)) return null;
+    return parseFloat(m[1]) * UNITS[m[2].toLowerCase()];
+  }
+  function filters() {
+    return { text: document.getElementById("search").value.trim().toLowerCase(),
+             min: parseSize(document.getElementById("min-size").value),
+             max: parseSize(document.getElementById("max-size").value),
+             state: document.getElementById("state-filter").value,
+             range: document.getElementById("in-range").checked };
+  }
+  function findingBlocks(code) {
+    var ids = new Set();
+    DATA.findings.forEach(function (f) {
+      if (f.code === code && f.device === dev.device) f.blocks.forEach(function (b) { ids.add(b); });
+    });
+    return ids;
+  }
+  function blockRows(f, only) {
+    var t = dev.tables, b = t.blocks, out = [], msm = !!b.owner;
+    for (var i = 0; i < b.id.length; i++) {
+      var id = b.id[i];
+      if (only && !only.has(id)) continue;
+      if (highlight && tab === "blocks" && !highlight.ids.has(id)) continue;
+      if (f.min !== null && b.size[i] < f.min) continue;
+      if (f.max !== null && b.size[i] > f.max) continue;
+      if (f.state !== "" && b.state[i] !== +f.state) continue;
+      var end = b.free[i] < 0 ? dev.events : b.free[i];
+      if (f.range && (end < view.x0 || b.alloc[i] > view.x1)) continue;
+      var site = t.sites[b.site[i]];
+      if (f.text && b.addr[i].indexOf(f.text) < 0 && site.toLowerCase().indexOf(f.text) < 0 &&
+          !(msm && b.owner[i].toLowerCase().indexOf(f.text) >= 0)) continue;
+      var cells = [id, bytes(b.requested[i]), bytes(b.size[i]), b.addr[i], STATES[b.state[i]],
+                   b.alloc[i] < 0 ? "before" : b.alloc[i], b.free[i] < 0 ? "-" : b.free[i], site];
+      if (msm) cells.push(b.owner[i], b.first_access[i] === null ? "-" : b.first_access[i],
+                          b.last_access[i] === null ? "-" : b.last_access[i]);
+      out.push({ kind: "block", id: id, cells: cells, index: i,
+                 hl: !!(highlight && highlight.ids.has(id)) });
+    }
+    return out;
+  }
+  function eventRows(f) {
+    var t = dev.tables, e = t.events, out = [];
+    for (var i = 0; i < e.id.length; i++) {
+      if (f.min !== null && e.size[i] < f.min) continue;
+      if (f.max !== null && e.size[i] > f.max) continue;
+      if (f.range && (e.id[i] < view.x0 || e.id[i] > view.x1)) continue;
+      var site = e.site[i] >= 0 ? t.sites[e.site[i]] : "";
+      if (f.text && e.addr[i].indexOf(f.text) < 0 && site.toLowerCase().indexOf(f.text) < 0) continue;
+      out.push({ kind: "event", id: e.id[i], cells: [e.id[i], t.actions[e.action[i]], e.addr[i],
+                 bytes(e.size[i]), bytes(e.allocated[i]), bytes(e.reserved[i]), site] });
+    }
+    return out;
+  }
+  var HEADERS = {
+    blocks: ["id", "requested size", "size", "address", "state", "alloc event", "free event", "site"],
+    events: ["id", "action", "address", "size", "allocated", "reserved", "site"],
+    sites: ["site", "blocks", "bytes allocated", "live at the peak"]
+  };
+  function renderTable() {
+    var f = filters(), t = dev.tables, rows, note;
+    if (tab === "sites") {
+      rows = t.top_sites.filter(function (r) { return !f.text || r[0].toLowerCase().indexOf(f.text) >= 0; })
+        .map(function (r) { return { kind: "site", id: r[0], cells: [r[0], r[1], bytes(r[2]), bytes(r[3])] }; });
+      note = "top " + t.top_sites.length + " allocation sites over all " + t.blocks_total + " blocks";
+    } else if (tab === "events") {
+      rows = eventRows(f);
+      note = t.events.id.length + " of " + t.events_total + " events embedded (those of the listed blocks and around the peak and findings; `npu-migrate memory events` lists any range)";
+    } else {
+      var only = tab === "leaked" ? findingBlocks("MEM001") : tab === "wasteful" ? findingBlocks("MEM005") : null;
+      rows = blockRows(f, only);
+      note = (only ? only.size + " blocks named by " + (tab === "leaked" ? "MEM001" : "MEM005") + " findings; " : "") +
+        t.blocks.id.length + " of " + t.blocks_total + " blocks embedded (findings', the peak's, the longest-lived)";
+      if (highlight && tab === "blocks") note = "blocks of the clicked finding; " + note;
+    }
+    var head = (HEADERS[tab] || HEADERS.blocks).slice();
+    if (tab !== "events" && tab !== "sites" && t.blocks.owner) head.push("owner", "first access (us)", "last access (us)");
+    var thead = document.querySelector("#table thead"), tbody = document.querySelector("#table tbody");
+    thead.textContent = ""; tbody.textContent = "";
+    var tr = el("tr"); head.forEach(function (h) { tr.appendChild(el("th", h)); }); thead.appendChild(tr);
+    tableRows = rows.slice(0, MAX_ROWS);
+    tableRows.forEach(function (r, k) {
+      var row = el("tr", undefined, (r.hl ? "hl" : "") + (k === tableSel ? " sel" : ""));
+      r.cells.forEach(function (c) { row.appendChild(el("td", String(c))); });
+      row.addEventListener("click", function () { selectRow(k, true); });
+      tbody.appendChild(row);
+    });
+    if (tableSel >= tableRows.length) tableSel = tableRows.length - 1;
+    document.getElementById("table-note").textContent = rows.length + " match" +
+      (rows.length > MAX_ROWS ? " (first " + MAX_ROWS + " listed)" : "") + "; " + note;
+    document.body.setAttribute("data-table", tab);
+    document.body.setAttribute("data-table-rows", String(tableRows.length));
+    document.body.setAttribute("data-table-matches", String(rows.length));
+    document.body.setAttribute("data-table-first", tableRows.length ? String(tableRows[0].id) : "");
+    return tableRows.length;
+  }
+  function selectRow(k, open) {
+    if (!tableRows.length) return;
+    tableSel = Math.max(0, Math.min(tableRows.length - 1, k));
+    var trs = document.querySelectorAll("#table tbody tr");
+    for (var i = 0; i < trs.length; i++) trs[i].className = (tableRows[i].hl ? "hl" : "") + (i === tableSel ? " sel" : "");
+    if (trs[tableSel] && trs[tableSel].scrollIntoView) trs[tableSel].scrollIntoView({ block: "nearest" });
+    var r = tableRows[tableSel];
+    document.body.setAttribute("data-selected-row", String(r.id));
+    if (!open) return;
+    if (r.kind === "block") {
+      var b = dev.tables.blocks, i = r.index;
+      showBlockRow(i);
+      if (b.alloc[i] >= 0) { marker = b.alloc[i]; drawTimeline(); }
+    } else if (r.kind === "event") {
+      marker = r.id; drawTimeline();
+      document.getElementById("details").textContent = HEADERS.events.map(function (h, j) { return h + " " + r.cells[j]; }).join("\n");
+    } else {
+      document.getElementById("search").value = r.id; switchTab("blocks");
+    }
+  }
+  function showBlockRow(i) {
+    var b = dev.tables.blocks, site = dev.tables.sites[b.site[i]];
+    var lines = ["block " + b.id[i], "address " + b.addr[i], "size " + bytes(b.size[i]) + " (requested " +
+      bytes(b.requested[i]) + ")", "state " + STATES[b.state[i]],
+      "alloc event " + (b.alloc[i] < 0 ? "before the window" : b.alloc[i]),
+      "free event " + (b.free[i] < 0 ? "not freed in the window" : b.free[i]), "site " + site];
+    if (b.owner) lines.push("owner " + b.owner[i]);
+    document.getElementById("details").textContent = lines.join("\n");
+  }
+  function switchTab(name) {
+    tab = name; tableSel = -1;
+    var buttons = document.querySelectorAll(".tabs button");
+    for (var i = 0; i < buttons.length; i++) buttons[i].className = buttons[i].getAttribute("data-tab") === name ? "on" : "";
+    renderTable();
+  }
+  function chooseFinding(k) {
+    if (!findingItems.length) return;
+    findingSel = (k + findingItems.length) % findingItems.length;
+    var item = findingItems[findingSel];
+    findingItems.forEach(function (p, j) { p[0].classList.toggle("on", j === findingSel); });
+    var f = item[1];
+    highlight = f.blocks.length ? { finding: findingSel, ids: new Set(f.blocks) } : null;
+    document.getElementById("clear-highlight").hidden = !highlight;
+    document.body.setAttribute("data-highlighted", String(highlight ? highlight.ids.size : 0));
+    if (highlight) { document.getElementById("in-range").checked = false; tab = "blocks"; }
+    if (f.event !== null && f.event >= 0) focusEvent(f.event); else redraw();
+    if (highlight) switchTab("blocks");
+  }
+  function clearHighlight() {
+    highlight = null; findingSel = -1;
+    findingItems.forEach(function (p) { p[0].classList.remove("on"); });
+    document.getElementById("clear-highlight").hidden = true;
+    document.body.setAttribute("data-highlighted", "0");
+    redraw();
+  }
+  function onKey(ev) {
+    var typing = /^(INPUT|SELECT|TEXTAREA)$/.test((ev.target && ev.target.tagName) || "");
+    if (ev.key === "Escape") { if (typing) ev.target.blur(); clearHighlight(); return; }
+    if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    var k = ev.key;
+    if (k === "/") { ev.preventDefault(); document.getElementById("search").focus(); }
+    else if (k === "j" || k === "ArrowDown") { ev.preventDefault(); selectRow(tableSel + 1, false); }
+    else if (k === "k" || k === "ArrowUp") { ev.preventDefault(); selectRow(tableSel - 1, false); }
+    else if (k === "Enter") selectRow(Math.max(tableSel, 0), true);
+    else if (k === "n") chooseFinding(findingSel + 1);
+    else if (k === "p") chooseFinding(findingSel - 1);
+    else if (k === "+" || k === "=") zoom(0.5);
+    else if (k === "-") zoom(2);
+    else if (k === "0") { view.x0 = 0; view.x1 = Math.max(dev.events, 1); redraw(); }
+    else if (k >= "1" && k <= "5") switchTab(["blocks", "events", "sites", "leaked", "wasteful"][+k - 1]);
+  }
+
   // ---- wiring ----------------------------------------------------------------------------
-  function redraw() { drawTimeline(); drawLifetime(); }
+  function redraw() { drawTimeline(); drawLifetime(); if (document.getElementById("in-range").checked || highlight) renderTable(); }
 
   function zoom(factor, centre) {
     var span = (view.x1 - view.x0) * factor, min = 10, full = Math.max(dev.events, 1);
@@ -277,16 +462,17 @@
     summary.appendChild(el("span", dev.step_count + " steps (" + dev.step_source + ")"));
     var list = document.getElementById("findings");
     list.textContent = "";
-    DATA.findings.forEach(function (text) {
-      var other = / device (\d+): /.exec(text);
-      if (other && +other[1] !== dev.device) return;  // another device's finding
-      var mark = null;
-      (dev.marks || []).forEach(function (m) { if (text.indexOf(m.message) >= 0) mark = m; });
-      var item = el("li", text, mark ? mark.severity : "");
-      if (mark) item.addEventListener("click", function () { focusEvent(mark.event); });
+    findingItems = []; findingSel = -1; highlight = null; tableSel = -1;
+    DATA.findings.forEach(function (f) {
+      if (f.device !== null && f.device !== dev.device) return;  // another device's finding
+      var item = el("li", f.text, f.severity === "info" ? "" : f.severity);
+      var k = findingItems.length;
+      item.addEventListener("click", function () { chooseFinding(k); });
+      findingItems.push([item, f]);
       list.appendChild(item);
     });
     var drawn = drawTimeline() + drawLifetime() + drawPool();
+    renderTable();
     return drawn;
   }
 
@@ -298,6 +484,18 @@
   document.getElementById("zoom-out").addEventListener("click", function () { zoom(2); });
   document.getElementById("reset").addEventListener("click", function () { view.x0 = 0; view.x1 = Math.max(dev.events, 1); redraw(); });
   document.getElementById("moment").addEventListener("input", drawPool);
+  ["search", "min-size", "max-size"].forEach(function (id) {
+    document.getElementById(id).addEventListener("input", function () { tableSel = -1; renderTable(); });
+  });
+  ["state-filter", "in-range"].forEach(function (id) {
+    document.getElementById(id).addEventListener("change", function () { tableSel = -1; renderTable(); });
+  });
+  var tabButtons = document.querySelectorAll(".tabs button");
+  for (var tb = 0; tb < tabButtons.length; tb++) tabButtons[tb].addEventListener("click", function (ev) {
+    switchTab(ev.target.getAttribute("data-tab"));
+  });
+  document.getElementById("clear-highlight").addEventListener("click", clearHighlight);
+  document.addEventListener("keydown", onKey);
   bindCanvas(document.getElementById("timeline"), function (px, py, w) { marker = Math.round(pxToX(px, w)); chooseMoment(marker); drawTimeline(); });
   bindCanvas(document.getElementById("lifetime"), function (px, py) {
     for (var i = drawnBlocks.length - 1; i >= 0; i--) {
@@ -324,16 +522,34 @@
   window.addEventListener("resize", function () { if (dev) { redraw(); drawPool(); } });
 
   // report.html#device=1&event=421 opens a device focused on an event (links from findings)
-  var wanted = {};
+  // (also search=, min=, state=, tab=, finding=N and keys=... for links and browser tests)
+  var wanted = {}, text = {};
   location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
-    var parts = kv.split("="); if (parts.length === 2) wanted[parts[0]] = +parts[1];
+    var parts = kv.split("=");
+    if (parts.length === 2) { wanted[parts[0]] = +parts[1]; text[parts[0]] = decodeURIComponent(parts[1]); }
   });
   var start = 0;
   DATA.devices.forEach(function (d, i) { if (d.device === wanted.device) start = i; });
   select.value = start;
   var drawn = DATA.devices.length ? selectDevice(start) : 0;
   if (dev && wanted.event >= 0 && wanted.event < dev.events) focusEvent(wanted.event);
+  if (dev) {
+    if (text.search !== undefined) document.getElementById("search").value = text.search;
+    if (text.min !== undefined) document.getElementById("min-size").value = text.min;
+    if (text.state !== undefined) document.getElementById("state-filter").value = text.state;
+    if (text.search !== undefined || text.min !== undefined || text.state !== undefined) {
+      document.getElementById("in-range").checked = false;
+    }
+    switchTab(text.tab || "blocks");
+    if (wanted.finding >= 0) chooseFinding(wanted.finding);
+    (text.keys || "").split("").forEach(function (key) {
+      var name = { d: "ArrowDown", u: "ArrowUp", e: "Enter" }[key] || key;
+      document.dispatchEvent(new KeyboardEvent("keydown", { key: name, bubbles: true }));
+    });
+  }
   document.body.setAttribute("data-render", "ok");
   document.body.setAttribute("data-drawn", String(drawn));
+  // navigation start to rendered (parse, JSON, first draw, tables): read by bench/memory_bench.py
+  document.body.setAttribute("data-render-ms", String(Math.round(performance.now())));
   statusEl.textContent = "rendered " + drawn + " items";
 })();
