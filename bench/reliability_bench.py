@@ -128,6 +128,7 @@ class Stats:
     def __init__(self) -> None:
         self.runs = self.files_checked = self.bytes_lost = self.orphans = 0
         self.temp_left = self.nondeterministic = 0
+        self.edits = self.refused = 0  # edits made during runs; files left because of one
         self.exit_codes: dict[str, int] = {}
 
     def settled(self, tree: Tree) -> None:
@@ -164,7 +165,7 @@ def race_round(tree: Tree, rng: random.Random, stats: Stats, number: int) -> Non
     """An editor appends lines to random files while a cached run migrates the tree."""
     tree.reset()
     process = subprocess.Popen(COMMAND + ["."], cwd=tree.folder, env=ENV, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+                               stderr=subprocess.PIPE, text=True)
     stats.runs += 1
     workers: set[int] = set()
     edit = 0
@@ -174,6 +175,8 @@ def race_round(tree: Tree, rng: random.Random, stats: Stats, number: int) -> Non
         name = rng.choice(tree.names)
         tree.edit(name, f"# edit {number}.{edit} made during the run\n")
         edit += 1
+    stats.edits += edit
+    stats.refused += process.communicate()[1].count("changed during the run")
     stats.orphans += orphans_of(workers)
     stats.temp_left += tree.temp_files()
     settle = run_apply(tree, stats=stats)  # files changed during the run are migrated now
@@ -264,12 +267,15 @@ def main() -> int:
                "non-deterministic outputs": stats.nondeterministic}
     for label, value in figures.items():
         print(f"{label:>26}: {value}")
+    print(f"{'edits during runs':>26}: {stats.edits} ({stats.refused} files left as edited, "
+          "migrated by the next run)")
     print(f"{'exit statuses':>26}: " + ", ".join(f"{k} x{v}" for k, v in sorted(stats.exit_codes.items())))
     print(f"{'wall':>26}: {seconds:.0f} s ({args.races} race, {args.signals} signal, "
           f"{args.concurrent} concurrency rounds; {args.files} files; seed {args.seed})")
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
     with open(os.path.join(ROOT, "bench", "results", "reliability.json"), "w", encoding="utf-8") as handle:
-        json.dump({**figures, "exit statuses": stats.exit_codes, "seconds": seconds, "args": vars(args)},
+        json.dump({**figures, "edits during runs": stats.edits, "files left as edited": stats.refused,
+                   "exit statuses": stats.exit_codes, "seconds": seconds, "args": vars(args)},
                   handle, indent=2)
     bad = stats.bytes_lost or stats.orphans or stats.temp_left or stats.nondeterministic
     return 1 if bad else 0
