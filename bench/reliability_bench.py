@@ -204,10 +204,11 @@ def signal_round(tree: Tree, rng: random.Random, stats: Stats) -> None:
     process.send_signal(signum)
     try:
         process.communicate(timeout=60)  # EOF only once every holder of the pipes is gone
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired:  # something keeps the pipes open: orphaned workers
         process.kill()
+        stats.orphans += orphans_of(workers | set(children(process.pid)))
+        workers = set()
         process.communicate()
-        stats.orphans += 1  # something kept the pipes open
     key = f"{signal.Signals(signum).name} -> {process.returncode}"
     stats.exit_codes[key] = stats.exit_codes.get(key, 0) + 1
     stats.orphans += orphans_of(workers)
