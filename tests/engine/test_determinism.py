@@ -23,8 +23,12 @@ USES = 201
 
 def visible_devices_file(uses=USES):
     """Reads and writes of CUDA_VISIBLE_DEVICES, each in its own statement (its own tree)."""
-    lines = ["import os\n", "import torch\n"]
+    lines = ["import os\n", "import torch\n", "from torch.distributed import is_nccl_available\n"]
     for index in range(uses):
+        # rules that remember nodes of one statement: attribute names, vetoed callees
+        lines.append(f"a{index} = torch.distributed.is_nccl_available() or is_nccl_available()\n")
+        lines.append(f"torch.cuda.nvtx.range('step %d', {index})\n")
+        lines.append(f"pg{index} = torch.distributed.ProcessGroupNCCL\n")
         if index % 3 == 0:
             lines.append(f'os.environ["CUDA_VISIBLE_DEVICES"] = "{index % 8}"\n')
         elif index % 3 == 1:
@@ -58,7 +62,7 @@ def test_every_visible_devices_use_is_migrated_every_time():
     assert len(outputs) == 1
     (migrated,) = outputs
     assert migrated.count("ASCEND_RT_VISIBLE_DEVICES") == USES
-    assert "CUDA_VISIBLE_DEVICES" not in migrated
+    assert "CUDA_VISIBLE_DEVICES" not in migrated and "is_nccl_available()" not in migrated
 
 
 def _fixture_sources():
