@@ -29,6 +29,7 @@ def visible_devices_file(uses=USES):
         lines.append(f"a{index} = torch.distributed.is_nccl_available() or is_nccl_available()\n")
         lines.append(f"torch.cuda.nvtx.range('step %d', {index})\n")
         lines.append(f"pg{index} = torch.distributed.ProcessGroupNCCL\n")
+        lines.append(f"sources{index} = ['kernel{index}.cu']\n")
         if index % 3 == 0:
             lines.append(f'os.environ["CUDA_VISIBLE_DEVICES"] = "{index % 8}"\n')
         elif index % 3 == 1:
@@ -58,6 +59,7 @@ def test_every_visible_devices_use_is_migrated_every_time():
         outcome = migrate_text(text, "env.py", every_rule())
         assert outcome.error is None
         outputs.add(outcome.new_text)
+        assert sum(d.code == "NPU311" for d in outcome.diagnostics) == USES  # one per .cu list
         _churn()
     assert len(outputs) == 1
     (migrated,) = outputs
