@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import importlib
+import sys
+from typing import Any
 
 import click
 
@@ -19,7 +21,22 @@ SUBCOMMANDS = {
 }
 
 
+# optional dependencies: top-level module -> the extra of pyproject.toml that installs it
+EXTRAS = {"numpy": "memory"}
+
+
 class LazyGroup(click.Group):
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().main(*args, **kwargs)
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").partition(".")[0]
+            if missing not in EXTRAS:
+                raise
+            click.echo(f"npu-migrate: error: this command needs {missing}, which is not installed: "
+                       f"pip install 'npu-migrate[{EXTRAS[missing]}]'", err=True)
+            sys.exit(2)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(SUBCOMMANDS)
 

@@ -27,16 +27,18 @@ def test_problems_catch_an_unregistered_code_and_a_missing_code(tmp_path, monkey
          "transfer_to_npu": "alias"},
         {"cuda": "torch.cuda.bar", "npu": None, "action": "flag", "transfer_to_npu": "—"},
         {"cuda": "torch.cuda.baz", "npu": "same", "action": "none", "transfer_to_npu": "—"},
+    ]}))
+    (tmp_path / "y.json").write_text(json.dumps({"entries": [
         {"cuda": "torch.cuda.qux", "action": "maybe", "code": "NPU101"},
     ]}))
-    (tmp_path / "not_coverage.json").write_text(json.dumps({"keys": {}}))
     monkeypatch.setattr(coverage, "DATA", tmp_path)
     found = coverage.problems({"NPU101"})
     assert found == [
+        "x.json: no schema in codemods/framework/data.py SCHEMAS",
+        "y.json: no schema in codemods/framework/data.py SCHEMAS",
+        f"{tmp_path / 'y.json'}: entries[0]: missing key 'transfer_to_npu' (and 1 more)",
         "x.json: 'torch.cuda.foo': code NPU999 is not a registered rule",
         "x.json: 'torch.cuda.bar': action 'flag' without a rule code",
-        "x.json: 'torch.cuda.qux': action 'maybe' is not one of ['flag', 'none', 'rewrite']",
-        "x.json: 'torch.cuda.qux': no `transfer_to_npu` column",
     ]
 
 

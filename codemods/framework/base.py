@@ -20,7 +20,8 @@ import enum
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from types import MethodType
+from typing import Any, ClassVar, cast
 
 import libcst as cst
 
@@ -28,6 +29,11 @@ from codemods.framework.facts import FileFacts
 from codemods.framework.positions import node_positions
 from codemods.framework.suppression import Suppressions
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
+
+# The languages a rule may have besides "python", and the files each one handles: rules in them
+# see a file's text, not a tree. Python is everything else.
+TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES}
 
 
 class Fix(str, enum.Enum):
@@ -122,8 +128,8 @@ class Rule:
     # True for rules that must see whole top-level statements (a loop and the function around
     # it); others may be handed one statement of a function or class body, dedented
     whole_statements: ClassVar[bool] = False
-    # "python" rules are LibCST transformers; "shell" rules implement `rewrite_text` over a
-    # launch script's text (and record edits with `fixed_at`/`report_at`).
+    # "python" rules are LibCST transformers; rules in one of TEXT_LANGUAGES ("shell", "cuda")
+    # implement `rewrite_text` over the file's text (and record edits with `fixed_at`/`report_at`).
     language: ClassVar[str] = "python"
     METADATA_DEPENDENCIES: ClassVar[tuple[Any, ...]] = ()
 
@@ -197,7 +203,7 @@ class RuleRunner(cst.CSTTransformer):
         super().__init__()
         self.rules = list(rules)
         deps: set[Any] = set()
-        self._visit: dict[str, list[Callable[[cst.CSTNode], Any]]] = {}
+        self._visit: dict[str, list[MethodType]] = {}  # bound methods of the rules
         self._leave: dict[str, list[tuple[Rule, Callable[..., Any]]]] = {}
         for rule in self.rules:
             rule.runner = self
@@ -226,7 +232,7 @@ class RuleRunner(cst.CSTTransformer):
             try:
                 method(node)
             except Exception as exc:
-                raise RuleCrash(method.__self__.code, exc) from exc
+                raise RuleCrash(cast(Rule, method.__self__).code, exc) from exc
         # keep what visit_ methods report (on_leave collects only what leave_ methods say)
         self._accepted.extend(context._pending)
         context._pending = []

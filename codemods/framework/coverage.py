@@ -12,13 +12,14 @@ entries whose rule code is not a registered rule (only `"action": "none"` may go
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).parent.parent / "data"
+from codemods.framework import data
+
+DATA = data.DATA
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUTPUT = ROOT / "docs" / "coverage.md"
 ACTIONS = {"rewrite": "rewrite", "flag": "diagnostic", "none": "nothing needed"}
@@ -26,12 +27,8 @@ _IDENTIFIER = re.compile(r"^[\w.*]+(, [\w.*]+)*$")
 
 
 def data_files() -> list[tuple[Path, dict[str, Any]]]:
-    found = []
-    for path in sorted(DATA.glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and isinstance(data.get("entries"), list):
-            found.append((path, data))
-    return found
+    """The tables with an `entries` list (read and schema-checked by `codemods.framework.data`)."""
+    return [(path, table) for path, table in data.tables(DATA) if isinstance(table.get("entries"), list)]
 
 
 def _codes(entry: dict[str, Any]) -> list[str]:
@@ -39,34 +36,30 @@ def _codes(entry: dict[str, Any]) -> list[str]:
 
 
 def problems(registered: set[str] | None = None) -> list[str]:
-    """Entries the table would misreport: bad shape, unknown action, or a code no rule has."""
+    """What the table would misreport: a table off its schema, contradicting entries (both from
+    `codemods.framework.data`), an entry that acts without a rule code, or a code no rule has."""
     if registered is None:
         from codemods.framework.registry import all_rules
 
         registered = {rule.code for rule in all_rules(plugins=False)}
-    found = []
-    for path, data in data_files():
-        for index, entry in enumerate(data["entries"]):
-            where = f"{path.name} entry {index}"
-            if not isinstance(entry, dict) or not entry.get("cuda"):
-                found.append(f"{where}: needs a `cuda` name")
-                continue
+    found = data.problems(DATA)
+    for path in sorted(DATA.glob("*.json")):
+        try:
+            table = data.read_table(path)
+        except data.DataError:
+            continue  # already reported
+        for entry in table.get("entries", ()):
             where = f"{path.name}: {entry['cuda']!r}"
-            action = entry.get("action")
-            if action not in ACTIONS:
-                found.append(f"{where}: action {action!r} is not one of {sorted(ACTIONS)}")
-            if "transfer_to_npu" not in entry:
-                found.append(f"{where}: no `transfer_to_npu` column")
             codes = _codes(entry)
-            if not codes and action != "none":
-                found.append(f"{where}: action {action!r} without a rule code")
+            if not codes and entry["action"] != "none":
+                found.append(f"{where}: action {entry['action']!r} without a rule code")
             for code in codes:
                 if code not in registered:
                     found.append(f"{where}: code {code} is not a registered rule")
     return found
 
 
-def _cell(value: Any, code: bool = False) -> str:
+def cell(value: Any, code: bool = False) -> str:
     """A table cell; `code` puts a bare API name in backticks."""
     if value is None or value == "":
         return "—"
@@ -76,12 +69,23 @@ def _cell(value: Any, code: bool = False) -> str:
     return text
 
 
-def _action(entry: dict[str, Any]) -> str:
+def action_cell(entry: dict[str, Any]) -> str:
     label = ACTIONS.get(entry.get("action", ""), str(entry.get("action")))
     codes = [entry["code"]] if entry.get("code") else []
     if entry.get("shell_code"):
         codes.append(f"shell {entry['shell_code']}")
     return f"{label} ({'; '.join(codes)})" if codes else label
+
+
+def row(entry: dict[str, Any]) -> str:
+    """The table row of one data entry (the columns of `HEADER`)."""
+    cuda = ", ".join([entry.get("cuda") or "", *entry.get("also", ())])
+    note = (entry.get("note") or entry.get("message") or "").replace("{name}", entry["cuda"])
+    return "| " + " | ".join([cell(cuda, code=True), cell(entry.get("npu"), code=True), action_cell(entry),
+                              cell(entry.get("transfer_to_npu")), cell(note)]) + " |"
+
+
+HEADER = ["| CUDA side | NPU equivalent | npu-migrate | transfer_to_npu | Note |", "|---|---|---|---|---|"]
 
 
 def _title(path: Path, data: dict[str, Any]) -> str:
@@ -111,18 +115,12 @@ def render() -> str:
         f"{len(rows)} rows: " + ", ".join(f"{n} {label}" for label, n in counts.items()) + ".",
         "",
     ]
-    for path, data in files:
-        lines += [f"## {_title(path, data)}", "", f"From `codemods/data/{path.name}`.", "",
-                  "| CUDA side | NPU equivalent | npu-migrate | transfer_to_npu | Note |",
-                  "|---|---|---|---|---|"]
-        for entry in data["entries"]:
+    for path, table in files:
+        lines += [f"## {_title(path, table)}", "", f"From `codemods/data/{path.name}`.", "", *HEADER]
+        for entry in table["entries"]:
             if not isinstance(entry, dict):
                 continue
-            cuda = ", ".join([entry.get("cuda") or "", *entry.get("also", ())])
-            lines.append("| " + " | ".join([
-                _cell(cuda, code=True), _cell(entry.get("npu"), code=True), _action(entry),
-                _cell(entry.get("transfer_to_npu")), _cell((entry.get("note") or entry.get("message") or "").replace("{name}", entry["cuda"])),
-            ]) + " |")
+            lines.append(row(entry))
         lines.append("")
     return "\n".join(lines)
 
@@ -136,7 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     issues = problems()
     for issue in issues:
         print(f"coverage: {issue}", file=sys.stderr)
-    text = render()
+    try:
+        text = render()
+    except data.DataError as exc:
+        print(f"coverage: {exc}", file=sys.stderr)
+        return 2
     if args.check:
         current = args.output.read_text(encoding="utf-8") if args.output.exists() else None
         if current != text:

@@ -8,17 +8,15 @@ checked), and the shell-text scan that finds assignments, expansions and launche
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
-from typing import Any
+from itertools import pairwise
 
 from npu_migrate.core.diagnostics import Severity
+from codemods.framework.data import load_data
 from codemods.framework.shellwords import Word, lex
 
-DATA = Path(__file__).parent.parent / "data"
 MB = 1 << 20
 # launcher / script arguments whose value names the process-group backend
 BACKEND_FLAGS = ("--backend", "--dist-backend", "--dist_backend", "--ddp-backend", "--ddp_backend",
@@ -60,9 +58,7 @@ class Plan:
     message: str = ""  # explanation of the edit, when there is one
 
 
-@cache
-def load(name: str) -> dict[str, Any]:
-    return json.loads((DATA / name).read_text(encoding="utf-8"))
+load = load_data  # the tables this module reads (env_vars.json, alloc_conf.json, third_party.json)
 
 
 @cache
@@ -127,7 +123,7 @@ def check_device_list(name: str, value: str) -> list[Problem]:
                         f"`{name}={value}`: torch_npu reads digits and commas only and stops at the "
                         f"first other character, so it sees `{prefix}`; list device ids like `0,1,2`")]
     ids = [int(part) for part in text.split(",")]
-    if any(a >= b for a, b in zip(ids, ids[1:])):
+    if any(a >= b for a, b in pairwise(ids)):
         return [Problem(Severity.ERROR,
                         f"`{name}={value}`: NPU device ids must be strictly ascending, otherwise "
                         f"torch_npu sees no device (device_count() == 0); write "
@@ -276,6 +272,7 @@ def _command(text: str, words: list[Word], kinds: frozenset[str], changes: list[
     literals = [w.literal(text) for w in words]
     head = next((lit for w, lit in zip(words, literals) if not (lit and _ASSIGNMENT.match(lit))), None)
     for i, word in enumerate(words):
+        literal = literals[i]
         if not word.segments:
             continue
         first = word.segments[0]
@@ -283,9 +280,9 @@ def _command(text: str, words: list[Word], kinds: frozenset[str], changes: list[
         match = _ASSIGNMENT.match(content) if first.quote != "'" or len(word.segments) == 1 else None
         if match and is_known(match.group(1)) and head not in _TEXT_COMMANDS:
             _assignment(text, word, match, kinds, changes)
-        elif literals[i] and is_known(literals[i]) and len(word.segments) == 1 and (
+        elif literal and is_known(literal) and len(word.segments) == 1 and (
                 head in _NAMING_COMMANDS or (i and literals[i - 1] in _NAMING_OPTIONS)):
-            _apply(plan(literals[i], None, write=False), kinds, first.start, first.end, None, changes)
+            _apply(plan(literal, None, write=False), kinds, first.start, first.end, None, changes)
         for seg in word.segments:
             if seg.quote != "'":
                 _expansions(text, seg.start, seg.end, kinds, changes)
@@ -308,16 +305,13 @@ def _assignment(text: str, word: Word, match: re.Match[str], kinds: frozenset[st
     value_start = first.start + match.end()
     # the value is rewritable when it is one piece: `N=v`, `N='v'` or `"N=v"`
     rest = word.segments[1:]
-    if not rest:
-        span: tuple[int, int] | None = (value_start, first.end)
-        value = text[value_start:first.end]
-        if first.quote != "'" and any(c in value for c in "$`\\"):
-            value, span = None, None
-    elif value_start == first.end and len(rest) == 1:
-        seg = rest[0]
-        value = text[seg.start:seg.end]
-        span = (seg.start, seg.end)
-        if seg.quote != "'" and any(c in value for c in "$`\\"):
+    value: str | None
+    span: tuple[int, int] | None
+    if not rest or (value_start == first.end and len(rest) == 1):
+        piece = rest[0] if rest else first
+        span = (value_start, first.end) if not rest else (piece.start, piece.end)
+        value = text[span[0]:span[1]]
+        if piece.quote != "'" and any(c in value for c in "$`\\"):  # expanded by the shell
             value, span = None, None
     else:
         tail = Word(value_start, word.end, [type(first)(first.quote, value_start, first.end), *rest])

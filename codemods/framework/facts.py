@@ -33,7 +33,7 @@ class FileFacts:
     header_end: int = 0  # last line of the docstring / __future__ imports (insertion floor)
 
     @classmethod
-    def from_tree(cls, tree: ast.Module) -> "FileFacts":
+    def from_tree(cls, tree: ast.Module) -> FileFacts:
         facts = cls(tree)
         bound: dict[str, str] = {}
         assigned: set[str] = set()
@@ -51,8 +51,8 @@ class FileFacts:
                 assigned.add(stmt.name)
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for target in targets:
-                    assigned.update(bound_names(target))
+                for assigned_to in targets:
+                    assigned.update(bound_names(assigned_to))
         facts.aliases = {k: v for k, v in bound.items() if v != _AMBIGUOUS and k not in assigned}
         facts.constants = _module_constants(tree)
         facts.top_imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]

@@ -51,8 +51,8 @@ def already_imported(facts: FileFacts, item: Import) -> bool:
 def _is_torch_import(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.Import):
         return any(a.name == "torch" or a.name.startswith("torch.") for a in stmt.names)
-    return isinstance(stmt, ast.ImportFrom) and bool(stmt.module) and not stmt.level and (
-        stmt.module == "torch" or stmt.module.startswith("torch."))
+    return (isinstance(stmt, ast.ImportFrom) and stmt.module is not None and not stmt.level
+            and (stmt.module == "torch" or stmt.module.startswith("torch.")))
 
 
 def insertion_line(facts: FileFacts) -> int:

@@ -9,35 +9,32 @@ module finds; when the shape is not certain it says why in `problems` instead of
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
-from typing import Union
+from typing import Any
 
 import libcst as cst
 import libcst.matchers as m
 
-Block = Union[cst.Module, cst.IndentedBlock]
+from codemods.framework.data import load_data
+from codemods.framework.nodes import code_of
+
+Block = cst.Module | cst.IndentedBlock
 Resolve = Callable[[cst.CSTNode], "str | None"]
 LOOPS = (cst.For, cst.While)
 SCOPES = (cst.FunctionDef, cst.ClassDef)
 
 
 @cache
-def insertion_data() -> dict:
+def insertion_data() -> dict[str, Any]:
     """Names and patterns the insertion rules rely on (codemods/data/insertion.json)."""
-    return json.loads((Path(__file__).parent.parent / "data" / "insertion.json").read_text("utf-8"))
+    return load_data("insertion.json")
 
 
 def _pattern(key: str) -> re.Pattern[str]:
     return re.compile(insertion_data()[key])
-
-
-def code_of(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
 
 
 # -- statement structure ---------------------------------------------------------------------
@@ -100,7 +97,8 @@ def suites(stmt: cst.CSTNode) -> list[cst.IndentedBlock]:
     return [s for s in found if isinstance(s, cst.IndentedBlock)]
 
 
-def walk(block: Block, owners: tuple = (), parents: tuple = (), start: int = 0) -> Iterator[Site]:
+def walk(block: Block, owners: tuple[cst.CSTNode, ...] = (), parents: tuple[tuple[Block, int], ...] = (),
+         start: int = 0) -> Iterator[Site]:
     """Every statement of `block` from `start` on, nested ones included, in source order."""
     for index in range(start, len(block.body)):
         stmt = block.body[index]
@@ -264,7 +262,9 @@ def find_training_steps(module: cst.Module, resolve: Resolve) -> list[TrainingSt
             if isinstance(stmt, cst.SimpleStatementLine) else []
         if not backward:
             continue
-        receiver = backward[0].func.value
+        func = backward[0].func
+        assert isinstance(func, cst.Attribute)  # method_name() found `.backward`
+        receiver = func.value
         if resolve(receiver) is not None:
             continue  # `torch.autograd.backward(loss)`: a module function, not a loss tensor
         # `accelerator.backward(loss)`, `engine.backward(loss)`: a framework owns precision
@@ -281,6 +281,7 @@ def _assigned_before(site: Site, receiver: cst.CSTNode) -> bool:
 
 
 def _training_step(site: Site, backward: cst.Call, resolve: Resolve) -> TrainingStep:
+    assert isinstance(backward.func, cst.Attribute)  # a `.backward()` call
     receiver = backward.func.value
     # already under autocast: around the backward pass, or around the statements just above it
     earlier = tuple(s for s in site.block.body[:site.index] if isinstance(s, cst.With))
@@ -361,7 +362,7 @@ def _find_optimizer(step: TrainingStep, loop: cst.CSTNode | None) -> None:
                 return
             if name in clip_names and not step.steps:
                 step.clips.append(later)
-            if name == "step" and _is_optimizer(call.func.value):
+            if name == "step" and isinstance(call.func, cst.Attribute) and _is_optimizer(call.func.value):
                 optimizers.setdefault(code_of(call.func.value), call.func.value)
                 if sole_call(later.stmt) is call and not call.args:
                     step.steps.append(later)
@@ -429,7 +430,7 @@ def find_eval_loops(module: cst.Module, resolve: Resolve) -> list[EvalLoop]:
         owners = site.owners + (loop,)
         block = loop.body
         disabled = any(grad_disabled(o, resolve) for o, _ in site.scope_owners()) or (
-            site.function() is not None and grad_disabled(site.function(), resolve))
+            (function := site.function()) is not None and grad_disabled(function, resolve))
         first = block.body[0] if block.body else None
         if not disabled and isinstance(first, cst.With) and grad_disabled(first, resolve) \
                 and isinstance(first.body, cst.IndentedBlock):
@@ -487,7 +488,7 @@ class BlockPlan:
     """Statement-level edits of one block, by index into the block's ORIGINAL body; applied to
     the updated body (other rules may have rewritten statements in place, never removed any)."""
 
-    wraps: dict[int, tuple[int, Callable[[list], cst.BaseCompoundStatement]]] = field(default_factory=dict)
+    wraps: dict[int, tuple[int, Callable[[list[Any]], cst.BaseCompoundStatement]]] = field(default_factory=dict)
     before: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
     after: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
     replace: dict[int, Callable[[cst.CSTNode], cst.CSTNode]] = field(default_factory=dict)
@@ -499,7 +500,7 @@ class BlockPlan:
             used |= set(range(start, end))
         return used
 
-    def apply(self, original: list, updated: list) -> list | None:
+    def apply(self, original: list[Any], updated: list[Any]) -> list[Any] | None:
         """The new body, or None when another rule moved statements so that the planned ones
         cannot be found again."""
         mapping = align(original, updated)
@@ -511,7 +512,7 @@ class BlockPlan:
                 return None
         at = {mapping[i]: i for i in self.indices()}  # updated index -> original index
         body = list(updated)
-        out: list = []
+        out: list[Any] = []
         index = 0
         while index < len(body):
             source = at.get(index)
@@ -533,7 +534,7 @@ class BlockPlan:
         return out
 
 
-def align(original: list, updated: list) -> dict[int, int]:
+def align(original: list[Any], updated: list[Any]) -> dict[int, int]:
     """Original statement index -> updated index. Other rules rewrite statements in place and
     rarely add or remove one; statement kinds are enough to line the two bodies up."""
     if len(original) == len(updated):
@@ -558,7 +559,7 @@ def _same(node: cst.CSTNode) -> cst.CSTNode:
     return node
 
 
-def _take_blank_lines(new: cst.BaseStatement, body: list, index: int) -> cst.BaseStatement:
+def _take_blank_lines(new: cst.BaseStatement, body: list[Any], index: int) -> cst.BaseStatement:
     """An inserted statement takes the blank lines above its successor (but not its comments),
     so it sits with the code it belongs to."""
     successor = body[index]
@@ -572,21 +573,22 @@ def _take_blank_lines(new: cst.BaseStatement, body: list, index: int) -> cst.Bas
     return new
 
 
-def wrap(statements: list, make: Callable[[list], cst.BaseCompoundStatement]) -> cst.CSTNode:
+def wrap(statements: list[Any], make: Callable[[list[Any]], cst.BaseCompoundStatement]) -> cst.CSTNode:
     """Put `statements` under a new compound statement; comments above the first one go above it."""
     first = statements[0]
     statements = [first.with_changes(leading_lines=())] + statements[1:]
     return make(statements).with_changes(leading_lines=first.leading_lines)
 
 
-def with_block(header: str, statements: list) -> cst.With:
+def with_block(header: str, statements: list[Any]) -> cst.With:
     """`with <header>:` around `statements`."""
     template = cst.parse_statement(f"with {header}:\n    pass\n")
     assert isinstance(template, cst.With)
     return template.with_changes(body=cst.IndentedBlock(body=statements))
 
 
-def append_elements(elements: list, new: list, opening: cst.BaseParenthesizableWhitespace | None) -> list:
+def append_elements(elements: list[Any], new: list[Any],
+                    opening: cst.BaseParenthesizableWhitespace | None) -> list[Any]:
     """Append Arg/DictElement nodes in the layout of the existing ones (one line or one per line,
     trailing comma or not)."""
     if not elements:

@@ -14,9 +14,12 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from codemods.framework.base import Fix, Rule
+from codemods.framework.base import TEXT_LANGUAGES, Fix, Rule
 
 ENTRY_POINT_GROUP = "npu_migrate.codemods"
+# Built-in rules are found by package name, as plugins are by entry point: discovery, not an
+# import, so the framework depends on no rule (docs/architecture.md).
+BUILTIN_RULES_PACKAGE = "codemods.rules"
 # built-in code families; a plugin using them would collide with a future release
 RESERVED_PREFIXES = ("NPU", "ANA", "MEM", "VER")
 _CODE = re.compile(r"[A-Z][A-Z0-9]*[0-9]")
@@ -44,8 +47,7 @@ def _rules_in(module: object) -> list[type[Rule]]:
 
 @lru_cache(maxsize=1)
 def builtin_rules() -> tuple[type[Rule], ...]:
-    from codemods import rules as package
-
+    package = importlib.import_module(BUILTIN_RULES_PACKAGE)
     found: list[type[Rule]] = []
     for info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
@@ -99,8 +101,6 @@ def _check_plugin_rule(rule: type[Rule], where: str) -> None:
         raise RuleError(f"{label}: name {rule.name!r} must be kebab-case")
     if not isinstance(rule.fix, Fix):
         raise RuleError(f"{label}: fix must be a Fix member, not {rule.fix!r}")
-    from npu_migrate.apply.engine import TEXT_LANGUAGES
-
     languages = ("python", *TEXT_LANGUAGES)
     if rule.language not in languages:
         raise RuleError(f"{label}: language must be one of {', '.join(languages)}, not {rule.language!r}")
@@ -135,7 +135,8 @@ def _label(rule: type[Rule]) -> str:
     return f"{rule.__module__}" + (f" (plugin {origin})" if origin else "")
 
 
-def _matches(rule: type[Rule], selector: str) -> bool:
+def selector_matches(rule: type[Rule], selector: str) -> bool:
+    """True when `selector` (a code, a code prefix, a rule name or ALL) names `rule`."""
     selector = selector.strip()
     return (selector.upper() == "ALL" or rule.code.startswith(selector.upper())
             or rule.name == selector.lower())
@@ -148,17 +149,17 @@ def select_rules(rules: Iterable[type[Rule]], select: Iterable[str] = (), ignore
     rules = list(rules)
     select, ignore, enable = list(select), list(ignore), list(enable)
     for selector in select + ignore + enable:
-        if not any(_matches(rule, selector) for rule in rules):
+        if not any(selector_matches(rule, selector) for rule in rules):
             raise RuleError(f"unknown rule code or name: {selector!r} (see `npu-migrate rules`)")
     if select:
-        chosen = [r for r in rules if any(_matches(r, s) for s in select)]
+        chosen = [r for r in rules if any(selector_matches(r, s) for s in select)]
         # a prefix or ALL selects opt-in rules only when it names them exactly
         chosen = [r for r in chosen if r.default or any(s.upper() == r.code or s.lower() == r.name
                                                         for s in select)]
     else:
         chosen = [r for r in rules if r.default]
-    chosen += [r for r in rules if any(_matches(r, s) for s in enable) and r not in chosen]
-    return [r for r in chosen if not any(_matches(r, s) for s in ignore)]
+    chosen += [r for r in rules if any(selector_matches(r, s) for s in enable) and r not in chosen]
+    return [r for r in chosen if not any(selector_matches(r, s) for s in ignore)]
 
 
 def find_rule(code_or_name: str) -> type[Rule]:

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 
 from npu_migrate.analyze.aggregate import SECTIONS, Aggregator, Assessment
 from npu_migrate.analyze.model import FileScan
-from npu_migrate.core.discovery import CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES
 from npu_migrate.apply.runner import RunPlan
+from npu_migrate.core.discovery import CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES
 
 ANALYZED_SUFFIXES = PYTHON_SUFFIXES + SHELL_SUFFIXES + CUDA_SUFFIXES
 
@@ -27,15 +27,21 @@ def default_plan(select: Sequence[str] = (), ignore: Sequence[str] = (), enable:
 
 def analyze(paths: Sequence[str], only: Sequence[str] = SECTIONS, jobs: int | None = None,
             exclude: Sequence[str] = (), plan: RunPlan | None = None, respect_gitignore: bool = True,
-            progress: Callable[[FileScan], None] | None = None) -> Assessment:
-    """Analyse files and folders. Raises FileNotFoundError for a path that does not exist."""
+            progress: Callable[[FileScan], None] | None = None,
+            torch_npu_version: str | None = None) -> Assessment:
+    """Analyse files and folders. Raises FileNotFoundError for a path that does not exist and
+    ValueError for a malformed `torch_npu_version` ('2.6', '2.6.0')."""
+    from npu_migrate.analyze.catalog import parse_version
+
+    if torch_npu_version:
+        parse_version(torch_npu_version)
     from npu_migrate.analyze.worker import run
     from npu_migrate.core.discovery import discover
 
     only = tuple(s for s in SECTIONS if s in only)
     files = discover(paths, exclude, ANALYZED_SUFFIXES, respect_gitignore)
     engine_plan = (plan or default_plan()) if "architecture" in only else None
-    aggregator = Aggregator(only)
+    aggregator = Aggregator(only, torch_npu_version, tuple(paths))
     for scan in run(files, engine_plan, jobs):
         aggregator.add(scan)
         if progress is not None:

@@ -3,34 +3,32 @@ complexity rating and a summary. Scans arrive one at a time (streamed from the w
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from npu_migrate.analyze import catalog
+from npu_migrate.analyze.classify import (
+    STATUS_CODES,
+    STATUS_LABELS,
+    STATUSES,
+    action_text,
+)
+from npu_migrate.analyze.effort import EffortModel
 from npu_migrate.analyze.findings import finding
+from npu_migrate.analyze.memory_section import MemorySection
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
 from npu_migrate.analyze.rating import Rating, rate
-from npu_migrate.core.diagnostics import Diagnostic, Table
+from npu_migrate.analyze.tables import locations, short_name, where
+from npu_migrate.core.diagnostics import Diagnostic, Severity, Table
 
 SECTIONS = ("architecture", "computation", "memory")
 SECTION_CODES = {
-    "architecture": ("ANA001", "ANA002", "ANA010", "ANA020"),
-    "computation": ("ANA030", "ANA031", "ANA032"),
-    "memory": ("ANA040", "ANA041", "ANA042", "ANA043", "ANA044", "ANA045", "ANA046", "ANA047"),
+    "architecture": ("ANA001", "ANA002", "ANA003", "ANA004", "ANA010", "ANA020"),
+    "computation": ("ANA030", "ANA031", "ANA032", "ANA033"),
+    "memory": ("ANA040", "ANA041", "ANA042", "ANA043", "ANA044", "ANA045", "ANA046", "ANA047", "ANA048"),
 }
-MAX_LOCATIONS = 5
-
-
-def where(path: str, line: int, col: int = 0) -> str:
-    return f"{path}:{line}:{col}" if col else f"{path}:{line}"
-
-
-def locations(items: list[tuple[str, int]], limit: int = MAX_LOCATIONS) -> str:
-    shown = ", ".join(f"{p}:{line}" for p, line in items[:limit])
-    return shown + (f", … (+{len(items) - limit})" if len(items) > limit else "")
-
-
 @dataclass
 class Assessment:
     """The result of `npu-migrate analyze`."""
@@ -44,9 +42,13 @@ class Assessment:
     engine_errors: list[str] = field(default_factory=list)  # files the codemod engine could not handle
 
 
-class Aggregator:
-    def __init__(self, only: tuple[str, ...] = SECTIONS) -> None:
+class Aggregator(EffortModel, MemorySection):
+    def __init__(self, only: tuple[str, ...] = SECTIONS, torch_npu_version: str | None = None,
+                 roots: tuple[str, ...] = ()) -> None:
         self.only = only
+        self.torch_npu_version = torch_npu_version
+        self.roots = tuple(os.path.abspath(root) for root in roots)
+        self.paths: list[str] = []
         self.files = 0
         self.errors: list[str] = []
         self.engine_errors: list[str] = []
@@ -57,9 +59,14 @@ class Aggregator:
         self.collectives: dict[str, list[tuple[str, int]]] = defaultdict(list)
         self.third_party: list[tuple[str, str, str, int]] = []
         self.amp: list[tuple[str, str, int]] = []
+        self.autocasts: list[tuple[str, int, str | None, Any]] = []
         self.dataloaders: list[tuple[str, dict[str, Any]]] = []
+        self.loader_candidates: list[tuple[str, dict[str, Any]]] = []
+        self.loader_classes: set[str] = set()
+        self.loader_factories: dict[str, list[str]] = {}
+        self.samplers: list[tuple[str, dict[str, Any]]] = []
         self.loops: list[tuple[str, int, int]] = []
-        self.accumulation = False
+        self.accumulation: list[str] = []  # evidence, `path: seen`
         self.checkpointing = False
         self.findings: list[Diagnostic] = []
         self.rating: Rating | None = None  # set by the architecture analysis
@@ -67,6 +74,7 @@ class Aggregator:
 
     def add(self, scan: FileScan) -> None:
         self.files += 1
+        self.paths.append(scan.path)
         path = scan.path
         if scan.error:
             self.errors.append(scan.error)
@@ -82,9 +90,15 @@ class Aggregator:
             self.collectives[name].append((path, line))
         self.third_party += [(key, detail, path, line) for key, detail, line in scan.third_party]
         self.amp += [(what, path, line) for what, line in scan.amp]
+        self.autocasts += [(path, line, dtype, device) for line, dtype, device in scan.autocasts]
         self.dataloaders += [(path, d) for d in scan.dataloaders]
+        self.loader_candidates += [(path, c) for c in scan.loader_candidates]
+        self.loader_classes.update(scan.loader_classes)
+        for name in scan.loader_factories:
+            self.loader_factories.setdefault(name, []).append(path)
+        self.samplers += [(path, s) for s in scan.samplers]
         self.loops += [(path, line, col) for line, col in scan.train_loops]
-        self.accumulation |= scan.accumulation
+        self.accumulation += [f"{path}: {item}" for item in scan.accumulation]
         self.checkpointing |= scan.checkpointing
         self.findings += scan.findings
 
@@ -112,8 +126,9 @@ class Aggregator:
             result.summary["migration complexity"] = self.rating.level
             result.summary["estimated effort (person-days)"] = self.rating.total_days
         if "architecture" in self.only:
-            manual = sum(1 for _, s in self.sites if _needs_person(s))
-            result.summary["CUDA locations"] = f"{len(self.sites)} ({len(self.sites) - manual} automatic, {manual} need a person)"
+            statuses = Counter(site.status for _, site in self.sites)
+            result.summary["CUDA locations"] = f"{len(self.sites)} (" + ", ".join(
+                f"{statuses[s]} {STATUS_LABELS[s]}" for s in STATUSES) + ")"
         result.summary["nn.Module classes"] = len(modules)
         result.summary["findings"] = ", ".join(f"{counts[k]} {k}" for k in ("error", "warning", "info") if counts[k]) or "none"
         return result
@@ -138,7 +153,7 @@ class Aggregator:
         status = {}
         for name in self.ops:
             aten = special["aten"] if name == "@" else table[name]["aten"]
-            state, missing = catalog.kernel_status(aten)
+            state, missing = catalog.kernel_status(aten, self.torch_npu_version)
             status[name] = (state, aten or [], missing)
         return status
 
@@ -163,21 +178,25 @@ class Aggregator:
         layers.rows = [[k, n, c] for (k, n), c in sorted(layer_counts.items())]
         tables.append(layers)
 
-        by_kind = Table("CUDA code locations by kind", ["kind", "locations", "automatic (apply)", "need a person"])
-        detail = Table("CUDA code locations", ["location", "kind", "code", "what apply does"])
+        by_kind = Table("CUDA code locations by kind",
+                        ["kind", "locations", *(STATUS_LABELS[s] for s in STATUSES)])
+        detail = Table("CUDA code locations", ["location", "kind", "status", "code", "what apply does"])
         kinds = catalog.load("cuda_kinds")["kinds"]
-        per_kind: dict[str, list[int]] = {k: [0, 0] for k in kinds}
+        per_kind: dict[str, Counter[str]] = {k: Counter() for k in kinds}
         for path, site in sorted(self.sites, key=lambda s: (s[0], s[1].line, s[1].col)):
-            manual = _needs_person(site)
-            per_kind.setdefault(site.kind, [0, 0])[1 if manual else 0] += 1
+            per_kind.setdefault(site.kind, Counter())[site.status] += 1
             codes = ", ".join(dict.fromkeys(code for code, _, _ in site.actions)) or "—"
-            action = _action_text(site)
-            detail.rows.append([where(path, site.line, site.col), site.kind, codes, action])
-
-            code = "ANA002" if manual else "ANA001"
+            action = action_text(site)
+            detail.rows.append([where(path, site.line, site.col), site.kind, STATUS_LABELS[site.status],
+                                codes, action])
             label = f"{site.kind}: {site.what}" if site.what else site.kind
-            extra.append(finding(code, path, (site.line, site.col), f"{label}: {action}"))
-        by_kind.rows = [[k, a + m, a, m] for k, (a, m) in per_kind.items() if a + m]
+            evidence = [f"scanner: {label} at line {site.line}"] if site.what else []
+            evidence += [f"apply ({'edit' if a == 'fix' else a}): {c} at line {site.line}"
+                         for c, a, _ in dict.fromkeys(site.actions)]
+            evidence.append(f"status: {site.status}")
+            extra.append(finding(STATUS_CODES[site.status], path, (site.line, site.col), f"{label}: {action}",
+                                 evidence=evidence))
+        by_kind.rows = [[k, sum(c.values()), *(c[s] for s in STATUSES)] for k, c in per_kind.items() if c]
         tables += [by_kind, detail]
 
         setups = catalog.load("distributed")["setups"]
@@ -185,7 +204,8 @@ class Aggregator:
         grouped: dict[str, list[tuple[str, int]]] = defaultdict(list)
         for kind, what, path, line in self.distributed:
             grouped[kind].append((path, line))
-            extra.append(finding("ANA010", path, (line, 0), f"{kind} (`{what}`): {notes[kind]}"))
+            extra.append(finding("ANA010", path, (line, 0), f"{kind} (`{what}`): {notes[kind]}",
+                                 evidence=[f"`{what}` at line {line}"]))
         backends = sorted({s.what for _, s in self.sites if s.what.startswith("backend ")})
         dist = Table("Distributed set-up", ["set-up", "locations", "what changes for HCCL"])
         dist.rows = [[kind, locations(sorted(locs)), notes[kind]] for kind, locs in sorted(grouped.items())]
@@ -199,7 +219,14 @@ class Aggregator:
             entry = entries[key]
             route = (entry["npu"] + ": " if entry["npu"] else "") + entry["note"]
             custom.rows.append([entry["library"], detail_text, where(path, line), route])
-            extra.append(finding("ANA020", path, (line, 0), f"{entry['library']} ({detail_text}): {route}"))
+            extra.append(finding("ANA020", path, (line, 0), f"{entry['library']} ({detail_text}): {route}",
+                                 evidence=[f"{detail_text} at line {line}" if line else f"file {detail_text}"]))
+        listed = {(path, line) for _, _, path, line in self.third_party}
+        for path, site in self.sites:  # every third-party row of the CUDA locations is listed here too
+            if site.kind == "third-party CUDA" and (path, site.line) not in listed:
+                code, _, message = site.actions[0] if site.actions else ("—", "", site.what)
+                custom.rows.append([_library_of(message), site.what or code, where(path, site.line),
+                                    f"{code}: {message}"])
         tables.append(custom)
 
         self.rating = rate(self._counts(fallback))
@@ -207,31 +234,10 @@ class Aggregator:
                         ["driver", "count", "points"])
         reasons.rows = [[label, count, points] for label, count, points in self.rating.reasons] or [
             ["no CUDA-specific code found", 0, 0.0]]
-        effort = Table(f"Effort estimate: {self.rating.total_days} person-days", ["category", "items", "days"])
-        effort.rows = [[label, count, days] for label, count, days in self.rating.effort]
-        tables += [reasons, effort]
+        effort = Table(f"Effort estimate: {self.rating.total_days} person-days", ["category", "items", "days", "why"])
+        effort.rows = [[label, count, days, self.rating.why.get(label, "")] for label, count, days in self.rating.effort]
+        tables += [reasons, effort, self._effort_by_part(fallback)]
         return tables
-
-    def _counts(self, fallback) -> dict[str, int]:
-        entries = {e["cuda"]: e for e in catalog.load("third_party")["entries"]}
-        counts: Counter[str] = Counter()
-        manual = sum(1 for _, s in self.sites if _needs_person(s))
-        counts["manual"] = manual
-        counts["automatic"] = len(self.sites) - manual
-        counts["cpu_fallback"] = sum(1 for state, _, _ in fallback.values() if state == "cpu-fallback risk")
-        kernels = [t for t in self.third_party if t[1].startswith("@")]
-        seen: set[tuple[str, str]] = set()
-        for key, detail, path, _ in self.third_party:
-            weight = entries[key]["weight"]
-            if weight == "triton_kernel" and (kernels and not detail.startswith("@")):
-                continue
-            if detail.startswith("@") or (weight, path) not in seen:
-                counts[weight] += 1
-                seen.add((weight, path))
-        kinds = {kind for kind, _, _, _ in self.distributed}
-        counts["distributed"] = len(kinds - {"DeepSpeed", "Megatron-style model parallelism"})
-        counts["large_scale"] = len(kinds & {"DeepSpeed", "Megatron-style model parallelism"})
-        return dict(counts)
 
     # -- computation ---------------------------------------------------------------------------
     def _computation(self, fallback, extra: list[Diagnostic]) -> list[Table]:
@@ -243,19 +249,23 @@ class Aggregator:
             classes[cls] += len(locs)
             state, aten, missing = fallback[name]
             support = state if not missing else f"{state}: no NPU kernel for {', '.join(missing)}"
-            heavy.rows.append([_short(name), cls, len(locs), locations([(p, l) for p, l, _ in sorted(locs)]),
+            heavy.rows.append([short_name(name), cls, len(locs), locations([(path, line) for path, line, _ in sorted(locs)]),
                                support, ", ".join(aten) or "—"])
             if missing:
                 for path, line, col in locs:
                     extra.append(finding("ANA030", path, (line, col),
-                                         f"`{_short(name)}` lands on aten::{', aten::'.join(missing)}, which has no "
+                                         f"`{short_name(name)}` lands on aten::{', aten::'.join(missing)}, which has no "
                                          "NPU kernel: it runs on the CPU (with a copy each way) unless "
-                                         "TORCH_NPU_FALLBACK_CPU_DISABLE=1 makes it an error"))
+                                         "TORCH_NPU_FALLBACK_CPU_DISABLE=1 makes it an error",
+                                         evidence=[f"`{short_name(name)}` call at line {line}",
+                                                   (f"aten::{', aten::'.join(missing)} not in npu_aten_ops.tsv "
+                                                   f"({self.torch_npu_version or 'any version'})")]))
         by_class = Table("Operators by complexity class", ["class", "count"])
         by_class.rows = [[c, n] for c, n in classes.most_common()]
-        support = Table("Ascend operator support", ["status", "operators"])
+        version = f"torch_npu {self.torch_npu_version}" if self.torch_npu_version else "any torch_npu version"
+        support = Table(f"Ascend operator support ({version})", ["status", "operators"])
         for state in ("native", "cpu-fallback risk", "unmapped"):
-            names = sorted(_short(n) for n, (s, _, _) in fallback.items() if s == state)
+            names = sorted(short_name(n) for n, (s, _, _) in fallback.items() if s == state)
             if names:
                 support.rows.append([state, ", ".join(names)])
         fusion = Table("Fusion opportunities", ["pattern", "location", "NPU route"])
@@ -264,108 +274,54 @@ class Aggregator:
             fusion.rows.append([pattern.removeprefix("fusion (").rstrip(")"), where(d.path, d.line, d.col),
                                 route.split(" → ", 1)[-1]])
         amp = Table("Mixed precision (AMP)", ["use", "location"])
-        amp.rows = [[_short(what), where(path, line)] for what, path, line in sorted(self.amp, key=lambda a: (a[1], a[2]))]
+        amp.rows = [[short_name(what), where(path, line)] for what, path, line in sorted(self.amp, key=lambda a: (a[1], a[2]))]
         if not self.amp and self.loops:
             for path, line, col in self.loops:
                 extra.append(finding("ANA032", path, (line, col),
                                      "training without mixed precision: torch.autocast('npu', dtype=torch.bfloat16) "
                                      "runs matmuls and convolutions on the Cube units at twice the fp32 rate and "
-                                     "about halves activation memory (`apply --enable amp` inserts it)"))
-            amp.rows.append(["not used", locations([(p, l) for p, l, _ in self.loops])])
+                                     "about halves activation memory (`apply --enable amp` inserts it)",
+                                     evidence=[f"training loop at line {line}",
+                                               "no autocast or GradScaler anywhere in the analysed files"]))
+            amp.rows.append(["not used", locations([(path, line) for path, line, _ in self.loops])])
+        extra += self._loss_scaling()
         comm = Table("Distributed communication calls", ["call", "count", "locations", "on NPU"])
         replaced = catalog.load("distributed")["replaced_on_import"]
-        for name, locs in sorted(self.collectives.items(), key=lambda item: (-len(item[1]), item[0])):
-            comm.rows.append([name, len(locs), locations(sorted(locs)), replaced.get(name, "HCCL collective")])
+        for name, calls in sorted(self.collectives.items(), key=lambda item: (-len(item[1]), item[0])):
+            comm.rows.append([name, len(calls), locations(sorted(calls)), replaced.get(name, "HCCL collective")])
         return [heavy, by_class, support, fusion, amp, comm]
 
-    # -- memory --------------------------------------------------------------------------------
-    def _memory(self, modules, extra: list[Diagnostic]) -> list[Table]:
-        spec = catalog.load("dataloader")["settings"]
-        columns = ["batch_size", "num_workers", "pin_memory", "prefetch_factor", "persistent_workers", "drop_last"]
-        loaders = Table("DataLoaders", ["location", *columns, "recommendations"])
-        for path, loader in sorted(self.dataloaders, key=lambda d: (d[0], d[1]["line"])):
-            settings = loader["settings"]
-            advice = [] if loader["unpacked"] else _dataloader_advice(settings, spec)
-            row = [where(path, loader["line"], loader["col"])]
-            row += [repr(settings[c]) if c in settings else f"({spec[c]['default']!r})" for c in columns]
-            row.append("; ".join(advice) or "—")
-            loaders.rows.append(row)
-            if advice:
-                extra.append(finding("ANA040", path, (loader["line"], loader["col"]), "DataLoader: " + "; ".join(advice)))
-        transfers = Table("Host↔device transfers and synchronisation", ["location", "code", "finding"])
-        for d in sorted((d for d in self.findings if d.code in ("ANA041", "ANA042", "ANA043")),
-                        key=lambda d: (d.path, d.line, d.col)):
-            transfers.rows.append([where(d.path, d.line, d.col), d.code, d.message])
-        precision = Table("Mixed precision, checkpointing, accumulation and leaks", ["topic", "status", "effect"])
-        amp_state = ("in use: " + ", ".join(sorted({_short(w) for w, _, _ in self.amp}))) if self.amp else (
-            "missing" if self.loops else "no training loop found")
-        precision.rows.append(["mixed precision", amp_state,
-                               "bf16/fp16 activations take half the memory of fp32; bf16 needs no GradScaler"])
-        repeated = [(p, c) for p, c in modules if c.repeated]
-        if self.checkpointing:
-            ckpt = "in use (torch.utils.checkpoint)"
-        elif repeated and self.loops:
-            ckpt = "opportunity: " + locations([(p, c.repeated) for p, c in repeated])
-            for path, record in repeated:
-                extra.append(finding("ANA045", path, (record.repeated, 0),
-                                     f"`{record.name}` stacks repeated blocks: torch.utils.checkpoint on each block "
-                                     "trades about one extra forward pass for storing only the block inputs"))
-        else:
-            ckpt = "not needed (no repeated blocks in a trained model)" if self.loops else "no training loop found"
-        precision.rows.append(["gradient checkpointing", ckpt, "activation memory per block drops to its input"])
-        accumulation = ("in use" if self.accumulation else
-                        ("opportunity (ANA046)" if any(d.code == "ANA046" for d in self.findings) else "—"))
-        precision.rows.append(["gradient accumulation", accumulation,
-                               "a larger effective batch without more device memory"])
-        leaks = [d for d in self.findings if d.code == "ANA044"]
-        precision.rows.append(["likely leaks", f"{len(leaks)}: " + locations([(d.path, d.line) for d in leaks]) if leaks else "none found",
-                               "each leaked step keeps its whole autograd graph alive"])
-        allocator = Table("Allocator advice (PYTORCH_NPU_ALLOC_CONF)", ["location", "advice"])
-        for d in sorted((d for d in self.findings if d.code == "ANA047"), key=lambda d: (d.path, d.line)):
-            allocator.rows.append([where(d.path, d.line, d.col), d.message])
-        for path, site in self.sites:
-            if site.what == "PYTORCH_CUDA_ALLOC_CONF":
-                message = ("PYTORCH_CUDA_ALLOC_CONF is not read on NPU: use PYTORCH_NPU_ALLOC_CONF; keys such as "
-                           "backend:cudaMallocAsync are rejected there, and expandable_segments:True cannot be "
-                           "combined with max_split_size_mb or garbage_collection_threshold")
-                allocator.rows.append([where(path, site.line, site.col), message])
-                extra.append(finding("ANA047", path, (site.line, site.col), message))
-        return [loaders, transfers, precision, allocator]
+    def _loss_scaling(self) -> list[Diagnostic]:
+        """ANA033: fp16 autocast needs a GradScaler (fp16 gradients underflow); bf16 does not."""
+        scalers = [(path, line) for what, path, line in self.amp if what.endswith("GradScaler")]
+        known = [(path, line, dtype) for path, line, dtype, device in self.autocasts if device != "cpu"]
+        half = [(path, line_no, dtype) for path, line_no, dtype in known
+                if dtype is None or "float16" in dtype.replace("bfloat16", "") or dtype.endswith("half")]
+        if any(d is not None and d not in ("torch.float16", "torch.half", "torch.bfloat16") for _, _, d in known):
+            half = []  # a dtype chosen at run time (`dtype=ptdtype`): the scaler question is not decidable
+        brain = [(path, line_no, dtype) for path, line_no, dtype in known
+                 if dtype is not None and ("bfloat16" in dtype or dtype.endswith("bf16"))]
+        found: list[Diagnostic] = []
+        if half and not scalers:
+            for path, line, dtype in half:
+                found.append(finding(
+                    "ANA033", path, (line, 0),
+                    "fp16 autocast without loss scaling: small gradients underflow to zero in fp16; add "
+                    "torch.amp.GradScaler('npu') (or autocast to torch.bfloat16, which needs no scaler)",
+                    severity=Severity.WARNING,
+                    evidence=[f"autocast at line {line} with dtype {dtype or 'default (float16 on CUDA and NPU)'}",
+                              "no GradScaler anywhere in the analysed files"],
+                    confidence="high" if dtype else "medium"))
+        if scalers and brain and not half:
+            for path, line in scalers:
+                found.append(finding(
+                    "ANA033", path, (line, 0),
+                    "GradScaler with bfloat16 autocast only: bf16 has fp32's exponent range, loss scaling "
+                    "is not needed (it costs a check of every gradient per step)",
+                    evidence=[f"GradScaler at line {line}"] + [f"bf16 autocast at {where_}:{at}" for where_, at, _ in brain[:3]]))
+        return found
 
-
-def _needs_person(site: Site) -> bool:
-    return not site.actions or any(action == "flag" for _, action, _ in site.actions)
-
-
-def _action_text(site: Site) -> str:
-    if not site.actions:
-        return "needs a person: no rule rewrites this"
-    parts = []
-    for code, action, message in site.actions:
-        parts.append(f"{code} {'rewrites' if action == 'fix' else 'flags'}: {message}")
-    text = "; ".join(dict.fromkeys(parts))
-    return text if not _needs_person(site) else "needs a person — " + text
-
-
-def _short(name: str) -> str:
-    for prefix, short in (("torch.nn.functional.", "F."), ("torch.nn.", "nn.")):
-        if name.startswith(prefix):
-            return short + name[len(prefix):]
-    return name
-
-
-def _dataloader_advice(settings: dict[str, Any], spec: dict[str, Any]) -> list[str]:
-    advice = []
-    workers = settings.get("num_workers", 0)
-    has_workers = not (isinstance(workers, int) and workers == 0)
-    for name, rule in spec.items():
-        if rule.get("needs_workers") and not has_workers:
-            continue
-        if name not in settings:
-            if "advice_missing" in rule and (rule.get("bad") is None or rule["default"] in rule["bad"]
-                                             or name == "batch_size"):
-                advice.append(rule["advice_missing"])
-        elif settings[name] in rule.get("bad", []) and type(settings[name]) is type(rule["bad"][0]):
-            advice.append(rule["advice_bad"])
-    return advice
-
+def _library_of(message: str) -> str:
+    """The library a rule's message is about: its first `quoted` name."""
+    quoted = message.split("`")
+    return quoted[1] if len(quoted) > 2 else "third-party CUDA"

@@ -22,16 +22,43 @@ def load(name: str) -> Any:
         return json.load(handle)
 
 
+def parse_version(text: str) -> tuple[int, int]:
+    """'2.6', '2.6.0', 'v2.6', '2.6.0.post3' -> (2, 6). Raises ValueError for anything else."""
+    parts = text.strip().lstrip("v").split(".")
+    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        raise ValueError(f"not a torch_npu version: {text!r} (expected e.g. 2.6 or 2.6.0)")
+    return int(parts[0]), int(parts[1])
+
+
+def serves(ranges: str, version: tuple[int, int]) -> bool:
+    """Whether a kernel-list field (`all_version`, `v2.1-newest`, `v2.1-v2.12`, `v2.1, v2.2`)
+    covers a torch / torch_npu version (they move in step: torch_npu 2.6 runs on torch 2.6)."""
+    for token in (t.strip() for t in ranges.split(",")):
+        if token == "all_version":
+            return True
+        if not token:
+            continue
+        low, _, high = token.partition("-")
+        if parse_version(low) <= version and (high == "newest" or version <= parse_version(high or low)):
+            return True
+    return False
+
+
 @cache
-def npu_kernels() -> tuple[frozenset[str], frozenset[str]]:
-    """(aten operators with an NPU kernel, torch_npu custom operators), overloads stripped."""
+def npu_kernels(version: str | None = None) -> tuple[frozenset[str], frozenset[str]]:
+    """(aten operators with an NPU kernel, torch_npu custom operators), overloads stripped; with
+    `version`, only kernels whose acl_op or op_api field serves that torch_npu version."""
+    wanted = parse_version(version) if version else None
     aten: set[str] = set()
     custom: set[str] = set()
     with open(DATA / "npu_aten_ops.tsv", encoding="utf-8") as handle:
         for line in handle:
             if line.startswith(("#", "section\t")) or not line.strip():
                 continue
-            section, overload = line.split("\t")[:2]
+            fields = line.rstrip("\n").split("\t") + ["", ""]
+            section, overload, acl_op, op_api = fields[:4]
+            if wanted and not (serves(acl_op, wanted) or serves(op_api, wanted)):
+                continue
             base = overload.split(".")[0]
             if section in KERNEL_SECTIONS:
                 aten.add(base)
@@ -40,12 +67,13 @@ def npu_kernels() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(aten), frozenset(custom)
 
 
-def kernel_status(aten_ops: list[str] | None) -> tuple[str, list[str]]:
-    """('native', []) when every operator has an NPU kernel, ('cpu-fallback risk', missing) when
-    some has none, ('unmapped', []) when the call's operators are not certain."""
+def kernel_status(aten_ops: list[str] | None, version: str | None = None) -> tuple[str, list[str]]:
+    """('native', []) when every operator has an NPU kernel (in `version`, when given),
+    ('cpu-fallback risk', missing) when some has none, ('unmapped', []) when the call's
+    operators are not certain."""
     if not aten_ops:
         return "unmapped", []
-    kernels, _ = npu_kernels()
+    kernels, _ = npu_kernels(version)
     missing = [op for op in aten_ops if op not in kernels]
     return ("cpu-fallback risk", missing) if missing else ("native", [])
 
@@ -78,7 +106,9 @@ def distributed_calls() -> dict[str, dict[str, Any]]:
 
 @cache
 def distributed_modules() -> list[tuple[str, dict[str, Any]]]:
-    found = [(m, s) for s in load("distributed")["setups"] for m in s["modules"]]
+    """Import prefixes, longest first; a `not_modules` prefix maps to None (not a set-up)."""
+    found: list[tuple[str, Any]] = [(m, s) for s in load("distributed")["setups"] for m in s["modules"]]
+    found += [(m, None) for s in load("distributed")["setups"] for m in s.get("not_modules", [])]
     return sorted(found, key=lambda item: -len(item[0]))
 
 

@@ -19,7 +19,10 @@ _BODIES = ("body", "orelse", "finalbody")
 
 def fusion_finding(path: str, where: ast.AST, pattern: str) -> Diagnostic:
     spec = catalog.load("fusion")["patterns"][pattern]
-    return finding("ANA031", path, where, f"fusion ({pattern}): {spec['summary']} → {spec['route']}")
+    shown = f"def {where.name}" if isinstance(where, ast.FunctionDef) else ast.unparse(where)
+    shown = shown if len(shown) <= 90 else shown[:87] + "..."
+    return finding("ANA031", path, where, f"fusion ({pattern}): {spec['summary']} → {spec['route']}",
+                   evidence=[f"{pattern} at line {where.lineno}: `{shown}`"])
 
 
 def callable_kind(name: str | None) -> str | None:

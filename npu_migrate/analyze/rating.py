@@ -16,6 +16,7 @@ class Rating:
     score: float
     reasons: list[tuple[str, int, float]] = field(default_factory=list)  # (label, count, points)
     effort: list[tuple[str, int, float]] = field(default_factory=list)  # (label, count, days)
+    why: dict[str, str] = field(default_factory=dict)  # label -> what the days are for
 
     @property
     def total_days(self) -> float:
@@ -24,7 +25,8 @@ class Rating:
     def to_dict(self) -> dict:
         return {"level": self.level, "score": self.score,
                 "reasons": [{"category": c, "count": n, "points": p} for c, n, p in self.reasons],
-                "effort_days": [{"category": c, "count": n, "days": d} for c, n, d in self.effort],
+                "effort_days": [{"category": c, "count": n, "days": d, "why": self.why.get(c, "")}
+                                for c, n, d in self.effort],
                 "total_days": self.total_days}
 
 
@@ -48,4 +50,6 @@ def rate(counts: dict[str, int]) -> Rating:
             level_index = max(level_index, LEVELS.index(level))
     effort.insert(0, (spec["baseline_label"], 1, spec["baseline_days"]))
     reasons.sort(key=lambda r: -r[2])
-    return Rating(LEVELS[level_index], round(score, 2), reasons, effort)
+    why = {c["label"]: c["why"] for c in spec["categories"].values()}
+    why[spec["baseline_label"]] = spec["baseline_why"]
+    return Rating(LEVELS[level_index], round(score, 2), reasons, effort, why)

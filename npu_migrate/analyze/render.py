@@ -10,7 +10,7 @@ from typing import Any
 from npu_migrate import __version__
 from npu_migrate.analyze.aggregate import Assessment
 from npu_migrate.analyze.findings import sarif_rules
-from npu_migrate.core.diagnostics import Report, Table
+from npu_migrate.core.diagnostics import Diagnostic, Report, Table
 
 FORMATS = ("text", "markdown", "json", "sarif", "html")
 HEADINGS = {"architecture": "Architecture", "computation": "Computation", "memory": "Memory"}
@@ -22,12 +22,24 @@ def render(assessment: Assessment, fmt: str, max_rows: int = 0, console: Any = N
     if fmt == "sarif":
         from npu_migrate.core.sarif import to_sarif
 
-        return json.dumps(to_sarif(assessment.findings, sarif_rules(), __version__), indent=2) + "\n"
+        log = to_sarif(assessment.findings, sarif_rules(), __version__)
+        for result, diagnostic in zip(log["runs"][0]["results"], assessment.findings):
+            result["properties"] = {"evidence": list(evidence_of(diagnostic)),
+                                    "confidence": confidence_of(diagnostic)}
+        return json.dumps(log, indent=2) + "\n"
     if fmt == "markdown":
         return to_markdown(assessment)
     if fmt == "html":
         return to_html(assessment)
     return to_terminal(assessment, max_rows, console)
+
+
+def evidence_of(diagnostic: Diagnostic) -> tuple[str, ...]:
+    return getattr(diagnostic, "evidence", ())
+
+
+def confidence_of(diagnostic: Diagnostic) -> str:
+    return getattr(diagnostic, "confidence", "high")
 
 
 def to_json(assessment: Assessment) -> dict[str, Any]:
@@ -52,7 +64,9 @@ def to_markdown(assessment: Assessment) -> str:
             parts.append(table.to_markdown() if table.rows else f"### {table.title}\n\nNone found.\n")
     if assessment.findings:
         parts += ["## Findings", ""]
-        parts += [f"- `{d.format(with_doc=False)}` ([{d.code}]({d.doc}))" for d in assessment.findings]
+        for d in assessment.findings:
+            parts.append(f"- `{d.format(with_doc=False)}` ([{d.code}]({d.doc})), confidence {confidence_of(d)}")
+            parts += [f"  - seen: {item}" for item in evidence_of(d)]
         parts.append("")
     if assessment.errors:
         parts += ["## Files that could not be analysed", ""] + [f"- `{e}`" for e in assessment.errors] + [""]
@@ -65,10 +79,10 @@ def to_html(assessment: Assessment) -> str:
     esc = html.escape
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>{esc(assessment.title)}</title>",
-           "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}"
+           ("<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}"
            "table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:0.25em 0.5em;"
            "text-align:left;vertical-align:top}th{background:#f2f2f2}code{font-size:90%}"
-           ".warning{color:#9a5b00}.error{color:#b00020}.info{color:#555}</style></head><body>",
+           ".warning{color:#9a5b00}.error{color:#b00020}.info{color:#555}</style></head><body>"),
            f"<h1>{esc(assessment.title)}</h1>", "<ul>"]
     out += [f"<li><b>{esc(str(k))}</b>: {esc(str(v))}</li>" for k, v in assessment.summary.items()]
     out.append("</ul>")
@@ -84,8 +98,10 @@ def to_html(assessment: Assessment) -> str:
             out.append("</table>")
     if assessment.findings:
         out.append("<h2>Findings</h2><ul>")
-        out += [f'<li class="{d.severity.value}"><code>{esc(d.format(with_doc=False))}</code></li>'
-                for d in assessment.findings]
+        for d in assessment.findings:
+            seen = "".join(f"<li>{esc(item)}</li>" for item in evidence_of(d))
+            out.append(f'<li class="{d.severity.value}"><code>{esc(d.format(with_doc=False))}</code> '
+                       f"(confidence {esc(confidence_of(d))})" + (f"<ul>{seen}</ul>" if seen else "") + "</li>")
         out.append("</ul>")
     for title, errors in (("Files that could not be analysed", assessment.errors),
                           ("Files apply cannot rewrite", assessment.engine_errors)):
@@ -118,7 +134,9 @@ def to_terminal(assessment: Assessment, max_rows: int, console: Any) -> str:
         console.rule("[bold]Findings")
         shown = findings if not max_rows else findings[:max_rows * 4]
         for finding in shown:
-            console.print(finding.format(), markup=False, highlight=False)
+            console.print(finding.format() + f" [confidence {confidence_of(finding)}]", markup=False, highlight=False)
+            for item in evidence_of(finding):
+                console.print(f"    seen: {item}", markup=False, highlight=False)
         if len(shown) < len(findings):
             console.print(f"… {len(findings) - len(shown)} more findings (use --max-rows 0 or --format markdown/json)")
     for error in assessment.errors + assessment.engine_errors:

@@ -8,35 +8,27 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
 
+from codemods.framework.facts import FileFacts
+from codemods.framework.facts import ast_dotted_parts as dotted
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
-from codemods.framework.facts import FileFacts, ast_dotted_parts as dotted
+from npu_migrate.analyze.devices import HOST_FACTORIES, device_like
+from npu_migrate.analyze.loops import LoopAnalysis, training_loops
 
 CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 TORCH_CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "LightningModule"})
 CHECKPOINT_CALLS = frozenset({"torch.utils.checkpoint.checkpoint",
                               "torch.utils.checkpoint.checkpoint_sequential"})
-DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+LOADER_CALL = re.compile(r"[lL]oader\w*\(")  # a call of something named like a loader (factory, subclass)
 HOST_CALLS = frozenset({"cpu", "numpy", "tolist", "item"})
-HOST_FACTORIES = frozenset({"torch.tensor", "torch.from_numpy", "torch.as_tensor", "torch.Tensor"})
-
-
-
-
-def literal(node: ast.AST | None) -> Any:
-    """A literal's value, or the expression's source for anything else."""
-    if node is None:
-        return None
-    if isinstance(node, ast.Constant):
-        return node.value
-    return ast.unparse(node)
 
 
 class Scanner:
     def __init__(self, path: str, text: str, tree: ast.Module, facts: FileFacts) -> None:
         self.path = path
+        self.text = text
+        self.lines = text.splitlines()
         self.tree = tree
         self.facts = facts
         self.scan = FileScan(path)
@@ -71,12 +63,23 @@ class Scanner:
                 handler(node)
         for node in self.class_nodes:
             self._class(node)
+        self._loaders()
         if self.backward_calls:
-            from npu_migrate.analyze.loops import LoopAnalysis, training_loops
-
             for loop in training_loops(self.loops, self.backward_calls):
-                LoopAnalysis(self.scan, self.qualify).run(loop)
+                LoopAnalysis(self.scan, self.qualify, self.lines).run(loop)
         return self.scan
+
+    def _loaders(self) -> None:
+        if "DataLoader" not in self.text and "Sampler" not in self.text and not LOADER_CALL.search(self.text):
+            return
+        from npu_migrate.analyze.loaders import LoaderScan
+
+        found = LoaderScan(self.tree, self.qualify, self.lines, catalog.load("dataloader")["positional"]).run()
+        self.scan.dataloaders = found["loaders"]
+        self.scan.loader_candidates = found["candidates"]
+        self.scan.loader_classes = found["classes"] + found["sampler_classes"]
+        self.scan.loader_factories = found["factories"]
+        self.scan.samplers = found["samplers"]
 
     def qualify(self, node: ast.AST) -> str | None:
         parts = dotted(node)
@@ -103,18 +106,21 @@ class Scanner:
             return
         if name in self.ops:
             self.scan.ops.append((name, node.lineno, node.col_offset + 1))
-        if name in DATALOADER:
-            self._dataloader(node)
-        elif name in CHECKPOINT_CALLS:
+        if name in CHECKPOINT_CALLS:
             self.scan.checkpointing = True
         elif name.startswith("torch.distributed."):
             self._distributed_call(node, name)
         if name in self.amp_calls or name.startswith("torch.cuda.amp."):
             self.scan.amp.append((name, node.lineno))
             self._amp_strings(node)
+            if name.endswith("autocast"):
+                self._autocast(node)
         setup = catalog.distributed_calls().get(name)
         if setup is not None:
-            self.scan.distributed.append((setup["kind"], name, node.lineno))
+            kind = setup["kind"]
+            if kind == "process group" and self._backend_per_device(node):
+                kind = "process group (backend per device)"
+            self.scan.distributed.append((kind, name, node.lineno))
         entry = catalog.third_party_calls().get(name)
         if entry is not None and (not entry.get("only_with_cu") or _mentions_cuda_sources(node)):
             self.scan.third_party.append((entry["cuda"], name.rsplit(".", 1)[-1], node.lineno))
@@ -123,10 +129,31 @@ class Scanner:
     def kinds_methods() -> dict[str, str]:
         return catalog.load("operators")["tensor_methods"]
 
+    def _backend_per_device(self, node: ast.Call) -> bool:
+        """`init_process_group(backend=b)` where b comes from get_default_backend_for_device."""
+        backend = next((k.value for k in node.keywords if k.arg == "backend"), node.args[0] if node.args else None)
+        if backend is None:
+            return False
+        text = ast.unparse(backend)
+        if "get_default_backend_for_device" in text:
+            return True
+        return type(backend) is ast.Name and re.search(
+            rf"\b{re.escape(backend.id)}\s*=\s*[\w.]*get_default_backend_for_device\(", self.text) is not None
+
     def _distributed_call(self, node: ast.Call, name: str) -> None:
         short = name[len("torch.distributed."):]
         if short in catalog.collectives():
             self.scan.collectives.append((short, node.lineno))
+
+    def _autocast(self, node: ast.Call) -> None:
+        """(line, dtype, device) of an autocast: dtype None means the default (fp16 on CUDA and NPU)."""
+        enabled = next((k.value for k in node.keywords if k.arg == "enabled"), None)
+        if type(enabled) is ast.Constant and enabled.value is False:  # a region that turns AMP off
+            return
+        dtype = next((ast.unparse(k.value) for k in node.keywords if k.arg == "dtype"), None)
+        device = next((k.value for k in node.keywords if k.arg == "device_type"), node.args[0] if node.args else None)
+        device_text = device.value if type(device) is ast.Constant else (ast.unparse(device) if device else None)
+        self.scan.autocasts.append((node.lineno, dtype, device_text))
 
     def _amp_strings(self, node: ast.Call) -> None:
         """`torch.autocast('cuda')` is an AMP location, not a device-placement one."""
@@ -139,6 +166,13 @@ class Scanner:
         if func.attr == "cuda" and self.qualify(func) is None:
             self.consumed.add(id(func))
             self.site("device placement", node, "`.cuda()`")
+        if (func.attr == "cuda" or device_like(node)) and _moved_already(func.value):
+            from npu_migrate.analyze.findings import finding, seen
+
+            self.scan.findings.append(finding(
+                "ANA048", self.path, node,
+                "the expression is copied to the device twice: the second copy is redundant (drop one)",
+                evidence=[seen("repeated device copy", self.lines, node.lineno)]))
         # a device copy of something just brought to the host is a round trip
         receiver = func.value
         while isinstance(receiver, (ast.Call, ast.Attribute, ast.Subscript)):
@@ -153,12 +187,13 @@ class Scanner:
             receiver = inner.value if type(inner) is ast.Attribute else getattr(inner, "value", None)
 
     def _finding_round_trip(self, node: ast.Call, host: str) -> None:
-        from npu_migrate.analyze.findings import finding
+        from npu_migrate.analyze.findings import finding, seen
 
         self.scan.findings.append(finding(
             "ANA043", self.path, node,
             f"device → host (`.{host}()`) → device round trip in one expression: keep the tensor on "
-            "the NPU (each leg is a copy and a synchronisation)"))
+            "the NPU (each leg is a copy and a synchronisation)",
+            evidence=[seen("round trip", self.lines, node.lineno)]))
 
     def _attribute(self, node: ast.Attribute) -> None:
         if id(node) in self.consumed:
@@ -251,19 +286,6 @@ class Scanner:
         if type(node.op) is ast.MatMult:
             self.scan.ops.append(("@", node.lineno, node.col_offset + 1))
 
-    def _dataloader(self, node: ast.Call) -> None:
-        spec = catalog.load("dataloader")
-        settings: dict[str, Any] = {}
-        for name, arg in zip(spec["positional"], node.args):
-            if type(arg) is not ast.Starred:
-                settings[name] = literal(arg)
-        for keyword in node.keywords:
-            if keyword.arg:
-                settings[keyword.arg] = literal(keyword.value)
-        self.scan.dataloaders.append({"line": node.lineno, "col": node.col_offset + 1,
-                                      "settings": settings,
-                                      "unpacked": any(k.arg is None for k in node.keywords)})
-
     # -- classes -------------------------------------------------------------------------------
     def _class(self, node: ast.ClassDef) -> None:
         bases, is_torch = [], False
@@ -286,6 +308,9 @@ class Scanner:
         self.scan.classes.append(record)
 
     def _layers(self, node: ast.ClassDef, record: ModuleClass) -> None:
+        from npu_migrate.analyze.blocks import StackScan, has_parameters, layer_width
+
+        containers = []  # ModuleList / Sequential calls: candidates for stacks of repeated blocks
         for child in ast.walk(node):
             if type(child) is not ast.Call:
                 continue
@@ -293,27 +318,36 @@ class Scanner:
             if not parts:
                 continue
             name = self.facts.qualify(parts)
+            if parts[-1] in ("ModuleList", "Sequential"):
+                containers.append(child)
             entry = self.ops.get(name) if name else None
             if entry is not None and entry.get("layer"):
                 record.layers.append((entry["layer"], parts[-1], child.lineno))
-            elif name and name.rsplit(".", 1)[-1] in ("ModuleList", "Sequential") and name.startswith("torch."):
-                if any(isinstance(a, (ast.ListComp, ast.GeneratorExp)) or
-                       (type(a) is ast.Starred and isinstance(a.value, ast.ListComp)) for a in child.args):
-                    record.repeated = record.repeated or child.lineno
+                record.layer_parameters.append((parts[-1], has_parameters(entry, parts[-1])))
+                width = layer_width(child, entry)
+                if width:
+                    record.widths.append(width)
+            elif name in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                record.own_parameters = True
+            elif name and name.startswith("torch.nn.") and parts[-1][:1].isupper() \
+                    and parts[-1] not in ("ModuleList", "Sequential", "ModuleDict"):
+                record.layer_parameters.append((parts[-1], has_parameters(None, parts[-1])))
             elif parts[-1][:1].isupper() and (name is None or not name.startswith("torch.")):
                 record.submodules.append((parts[-1], child.lineno))
+        if containers:
+            record.stacks = StackScan(node, self.qualify, self.lines, self.ops).stacks(containers)
+        record.repeated = record.stacks[0]["line"] if record.stacks else 0
 
 
-def device_like(node: ast.Call) -> bool:
-    """`.to(x)` whose argument looks like a device (not a dtype)."""
-    for arg in [*node.args[:1], *(k.value for k in node.keywords if k.arg == "device")]:
-        if type(arg) is ast.Constant and isinstance(arg.value, (str, int)):
-            return isinstance(arg.value, int) or "cuda" in arg.value or "npu" in arg.value
-        text = ast.unparse(arg).lower()
-        if "dev" in text or "cuda" in text or "rank" in text:
+def _moved_already(node: ast.AST) -> bool:
+    """Whether `node` is itself a device copy (`x.cuda()`, `x.to(device)`), maybe after other methods."""
+    while type(node) is ast.Call and type(node.func) is ast.Attribute:
+        if node.func.attr == "cuda" or (node.func.attr == "to" and device_like(node)):
             return True
+        if node.func.attr not in ("float", "half", "contiguous", "bfloat16", "long", "int"):
+            return False
+        node = node.func.value
     return False
-
 
 def _mentions_cuda_sources(node: ast.Call) -> bool:
     for child in ast.walk(node):

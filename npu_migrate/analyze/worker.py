@@ -10,15 +10,16 @@ import re
 import warnings
 from collections.abc import Iterator, Sequence
 
-from npu_migrate.analyze import catalog
-from npu_migrate.analyze.model import FileScan, Site
-from npu_migrate.analyze.scan import Scanner
-from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
-from npu_migrate.apply.engine import FileOutcome, migrate_text
-from npu_migrate.core.parallel import ignore_interrupts, ordered_map
-from npu_migrate.apply.runner import RunPlan
-from npu_migrate.core.sources import SourceError, read_source
 from codemods.framework.facts import FileFacts
+from npu_migrate.analyze import catalog
+from npu_migrate.analyze.classify import classify
+from npu_migrate.analyze.model import FileScan
+from npu_migrate.analyze.scan import Scanner
+from npu_migrate.apply.engine import RuleSet, migrate_text
+from npu_migrate.apply.runner import RunPlan
+from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
+from npu_migrate.core.parallel import ignore_interrupts, ordered_map
+from npu_migrate.core.sources import SourceError, read_source
 
 LAUNCHERS = re.compile(r"\btorchrun\b|-m\s+torch\.distributed\.(?:launch|run)\b|^\s*deepspeed\s|\baccelerate\s+launch\b")
 
@@ -40,7 +41,7 @@ def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
             if launcher and not line.lstrip().startswith("#"):
                 scan.distributed.append(("launcher", launcher.group(0).strip(), number))
         if plan is not None:
-            _merge(scan, migrate_text(text, path, plan.ruleset_for(path)))
+            _classify(scan, text, plan)
         return scan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarnings of the user's code are not ours to print
@@ -55,37 +56,39 @@ def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
         scan = Scanner(path, text, tree, facts).run()
     except RecursionError:
         return FileScan(path, error=f"{path}:0:0: too deeply nested to analyse")
+    except Exception as exc:
+        return FileScan(path, error=f"{path}:0:0: internal error ({type(exc).__name__}: {exc}); "
+                                    "file not analysed (please report this as a bug)")
     if plan is not None:
-        ruleset = plan.ruleset_for(path)
-        _merge(scan, migrate_text(text, path, ruleset, tree=tree))  # the file is parsed once
+        _classify(scan, text, plan, tree)  # the file is parsed once
     return scan
 
 
-def _kind_of_code(code: str) -> str:
-    for prefix, kind in catalog.load("cuda_kinds")["code_ranges"]:
-        if code.startswith(prefix):
-            return kind
-    return "other CUDA API"
-
-
-def _merge(scan: FileScan, outcome: FileOutcome) -> None:
-    """Attach the engine's edits and diagnostics to the CUDA sites on their line (nearest column);
-    an engine record on a line with no site of ours becomes a site of its own."""
+def _classify(scan: FileScan, text: str, plan: RunPlan, tree: ast.Module | None = None) -> None:
+    """Run the engine as `apply` would and classify the scan's CUDA sites from its results. Lines
+    it leaves alone are looked up once more with the rules the selection leaves out for this file,
+    to tell 'left by policy' (a rule exists but is not selected here) from 'needs a person'."""
+    ruleset = plan.ruleset_for(scan.path)
+    outcome = migrate_text(text, scan.path, ruleset, tree=tree)
     scan.engine_error = outcome.error
-    records = [(e.code, "fix", e.message, e.line, e.col) for e in outcome.edits if e.code != "NPU100"]
-    records += [(d.code, "flag", d.message, d.line, d.col) for d in outcome.diagnostics]
-    by_line: dict[int, list[Site]] = {}
-    for site in scan.sites:
-        by_line.setdefault(site.line, []).append(site)
-    for code, action, message, line, col in records:
-        candidates = by_line.get(line)
-        if not candidates:
-            site = Site(_kind_of_code(code), line, col, "")
-            scan.sites.append(site)
-            by_line[line] = candidates = [site]
-        site = min(candidates, key=lambda s: (abs(s.col - col), s.col))
-        site.actions.append((code, action, message))
-    scan.sites.sort(key=lambda s: (s.line, s.col))
+    scan.sites = classify(scan.sites, outcome, tree)
+    left_out = _left_out(ruleset, plan) if any(s.status == "manual" for s in scan.sites) else None
+    if left_out is not None:  # only files with lines no selected rule touches pay for this
+        scan.sites = classify(scan.sites, outcome, tree, migrate_text(text, scan.path, left_out, tree=tree))
+
+
+_LEFT_OUT: dict[frozenset[str], RuleSet | None] = {}
+
+
+def _left_out(ruleset: RuleSet, plan: RunPlan) -> RuleSet | None:
+    """The rules this file's selection leaves out, with the plan's options (None: none)."""
+    from codemods.framework.registry import all_rules
+
+    selected = frozenset(ruleset.codes())
+    if selected not in _LEFT_OUT:
+        rules = [r for r in all_rules() if r.code not in selected]
+        _LEFT_OUT[selected] = RuleSet(rules, plan.options) if rules else None
+    return _LEFT_OUT[selected]
 
 
 # -- parallel run ----------------------------------------------------------------------------

@@ -86,8 +86,9 @@ def _plugin_fingerprints() -> list[str]:
         module = sys.modules.get(rule.__module__)
         module_file = getattr(module, "__file__", None)
         top = sys.modules.get(rule.__module__.split(".")[0])
-        package_dir = (os.path.dirname(top.__file__) if top is not None and getattr(top, "__file__", None)
-                       and os.path.basename(top.__file__) == "__init__.py" else None)
+        top_file = getattr(top, "__file__", None)
+        package_dir = (os.path.dirname(top_file) if top_file and os.path.basename(top_file) == "__init__.py"
+                       else None)
         if package_dir is None or not _hash_tree(digest, package_dir, _MAX_PLUGIN_FILES):
             digest = hashlib.sha256()
             _hash_file(digest, module_file)

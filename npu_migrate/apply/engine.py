@@ -18,15 +18,14 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Rule, RuleContext, RuleRunner, compile_prefilter
+from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
 from codemods.framework.suppression import Suppressions, skips_file
+from npu_migrate.apply import grammar
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
-from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 
-# which rule language handles which files; Python is everything else
-TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES}
+UNKNOWN_SUPPRESSION = "NPU001"
 
 
 @dataclass
@@ -70,7 +69,8 @@ class RuleSet:
     def matching(self, rules: Iterable[type[Rule]], text: str) -> list[type[Rule]]:
         """The rules whose prefilter matches `text`. Each distinct pattern is searched once:
         separate simple searches beat one big alternation, which defeats `re`'s literal scan."""
-        found, seen = [], {}
+        found: list[type[Rule]] = []
+        seen: dict[re.Pattern[str], bool] = {}
         for rule in rules:
             pattern = self._single[rule]
             if pattern is None:
@@ -101,7 +101,7 @@ class RuleSet:
 
     def suffixes(self) -> tuple[str, ...]:
         """The file suffixes this rule set has something to say about."""
-        found = (".py",) if self.python else ()
+        found: tuple[str, ...] = (".py",) if self.python else ()
         for language, rules in self.text_rules.items():
             found += TEXT_LANGUAGES[language] if rules else ()
         return found
@@ -119,9 +119,12 @@ def migrate_text(text: str, path: str, ruleset: RuleSet, tree: ast.Module | None
     is left as it was. `tree`, when the caller has already parsed `text` with `ast`, saves a parse."""
     try:
         try:
-            return _migrate(text, path, ruleset, tree=tree)
+            outcome = _migrate(text, path, ruleset, tree=tree)
         except _Replan:
-            return _migrate(text, path, ruleset, nest=False, tree=tree)
+            outcome = _migrate(text, path, ruleset, nest=False, tree=tree)
+        if not outcome.error and "npu-migrate" in text and not skips_file(text):
+            outcome.diagnostics += unknown_suppressions(text, path)
+        return outcome
     except RecursionError:
         return FileOutcome(path, error=f"{path}:0:0: too deeply nested to migrate; file left untouched")
     except Exception as exc:  # a bug in a rule must cost one file, not the run
@@ -158,7 +161,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
             pieces.append(chunk)
             continue
         chosen = tuple(rule for cls, rule in rules.items()
-                       if chunk_filters[cls] is None or chunk_filters[cls].search(chunk))
+                       if (pattern := chunk_filters[cls]) is None or pattern.search(chunk))
         if not chosen:
             pieces.append(chunk)
             continue
@@ -224,6 +227,23 @@ def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
     return outcome
 
 
+def unknown_suppressions(text: str, path: str) -> list[Diagnostic]:
+    """NPU001 (like ruff's RUF100): a code in `# npu-migrate: ignore[...]` that no rule has, so
+    the comment silences nothing (a typo, or a rule that was removed)."""
+    from codemods.framework.registry import all_rules
+    from npu_migrate.apply.codes import CODES
+    from npu_migrate.core.config import did_you_mean
+
+    known = [r.code for r in all_rules()] + list(CODES)
+    found = []
+    for line, col, code in Suppressions.parse(text).unknown(frozenset(known)):
+        close = did_you_mean(code, known)
+        hint = f"; did you mean {close}?" if close else ""
+        found.append(Diagnostic(UNKNOWN_SUPPRESSION, f"unknown code `{code}` in a suppression comment "
+                                f"(it silences nothing){hint}", path, line, col, Severity.WARNING))
+    return found
+
+
 def _unsuppressed(context: RuleContext) -> list[Diagnostic]:
     found = [d for d in context.diagnostics if not context.suppressions.suppresses(d.code, d.line)]
     return sorted(found, key=lambda d: (d.line, d.col, d.code))
@@ -235,6 +255,9 @@ def _parse_ast(text: str, path: str, outcome: FileOutcome) -> ast.Module | None:
         try:
             return ast.parse(text, filename=path)
         except SyntaxError as exc:
+            newer = grammar.ast_of_newer_syntax(text)  # newer Python than the one running us?
+            if newer is not None:
+                return newer
             outcome.error = f"{path}:{exc.lineno or 0}:{exc.offset or 0}: syntax error: {exc.msg}"
         except (ValueError, RecursionError, MemoryError) as exc:
             outcome.error = f"{path}:0:0: cannot parse: {exc}"
@@ -247,7 +270,7 @@ def _reparse_problem(text: str) -> str | None:
         try:
             ast.parse(text)
         except SyntaxError as exc:
-            return f"{exc.lineno or 0}:{exc.offset or 0}"
+            return None if grammar.is_valid_python(text) else f"{exc.lineno or 0}:{exc.offset or 0}"
     return None
 
 
@@ -345,7 +368,7 @@ def _run_piece(piece: Piece, chunk: str, runner: RuleRunner, context: RuleContex
             raise _Replan()
         source, removed = dedented
     try:
-        module = cst.parse_module(source)
+        module = grammar.parse_module(source)
     except cst.ParserSyntaxError as exc:
         if piece.indent:
             raise _Replan() from None
@@ -367,7 +390,10 @@ def _run_piece(piece: Piece, chunk: str, runner: RuleRunner, context: RuleContex
             raise _Replan()  # a rule added lines: re-run on the whole statement to indent them right
         new_source = "".join(line[:cut] + new for line, cut, new in zip(chunk_lines, removed, new_lines))
     for item in items:
-        (context.edits if isinstance(item, Edit) else context.diagnostics).append(item)
+        if isinstance(item, Edit):
+            context.edits.append(item)
+        else:
+            context.diagnostics.append(item)
     return new_source
 
 

@@ -1,4 +1,5 @@
-"""Narrowing the file set: `--changed-since REV` and `--shard K/N`."""
+"""Narrowing the rule set (the configuration's selectors, checked against the rules) and the
+file set (`--changed-since REV` and `--shard K/N`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,44 @@ import subprocess
 import zlib
 from collections.abc import Sequence
 
+from npu_migrate.core.config import SECTION, ConfigError, Settings, did_you_mean, normal_glob
+
 
 class SelectionError(ValueError):
     pass
+
+
+def resolve_rule_selectors(settings: Settings) -> Settings:
+    """Every code, prefix or name in a loaded configuration must match a rule (built-in or
+    plugin); per-file-ignores names are turned into codes, which is what the runner matches, and
+    their globs lose a leading `./`. Raises ConfigError naming the file and the key."""
+    if settings.source is None:  # defaults: nothing to check
+        return settings
+    from codemods.framework.registry import all_rules, selector_matches
+
+    where = f"{settings.source}: [tool.{SECTION}]"
+    rules = all_rules()
+    by_name = {r.name: r.code for r in rules}
+
+    def check(key: str, selector: str) -> None:
+        if not any(selector_matches(rule, selector) for rule in rules):
+            close = did_you_mean(selector, [r.code for r in rules] + list(by_name))  # edit distance
+            hint = f"; did you mean {close!r}?" if close else " (see `npu-migrate rules`)"
+            raise ConfigError(f"{where}: {key}: unknown rule code or name {selector!r}{hint}")
+
+    for key in ("select", "ignore", "enable"):
+        for selector in getattr(settings, key):
+            check(key, selector)
+    resolved: dict[str, list[str]] = {}
+    for pattern, codes in settings.per_file_ignores.items():
+        for selector in codes:
+            check(f"per-file-ignores.{pattern!r}", selector)
+        # ALL becomes the empty prefix, which the runner's prefix match reads as every code
+        resolved[normal_glob(pattern)] = ["" if c.strip().upper() == "ALL"
+                                          else by_name.get(c.strip().lower(), c.strip().upper())
+                                          for c in codes]
+    settings.per_file_ignores = resolved
+    return settings
 
 
 def parse_shard(text: str) -> tuple[int, int]:

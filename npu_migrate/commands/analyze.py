@@ -32,8 +32,11 @@ class Fatal(click.ClickException):
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True),
               help="Read rule selection from this pyproject.toml.")
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option("--torch-npu-version", metavar="X.Y",
+              help="Judge NPU kernel support for this torch_npu version (default: any version in the list).")
 def command(paths: tuple[str, ...], only: tuple[str, ...], fmt: str, output: str | None, jobs: int | None,
-            exclude: tuple[str, ...], max_rows: int, config_file: str | None, isolated: bool) -> None:
+            exclude: tuple[str, ...], max_rows: int, config_file: str | None, isolated: bool,
+            torch_npu_version: str | None) -> None:
     """Assess PATHS (files or folders) for a port to Ascend NPUs.
 
     \b
@@ -42,20 +45,21 @@ def command(paths: tuple[str, ...], only: tuple[str, ...], fmt: str, output: str
     """
     from npu_migrate.analyze import SECTIONS, analyze, default_plan
     from npu_migrate.analyze.render import render
+    from npu_migrate.apply.selection import resolve_rule_selectors
     from npu_migrate.core.config import ConfigError, load_settings
 
     if not paths:
         raise click.UsageError("give at least one PATH (a file or a folder)")
     try:
-        settings = load_settings(list(paths), config_file, isolated)
+        settings = resolve_rule_selectors(load_settings(list(paths), config_file, isolated))
         plan = default_plan(settings.select, settings.ignore, settings.enable, settings.rule_options(),
                             settings.per_file_ignores, settings.root)
     except (ConfigError, ValueError) as exc:
         raise Fatal(str(exc)) from None
     try:
         assessment = analyze(paths, only or SECTIONS, jobs or settings.jobs, list(exclude) + settings.exclude,
-                             plan, settings.respect_gitignore)
-    except FileNotFoundError as exc:
+                             plan, settings.respect_gitignore, torch_npu_version=torch_npu_version)
+    except (FileNotFoundError, ValueError) as exc:
         raise Fatal(str(exc)) from None
     if fmt == "text" and output is None:
         from rich.console import Console

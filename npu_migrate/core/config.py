@@ -1,9 +1,9 @@
-"""`[tool.npu-migrate]` in pyproject.toml, found by walking up from the paths given (as ruff
-does). Command-line options override it. Unknown keys and bad values are errors naming the key."""
+"""Settings: `[tool.npu-migrate]` in pyproject.toml or the top level of `npu-migrate.toml`, the
+nearest one to each file (as ruff does), optionally extending another file (`extend = "path"`).
+Command-line options override it. Unknown keys and bad values are errors naming the key."""
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import tomllib
@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 SECTION = "npu-migrate"
+# in one folder, npu-migrate.toml wins over pyproject.toml (ruff: ruff.toml over pyproject.toml)
+CONFIG_NAMES = ("npu-migrate.toml", "pyproject.toml")
 # accepted spellings of amp-dtype -> the dtype the AMP rule inserts
 AMP_DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
               "half": "float16"}
@@ -51,20 +53,168 @@ _LIST_KEYS = {"select", "ignore", "enable", "exclude"}
 _KNOWN = {_key(f.name) for f in fields(Settings)} - {"source", "root"}
 
 
-def find_pyproject(paths: Iterable[str]) -> str | None:
-    """The nearest pyproject.toml with a [tool.npu-migrate] table, from the common folder of the
-    paths upwards."""
-    starts = [os.path.abspath(p) for p in paths] or [os.getcwd()]
-    start = os.path.commonpath(starts) if len(starts) > 1 else starts[0]
-    directory = start if os.path.isdir(start) else os.path.dirname(start)
-    while True:
-        candidate = os.path.join(directory, "pyproject.toml")
-        if os.path.isfile(candidate) and _has_section(candidate):
+# -- did you mean ----------------------------------------------------------------------------
+def edit_distance(a: str, b: str) -> int:
+    """Optimal string alignment distance (insert, delete, substitute, swap two neighbours)."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, char_b in enumerate(b, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1,
+                             previous[j - 1] + (char_a != char_b))
+            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate nearest to `word` by edit distance (case-insensitive), if it is near
+    enough to be a typo: at most a third of the word's length, and at least 1. Ties go to the
+    first candidate in order. `NPU1O1` -> `NPU101` (one substitution), never `NPU311` (two)."""
+    word_key = word.strip().lower()
+    limit = max(1, len(word_key) // 3)
+    best, best_distance = None, limit + 1
+    for candidate in candidates:
+        distance = edit_distance(word_key, candidate.lower())
+        if distance < best_distance:
+            best, best_distance = candidate, distance
+    return best
+
+
+# -- reading and finding configuration files ---------------------------------------------------
+def read_toml(path: str) -> dict[str, Any]:
+    """A TOML file as a dict; a UTF-8 byte-order mark (as Windows editors write) is accepted."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8: {exc.reason} at byte {exc.start}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _table_of(path: str, data: dict[str, Any]) -> dict[str, Any] | None:
+    """Our settings table in a parsed file: all of npu-migrate.toml, or [tool.npu-migrate]."""
+    if os.path.basename(path) != "pyproject.toml":
+        return data
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict) or SECTION not in tool:
+        return None
+    table = tool[SECTION]
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.{SECTION}] must be a table")
+    return table
+
+
+def config_in(directory: str) -> str | None:
+    """The configuration file of this folder, if it has one: npu-migrate.toml, or a
+    pyproject.toml with a [tool.npu-migrate] table."""
+    for name in CONFIG_NAMES:
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate) and (name != "pyproject.toml" or _has_section(candidate)):
             return candidate
+    return None
+
+
+def nearest_config(path: str) -> str | None:
+    """The configuration that governs `path` (a file or folder): the nearest one in its folder
+    or above."""
+    absolute = os.path.abspath(path)
+    directory = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+    while True:
+        found = config_in(directory)
+        if found is not None:
+            return found
         parent = os.path.dirname(directory)
         if parent == directory:
             return None
         directory = parent
+
+
+def load_config_file(path: str) -> Settings:
+    """Settings from one configuration file, following `extend` chains (the extending file's
+    keys win; a cycle is an error). Relative paths are relative to the nearest file's folder,
+    except an extended file's `cache-dir`, which is relative to the file that sets it.
+    Rule selectors are checked against the installed rules by the caller (a layer up)."""
+    table = _merged_table(os.path.abspath(path), [])
+    settings = parse_table(table, path)
+    settings.source = path
+    settings.root = os.path.dirname(os.path.abspath(path))
+    if settings.cache_dir is not None and not os.path.isabs(settings.cache_dir):
+        settings.cache_dir = os.path.join(settings.root, os.path.expanduser(settings.cache_dir))
+    settings.exclude = [normal_glob(p) for p in settings.exclude]
+    return settings
+
+
+def _merged_table(path: str, chain: list[str]) -> dict[str, Any]:
+    if path in chain:
+        raise ConfigError(f"{chain[0]}: extend: a cycle ({' -> '.join(chain + [path])})")
+    table = _table_of(path, read_toml(path))
+    if table is None and chain:
+        raise ConfigError(f"{path}: no [tool.{SECTION}] table (named by extend in {chain[-1]})")
+    if table is None:
+        return {}  # a pyproject.toml named by --config without our table: the defaults
+    table = dict(table)
+    base = table.pop("extend", None)
+    if base is None:
+        return table
+    if not isinstance(base, str):
+        raise ConfigError(f"{path}: [tool.{SECTION}]: extend must be a path (a string)")
+    target = os.path.join(os.path.dirname(path), os.path.expanduser(base))
+    if not os.path.isfile(target):
+        raise ConfigError(f"{path}: extend: {base!r} is not a file")
+    merged = _merged_table(os.path.abspath(target), chain + [path])
+    if "cache-dir" in merged and isinstance(merged["cache-dir"], str):
+        merged["cache-dir"] = os.path.join(os.path.dirname(os.path.abspath(target)),
+                                           os.path.expanduser(merged["cache-dir"]))
+    merged.update(table)
+    return merged
+
+
+class SettingsFinder:
+    """Settings per file, as ruff resolves them: `--isolated` gives the defaults, `--config`
+    one file for everything, otherwise the nearest configuration to each file. Each folder is
+    looked up once and each configuration file read once per run."""
+
+    def __init__(self, config_file: str | None = None, isolated: bool = False) -> None:
+        self.fixed = Settings() if isolated else load_config_file(config_file) if config_file else None
+        self._by_config: dict[str | None, Settings] = {}
+        self._by_folder: dict[str, str | None] = {}
+
+    def for_path(self, path: str) -> Settings:
+        if self.fixed is not None:
+            return self.fixed
+        absolute = os.path.abspath(path)
+        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        if folder not in self._by_folder:
+            self._by_folder[folder] = nearest_config(folder)
+        config = self._by_folder[folder]
+        if config not in self._by_config:
+            self._by_config[config] = Settings() if config is None else load_config_file(config)
+        return self._by_config[config]
+
+
+def show_settings(settings: Settings) -> str:
+    """`--show-settings`: where the settings come from and every key's resolved value."""
+    lines = [f"Settings path: {settings.source or '(none: defaults)'}", f"root = {settings.root!r}"]
+    for item in fields(Settings):
+        if item.name not in ("source", "root"):
+            lines.append(f"{_key(item.name)} = {getattr(settings, item.name)!r}")
+    return "\n".join(lines)
+
+
+def find_pyproject(paths: Iterable[str]) -> str | None:
+    """The nearest configuration file (npu-migrate.toml, or pyproject.toml with a
+    [tool.npu-migrate] table), from the common folder of the paths upwards."""
+    starts = [os.path.abspath(p) for p in paths] or [os.getcwd()]
+    start = os.path.commonpath(starts) if len(starts) > 1 else starts[0]
+    return nearest_config(start)
 
 
 def _has_section(path: str) -> bool:
@@ -74,7 +224,7 @@ def _has_section(path: str) -> bool:
     except OSError:
         return False
     try:
-        tool = tomllib.loads(data.decode("utf-8")).get("tool", {})
+        tool = tomllib.loads(data.decode("utf-8-sig")).get("tool", {})
         return isinstance(tool, dict) and SECTION in tool
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         # a broken unrelated pyproject is not ours to judge; a broken one of ours must not be
@@ -86,62 +236,19 @@ def _has_section(path: str) -> bool:
 
 def load_settings(paths: Sequence[str], config_file: str | None = None,
                   isolated: bool = False) -> Settings:
+    """The settings of the configuration that governs `paths` as a whole (or `config_file`): one
+    Settings for a run (analyze; apply resolves per file with SettingsFinder); defaults when
+    there is none or `isolated`. Raises ConfigError naming the file for a bad table. Rule
+    selectors are not checked here: `npu_migrate.apply.selection.resolve_rule_selectors` does."""
     if isolated:
         return Settings()
     path = config_file or find_pyproject(paths)
     if path is None:
         return Settings()
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    tool = data.get("tool", {})
-    table = tool.get(SECTION, {}) if isinstance(tool, dict) else {}
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [tool.{SECTION}] must be a table")
-    settings = parse_table(table, path)
-    settings.source = path
-    settings.root = os.path.dirname(os.path.abspath(path))
-    if settings.cache_dir is not None:  # relative to the config file, not to where we run
-        settings.cache_dir = os.path.join(settings.root, os.path.expanduser(settings.cache_dir))
-    resolve_selectors_and_globs(settings, path)
-    return settings
+    return load_config_file(path)
 
 
-def resolve_selectors_and_globs(settings: Settings, path: str) -> None:
-    """Every code, prefix or name in the config must match a rule (built-in or plugin);
-    per-file-ignores names are turned into codes, which is what the runner matches; globs lose
-    a leading `./`."""
-    from codemods.framework.registry import _matches, all_rules
-
-    where = f"{path}: [tool.{SECTION}]"
-    rules = all_rules()
-    by_name = {r.name: r.code for r in rules}
-
-    def check(key: str, selector: str) -> None:
-        if not any(_matches(rule, selector) for rule in rules):
-            close = difflib.get_close_matches(selector, [r.code for r in rules] + list(by_name), 1)
-            hint = f"; did you mean {close[0]!r}?" if close else " (see `npu-migrate rules`)"
-            raise ConfigError(f"{where}: {key}: unknown rule code or name {selector!r}{hint}")
-
-    for key in ("select", "ignore", "enable"):
-        for selector in getattr(settings, key):
-            check(key, selector)
-    resolved: dict[str, list[str]] = {}
-    for pattern, codes in settings.per_file_ignores.items():
-        for selector in codes:
-            check(f"per-file-ignores.{pattern!r}", selector)
-        # ALL becomes the empty prefix, which the runner's prefix match reads as every code
-        resolved[_normal_glob(pattern)] = ["" if c.strip().upper() == "ALL"
-                             else by_name.get(c.strip().lower(), c.strip().upper()) for c in codes]
-    settings.per_file_ignores = resolved
-    settings.exclude = [_normal_glob(p) for p in settings.exclude]
-
-
-def _normal_glob(pattern: str) -> str:
+def normal_glob(pattern: str) -> str:
     """`./tests/*` means `tests/*`: paths are matched without a leading `./`."""
     while pattern.startswith("./"):
         pattern = pattern[2:]
@@ -153,8 +260,8 @@ def parse_table(table: dict[str, Any], path: str = "pyproject.toml") -> Settings
     where = f"{path}: [tool.{SECTION}]"
     for key, value in table.items():
         if key not in _KNOWN:
-            close = difflib.get_close_matches(key, sorted(_KNOWN), 1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            close = did_you_mean(key, sorted(_KNOWN))
+            hint = f"did you mean {close!r}? " if close else ""
             raise ConfigError(f"{where}: unknown key {key!r} ({hint}known: {', '.join(sorted(_KNOWN))})")
         attr = key.replace("-", "_")
         if key in _LIST_KEYS:
@@ -183,8 +290,7 @@ def parse_table(table: dict[str, Any], path: str = "pyproject.toml") -> Settings
         elif key == "cache-dir":
             if not isinstance(value, str):
                 raise ConfigError(f"{where}: cache-dir must be a string")
-        elif key == "respect-gitignore":
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where}: respect-gitignore must be true or false")
+        elif key == "respect-gitignore" and not isinstance(value, bool):
+            raise ConfigError(f"{where}: respect-gitignore must be true or false")
         setattr(settings, attr, value)
     return settings

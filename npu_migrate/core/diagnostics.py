@@ -11,6 +11,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 DOCS_RULES = "docs/rules"
+# Where the project's sources are published. Doc URLs name a release tag (`v` + version), so a
+# SARIF log keeps pointing at the page of the version that wrote it.
+# TODO(lead): the published repository's address (none is recorded anywhere in the project yet).
+PROJECT_URL = "https://github.com/npu-migrate/npu-migrate"
 
 
 class Severity(str, enum.Enum):
@@ -29,11 +33,17 @@ BUILTIN_PREFIXES = ("NPU", "ANA", "MEM", "VER")
 
 
 def doc_link(code: str) -> str:
-    """Where the doc page of a code lives. Built-in pages are in docs/rules; a plugin's page is
-    shown by `npu-migrate rules CODE` (which also prints the built-in ones)."""
-    if code.startswith(BUILTIN_PREFIXES):
-        return f"{DOCS_RULES}/{code}.md"
+    """How to read the doc page of a code with any installed copy (a checkout's docs/rules
+    folder is not there in an installed wheel): the command that prints it."""
     return f"npu-migrate rules {code}"
+
+
+def doc_url(code: str, version: str) -> str | None:
+    """The versioned web address of a built-in code's page (SARIF `helpUri`); None for a
+    plugin's code, whose pages are not published with ours."""
+    if not code.startswith(BUILTIN_PREFIXES):
+        return None
+    return f"{PROJECT_URL}/blob/v{version}/{DOCS_RULES}/{code}.md"
 
 
 @dataclass(frozen=True)
@@ -64,7 +74,7 @@ class Diagnostic:
         data["doc"] = self.doc
         return data
 
-    def with_path(self, path: str) -> "Diagnostic":
+    def with_path(self, path: str) -> Diagnostic:
         return Diagnostic(self.code, self.message, path, self.line, self.col,
                           self.severity, self.end_line, self.end_col)
 

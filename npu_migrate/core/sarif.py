@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-from npu_migrate.core.diagnostics import Diagnostic, doc_link
+from npu_migrate.core.diagnostics import Diagnostic, doc_link, doc_url
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
@@ -25,7 +25,8 @@ def to_sarif(diagnostics: Iterable[Diagnostic],
              rules: Mapping[str, tuple[str, str, str | None]],
              tool_version: str, tool_name: str = "npu-migrate") -> dict[str, Any]:
     """One SARIF log with one run. `rules` maps a code to (name, summary, help_uri or None);
-    codes of diagnostics missing from it get a minimal rule entry of their own."""
+    codes of diagnostics missing from it get a minimal rule entry of their own. A missing
+    help_uri of a built-in code is its versioned page (doc_url)."""
     diagnostics = list(diagnostics)
     codes = list(rules)
     for diagnostic in diagnostics:
@@ -40,6 +41,7 @@ def to_sarif(diagnostics: Iterable[Diagnostic],
             "shortDescription": {"text": summary},
             "help": {"text": f"{summary}. See {doc_link(code)}."},
         }
+        help_uri = help_uri or doc_url(code, tool_version)
         if help_uri:
             descriptor["helpUri"] = help_uri
         descriptors.append(descriptor)

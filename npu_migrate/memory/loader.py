@@ -32,26 +32,22 @@ from npu_migrate.memory.model import (
     Segment,
     Snapshot,
 )
-
-# Caps: a snapshot beyond them is refused with a one-line message rather than analysed for
-# minutes (the largest real dumps hold a few million events).
-MAX_FILE_BYTES = 32 << 30
-MAX_EVENTS = 20_000_000
-MAX_SEGMENTS = 1_000_000
-MAX_BLOCKS = 20_000_000
-MAX_FRAMES = 1024  # frames kept per stack (innermost first)
-MAX_TEXT = 1024  # characters kept per frame name or file name
-MAX_ADDRESS = (1 << 63) - 1
-MAX_SIZE = 1 << 50  # 1 PiB: any larger size or total is corrupt
-MAX_TIME = 1 << 62
+from npu_migrate.memory.limits import (
+    MAX_ADDRESS,
+    MAX_BLOCKS,
+    MAX_EVENTS,
+    MAX_FILE_BYTES,
+    MAX_FRAMES,
+    MAX_SEGMENTS,
+    MAX_SIZE,
+    MAX_TEXT,
+    MAX_TIME,
+    SnapshotError,
+)
 
 STATE_ALIASES = {"active_awaiting_free": PENDING, "active_pending_free": PENDING,
                  ACTIVE: ACTIVE, INACTIVE: INACTIVE}
 OTHER = CODE["other"]
-
-
-class SnapshotError(Exception):
-    """A file that is not a readable snapshot; the message is one line naming the file."""
 
 
 class RefusingUnpickler(pickle.Unpickler):

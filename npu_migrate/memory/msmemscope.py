@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from npu_migrate.memory.limits import MAX_EVENTS, SnapshotError
 from npu_migrate.memory.model import (
     ACTIVE,
     ALLOC,
@@ -48,8 +49,6 @@ FRAME_RE = re.compile(r"^\s*(?P<file>[^()]+?)\((?P<line>\d+)\)\s*:?\s*(?P<name>.
 
 
 def load_msmemscope(path: str | Path) -> Snapshot:
-    from npu_migrate.memory.loader import MAX_EVENTS, SnapshotError
-
     path = Path(path)
     try:
         reader = _read_db(path) if path.suffix == ".db" else _read_csv(path)

@@ -1,5 +1,4 @@
 import pytest
-
 from analyze_paths import DEMO
 
 

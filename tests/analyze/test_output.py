@@ -89,7 +89,7 @@ def cli(*args):
 def test_cli_subprocess_exit_codes(tmp_path):
     """One real subprocess, as a user runs it: a missing path is a one-line error, exit 2."""
     result = subprocess.run([sys.executable, "-m", "npu_migrate", "analyze", str(tmp_path / "nope")],
-                            cwd=REPO, capture_output=True, text=True, timeout=120)
+                            cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "nope" in result.stderr
 
@@ -126,7 +126,8 @@ def test_cli_bad_input(tmp_path):
 
 
 def test_parallel_equals_serial(tmp_path):
-    source = open(os.path.join(DEMO, "demo", "train.py"), encoding="utf-8").read()
+    with open(os.path.join(DEMO, "demo", "train.py"), encoding="utf-8") as handle:
+        source = handle.read()
     for i in range(30):
         (tmp_path / f"t{i:02d}.py").write_text(source)
     from npu_migrate.analyze import analyze

@@ -2,10 +2,10 @@
 import ast
 import textwrap
 
+from codemods.framework.facts import FileFacts
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.aggregate import Aggregator
 from npu_migrate.analyze.scan import Scanner
-from codemods.framework.facts import FileFacts
 
 
 def scan(source: str, path: str = "x.py"):
@@ -178,7 +178,6 @@ def test_shipped_kernel_list_matches_reference():
     import os
 
     import pytest
-
     from analyze_paths import REPO
 
     reference = os.path.join(REPO, "..", "shared", "reference", "npu_aten_ops.tsv")

@@ -1,22 +1,18 @@
 """NPU130: CUDA AMP becomes the device-generic torch.amp API with "npu"."""
 
-import json
 
 import pytest
-
 import rule_cases
-from codemods.rules.amp import DATA
+
+from codemods.framework.data import load_data
+from codemods.rules.npu130_amp_device import DATA
 
 CODES = ["NPU130"]
 T = "import torch\n"
 
 
-def migrate(src: str, codes=CODES):
-    return rule_cases.migrate(src, codes)
-
-
-def after(src: str, codes=CODES) -> str:
-    return rule_cases.after(src, codes)
+_RULES = rule_cases.for_codes(CODES)
+migrate, after = _RULES.migrate, _RULES.after
 
 
 REWRITES = [
@@ -146,7 +142,7 @@ def test_star_args_of_autocast_are_reported():
 
 
 def test_amp_table_follows_the_coverage_schema():
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    data = load_data(DATA)
     for entry in data["entries"]:
         assert {"cuda", "npu", "action", "code", "transfer_to_npu"} <= entry.keys()
         assert entry["code"] == "NPU130"

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from rule_cases import codes_at, for_codes
 
-from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
+_RULES = for_codes(with_import=True)
+migrate = _RULES.migrate
+after = _RULES.after
+assert_idempotent = _RULES.assert_idempotent
 
 CODES = ["NPU160", "NPU161", "NPU162", "NPU163", "NPU164"]
 N = "import torch_npu  # noqa: F401\n"

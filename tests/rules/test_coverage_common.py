@@ -6,10 +6,13 @@ from __future__ import annotations
 import ast
 
 import pytest
+from rule_cases import codes_at, for_codes
 
 from codemods.framework.facts import FileFacts
-from codemods.rules.coverage_common import name_prefilter
-from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
+from codemods.framework.namemap import name_prefilter
+
+_RULES = for_codes(with_import=True)
+migrate, after, assert_idempotent = _RULES.migrate, _RULES.after, _RULES.assert_idempotent
 
 N = "import torch_npu  # noqa: F401\n"
 
@@ -73,7 +76,8 @@ def test_local_names_that_look_like_imports_are_not_touched() -> None:
                                        ("NPU170", "coverage_profiler.json")])
 def test_prefilter_matches_every_name_it_handles(code: str, file: str) -> None:
     import re
-    from test_coverage_helpers import data
+
+    from rule_cases import data
     pattern = re.compile(name_prefilter(file, code))
     for entry in data(file)["entries"]:
         if entry["code"] == code and entry.get("match", "name") == "name":

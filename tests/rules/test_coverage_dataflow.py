@@ -4,8 +4,12 @@ with "cuda"."""
 from __future__ import annotations
 
 import pytest
+from rule_cases import codes_at, for_codes
 
-from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
+_RULES = for_codes(with_import=True)
+migrate = _RULES.migrate
+after = _RULES.after
+assert_idempotent = _RULES.assert_idempotent
 
 DEVICE_RULES = ["NPU103", "NPU104", "NPU105", "NPU190"]
 

@@ -8,8 +8,12 @@ import io
 
 import pytest
 import torch
+from rule_cases import codes_at, data, for_codes
 
-from test_coverage_helpers import after, assert_idempotent, codes_at, data, migrate
+_RULES = for_codes(with_import=True)
+migrate = _RULES.migrate
+after = _RULES.after
+assert_idempotent = _RULES.assert_idempotent
 
 N = "import torch_npu  # noqa: F401\n"
 
@@ -202,8 +206,8 @@ def test_device_ids_unchanged() -> None:
 
 def test_the_load_to_cpu_lambda_is_not_reported():
     """DETR's `map_location=lambda storage, loc: storage` keeps storages on the CPU: nothing to do."""
-    from npu_migrate.apply.engine import RuleSet, migrate_text
     from codemods.framework.registry import all_rules, select_rules
+    from npu_migrate.apply.engine import RuleSet, migrate_text
 
     ruleset = RuleSet(select_rules(all_rules(), select=["NPU152"]))
     quiet = migrate_text("import torch\nw = torch.load(p, map_location=lambda storage, loc: storage)\n",

@@ -6,8 +6,12 @@ import inspect
 
 import pytest
 import torch
+from rule_cases import codes_at, for_codes
 
-from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
+_RULES = for_codes(with_import=True)
+migrate = _RULES.migrate
+after = _RULES.after
+assert_idempotent = _RULES.assert_idempotent
 
 CODES = ["NPU175", "NPU176", "NPU177"]
 N = "import torch_npu  # noqa: F401\n"
@@ -72,7 +76,7 @@ def test_cuda_graph_signature_is_what_the_rule_assumes() -> None:
     capture_error_mode, which torch.npu.graph takes as its fifth."""
     params = list(inspect.signature(torch.cuda.graph.__init__).parameters)[1:]
     assert params[:4] == ["cuda_graph", "pool", "stream", "capture_error_mode"]
-    from codemods.rules.coverage_graphs import _NPU_GRAPH_LACKS
+    from codemods.rules.npu177_cuda_graph_arguments import _NPU_GRAPH_LACKS
     assert set(_NPU_GRAPH_LACKS) <= set(params)
 
 

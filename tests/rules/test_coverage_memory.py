@@ -6,8 +6,12 @@ import inspect
 
 import pytest
 import torch.cuda.memory
+from rule_cases import codes_at, for_codes
 
-from test_coverage_helpers import after, assert_idempotent, codes_at, migrate
+_RULES = for_codes(with_import=True)
+migrate = _RULES.migrate
+after = _RULES.after
+assert_idempotent = _RULES.assert_idempotent
 
 CODES = ["NPU155", "NPU156"]
 H = "import torch\n"
@@ -97,7 +101,7 @@ def test_result_binds_to_torch_npu_signature() -> None:
 def test_legacy_rewrite_matches_upstream_legacy_parameter_order() -> None:
     """The positional order used for the bool form is upstream's legacy order."""
     legacy = list(inspect.signature(torch.cuda.memory._record_memory_history_legacy).parameters)
-    from codemods.rules.coverage_memory import _CURRENT, _LEGACY
+    from codemods.rules.npu156_record_memory_history_arguments import _CURRENT, _LEGACY
     assert list(_LEGACY) == legacy
     current = list(inspect.signature(torch.cuda.memory._record_memory_history).parameters)
     assert list(_CURRENT) == current[:5]

@@ -6,8 +6,13 @@ from __future__ import annotations
 import importlib
 
 import pytest
+from codemods.framework.data import DATA
+from rule_cases import NAME_FILES, codes_at, data, for_codes, name_entries
 
-from test_coverage_helpers import after, assert_idempotent, codes_at, data, migrate, name_entries
+_RULES = for_codes(with_import=True)
+migrate = _RULES.migrate
+after = _RULES.after
+assert_idempotent = _RULES.assert_idempotent
 
 ENTRIES = name_entries()
 REWRITES = [(f, e) for f, e in ENTRIES if e["action"] == "rewrite"]
@@ -109,3 +114,9 @@ def test_unchanged_when_the_name_is_not_torch() -> None:
 def test_after_helper_parses() -> None:
     assert after("import torch\nx = torch.cuda.FloatTensor\n", ["NPU150"]).endswith(
         "x = torch.npu.FloatTensor\n")
+
+
+def test_every_coverage_data_file_is_read_by_these_tests() -> None:
+    """A new coverage_*.json must be added to NAME_FILES (or be a call-only file)."""
+    call_only = {"coverage_devices.json"}
+    assert {p.name for p in DATA.glob("coverage_*.json")} == set(NAME_FILES) | call_only

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from rule_cases import codes_at, data, for_codes
 
-from test_coverage_helpers import after, assert_idempotent, codes_at, data, migrate
+_RULES = for_codes(with_import=True)
+migrate = _RULES.migrate
+after = _RULES.after
+assert_idempotent = _RULES.assert_idempotent
 
 CODES = ["NPU150", "NPU151"]
 

@@ -1,18 +1,13 @@
 """NPU101 `.cuda()` -> `.npu()` and NPU102 `.is_cuda` -> `.is_npu`."""
 
 import pytest
-
 import rule_cases
 
 CODES = ["NPU101", "NPU102"]
 
 
-def migrate(src: str, codes=CODES):
-    return rule_cases.migrate(src, codes)
-
-
-def after(src: str, codes=CODES) -> str:
-    return rule_cases.after(src, codes)
+_RULES = rule_cases.for_codes(CODES)
+migrate, after = _RULES.migrate, _RULES.after
 
 
 REWRITES = [

@@ -3,20 +3,16 @@
 import json
 
 import pytest
-
 import rule_cases
-from codemods.rules.device_strings import device_positions, load_positions
+
+from codemods.framework.devices import device_positions, load_positions
 
 CODES = ["NPU103", "NPU104", "NPU105"]
 T = "import torch\n"
 
 
-def migrate(src: str, codes=CODES):
-    return rule_cases.migrate(src, codes)
-
-
-def after(src: str, codes=CODES) -> str:
-    return rule_cases.after(src, codes)
+_RULES = rule_cases.for_codes(CODES)
+migrate, after = _RULES.migrate, _RULES.after
 
 
 REWRITES = [
@@ -165,7 +161,7 @@ def test_positions_files_are_merged(tmp_path):
 
 
 def test_shipped_positions_cover_the_amp_calls_the_amp_rule_owns():
-    from codemods.rules.amp import amp_table
+    from codemods.rules.npu130_amp_device import amp_table
 
     assert set(amp_table().generic) <= device_positions().skip_functions
 

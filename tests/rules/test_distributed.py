@@ -1,22 +1,19 @@
 """NPU140-NPU143: torch.distributed on HCCL."""
 
-import json
 
 import pytest
-
 import rule_cases
-from codemods.rules.distributed import DATA, backend_text, dist_table
+
+from codemods.framework.data import load_data
+from codemods.framework.families.distributed import DATA, dist_table
+from codemods.rules.npu140_nccl_backend import backend_text
 
 CODES = ["NPU140", "NPU141", "NPU142", "NPU143"]
 D = "import torch.distributed as dist\n"
 
 
-def migrate(src: str, codes=CODES):
-    return rule_cases.migrate(src, codes)
-
-
-def after(src: str, codes=CODES) -> str:
-    return rule_cases.after(src, codes)
+_RULES = rule_cases.for_codes(CODES)
+migrate, after = _RULES.migrate, _RULES.after
 
 
 REWRITES = [
@@ -128,7 +125,7 @@ def test_edit_messages():
 
 
 def test_table_follows_the_coverage_schema():
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    data = load_data(DATA)
     for entry in data["entries"]:
         assert {"cuda", "npu", "action", "code", "transfer_to_npu"} <= entry.keys()
         assert entry["code"] in CODES

@@ -5,29 +5,27 @@ from __future__ import annotations
 import ast
 
 import pytest
-from hypothesis import given, settings, strategies as st
+import rule_cases
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from npu_migrate.core.diagnostics import Severity
-from npu_migrate.apply.engine import RuleSet, migrate_text
 from codemods.framework import envmap
 from codemods.framework.registry import all_rules, select_rules
+from npu_migrate.apply.engine import RuleSet, migrate_text
+from npu_migrate.core.diagnostics import Severity
 
 ENV_CODES = ["NPU201", "NPU202", "NPU203", "NPU204", "NPU205", "NPU206", "NPU207"]
 
 
 def run(text: str, select=ENV_CODES):
-    outcome = migrate_text(text, "x.py", RuleSet(select_rules(all_rules(), select=select)))
-    assert outcome.error is None, outcome.error
-    return outcome
+    return rule_cases.migrate(text, select, "x.py")
 
 
 def migrated(text: str, select=ENV_CODES) -> str:
-    outcome = run(text, select)
-    return outcome.new_text if outcome.new_text is not None else text
+    return rule_cases.after(text, select, "x.py")
 
 
-def codes(outcome) -> list[tuple[str, int, str]]:
-    return [(d.code, d.line, d.severity.value) for d in outcome.diagnostics]
+codes = rule_cases.codes_with_severity
 
 
 REWRITES = [

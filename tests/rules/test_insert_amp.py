@@ -4,17 +4,14 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
+import rule_cases
 
-from npu_migrate.apply.engine import RuleSet, migrate_text
 from codemods.framework.registry import all_rules, select_rules
 
 
 def migrate(src: str, dtype: str | None = None, enable=("amp",), select=("NPU100",)):
-    options = {"amp_dtype": dtype} if dtype else {}
-    ruleset = RuleSet(select_rules(all_rules(), select=list(select), enable=list(enable)), options)
-    outcome = migrate_text(dedent(src), "train.py", ruleset)
-    assert outcome.error is None, outcome.error
-    return outcome
+    return rule_cases.migrate(dedent(src), list(select), "train.py", enable=enable,
+                              options={"amp_dtype": dtype} if dtype else {})
 
 
 def after(src: str, dtype: str | None = None, **kwargs) -> str:

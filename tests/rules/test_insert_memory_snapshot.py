@@ -8,18 +8,14 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
+import rule_cases
 
-from npu_migrate.apply.engine import RuleSet, migrate_text
-from codemods.framework.registry import all_rules, select_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def migrate(src: str, options=None):
-    ruleset = RuleSet(select_rules(all_rules(), select=["NPU100"], enable=["memory-snapshot"]), options)
-    outcome = migrate_text(dedent(src), "train.py", ruleset)
-    assert outcome.error is None, outcome.error
-    return outcome
+    return rule_cases.migrate(dedent(src), ["NPU100"], "train.py", enable=["memory-snapshot"], options=options)
 
 
 def after(src: str, options=None) -> str:

@@ -3,19 +3,15 @@
 from textwrap import dedent
 
 import pytest
+import rule_cases
 import torch
 
-from npu_migrate.apply.engine import RuleSet, migrate_text
-from codemods.framework.registry import all_rules, select_rules
 
 HEADER = "import torch\nfrom torch.utils.data import DataLoader\n"
 
 
 def migrate(src: str):
-    ruleset = RuleSet(select_rules(all_rules(), select=["pin-memory"]))
-    outcome = migrate_text(HEADER + dedent(src), "data.py", ruleset)
-    assert outcome.error is None, outcome.error
-    return outcome
+    return rule_cases.migrate(HEADER + dedent(src), ["pin-memory"], "data.py")
 
 
 def after(src: str) -> str:

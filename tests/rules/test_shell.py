@@ -6,24 +6,21 @@ import shutil
 import subprocess
 
 import pytest
-from hypothesis import given, settings, strategies as st
+import rule_cases
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from npu_migrate.apply.engine import RuleSet, migrate_text
-from codemods.framework.registry import all_rules, select_rules
 from codemods.framework.shellwords import lex
 
 SHELL_CODES = ["NPU251", "NPU252", "NPU253", "NPU254", "NPU255", "NPU256", "NPU257"]
 
 
 def run(text: str, select=SHELL_CODES, path: str = "run.sh"):
-    outcome = migrate_text(text, path, RuleSet(select_rules(all_rules(), select=select)))
-    assert outcome.error is None
-    return outcome
+    return rule_cases.migrate(text, select, path)
 
 
 def migrated(text: str, select=SHELL_CODES) -> str:
-    outcome = run(text, select)
-    return outcome.new_text if outcome.new_text is not None else text
+    return rule_cases.after(text, select, "run.sh")
 
 
 def codes(outcome) -> list[tuple[str, int, str]]:

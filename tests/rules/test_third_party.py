@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import pytest
+import rule_cases
 
-from npu_migrate.core.diagnostics import Severity
-from npu_migrate.apply.engine import RuleSet, migrate_text
+from codemods.framework.families.third_party import best_import_entry, entries
 from codemods.framework.registry import all_rules, find_rule, select_rules
-from codemods.rules.third_party import best_import_entry, cu_file_diagnostic, entries
+from codemods.rules.npu312_cuda_source_file import cu_file_diagnostic
+from npu_migrate.apply.engine import RuleSet, migrate_text
+from npu_migrate.core.diagnostics import Severity
 
 
 def run(text: str, select=("NPU3",)):
-    outcome = migrate_text(text, "x.py", RuleSet(select_rules(all_rules(), select=list(select))))
-    assert outcome.error is None, outcome.error
+    outcome = rule_cases.migrate(text, list(select), "x.py")
     assert outcome.new_text is None  # diagnostics only
     return outcome
 
@@ -140,7 +141,7 @@ def test_cu_file_diagnostic() -> None:
     assert (diagnostic.code, diagnostic.path, diagnostic.line, diagnostic.severity) == (
         "NPU312", "csrc/kernel.cu", 0, Severity.WARNING)
     assert "Ascend C" in diagnostic.message
-    assert diagnostic.format().endswith("(docs/rules/NPU312.md)")
+    assert diagnostic.format().endswith("(npu-migrate rules NPU312)")
     assert find_rule("NPU312").name == "cuda-source-file"
 
 

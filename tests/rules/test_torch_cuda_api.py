@@ -1,25 +1,21 @@
 """NPU120 torch.cuda.X -> torch.npu.X and NPU121 names without an NPU counterpart."""
 
-import json
 import re
 from pathlib import Path
 
 import pytest
-
 import rule_cases
-from codemods.rules.torch_cuda_api import DATA, cuda_names
+
+from codemods.framework.data import load_data
+from codemods.framework.families.torch_cuda_api import DATA, cuda_names
 
 CODES = ["NPU120", "NPU121"]
 T = "import torch\n"
 FACT_SHEET = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "torch_npu_api.md"
 
 
-def migrate(src: str, codes=CODES):
-    return rule_cases.migrate(src, codes)
-
-
-def after(src: str, codes=CODES) -> str:
-    return rule_cases.after(src, codes)
+_RULES = rule_cases.for_codes(CODES)
+migrate, after = _RULES.migrate, _RULES.after
 
 
 REWRITES = [
@@ -103,7 +99,7 @@ def test_no_counterpart_is_flagged_at_the_use():
     assert outcome.new_text is None
     assert [(d.code, d.line, d.col) for d in outcome.diagnostics] == [("NPU121", 2, 9), ("NPU121", 3, 5)]
     assert "npu-smi" in outcome.diagnostics[1].message
-    assert outcome.diagnostics[0].format().endswith("(docs/rules/NPU121.md)")
+    assert outcome.diagnostics[0].format().endswith("(npu-migrate rules NPU121)")
 
 
 def test_module_alias_used_for_a_missing_name_stays_and_is_reported():
@@ -134,7 +130,7 @@ def test_edits_name_both_apis():
 # -- the name table ------------------------------------------------------------------------------
 
 def _table():
-    return json.loads(DATA.read_text(encoding="utf-8"))
+    return load_data(DATA)
 
 
 def test_table_holds_the_142_names_of_torch_npu_npu_all():

@@ -27,13 +27,13 @@ def test_summary_rolls_up_per_top_level_package(tmp_path, monkeypatch):
         in text.stderr
 
 
-def test_progress_bar_with_rate_and_eta_on_a_terminal(tmp_path):
-    for i in range(240):
-        write(tmp_path / f"pkg{i % 4}" / f"m{i}.py", CLEAN + f"N = {i}\n")
+def run_with_terminal_stderr(args: list[str], cwd) -> tuple[int, str, str]:
+    """The CLI with standard error on a pseudo-terminal and standard output piped."""
     leader, follower = pty.openpty()
     env = dict(os.environ, COLUMNS="120", TERM="xterm")
-    process = subprocess.Popen([sys.executable, "-m", "npu_migrate", "apply", "--check", "--no-cache", "."],
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=follower, env=env)
+    env.pop("NO_COLOR", None)
+    process = subprocess.Popen([sys.executable, "-m", "npu_migrate", *args], cwd=cwd,
+                               stdout=subprocess.PIPE, stderr=follower, env=env)
     os.close(follower)
     chunks = []
     while True:
@@ -44,12 +44,24 @@ def test_progress_bar_with_rate_and_eta_on_a_terminal(tmp_path):
         if not data:
             break
         chunks.append(data)
+    stdout = process.stdout.read().decode() if process.stdout else ""
     process.wait(timeout=120)
     os.close(leader)
-    terminal = b"".join(chunks).decode("utf-8", "replace")
-    assert process.returncode == 0, terminal
-    assert "migrating" in terminal and "ETA" in terminal and "/240" in terminal
-    assert "240 file(s) scanned, 0 would change, 0 failed" in terminal
+    return process.returncode, b"".join(chunks).decode("utf-8", "replace"), stdout
+
+
+def test_progress_bar_labelled_by_mode_and_never_mixed_with_results(tmp_path):
+    for i in range(240):
+        write(tmp_path / f"pkg{i % 4}" / f"m{i}.py", (CUDA if i % 40 == 0 else CLEAN) + f"N = {i}\n")
+    code, terminal, stdout = run_with_terminal_stderr(["apply", "--check", "--no-cache", "."], tmp_path)
+    assert code == 1, terminal
+    assert "checking" in terminal and "ETA" in terminal and "/240" in terminal
+    assert "migrating" not in terminal
+    assert "240 file(s) scanned, 6 would change, 0 failed" in terminal
+    # the results, and only they, on standard output: no bar, no control codes
+    assert sorted(stdout.splitlines()) == sorted(f"would migrate pkg0/m{i}.py" for i in range(0, 240, 40))
+    code, terminal, _ = run_with_terminal_stderr(["apply", "--no-cache", "."], tmp_path)
+    assert code == 0 and "migrating" in terminal and "checking" not in terminal
     piped = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--check", "--no-cache", "."],
                            cwd=tmp_path, capture_output=True, text=True, check=False)
-    assert "ETA" not in piped.stderr and "migrating" not in piped.stderr  # no bar in logs
+    assert "ETA" not in piped.stderr and "checking" not in piped.stderr  # no bar in logs

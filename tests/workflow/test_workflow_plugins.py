@@ -12,7 +12,7 @@ import pytest
 
 from codemods.framework import registry
 
-from workflow_helpers import CUDA, apply, cli, write
+from workflow_helpers import CUDA, REPO, apply, cli, write
 
 SOURCE = """\
 import torch
@@ -26,7 +26,9 @@ fused_adam_cuda(model.parameters())
 
 
 def env_with(*paths: Path) -> dict[str, str]:
-    return {"PYTHONPATH": ":".join(str(p) for p in paths)}
+    """PYTHONPATH with these plugin folders, and this checkout's code (not whatever copy of
+    npu-migrate the interpreter has installed)."""
+    return {"PYTHONPATH": ":".join([*(str(p) for p in paths), str(REPO)])}
 
 
 @pytest.fixture
@@ -74,7 +76,7 @@ def test_plugin_rules_run_with_the_builtins(plugin_path, tmp_path):
     assert "+dev = devices.npu_device(0)" in result.stdout  # plugin EXA101
     assert "+import torch_npu" in result.stdout  # NPU100 acts on the plugin's edit too
     assert "keep = devices.npu_device(1)" not in result.stdout  # suppressed on its line
-    assert "train.py:7:1: EXA102 `fused_adam_cuda` is CUDA-only" in result.stderr
+    assert "train.py:7:1: EXA102 [error] `fused_adam_cuda` is CUDA-only" in result.stderr
     assert target.read_text() == SOURCE
     written = cli("apply", "--format", "json", "train.py", cwd=tmp_path, env=env_with(plugin_path))
     assert written.returncode == 1  # the error-level diagnostic remains after the rewrite

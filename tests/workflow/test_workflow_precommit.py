@@ -4,7 +4,8 @@ staged Python and shell files are given to the hooks.
 
 Two ways of pointing pre-commit at this repository:
 - `repo:` a git snapshot of this working tree, exactly as users consume the hooks (pre-commit
-  pip-installs it into its own virtualenv: needs PyPI, ~30 s; marked slow);
+  pip-installs it into its own virtualenv: needs PyPI, ~30 s; marked `network` and `slow`, so
+  the default run leaves it out: `python -m pytest -m "slow or network"` runs it);
 - `repo: local` hooks built from the manifest's own entries with `language: system` (seconds),
   after validating the manifest with pre-commit's own loader.
 """
@@ -117,7 +118,7 @@ def test_local_hooks_check_fix_and_pass(tmp_path):
     root = consumer(tmp_path, local_hooks())
     write(root / "scripts" / "launch", LAUNCH)  # a shell file without suffix: pre-commit passes it
     git(root, "add", "scripts/launch")
-    result = check_fix_check(root, tmp_path / "home")
+    result = check_fix_check(root, tmp_path / "home", extra_env={"PYTHONPATH": str(REPO)})
     assert result.returncode == 0
 
 
@@ -128,10 +129,10 @@ def test_local_check_hook_fails_on_error_level_diagnostics(tmp_path, plugin_path
     write(root / "opt.py", "from acme.kernels import fused_adam_cuda\nfused_adam_cuda([])\n")
     git(root, "add", "-A", ".")
     git(root, "rm", "-q", "--cached", "draft.py")
-    env = {"PYTHONPATH": str(plugin_path)}
+    env = {"PYTHONPATH": f"{plugin_path}:{REPO}"}  # the plugin, and this checkout's npu-migrate
     failing = pre_commit(root, tmp_path / "home", "npu-migrate-check", extra_env=env)
     assert failing.returncode == 1
-    assert "opt.py:2:1: EXA102 `fused_adam_cuda` is CUDA-only" in failing.stdout
+    assert "opt.py:2:1: EXA102 [error] `fused_adam_cuda` is CUDA-only" in failing.stdout
     write(root / "opt.py", "from acme.kernels import fused_adam_cuda\n"
                            "fused_adam_cuda([])  # npu-migrate: ignore[EXA102]\n")
     git(root, "add", "opt.py")
@@ -151,6 +152,7 @@ def snapshot_of_this_tree(tmp_path: Path) -> tuple[Path, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.network
 def test_repository_hooks_installed_by_pre_commit(tmp_path):
     source, rev = snapshot_of_this_tree(tmp_path)
     config = {"repos": [{"repo": str(source), "rev": rev,

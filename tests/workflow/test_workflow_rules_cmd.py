@@ -1,8 +1,10 @@
-"""`npu-migrate rules` lists every rule; `rules CODE` prints its doc page from a checkout and
-from an installed (non-editable) copy where docs/ is absent."""
+"""`npu-migrate rules` lists every rule with its fix safety and targets; `rules CODE` prints the
+page rendered from the installed code (the same text as docs/rules/CODE.md), also from an
+installed (non-editable) copy where docs/ is absent."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -15,31 +17,44 @@ from click.testing import CliRunner
 from npu_migrate.commands.rules import command
 from codemods.framework.registry import all_rules
 
-from workflow_helpers import REPO, write
+from workflow_helpers import REPO
 
 
-def test_listing_has_every_rule_with_default_and_fix_safety():
+def test_listing_has_every_rule_with_default_fix_safety_and_targets():
     result = CliRunner().invoke(command, [])
     assert result.exit_code == 0
     header, *rows = result.stdout.splitlines()
-    assert header.split() == ["CODE", "NAME", "DEFAULT", "FIX", "SUMMARY"]
+    assert header.split() == ["CODE", "NAME", "DEFAULT", "FIX", "TARGETS", "SUMMARY"]
     by_code = {row.split()[0]: row.split() for row in rows}
     rules = all_rules()
     assert set(by_code) == {r.code for r in rules}
     for rule in rules:
-        code, name, default, fix, *_ = by_code[rule.code]
-        assert (name, default, fix) == (rule.name, "on" if rule.default else "off", rule.fix.value)
+        code, name, default, fix, targets, *_ = by_code[rule.code]
+        assert (name, default, fix, targets) == (rule.name, "on" if rule.default else "off", rule.fix.value, "npu")
     assert any(not r.default for r in rules) and "off" in {v[2] for v in by_code.values()}
 
 
-def test_doc_page_from_the_checkout():
-    documented = [r for r in all_rules() if (REPO / "docs" / "rules" / f"{r.code}.md").is_file()]
-    rule = (documented or list(all_rules()))[0]
+def test_doc_page_is_the_generated_page():
+    rule = next(r for r in all_rules() if r.code == "NPU203")
     result = CliRunner().invoke(command, [rule.name])  # by name as well as by code
     assert result.exit_code == 0
-    if documented:
-        assert result.stdout == (REPO / "docs" / "rules" / f"{rule.code}.md").read_text(encoding="utf-8")
-    assert result.stdout.startswith(f"# {rule.code}: ")
+    assert result.stdout == (REPO / "docs" / "rules" / "NPU203.md").read_text(encoding="utf-8")
+    assert result.stdout.startswith("# NPU203: hccl-buffsize\n")
+    assert "Fix: `safe`. Default: on." in result.stdout and "- **npu**: rewrites" in result.stdout
+
+
+def test_json_carries_targets_and_the_page():
+    described = json.loads(CliRunner().invoke(command, ["NPU205", "--format", "json"]).stdout)
+    assert described["fix"] == "none" and described["targets"] == {
+        "npu": "reports (diagnostic only)", "portable": "not yet"}
+    assert described["doc"].startswith("# NPU205: env-var-no-counterpart\n")
+
+
+def test_a_wing_code_prints_its_page():
+    from npu_migrate.memory.codes import CODES
+
+    result = CliRunner().invoke(command, ["mem001"])
+    assert result.exit_code == 0 and result.stdout == CODES["MEM001"].rstrip("\n") + "\n"
 
 
 def test_unknown_code_exits_2():
@@ -68,12 +83,14 @@ def test_doc_page_from_an_installed_copy(tmp_path):
     installed_copy(site)
     probe = run_installed(site, "-c", "import npu_migrate; print(npu_migrate.__file__)")
     assert probe.stdout.startswith(str(site)), probe.stderr  # the copy, not the editable checkout, is imported
-    rule = next(r for r in all_rules() if r.code == "NPU101")
     built = run_installed(site, "-m", "npu_migrate", "rules", "NPU101")
     assert built.returncode == 0, built.stderr
-    assert built.stdout.startswith("# NPU101: cuda-method\n") and rule.summary in built.stdout
-    assert "## Fix safety" in built.stdout and "Default: on." in built.stdout
-    # with the docs shipped as package data (`npu_migrate_docs`), that page wins
-    write(site / "npu_migrate_docs" / "rules" / "NPU101.md", "# NPU101: cuda-method\n\nshipped page\n")
-    shipped = run_installed(site, "-m", "npu_migrate", "rules", "NPU101")
-    assert shipped.stdout == "# NPU101: cuda-method\n\nshipped page\n"
+    assert built.stdout == (REPO / "docs" / "rules" / "NPU101.md").read_text(encoding="utf-8")
+    # the page is the installed code's: a docstring changed in the copy shows, docs/ plays no part
+    module = site / "codemods" / "rules" / "npu101_cuda_method.py"
+    module.write_text(module.read_text(encoding="utf-8").replace(
+        "Safe: same method, same arguments", "Safe (as installed): same method, same arguments"), encoding="utf-8")
+    changed = run_installed(site, "-m", "npu_migrate", "rules", "NPU101")
+    assert "Safe (as installed): same method" in changed.stdout
+    wing = run_installed(site, "-m", "npu_migrate", "rules", "VER001")
+    assert wing.returncode == 0 and wing.stdout.startswith("# VER001")

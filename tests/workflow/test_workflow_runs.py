@@ -50,6 +50,13 @@ def test_failures_are_isolated_and_listed_at_the_end(tmp_path, monkeypatch):
     assert again["files_cached"] == 6 and again["files_parsed"] == 0
 
 
+def _default_interrupt() -> None:
+    """The child gets Ctrl-C's default disposition, as a process started from a terminal has.
+    Without this it would inherit the suite's: a suite started in the background (`cmd &`,
+    nohup, many CI runners) ignores SIGINT, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_an_interrupted_run_leaves_whole_files_and_a_second_run_finishes(tmp_path):
     body = "import torch\n" + "".join(f"t{i} = torch.zeros({i}).cuda()\nok{i} = t{i}.is_cuda\n"
                                       for i in range(2))
@@ -57,7 +64,7 @@ def test_an_interrupted_run_leaves_whole_files_and_a_second_run_finishes(tmp_pat
     files = [write(tmp_path / f"pkg{i % 8}" / f"m{i:03}.py", body) for i in range(100)]
     process = subprocess.Popen([sys.executable, "-m", "npu_migrate", "apply", "--jobs", "2", "."],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=_default_interrupt)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
         if sum(f.read_text() != body for f in files[:20]) >= 2:

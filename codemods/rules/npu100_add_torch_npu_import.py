@@ -1,0 +1,74 @@
+"""NPU100: add `import torch_npu` to files the migration makes depend on it."""
+
+from codemods.framework.base import Fix, Rule
+from codemods.framework.cases import Invalid, Valid
+
+
+class AddTorchNpuImport(Rule):
+    """## What it does
+
+    Adds `import torch_npu` to a file that another rule made depend on it
+
+    ## Why
+
+    `torch.npu`, the `npu` device and the NPU flavours of the torch APIs exist only once
+    `torch_npu` is imported: importing it registers the Ascend backend with torch. A rewrite to
+    `.npu()`, `"npu"` or `torch.npu.*` is therefore only correct in a file that imports torch_npu.
+    This rule makes no edit of its own: when a rule whose edits need torch_npu changed the file,
+    the engine adds `import torch_npu  # noqa: F401` once, right after the first `import torch`
+    (before a `from torch.cuda import ...` that became `torch.npu`), and records it under NPU100.
+    The `noqa` comment keeps linters from deleting an import that looks unused.
+
+    ## Example
+
+    ```python
+    # before
+    import torch
+    x = torch.ones(2).cuda()
+    # after (with NPU101)
+    import torch
+    import torch_npu  # noqa: F401
+    x = torch.ones(2).npu()
+    ```
+
+    ## Fix safety
+
+    Safe: importing torch_npu is what makes the rewritten code run. A file that already imports it
+    is left alone. Ignore NPU100 only if the import happens elsewhere before the file runs.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU100"
+    name = "add-torch-npu-import"
+    summary = "Add `import torch_npu` once, right after `import torch`, where the rewrite needs it"
+    fix = Fix.SAFE
+    prefilter = r"(?!)"  # never a reason to parse a file by itself; the engine acts on other rules' edits
+    adds_torch_npu_import = True
+
+
+CASES = [
+    Invalid(
+        """\
+import torch
+x = torch.ones(2).cuda()
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+x = torch.ones(2).npu()
+""",
+        codes=('NPU100', 'NPU101'),
+        with_rules=('NPU101',),
+    ),
+    Valid(
+        """\
+import torch
+x = torch.ones(2).npu()
+""",
+        with_rules=('NPU101',),
+    ),
+]

@@ -1,0 +1,89 @@
+"""NPU102: the is-cuda rule."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.families.cuda_method import RenameRule
+
+
+class IsCuda(RenameRule):
+    """## What it does
+
+    `x.is_cuda` becomes `x.is_npu`
+
+    ## Why
+
+    On an NPU a tensor's `is_cuda` is False, so `if x.is_cuda:` branches silently stop running.
+    torch_npu generates `Tensor.is_npu` (and, from 26.x, `TypedStorage.is_npu`); `transfer_to_npu`
+    aliases `is_cuda` to it at run time.
+
+    As with NPU101, `somemodule.is_cuda` (an imported module's attribute) is left alone, and a file
+    that defines its own `is_cuda` (a method, a property or a class attribute) gets a diagnostic at
+    each use instead of a rewrite.
+
+    ## Example
+
+    ```python
+    # before
+    if x.is_cuda:
+        torch.cuda.synchronize()
+    # after (with NPU120)
+    if x.is_npu:
+        torch.npu.synchronize()
+    ```
+
+    ## Fix safety
+
+    Safe: `is_npu` is the same boolean property for the NPU device.
+    Suppress with `# npu-migrate: ignore[NPU102]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU102"
+    name = "is-cuda"
+    summary = "`x.is_cuda` becomes `x.is_npu`"
+    prefilter = r"\.is_cuda\b"
+
+    def leave_Attribute(self, original_node: cst.Attribute,
+                        updated_node: cst.Attribute) -> cst.BaseExpression:
+        if updated_node.attr.value != "is_cuda":
+            return updated_node
+        receiver = original_node.value
+        if isinstance(receiver, cst.Name) and receiver.value in self.file_facts[0]:
+            return updated_node  # `somemodule.is_cuda`: a module attribute, not a tensor property
+        if self.defined_here("is_cuda", original_node):
+            return updated_node
+        self.fixed(original_node, "`.is_cuda` → `.is_npu`")
+        return updated_node.with_changes(attr=cst.Name("is_npu"))
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+if x.is_cuda:
+    torch.cuda.synchronize()
+""",
+        after="""\
+import os
+import torch
+if x.is_npu:
+    torch.cuda.synchronize()
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+if x.is_npu:
+    torch.cuda.synchronize()
+""",
+    ),
+]

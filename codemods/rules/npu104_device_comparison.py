@@ -1,0 +1,127 @@
+"""NPU104: the device-comparison rule."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.devices import (
+    collection_mentions_cuda,
+    is_device_name,
+    mentions_cuda,
+)
+from codemods.framework.families.device_strings import DeviceRule
+
+_COMPARE = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
+
+
+class DeviceComparison(DeviceRule):
+    """## What it does
+
+    Comparisons of devices with `"cuda"` (`x.device.type == "cuda"`) compare with `"npu"`
+
+    ## Why
+
+    On an NPU, `x.device.type` is `"npu"`: a comparison with `"cuda"` becomes silently False and
+    the CUDA branch (or the fallback) is taken without any error. `transfer_to_npu` does not
+    touch comparisons (fact sheet §1.6).
+
+    A comparison is rewritten when one side is a device string (or a tuple/list/set of them, for
+    `in`) and the other side is spelled as a device: a name from the device table's `names`
+    (`device`, `device_type`, `dev`, `device_str`), such an attribute (`self.device`, `args.device`),
+    `<...dev...>.type` (`x.device.type`, `torch.device(d).type`) or `str(...)` of one. The same holds
+    for `str(device).startswith("cuda")`. Other comparisons with `"cuda"` are NPU191's to report.
+
+    ## Example
+
+    ```python
+    # before
+    if x.device.type == "cuda":
+        torch.cuda.synchronize()
+    use_amp = args.device in ("cuda", "xpu")
+    # after
+    if x.device.type == "npu":
+        torch.npu.synchronize()
+    use_amp = args.device in ("npu", "xpu")
+    ```
+
+    ## Fix safety
+
+    Safe when the compared value comes from the migrated code (a tensor's device, or a `--device`
+    option NPU105 migrated): both sides then name the NPU. Suppress with
+    `# npu-migrate: ignore[NPU104]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU104"
+    name = "device-comparison"
+    summary = "Comparisons of devices with `\"cuda\"` (`x.device.type == \"cuda\"`) compare with `\"npu\"`"
+
+    def leave_Comparison(self, original_node: cst.Comparison,
+                         updated_node: cst.Comparison) -> cst.BaseExpression:
+        if len(updated_node.comparisons) != 1 or len(original_node.comparisons) != 1:
+            return updated_node
+        target = updated_node.comparisons[0]
+        if not isinstance(target.operator, _COMPARE):
+            return updated_node
+        left, right = updated_node.left, target.comparator
+        names = self.table.names
+        if is_device_name(original_node.left, names) and collection_mentions_cuda(right):
+            new = self.swap(original_node.comparisons[0].comparator, right, "a device comparison",
+                            collection=True)
+            if new is not right:
+                return updated_node.with_changes(comparisons=[target.with_changes(comparator=new)])
+        elif is_device_name(original_node.comparisons[0].comparator, names) and collection_mentions_cuda(left):
+            new = self.swap(original_node.left, left, "a device comparison", collection=True)
+            if new is not left:
+                return updated_node.with_changes(left=new)
+        return updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        """`str(x.device).startswith("cuda")`."""
+        func = updated_node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "startswith"
+                and len(updated_node.args) == 1 and updated_node.args[0].keyword is None
+                and mentions_cuda(updated_node.args[0].value)):
+            return updated_node
+        original_func = original_node.func
+        assert isinstance(original_func, cst.Attribute)
+        if not is_device_name(original_func.value, self.table.names):
+            return updated_node
+        arg = updated_node.args[0]
+        new = self.swap(original_node.args[0].value, arg.value, "a device prefix test", collection=True)
+        return updated_node.with_changes(args=[arg.with_changes(value=new)]) if new is not arg.value \
+            else updated_node
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+if x.device.type == "cuda":
+    torch.cuda.synchronize()
+use_amp = args.device in ("cuda", "xpu")
+""",
+        after="""\
+import os
+import torch
+if x.device.type == "npu":
+    torch.cuda.synchronize()
+use_amp = args.device in ("npu", "xpu")
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+if x.device.type == "npu":
+    torch.cuda.synchronize()
+use_amp = args.device in ("npu", "xpu")
+""",
+    ),
+]

@@ -1,0 +1,276 @@
+"""NPU120: the torch-cuda-api rule."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import libcst as cst
+
+from codemods.framework.base import Fix, Rule, dotted_expr, dotted_name
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.families.torch_cuda_api import cuda_names
+from codemods.framework.nodes import alias_asname, split_import
+from npu_migrate.core.diagnostics import Severity
+
+CUDA = "torch.cuda"
+
+
+# `torch.cuda.X`, `cuda.X`, `from torch.cuda import`, `from torch import cuda[,)]`, `... cuda as`
+PREFILTER = r"\bcuda\b(?:\.[A-Za-z_]|\s*[,)]|\s+(?:import|as)\b)|import[^\n]*\bcuda\b"
+
+
+@dataclass(frozen=True)
+class AliasUse:
+    """How a local name bound to the `torch.cuda` module is used in the whole file."""
+
+    attrs: frozenset[str]
+    bare: bool  # used other than as `alias.<name>`
+
+    def blockers(self, rewrites: dict[str, str]) -> list[str]:
+        found = sorted(self.attrs - rewrites.keys())
+        return found + (["the module itself"] if self.bare else [])
+
+
+def alias_uses(tree: ast.Module, local: str) -> AliasUse:
+    attrs: set[str] = set()
+    owners: set[int] = set()
+    loads = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == local:
+            attrs.add(node.attr)
+            owners.add(id(node.value))
+        elif isinstance(node, ast.Name) and node.id == local:
+            loads += 1
+    return AliasUse(frozenset(attrs), loads > len(owners))
+
+
+def _npu_module(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`torch.cuda` (as written in an import) -> `torch.npu`."""
+    assert isinstance(node, cst.Attribute)
+    return node.with_changes(attr=cst.Name("npu"))
+
+
+class TorchCudaApi(Rule):
+    """## What it does
+
+    `torch.cuda.<name>` becomes `torch.npu.<name>` for the names torch_npu provides
+
+    ## Why
+
+    torch_npu registers `torch.npu` (`torch_npu.npu`), whose `__all__` holds 142 names, most of them
+    the `torch.cuda` API under the same name and signature (device management, streams and events,
+    the caching allocator, RNG, AMP helpers, NPU-only configuration). `transfer_to_npu` copies those
+    names onto `torch.cuda` at run time; names outside the list keep their CUDA implementation.
+
+    The name table is data: `codemods/data/torch_cuda.json` (`torch_npu_npu_all` is the fact sheet's
+    §2.1 list; `entries` the coverage rows). Also rewritten: `torch.cuda.random`,
+    `torch.cuda.streams` and `torch.cuda.default_generators`, which exist on `torch_npu.npu`
+    outside `__all__`. Left to other rules: `torch.cuda.amp` (NPU130), `memory`, `nvtx`, graphs,
+    typed `*Tensor` classes, `comm`, `nccl`, `profiler` (NPU150-NPU177). A name in neither list is
+    left alone.
+
+    Aliases are resolved:
+
+    - `th.cuda.X` (`import torch as th`) → `th.npu.X`;
+    - `from torch.cuda import X` → `from torch.npu import X`; an import that mixes names torch.npu
+      has and names it lacks is split on the same line, so no missing name is ever imported:
+      `from torch.cuda import get_arch_list; from torch.npu import synchronize` (the names that stay
+      come first, on one line; when one of them carries a comment the import is reported instead);
+    - module aliases (`import torch.cuda as tc`, `from torch import cuda`) are repointed at
+      `torch.npu` (`import torch.npu as tc`, `from torch import npu as cuda`) when every use of the
+      alias in the file is a name of the table. Otherwise the import stays and a warning lists the
+      uses that block it.
+
+    `import torch.cuda` (which binds `torch`) stays: it is harmless. `from torch.cuda.random import
+    ...` stays too: importing a submodule through the `torch.npu` alias would load it a second time.
+
+    ## Example
+
+    ```python
+    # before
+    from torch.cuda import synchronize, get_arch_list
+    if torch.cuda.is_available():
+        torch.cuda.set_device(rank)
+        torch.cuda.manual_seed_all(0)
+    # after
+    from torch.cuda import get_arch_list; from torch.npu import synchronize   # + NPU121 warning
+    if torch.npu.is_available():
+        torch.npu.set_device(rank)
+        torch.npu.manual_seed_all(0)
+    ```
+
+    ## Fix safety
+
+    Safe: the same function under the NPU module; `transfer_to_npu` makes the same substitution.
+    Some names are newer than some torch_npu releases (the entry notes say which, e.g.
+    `ExternalStream` and `get_per_process_memory_fraction` are master-only), and
+    `get_device_capability()` returns None on NPU (NPU180 reports comparisons on it).
+    Suppress with `# npu-migrate: ignore[NPU120]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU120"
+    name = "torch-cuda-api"
+    summary = "`torch.cuda.<name>` becomes `torch.npu.<name>` for the names torch_npu provides"
+    fix = Fix.SAFE
+    prefilter = PREFILTER
+    needs_torch_npu = True
+
+    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(context)
+        self.names = cuda_names()
+        self._alias_cache: dict[str, AliasUse] = {}
+
+    def alias_use(self, local: str) -> AliasUse:
+        if local not in self._alias_cache:
+            self._alias_cache[local] = alias_uses(self.context.facts.tree, local)
+        return self._alias_cache[local]
+
+    # -- `torch.cuda.X` chains outside imports ---------------------------------------------------
+    def leave_Attribute(self, original_node: cst.Attribute,
+                        updated_node: cst.Attribute) -> cst.BaseExpression:
+        name = updated_node.attr.value
+        if self.context.in_import or name not in self.names.rewrites:
+            return updated_node
+        owner = original_node.value
+        if not (isinstance(owner, cst.Attribute) and owner.attr.value == "cuda"
+                and self.resolve(owner) == CUDA):
+            return updated_node  # module aliases (`tc.X`) are handled at their import
+        new = self.names.rewrites[name]
+        value = updated_node.value
+        assert isinstance(value, cst.Attribute)
+        self.fixed(original_node, f"`torch.cuda.{name}` → `torch.npu.{new}`")
+        return updated_node.with_changes(value=value.with_changes(attr=cst.Name("npu")),
+                                         attr=updated_node.attr.with_changes(value=new))
+
+    # -- imports -------------------------------------------------------------------------------
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
+        names = list(updated_node.names)
+        changed = False
+        for i, (orig, alias) in enumerate(zip(original_node.names, updated_node.names)):
+            if alias.asname is None or dotted_name(alias.name) != CUDA:
+                continue  # `import torch.cuda` binds `torch`: nothing to repoint
+            local = alias_asname(alias)
+            if local and self._alias_ready(original_node, local):
+                names[i] = alias.with_changes(name=_npu_module(alias.name))
+                self.fixed(orig, f"`import torch.cuda as {local}` → `import torch.npu as {local}`")
+                changed = True
+        return updated_node.with_changes(names=names) if changed else updated_node
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom,
+                         updated_node: cst.ImportFrom) -> cst.ImportFrom:
+        if updated_node.relative or isinstance(updated_node.names, cst.ImportStar):
+            return updated_node
+        module = dotted_name(updated_node.module)
+        if module != "torch":
+            return updated_node
+        names = list(updated_node.names)
+        changed = False
+        for i, alias in enumerate(updated_node.names):
+            if dotted_name(alias.name) != "cuda":
+                continue
+            local = alias_asname(alias) or "cuda"
+            if self._alias_ready(original_node, local):
+                asname = alias.asname or cst.AsName(name=cst.Name("cuda"))
+                names[i] = alias.with_changes(name=cst.Name("npu"), asname=asname)
+                self.fixed(original_node, f"`from torch import cuda` → `from torch import npu as {local}`")
+                changed = True
+        return updated_node.with_changes(names=names) if changed else updated_node
+
+    def _alias_ready(self, node: cst.CSTNode, local: str) -> bool:
+        """Repoint a `torch.cuda` module alias only when every use of it is a name we rewrite."""
+        if self.context.facts.aliases.get(local) != CUDA:
+            return False
+        use = self.alias_use(local)
+        if not use.attrs:
+            return False
+        blockers = use.blockers(self.names.rewrites)
+        if blockers:
+            self.report(node, f"`{local}` (torch.cuda) is also used for {', '.join(blockers)}, "
+                              "which torch.npu lacks or other rules own; the alias stays CUDA: "
+                              f"write `torch.npu.<name>` for its other uses by hand",
+                        severity=Severity.WARNING)
+            return False
+        return True
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+        """`from torch.cuda import a, b` -> `from torch.npu import ...`; names torch.npu lacks keep
+        a `torch.cuda` import of their own on the same line (never import a missing name)."""
+        body: list[cst.BaseSmallStatement] = []
+        changed = False
+        for orig, stmt in zip(original_node.body, updated_node.body):
+            new = self._split_from_cuda(orig, stmt)
+            changed |= new is not None
+            body.extend(new if new is not None else [stmt])
+        if not changed or len(original_node.body) != len(updated_node.body):
+            return updated_node
+        return updated_node.with_changes(body=body)
+
+    def _split_from_cuda(self, orig: cst.BaseSmallStatement,
+                         stmt: cst.BaseSmallStatement) -> list[cst.BaseSmallStatement] | None:
+        if not (isinstance(stmt, cst.ImportFrom) and not stmt.relative
+                and not isinstance(stmt.names, cst.ImportStar) and dotted_name(stmt.module) == CUDA):
+            return None
+        mine = [a for a in stmt.names if dotted_name(a.name) in self.names.rewrites]
+        rest = [a for a in stmt.names if dotted_name(a.name) not in self.names.rewrites]
+        if not mine:
+            return None
+        if not rest and all(self.names.rewrites[dotted_name(a.name) or ""] == dotted_name(a.name) for a in mine):
+            moved = stmt.with_changes(module=_npu_module(stmt.module))
+            self.fixed(orig, "`from torch.cuda import ...` → `from torch.npu import ...`")
+            return [moved]
+        moved_names = ", ".join(dotted_name(a.name) or "" for a in mine)
+        split = split_import(stmt, [self._renamed(a) for a in mine], dotted_expr("torch.npu"), rest)
+        if split is None:
+            self.report(orig, f"`{moved_names}` should come from `torch.npu`, but the other names of "
+                              "this import carry comments: split the import by hand",
+                        severity=Severity.WARNING)
+            return None
+        self.fixed(orig, f"`{moved_names}` now imported from `torch.npu`; "
+                         "the rest stays in a `torch.cuda` import")
+        return list(split)
+
+    def _renamed(self, alias: cst.ImportAlias) -> cst.ImportAlias:
+        name = dotted_name(alias.name) or ""
+        new = self.names.rewrites[name]
+        if new == name:
+            return alias
+        return alias.with_changes(name=cst.Name(new), asname=alias.asname or cst.AsName(name=cst.Name(name)))
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+from torch.cuda import synchronize, get_arch_list
+if torch.cuda.is_available():
+    torch.cuda.set_device(rank)
+    torch.cuda.manual_seed_all(0)
+""",
+        after="""\
+import os
+import torch
+from torch.cuda import get_arch_list; from torch.npu import synchronize
+if torch.npu.is_available():
+    torch.npu.set_device(rank)
+    torch.npu.manual_seed_all(0)
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+from torch.cuda import get_arch_list; from torch.npu import synchronize
+if torch.npu.is_available():
+    torch.npu.set_device(rank)
+    torch.npu.manual_seed_all(0)
+""",
+    ),
+]

@@ -1,0 +1,483 @@
+"""NPU130: every CUDA AMP spelling becomes the device-generic `torch.amp` API with "npu".
+
+    torch.cuda.amp.autocast(True, torch.bfloat16) -> torch.amp.autocast("npu", enabled=True, dtype=torch.bfloat16)
+    torch.cuda.amp.GradScaler(init_scale=1024)    -> torch.amp.GradScaler("npu", init_scale=1024)
+    @torch.cuda.amp.custom_fwd                     -> @torch.amp.custom_fwd(device_type="npu")
+    torch.autocast("cuda") / device_type="cuda"   -> "npu"
+    torch.amp.GradScaler()  (a CUDA scaler)        -> torch.amp.GradScaler("npu")
+
+Names imported from `torch.cuda.amp` (or the module itself, `from torch.cuda import amp`) are
+moved to `torch.amp` only when every use of them in the file is a call (or a custom_fwd /
+custom_bwd decorator), since each call must gain the device; otherwise the import and its uses
+are left alone and reported. The mapping is data: `codemods/data/amp.json`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import libcst as cst
+
+from codemods.framework.base import Fix, Rule, dotted_name
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.data import load_data
+from codemods.framework.devices import device_expr, mentions_cuda
+from codemods.framework.nodes import alias_local, code_of, keyword, split_import
+from npu_migrate.core.diagnostics import Severity
+
+DATA = "amp.json"
+CUDA_AMP = "torch.cuda.amp"
+PREFILTER = r"autocast|GradScaler|custom_[fb]wd|\bamp\b"
+
+
+@dataclass(frozen=True)
+class AmpTable:
+    cuda_amp: dict[str, dict[str, Any]]  # bare name (autocast) -> spec
+    generic: dict[str, dict[str, Any]]  # qualified name -> spec
+    legacy: dict[str, str]  # torch.get_autocast_gpu_dtype -> get_autocast_dtype
+    device: str
+
+
+@cache
+def amp_table() -> AmpTable:
+    data = load_data(DATA)
+    cuda_amp = {k.removeprefix(CUDA_AMP + "."): v for k, v in data["cuda_amp"].items()}
+    return AmpTable(cuda_amp, data["generic"], data.get("legacy_gpu", {}), data["device"])
+
+
+def _npu_string(device: str) -> cst.SimpleString:
+    return cst.SimpleString(f'"{device}"')
+
+
+class AmpUses:
+    """Which local names bound to torch.cuda.amp (or its members) can move to torch.amp: every
+    use must be a call or, for custom_fwd/custom_bwd, a decorator (we add the device there)."""
+
+    def __init__(self, tree: ast.Module, aliases: dict[str, str], names: dict[str, Any]) -> None:
+        self.members = {local: target.rsplit(".", 1)[1] for local, target in aliases.items()
+                        if target.startswith(CUDA_AMP + ".") and target.count(".") == 3}
+        self.modules = {local for local, target in aliases.items() if target == CUDA_AMP}
+        self.blocked: dict[str, str] = {}
+        for local in self.members:
+            if not re.search(PREFILTER, local):  # `autocast as ac`: `ac(...)` lines are never parsed
+                self.blocked[local] = f"the alias `{local}`, which the migration cannot follow"
+        if self.members or self.modules:
+            self._scan(tree, names)
+
+    def _scan(self, tree: ast.Module, names: dict[str, Any]) -> None:
+        allowed: set[int] = set()  # ids of name/attribute nodes used as a callee or decorator
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                star = any(isinstance(a, ast.Starred) for a in node.args)
+                if not (star and self._member_of(node.func) == "autocast"):
+                    allowed.add(id(node.func))  # `*args` hides which autocast argument is which
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                allowed.update(id(d) for d in node.decorator_list
+                               if self._member_of(d) in ("custom_fwd", "custom_bwd"))
+        owners: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id in self.modules:
+                owners.add(id(node.value))
+                if node.attr not in names or id(node) not in allowed:
+                    self.blocked.setdefault(node.value.id, f"`{node.value.id}.{node.attr}` at line "
+                                                           f"{node.lineno}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and id(node) not in owners and id(node) not in allowed:
+                if node.id in self.members or node.id in self.modules:
+                    self.blocked.setdefault(node.id, f"`{node.id}` at line {node.lineno}")
+
+    def _member_of(self, node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return self.members.get(node.id)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in self.modules:
+            return node.attr
+        return None
+
+
+class AmpDevice(Rule):
+    """## What it does
+
+    CUDA AMP (`torch.cuda.amp.*`, `torch.autocast("cuda")`, ...) becomes `torch.amp.*("npu")`
+
+    ## Why
+
+    AMP has several CUDA spellings, and `transfer_to_npu` covers only some of them: it swaps the
+    classes of `torch.cuda.amp` and rewrites `autocast("cuda")`, but not `torch.amp.GradScaler("cuda")`,
+    `torch.GradScaler(device="cuda")` or `custom_fwd(device_type="cuda")` (fact sheet §1.6), and a
+    `GradScaler()` without a device is a CUDA scaler. This rule writes all of them in one form, the
+    device-generic `torch.amp` API with the device `"npu"` (docs/rules-core.md says why):
+
+    | CUDA | NPU |
+    |---|---|
+    | `torch.cuda.amp.autocast(enabled, dtype, cache_enabled)` | `torch.amp.autocast("npu", enabled=..., dtype=..., cache_enabled=...)` |
+    | `torch.cuda.amp.GradScaler(...)` | `torch.amp.GradScaler("npu", ...)` |
+    | `@torch.cuda.amp.custom_fwd` / `custom_fwd(cast_inputs=...)` | `@torch.amp.custom_fwd(device_type="npu")` / `(cast_inputs=..., device_type="npu")` |
+    | `@torch.cuda.amp.custom_bwd` | `@torch.amp.custom_bwd(device_type="npu")` |
+    | `torch.autocast("cuda")`, `torch.amp.autocast(device_type="cuda")` | `"npu"` |
+    | `torch.amp.GradScaler("cuda")`, `torch.GradScaler(device="cuda")`, `torch.amp.GradScaler()` | `"npu"` |
+    | `torch.is_autocast_enabled()`, `torch.get_autocast_gpu_dtype()`, `torch.set_autocast_gpu_dtype(d)` | `torch.is_autocast_enabled("npu")`, `torch.get_autocast_dtype("npu")`, `torch.set_autocast_dtype("npu", d)` |
+
+    Positional arguments of `torch.cuda.amp.autocast` become keywords, because `torch.amp.autocast`
+    orders them differently; `GradScaler`'s keep their order after the device.
+
+    Imported names move with their calls: `from torch.cuda.amp import autocast, GradScaler` becomes
+    `from torch.amp import ...` and every call gains `"npu"`; `from torch.cuda import amp` becomes
+    `from torch import amp`. That is done only when every use of the name in the file is a call (or a
+    `custom_fwd`/`custom_bwd` decorator) the rule can see. A name passed around without a call
+    (`ctx = autocast if amp else nullcontext`), an alias the rule cannot follow
+    (`autocast as ac`), `*args` in an autocast call, or a spelled-out `torch.cuda.amp.autocast` that is
+    not called is reported and left alone. The mapping is data: `codemods/data/amp.json`.
+
+    ## Example
+
+    ```python
+    # before
+    from torch.cuda.amp import autocast, GradScaler
+    scaler = GradScaler()
+    with autocast(dtype=torch.bfloat16):
+        loss = model(x)
+    # after
+    from torch.amp import autocast, GradScaler
+    scaler = GradScaler("npu")
+    with autocast("npu", dtype=torch.bfloat16):
+        loss = model(x)
+    ```
+
+    ## Fix safety
+
+    Safe: the default dtype is float16 for both the CUDA class and the `npu` device, and
+    `cache_enabled` defaults to True in both. `torch.amp.GradScaler("npu")` uses the
+    `_amp_foreach_non_finite_check_and_unscale_` and `_amp_update_scale_` kernels, which torch_npu
+    registers (not on Ascend 950DT for the latter, fact sheet §2.3).
+    Suppress with `# npu-migrate: ignore[NPU130]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU130"
+    name = "amp-device"
+    summary = "CUDA AMP (`torch.cuda.amp.*`, `torch.autocast(\"cuda\")`, ...) becomes `torch.amp.*(\"npu\")`"
+    fix = Fix.SAFE
+    severity = Severity.WARNING
+    prefilter = PREFILTER
+    needs_torch_npu = True
+
+    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(context)
+        self.table = amp_table()
+        self._uses: AmpUses | None = None
+        self._reported: set[str] = set()
+        self._tails = frozenset(name.rsplit(".", 1)[1] for name in [*self.table.generic, *self.table.legacy])
+
+    @property
+    def uses(self) -> AmpUses:
+        if self._uses is None:
+            self._uses = AmpUses(self.context.facts.tree, self.context.facts.aliases,
+                                 self.table.cuda_amp)
+        return self._uses
+
+    # -- which CUDA AMP member a callee names, and how to spell its torch.amp form ------------
+    def _cuda_member(self, func: cst.BaseExpression) -> tuple[str, str, cst.BaseExpression | None] | None:
+        """For a torch.cuda.amp callee: (member, how, new callee). `how` is "keep" (the import
+        moves instead: `autocast`, `amp.autocast`), "replace" (`torch.cuda.amp.X` becomes
+        `torch.amp.X`), "blocked" (the import cannot move; reported there) or "unspellable"."""
+        qualified = self.resolve(func)
+        if not qualified or not qualified.startswith(CUDA_AMP + "."):
+            return None
+        member = qualified.removeprefix(CUDA_AMP + ".")
+        if member not in self.table.cuda_amp:
+            return None
+        target = self.table.cuda_amp[member]["target"]
+        if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            local = func.value if isinstance(func, cst.Name) else func.value.value  # type: ignore[union-attr]
+            assert isinstance(local, str)
+            if local in self.uses.blocked or (isinstance(func, cst.Name) and target != member):
+                return member, "blocked", None
+            return member, "keep", None
+        assert isinstance(func, cst.Attribute)
+        owner = func.value
+        # X.cuda.amp.autocast with X bound to torch: drop the `.cuda` link
+        if (isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Attribute)
+                and owner.value.attr.value == "cuda" and self.resolve(owner.value.value) == "torch"):
+            torch_expr = owner.value.value
+            return member, "replace", func.with_changes(value=owner.with_changes(value=torch_expr),
+                                                        attr=cst.Name(target))
+        return member, "unspellable", None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.tree.nodes("callees").add(node.func)
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        self.tree.nodes("callees").add(node.decorator)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        """A `torch.cuda.amp.X` spelled out but not called: we cannot add the device to it."""
+        if self.context.in_import or node in self.tree.nodes("callees") or node.attr.value not in self.table.cuda_amp:
+            return
+        if self.resolve(node) == f"{CUDA_AMP}.{node.attr.value}" and not isinstance(node.value, cst.Name):
+            self.report(node, f"`{code_of(node)}` is used without being called; write "
+                              f"`torch.amp.{self.table.cuda_amp[node.attr.value]['target']}` with the "
+                              f"device \"{self.table.device}\" by hand")
+
+    # -- calls -----------------------------------------------------------------------------------
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        func = original_node.func
+        tail = func.attr.value if isinstance(func, cst.Attribute) else (
+            func.value if isinstance(func, cst.Name) else None)
+        if tail is None:
+            return updated_node
+        if tail in self.table.cuda_amp or tail in self.uses.members:
+            found = self._cuda_member(func)
+            if found is not None:
+                return self._from_cuda_amp(original_node, updated_node, *found)
+        if tail not in self._tails:
+            return updated_node
+        qualified = self.resolve(func)
+        if qualified in self.table.generic:
+            return self._generic(original_node, updated_node, qualified, self.table.generic[qualified])
+        if qualified in self.table.legacy:
+            return self._legacy(original_node, updated_node, qualified)
+        return updated_node
+
+    def _from_cuda_amp(self, original: cst.Call, updated: cst.Call, member: str, how: str,
+                       new_func: cst.BaseExpression | None) -> cst.BaseExpression:
+        spec = self.table.cuda_amp[member]
+        target = spec["target"]
+        if how == "unspellable":
+            self.report(original, f"`{code_of(original.func)}` cannot be spelled as torch.amp here; "
+                                  f"write `torch.amp.{target}(...)` with \"{self.table.device}\"")
+        if how in ("unspellable", "blocked"):
+            return updated  # blocked imports are reported once, at the import
+        args = list(updated.args)
+        if spec["positional"]:
+            if any(a.star == "*" for a in args):
+                self.report(original, f"`{code_of(original.func)}(*...)`: cannot tell which argument is "
+                                      "which; port this call by hand")
+                return updated
+            names = spec["positional"]
+            positional = [a for a in args if a.keyword is None and not a.star]
+            if len(positional) > len(names):
+                return updated  # a TypeError on CUDA already; leave it
+            for i, arg in enumerate(positional):
+                args[args.index(arg)] = arg.with_changes(
+                    keyword=cst.Name(names[i]), equal=cst.AssignEqual(
+                        whitespace_before=cst.SimpleWhitespace(""),
+                        whitespace_after=cst.SimpleWhitespace("")))
+        device = _npu_string(self.table.device)
+        if spec["device"] == "positional":
+            args.insert(0, cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                                   if args else cst.MaybeSentinel.DEFAULT))
+        else:
+            args = _append_keyword(args, "device_type", device)
+        new_call = updated.with_changes(func=new_func or updated.func, args=args)
+        self.fixed(original, f"`{code_of(original.func)}(...)` → `{code_of(new_call.func)}"
+                             f"(\"{self.table.device}\", ...)`" if spec["device"] == "positional" else
+                   f"`{code_of(original.func)}` → `{code_of(new_call.func)}(device_type=\"npu\")`")
+        return new_call
+
+    def _generic(self, original: cst.Call, updated: cst.Call, qualified: str,
+                 spec: dict[str, Any]) -> cst.BaseExpression:
+        args = list(updated.args)
+        position, keyword = spec["position"], spec["keyword"]
+        slot = None
+        positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
+        if any(a.star == "*" for a in args):
+            return updated
+        if position is not None and len(positional) > position:
+            slot = positional[position]
+        for i, arg in enumerate(args):
+            if arg.keyword is not None and arg.keyword.value == keyword:
+                slot = i
+        if slot is None:
+            if not spec["cuda_when_missing"] or any(a.star == "**" for a in args):
+                return updated
+            args.insert(0, cst.Arg(_npu_string(self.table.device),
+                                   comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                                   if args else cst.MaybeSentinel.DEFAULT))
+            self.fixed(original, f"`{code_of(original.func)}()` without a device means CUDA: "
+                                 f"added \"{self.table.device}\"")
+            return updated.with_changes(args=args)
+        value = args[slot].value
+        if not mentions_cuda(value):
+            return updated
+        new = device_expr(value)
+        if new is None:
+            self.report(original, f"`{code_of(value)}`: not a plain CUDA device string; set the AMP "
+                                  f"device to \"{self.table.device}\" by hand")
+            return updated
+        self.fixed(original, f"`{code_of(value)}` → `{code_of(new)}` (AMP device of `{qualified}`)")
+        args[slot] = args[slot].with_changes(value=new)
+        return updated.with_changes(args=args)
+
+    def _legacy(self, original: cst.Call, updated: cst.Call, qualified: str) -> cst.BaseExpression:
+        """torch.get_autocast_gpu_dtype() -> torch.get_autocast_dtype("npu")."""
+        func = updated.func
+        new_name = self.table.legacy[qualified]
+        if not isinstance(func, cst.Attribute) or any(a.star for a in updated.args):
+            self.report(original, f"`{qualified}` is CUDA-only: use `torch.{new_name}(\"npu\", ...)`")
+            return updated
+        args = list(updated.args)
+        args.insert(0, cst.Arg(_npu_string(self.table.device),
+                               comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                               if args else cst.MaybeSentinel.DEFAULT))
+        new_call = updated.with_changes(func=func.with_changes(attr=cst.Name(new_name)), args=args)
+        self.fixed(original, f"`{qualified}(...)` → `torch.{new_name}(\"{self.table.device}\", ...)`")
+        return new_call
+
+    # -- bare decorators: @torch.cuda.amp.custom_fwd ---------------------------------------------
+    def leave_Decorator(self, original_node: cst.Decorator,
+                        updated_node: cst.Decorator) -> cst.Decorator:
+        deco = original_node.decorator
+        if isinstance(deco, cst.Call):
+            return updated_node
+        tail = deco.attr.value if isinstance(deco, cst.Attribute) else (
+            deco.value if isinstance(deco, cst.Name) else None)
+        if tail not in ("custom_fwd", "custom_bwd") and self.uses.members.get(tail or "") not in (
+                "custom_fwd", "custom_bwd"):
+            return updated_node
+        found = self._cuda_member(deco)
+        if found is None:
+            return updated_node
+        member, how, new_func = found
+        if how not in ("keep", "replace"):
+            if how == "unspellable":
+                self.report(original_node, f"`@{code_of(deco)}` cannot be spelled as torch.amp here; "
+                                           f"write `@torch.amp.{member}(device_type=\"npu\")`")
+            return updated_node
+        call = cst.Call(func=new_func or updated_node.decorator,
+                        args=[cst.Arg(_npu_string(self.table.device), keyword=cst.Name("device_type"),
+                                      equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                            whitespace_after=cst.SimpleWhitespace("")))])
+        self.fixed(original_node, f"`@{code_of(deco)}` → `@{code_of(call)}`")
+        return updated_node.with_changes(decorator=call)
+
+    # -- imports -----------------------------------------------------------------------------
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
+        names = list(updated_node.names)
+        changed = False
+        for i, alias in enumerate(updated_node.names):
+            if alias.asname is None or dotted_name(alias.name) != CUDA_AMP:
+                continue
+            local = alias.asname.name
+            if not isinstance(local, cst.Name) or not self._movable(original_node, local.value):
+                continue
+            names[i] = alias.with_changes(name=cst.Attribute(value=cst.Name("torch"), attr=cst.Name("amp")))
+            self.fixed(original_node, f"`import torch.cuda.amp as {local.value}` → `import torch.amp as "
+                                      f"{local.value}`")
+            changed = True
+        return updated_node.with_changes(names=names) if changed else updated_node
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom,
+                         updated_node: cst.ImportFrom) -> cst.ImportFrom:
+        if updated_node.relative or isinstance(updated_node.names, cst.ImportStar):
+            return updated_node
+        if dotted_name(updated_node.module) != CUDA_AMP:
+            return updated_node
+        locals_ = [(dotted_name(a.name), alias_local(a)) for a in updated_node.names]
+        if not all(name in self.table.cuda_amp for name, _ in locals_):
+            others = ", ".join(n or "?" for n, _ in locals_ if n not in self.table.cuda_amp)
+            self.report(original_node, f"`from torch.cuda.amp import {others}`: no torch.amp "
+                                       "counterpart known; port by hand")
+            return updated_node
+        if not all(self._movable(original_node, local) for _, local in locals_):
+            return updated_node
+        if any(self.table.cuda_amp[n]["target"] != n for n, _ in locals_):
+            return updated_node
+        self.fixed(original_node, "`from torch.cuda.amp import ...` → `from torch.amp import ...`")
+        return updated_node.with_changes(
+            module=cst.Attribute(value=cst.Name("torch"), attr=cst.Name("amp")))
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+        """`from torch.cuda import amp[, other]` -> `from torch import amp[; from torch.cuda import other]`."""
+        body: list[cst.BaseSmallStatement] = []
+        changed = False
+        for stmt in updated_node.body:
+            if not (isinstance(stmt, cst.ImportFrom) and not stmt.relative
+                    and not isinstance(stmt.names, cst.ImportStar)
+                    and dotted_name(stmt.module) == "torch.cuda"):
+                body.append(stmt)
+                continue
+            amp = [a for a in stmt.names if dotted_name(a.name) == "amp"
+                   and self._movable(original_node, alias_local(a))]
+            if not amp:
+                body.append(stmt)
+                continue
+            rest = [a for a in stmt.names if a not in amp]
+            if not rest:
+                body.append(stmt.with_changes(module=cst.Name("torch")))
+            else:
+                split = split_import(stmt, amp, cst.Name("torch"), rest)
+                if split is None:
+                    self.report(original_node, "`amp` should come from `torch`, but the other names of "
+                                               "this import carry comments: split the import by hand")
+                    body.append(stmt)
+                    continue
+                body.extend(split)
+            self.fixed(original_node, "`from torch.cuda import amp` → `from torch import amp`")
+            changed = True
+        return updated_node.with_changes(body=body) if changed else updated_node
+
+    def _movable(self, node: cst.CSTNode, local: str) -> bool:
+        if self.context.facts.aliases.get(local, "").rpartition(".")[0] not in (CUDA_AMP, "torch.cuda"):
+            return False
+        why = self.uses.blocked.get(local)
+        if why is None:
+            return True
+        if local not in self._reported:
+            self._reported.add(local)
+            self.report(node, f"`{local}` (torch.cuda.amp) is used other than by calling it ({why}); "
+                              f"it stays CUDA: use `torch.amp.*` with the device \"{self.table.device}\" "
+                              "by hand")
+        return False
+
+
+def _append_keyword(args: list[cst.Arg], name: str, value: cst.BaseExpression) -> list[cst.Arg]:
+    new = keyword(name, value)
+    if not args:
+        return [new]
+    last = args[-1]
+    if last.comma is cst.MaybeSentinel.DEFAULT:
+        return [*args[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new]
+    return [*args, new.with_changes(comma=last.comma)]  # a trailing comma stays trailing
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+from torch.cuda.amp import autocast, GradScaler
+scaler = GradScaler()
+with autocast(dtype=torch.bfloat16):
+    loss = model(x)
+""",
+        after="""\
+import os
+import torch
+from torch.amp import autocast, GradScaler
+scaler = GradScaler("npu")
+with autocast("npu", dtype=torch.bfloat16):
+    loss = model(x)
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+from torch.amp import autocast, GradScaler
+scaler = GradScaler("npu")
+with autocast("npu", dtype=torch.bfloat16):
+    loss = model(x)
+""",
+    ),
+]

@@ -1,0 +1,108 @@
+"""NPU172: the autograd-profiler-use-cuda rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.namemap import CoverageRule
+
+_AUTOGRAD_PROFILE = frozenset({"torch.autograd.profiler.profile", "torch.autograd.profile"})
+
+
+_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+class AutogradProfilerUseCuda(CoverageRule):
+    """## What it does
+
+    `torch.autograd.profiler.profile(use_cuda=True)` becomes `use_device="npu"`
+
+    ## Why
+
+    `torch.autograd.profiler.profile(use_cuda=True)` records nothing on the NPU; the supported form is
+    `use_device="npu"` (✔ on A2/A3, `pytorch_2-12-0/torch-autograd.md`), and `transfer_to_npu` does
+    not rewrite it (fact sheet §1.6). `use_cuda=True` becomes `use_device="npu"`, `use_cuda=False` (the
+    default) is removed, and a computed flag becomes `use_device="npu" if flag else None`.
+    `use_device="cuda"` is rewritten by NPU103 (a device position of `device_positions_extra.json`).
+
+    ## Example
+
+    ```python
+    # before
+    with torch.autograd.profiler.profile(use_cuda=True) as prof:
+        model(x)
+    # after
+    with torch.autograd.profiler.profile(use_device="npu") as prof:
+        model(x)
+    ```
+
+    ## Fix safety
+
+    Safe: the same events, recorded for the NPU. Suppress a line with `# npu-migrate: ignore[NPU172]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU172"
+    name = "autograd-profiler-use-cuda"
+    summary = "`torch.autograd.profiler.profile(use_cuda=True)` becomes `use_device=\"npu\"`"
+    fix = Fix.SAFE
+    needs_torch_npu = True
+    prefilter = r"\buse_cuda\b"
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
+        if self.resolve(original_node.func) not in _AUTOGRAD_PROFILE:
+            return updated_node
+        args = list(updated_node.args)
+        for index, arg in enumerate(args):
+            if arg.keyword is None or arg.keyword.value != "use_cuda":
+                continue
+            value = arg.value
+            if isinstance(value, cst.Name) and value.value == "False":
+                if index == len(args) - 1 and index:
+                    args[index - 1] = args[index - 1].with_changes(comma=arg.comma)
+                del args[index]
+                self.fixed(original_node, "`use_cuda=False` dropped (the default)")
+            else:
+                npu = cst.SimpleString('"npu"')
+                new = npu if isinstance(value, cst.Name) and value.value == "True" else \
+                    cst.IfExp(test=value, body=npu, orelse=cst.Name("None"))
+                args[index] = arg.with_changes(keyword=cst.Name("use_device"), value=new,
+                                               equal=arg.equal if arg.equal is not cst.MaybeSentinel.DEFAULT
+                                               else _EQUAL)
+                self.fixed(original_node, "`use_cuda=` → `use_device=\"npu\"`")
+            return updated_node.with_changes(args=args)
+        return updated_node
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+with torch.autograd.profiler.profile(use_cuda=True) as prof:
+    model(x)
+""",
+        after="""\
+import os
+import torch
+with torch.autograd.profiler.profile(use_device="npu") as prof:
+    model(x)
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+with torch.autograd.profiler.profile(use_device="npu") as prof:
+    model(x)
+""",
+    ),
+]

@@ -1,0 +1,109 @@
+"""NPU175: the compile-backend rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.data import load_data
+from codemods.framework.namemap import CoverageRule
+from codemods.framework.nodes import string_value, with_string
+from npu_migrate.core.diagnostics import Severity
+
+DATA = "coverage_graphs.json"
+
+
+_COMPILE = frozenset({"torch.compile"})
+
+
+_DYNAMO = frozenset({"torch._dynamo.optimize"})
+
+
+class CompileBackend(CoverageRule):
+    """## What it does
+
+    `torch.compile(backend="cudagraphs")` becomes `backend="npugraphs"`
+
+    ## Why
+
+    `torch.compile(backend="cudagraphs")` has an NPU twin: torch_npu registers the dynamo backends
+    `npu`, `npugraph_ex` and `npugraphs`, and the support list says `npugraphs` equals `cudagraphs`
+    (fact sheet §2.4). `transfer_to_npu` leaves the string alone. The rule rewrites the `backend=` of
+    `torch.compile` and the backend of `torch._dynamo.optimize(...)`; the strings are data
+    (`compile_backends` in `codemods/data/coverage_graphs.json`). TensorRT backends are reported: they
+    are NVIDIA-only. `mode="reduce-overhead"` needs no change (inductor on NPU supports it).
+
+    ## Example
+
+    ```python
+    # before
+    model = torch.compile(model, backend="cudagraphs")
+    # after
+    model = torch.compile(model, backend="npugraphs")
+    ```
+
+    ## Fix safety
+
+    Safe: the same graph-capture backend for the NPU. Suppress a line with `# npu-migrate: ignore[NPU175]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU175"
+    name = "compile-backend"
+    summary = "`torch.compile(backend=\"cudagraphs\")` becomes `backend=\"npugraphs\"`"
+    fix = Fix.SAFE
+    needs_torch_npu = True
+    prefilter = r"cudagraphs|tensorrt"
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        data = load_data(DATA)
+        self.backends: dict[str, str] = data["compile_backends"]
+        self.flags: dict[str, str] = data["compile_backend_flags"]
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
+        qualified = self.resolve(original_node.func)
+        if qualified not in _COMPILE and qualified not in _DYNAMO:
+            return updated_node
+        args = list(updated_node.args)
+        for index, (orig, arg) in enumerate(zip(original_node.args, args)):
+            is_backend = (arg.keyword is not None and arg.keyword.value == "backend") or (
+                qualified in _DYNAMO and index == 0 and arg.keyword is None and not arg.star)
+            value = string_value(orig.value) if is_backend else None
+            if value in self.flags:
+                self.report(orig.value, self.flags[value], severity=Severity.WARNING)
+            elif value in self.backends and isinstance(arg.value, cst.SimpleString):
+                args[index] = arg.with_changes(value=with_string(arg.value, self.backends[value]))
+                self.fixed(orig.value, f"backend `\"{value}\"` → `\"{self.backends[value]}\"`")
+                return updated_node.with_changes(args=args)
+        return updated_node
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+model = torch.compile(model, backend="cudagraphs")
+""",
+        after="""\
+import os
+import torch
+model = torch.compile(model, backend="npugraphs")
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+model = torch.compile(model, backend="npugraphs")
+""",
+    ),
+]

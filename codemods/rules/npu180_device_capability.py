@@ -1,0 +1,132 @@
+"""NPU180: the device-capability rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.namemap import CoverageRule
+from npu_migrate.core.diagnostics import Severity
+
+_CAPABILITY = frozenset({"torch.cuda.get_device_capability", "torch.npu.get_device_capability",
+                         "torch_npu.npu.get_device_capability", "torch.accelerator.get_device_capability"})
+
+
+_PROPERTIES = frozenset({"torch.cuda.get_device_properties", "torch.npu.get_device_properties",
+                         "torch_npu.npu.get_device_properties"})
+
+
+_CAPABILITY_HELP = ("returns None on NPU (unless TORCH_NPU_DEVICE_CAPABILITY=\"major.minor\" is set, "
+                    "torch_npu 26.x and later)")
+
+
+class DeviceCapability(CoverageRule):
+    """## What it does
+
+    `get_device_capability()` returns None on NPU: comparing, indexing or unpacking it crashes
+
+    ## Why
+
+    `torch.npu.get_device_capability()` returns **None** on Ascend unless `TORCH_NPU_DEVICE_CAPABILITY`
+    is set (torch_npu 26.x; in 7.x it always returns None), so the common
+    `torch.cuda.get_device_capability()[0] >= 8` raises `TypeError` after the port (fact sheet §2.6).
+    The rule reports every call (CUDA, `torch.npu`, `torch_npu.npu` or `torch.accelerator` spelling):
+    a **warning** where the result is compared, indexed, unpacked or used in arithmetic, an info note
+    elsewhere. `get_device_properties(i).major/.minor` is reported too: those are not compute
+    capabilities on NPU. Gate features on what they need (`torch.npu.is_bf16_supported()`, ...)
+    instead.
+
+    ## Example
+
+    ```python
+    if torch.cuda.get_device_capability()[0] >= 8:   # warning: None on NPU, TypeError
+        dtype = torch.bfloat16
+    # instead
+    if torch.npu.is_bf16_supported():
+        dtype = torch.bfloat16
+    ```
+
+    ## Fix safety
+
+    Diagnostic only (NPU120 still renames the call to `torch.npu.get_device_capability`). Suppress a line with `# npu-migrate: ignore[NPU180]`.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: not yet
+    """
+
+    code = "NPU180"
+    name = "device-capability"
+    summary = "`get_device_capability()` returns None on NPU: comparing, indexing or unpacking it crashes"
+    fix = Fix.NONE
+    severity = Severity.WARNING
+    prefilter = r"get_device_capability|get_device_properties"
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self.used: dict[int, str] = {}  # id of an expression -> how its value is used
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.used.clear()
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        for operand in [node.left, *(c.comparator for c in node.comparisons)]:
+            self.used.setdefault(id(operand), "compared")
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self.used.setdefault(id(node.value), "indexed")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(isinstance(t.target, (cst.Tuple, cst.List)) for t in node.targets):
+            self.used.setdefault(id(node.value), "unpacked")
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self.used.setdefault(id(node.left), "used in arithmetic")
+        self.used.setdefault(id(node.right), "used in arithmetic")
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
+        if self.resolve(original_node.func) in _CAPABILITY:
+            use = self.used.get(id(original_node))
+            if use:
+                self.report(original_node, f"get_device_capability() {_CAPABILITY_HELP}, and here it is "
+                            f"{use}: that raises TypeError. Test the feature instead "
+                            "(torch.npu.is_bf16_supported(), ...) or handle None")
+            else:
+                self.report(original_node, f"get_device_capability() {_CAPABILITY_HELP}: check that "
+                            "nothing compares or indexes its result", severity=Severity.INFO)
+        return updated_node
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> Any:
+        # torch.cuda.get_device_properties(i).major / .minor: no compute capability on NPU
+        value = original_node.value
+        if (original_node.attr.value in ("major", "minor") and isinstance(value, cst.Call)
+                and self.resolve(value.func) in _PROPERTIES):
+            self.report(original_node, f"`.{original_node.attr.value}` of the NPU device properties is no "
+                        "CUDA compute capability (only name, total_memory, L2_cache_size, cube_core_num and "
+                        "vector_core_num are documented): do not gate features on it",
+                        severity=Severity.WARNING if id(original_node) in self.used else Severity.INFO)
+        return updated_node
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+if torch.cuda.get_device_capability()[0] >= 8:   # warning: None on NPU, TypeError
+    dtype = torch.bfloat16
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+if torch.npu.is_bf16_supported():
+    dtype = torch.bfloat16
+""",
+    ),
+]

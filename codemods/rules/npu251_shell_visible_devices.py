@@ -1,0 +1,67 @@
+"""NPU251: the shell-visible-devices rule."""
+
+from __future__ import annotations
+
+from codemods.framework import envmap
+from codemods.framework.cases import Invalid
+from codemods.framework.families.shell import ShellRule
+from npu_migrate.core.diagnostics import Severity
+
+
+class ShellVisibleDevices(ShellRule):
+    r"""## What it does
+
+    Launch scripts: `CUDA_VISIBLE_DEVICES` becomes `ASCEND_RT_VISIBLE_DEVICES`; a literal device list that is not strictly ascending is an error.
+
+    ## Why
+
+    The launch-script twin of NPU201: see `docs/rules/NPU201.md` for what the mapping is and why.
+
+    The scan is line-based and conservative (`codemods/framework/shellwords.py`): it rewrites `NAME=value` words (also after `export`, `env`, `docker run -e`, `mpirun -x`), `export`/`unset NAME`, and `$NAME` / `${NAME...}` expansions outside single quotes; it never touches comments, text in single quotes, or the arguments of `echo`/`printf`. Line continuations with `\` and here-documents are followed. An edit on a line carrying `# npu-migrate: ignore[NPU251]` is skipped, and the engine drops suppressed diagnostics, exactly as for Python files.
+
+    ## Example
+
+    ```bash
+    # before
+    export CUDA_VISIBLE_DEVICES=0,1,2,3
+    CUDA_VISIBLE_DEVICES=1,0 torchrun --nproc_per_node=2 train.py   # error: not ascending
+    echo "using $CUDA_VISIBLE_DEVICES"
+    # after
+    export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3
+    ASCEND_RT_VISIBLE_DEVICES=1,0 torchrun --nproc_per_node=2 train.py   # still reported: write 0,1
+    echo "using $ASCEND_RT_VISIBLE_DEVICES"
+    ```
+
+    ## Fix safety
+
+    Safe: only the name changes; values are never reordered.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU251"
+    name = "shell-visible-devices"
+    summary = "Launch scripts: `CUDA_VISIBLE_DEVICES` becomes `ASCEND_RT_VISIBLE_DEVICES`; ids must be strictly ascending"
+    severity = Severity.ERROR
+    kinds = frozenset({"device_list"})
+    prefilter = envmap.names_pattern(kinds)
+
+
+CASES = [
+    Invalid(
+        """\
+export CUDA_VISIBLE_DEVICES=0,1,2,3
+CUDA_VISIBLE_DEVICES=1,0 torchrun --nproc_per_node=2 train.py   # error: not ascending
+echo "using $CUDA_VISIBLE_DEVICES"
+""",
+        after="""\
+export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3
+ASCEND_RT_VISIBLE_DEVICES=1,0 torchrun --nproc_per_node=2 train.py   # error: not ascending
+echo "using $ASCEND_RT_VISIBLE_DEVICES"
+""",
+        path='launch.sh',
+    ),
+]

@@ -1,0 +1,63 @@
+"""NPU252: the shell-env-var-rename rule."""
+
+from __future__ import annotations
+
+from codemods.framework import envmap
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.families.shell import ShellRule
+
+
+class ShellEnvVarRename(ShellRule):
+    r"""## What it does
+
+    Launch scripts: CUDA/NCCL variables with an exact NPU counterpart are renamed; the value is kept.
+
+    ## Why
+
+    The launch-script twin of NPU202: see `docs/rules/NPU202.md` for what the mapping is and why.
+
+    The scan is line-based and conservative (`codemods/framework/shellwords.py`): it rewrites `NAME=value` words (also after `export`, `env`, `docker run -e`, `mpirun -x`), `export`/`unset NAME`, and `$NAME` / `${NAME...}` expansions outside single quotes; it never touches comments, text in single quotes, or the arguments of `echo`/`printf`. Line continuations with `\` and here-documents are followed. An edit on a line carrying `# npu-migrate: ignore[NPU252]` is skipped, and the engine drops suppressed diagnostics, exactly as for Python files.
+
+    ## Example
+
+    ```bash
+    # before
+    export CUDA_LAUNCH_BLOCKING=1 TORCH_NCCL_ASYNC_ERROR_HANDLING=1
+    # after
+    export ASCEND_LAUNCH_BLOCKING=1 TORCH_HCCL_ASYNC_ERROR_HANDLING=1
+    ```
+
+    ## Fix safety
+
+    Safe: same meaning, same values.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU252"
+    name = "shell-env-var-rename"
+    summary = "Launch scripts: CUDA/NCCL variables with an exact NPU counterpart are renamed"
+    kinds = frozenset({"rename"})
+    prefilter = envmap.names_pattern(kinds)
+
+
+CASES = [
+    Invalid(
+        """\
+export CUDA_LAUNCH_BLOCKING=1 TORCH_NCCL_ASYNC_ERROR_HANDLING=1
+""",
+        after="""\
+export ASCEND_LAUNCH_BLOCKING=1 TORCH_HCCL_ASYNC_ERROR_HANDLING=1
+""",
+        path='launch.sh',
+    ),
+    Valid(
+        """\
+export ASCEND_LAUNCH_BLOCKING=1 TORCH_HCCL_ASYNC_ERROR_HANDLING=1
+""",
+        path='launch.sh',
+    ),
+]

@@ -1,0 +1,54 @@
+"""NPU255: the shell-env-var-no-counterpart rule."""
+
+from __future__ import annotations
+
+from codemods.framework import envmap
+from codemods.framework.base import Fix
+from codemods.framework.cases import Invalid
+from codemods.framework.families.shell import ShellRule
+
+
+class ShellEnvNoCounterpart(ShellRule):
+    r"""## What it does
+
+    Launch scripts: CUDA/NCCL variables with no verified NPU counterpart are reported (diagnostic only).
+
+    ## Why
+
+    The launch-script twin of NPU205: see `docs/rules/NPU205.md` for what the mapping is and why.
+
+    The scan is line-based and conservative (`codemods/framework/shellwords.py`): it rewrites `NAME=value` words (also after `export`, `env`, `docker run -e`, `mpirun -x`), `export`/`unset NAME`, and `$NAME` / `${NAME...}` expansions outside single quotes; it never touches comments, text in single quotes, or the arguments of `echo`/`printf`. Line continuations with `\` and here-documents are followed. An edit on a line carrying `# npu-migrate: ignore[NPU255]` is skipped, and the engine drops suppressed diagnostics, exactly as for Python files.
+
+    ## Example
+
+    ```bash
+    # before
+    export NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth0   # NPU255 info, twice
+    ```
+
+    ## Fix safety
+
+    No fix: diagnostic only.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: not yet
+    """
+
+    code = "NPU255"
+    name = "shell-env-var-no-counterpart"
+    summary = "Launch scripts: CUDA/NCCL variables with no verified NPU counterpart are reported"
+    fix = Fix.NONE
+    kinds = frozenset({"flag"})
+    prefilter = envmap.names_pattern(kinds)
+
+
+CASES = [
+    Invalid(
+        """\
+export NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth0
+""",
+        path='launch.sh',
+    ),
+]

@@ -1,0 +1,82 @@
+"""NPU301: the apex-amp rule."""
+
+from __future__ import annotations
+
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.families.third_party import ThirdPartyRule, library_prefilter
+
+
+class ApexAmp(ThirdPartyRule):
+    """## What it does
+
+    apex (amp and the package as a whole) is CUDA-only: native AMP with torch.autocast('npu') + GradScaler('npu')
+
+    ## Why
+
+    NVIDIA apex ships CUDA kernels and has no NPU build. Its AMP front end (`amp.initialize`, `amp.scale_loss`) maps onto native AMP, which torch_npu supports: `torch.autocast('npu', dtype=...)` and `torch.amp.GradScaler('npu')` (fact sheet §2.3). `transfer_to_npu` does nothing for apex.
+
+    | Reported | Route |
+    |---|---|
+    | `apex` (import) | NVIDIA apex is CUDA-only: its pieces have native PyTorch counterparts that run on NPU -- AMP: torch.autocast('npu') + torch.amp.GradScaler('npu'); FusedAdam: torch.optim.AdamW; DistributedDataParallel: torch.nn.parallel.DistributedDataParallel with backend 'hccl'; SyncBatchNorm: torch.nn.SyncBatchNorm |
+    | `apex.amp` (import) | apex.amp is CUDA-only: use native AMP -- `with torch.autocast('npu', dtype=torch.float16):` around the forward pass and `scaler = torch.amp.GradScaler('npu')` for the loss; drop `amp.initialize` |
+    | `apex.amp.initialize` (import, call) | drop `amp.initialize(model, optimizer, opt_level=...)`: keep model and optimizer as they are and wrap the forward pass in `torch.autocast('npu', dtype=torch.float16)` (O1); O2-style fp16 master weights have no switch, use bf16 autocast or keep fp32 weights |
+    | `apex.amp.scale_loss` (import, call) | `with amp.scale_loss(loss, optimizer) as scaled: scaled.backward()` becomes `scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()` with `scaler = torch.amp.GradScaler('npu')` |
+    | `apex.amp.master_params` (import, call) | `amp.master_params(optimizer)` becomes the model's own parameters; call `scaler.unscale_(optimizer)` before clipping them |
+
+    ## Example
+
+    ```python
+    from apex import amp                                            # NPU301
+    model, opt = amp.initialize(model, opt, opt_level="O1")         # NPU301
+    with amp.scale_loss(loss, opt) as scaled:                      # NPU301
+        scaled.backward()
+
+    # instead
+    scaler = torch.amp.GradScaler("npu")
+    with torch.autocast("npu", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    ```
+
+    ## Fix safety
+
+    No fix: diagnostic only (warning). None of these mappings is exact enough to rewrite automatically; the message says what to write instead. Suppress a line with `# npu-migrate: ignore[NPU301]`.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: not yet
+    """
+
+    code = "NPU301"
+    name = "apex-amp"
+    summary = "apex (amp and the package as a whole) is CUDA-only: native AMP with torch.autocast('npu') + GradScaler('npu')"
+    prefilter = library_prefilter("NPU301")
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+from apex import amp
+model, opt = amp.initialize(model, opt, opt_level="O1")
+with amp.scale_loss(loss, opt) as scaled:
+    scaled.backward()
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+scaler = torch.amp.GradScaler("npu")
+with torch.autocast("npu", dtype=torch.float16):
+    loss = criterion(model(x), y)
+scaler.scale(loss).backward()
+scaler.step(opt)
+scaler.update()
+""",
+    ),
+]

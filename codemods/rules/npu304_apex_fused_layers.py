@@ -1,0 +1,66 @@
+"""NPU304: the apex-fused-layers rule."""
+
+from __future__ import annotations
+
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.families.third_party import ThirdPartyRule, library_prefilter
+
+
+class ApexFusedLayers(ThirdPartyRule):
+    """## What it does
+
+    apex fused layers (FusedLayerNorm, FusedRMSNorm, contrib): use torch.nn layers or torch_npu fused ops
+
+    ## Why
+
+    apex's fused layers (FusedLayerNorm, FusedRMSNorm, contrib, transformer) are CUDA kernels; `torch.nn.LayerNorm`, `torch.nn.RMSNorm` and the fused `torch_npu.npu_rms_norm` run on NPU.
+
+    | Reported | Route |
+    |---|---|
+    | `apex.normalization` (import) | apex fused layers are CUDA kernels: FusedLayerNorm → torch.nn.LayerNorm, FusedRMSNorm → torch.nn.RMSNorm (or the fused `torch_npu.npu_rms_norm`); apex.contrib / apex.mlp / apex.transformer pieces need their plain PyTorch equivalents |
+    | `apex.contrib` (import) | apex.contrib kernels are CUDA-only: replace them with their plain PyTorch equivalents |
+    | `apex.transformer` (import) | apex.transformer is CUDA-only: replace its fused kernels with plain PyTorch ops |
+
+    ## Example
+
+    ```python
+    from apex.normalization import FusedLayerNorm       # NPU304
+    norm = FusedLayerNorm(1024)
+
+    # instead
+    norm = torch.nn.LayerNorm(1024)
+    ```
+
+    ## Fix safety
+
+    No fix: diagnostic only (warning). None of these mappings is exact enough to rewrite automatically; the message says what to write instead. Suppress a line with `# npu-migrate: ignore[NPU304]`.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: not yet
+    """
+
+    code = "NPU304"
+    name = "apex-fused-layers"
+    summary = "apex fused layers (FusedLayerNorm, FusedRMSNorm, contrib): use torch.nn layers or torch_npu fused ops"
+    prefilter = library_prefilter("NPU304")
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+from apex.normalization import FusedLayerNorm
+norm = FusedLayerNorm(1024)
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+norm = torch.nn.LayerNorm(1024)
+""",
+    ),
+]

@@ -1,0 +1,76 @@
+"""NPU305: the flash-attn rule."""
+
+from __future__ import annotations
+
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.families.third_party import ThirdPartyRule, library_prefilter
+
+
+class FlashAttn(ThirdPartyRule):
+    """## What it does
+
+    flash-attn: use torch_npu.npu_fusion_attention (layout, scale, keep_prob and mask spelled out) or SDPA
+
+    ## Why
+
+    flash-attn's kernels are CUDA-only. torch_npu's `npu_fusion_attention` computes the same attention, but its interface differs in ways that silently change results if copied naively: it returns a 7-tuple (the output first); `scale` defaults to 1.0 instead of 1/sqrt(head_dim); it takes `keep_prob` (probability to keep) instead of `dropout_p`; its boolean `atten_mask` uses **True = masked out** (the opposite of SDPA's boolean mask); causal attention is a 2048x2048 `torch.triu(..., diagonal=1)` boolean mask with `sparse_mode=3` (bottom-right aligned, like flash-attn >= 2.1; `sparse_mode=2` is top-left); the layout is given as a string (`'BSND'` for flash-attn's [batch, seq, heads, head_dim], `'TND'` for the varlen packed form, with `actual_seq_qlen`/`actual_seq_kvlen` as cumulative ends without the leading 0). `torch.nn.functional.scaled_dot_product_attention` is also native on NPU ([batch, heads, seq, head_dim], fp16/bf16/fp32, head_dim <= 512, boolean mask; dropout results differ from GPU). Sources: fact sheet §2.6 (signature, layouts, SDPA limits; `OP@master:docs/zh/custom_APIs/torch_npu/torch_npu-npu_fusion_attention.md`) and the torch_npu API page for `npu_fusion_attention` on hiascend.com (Pytorch 6.0.0 API reference, `ptaoplist_000850`: True in `atten_mask` masks, the `sparse_mode` table, the compressed 2048x2048 mask, the seven outputs, cumulative `actual_seq_qlen`).
+
+    | Reported | Route |
+    |---|---|
+    | `flash_attn` (import) | flash-attn's CUDA kernels do not run on NPU: use `torch_npu.npu_fusion_attention` (layouts BSH/SBH/BSND/BNSD/TND) or `torch.nn.functional.scaled_dot_product_attention`, native on NPU for [batch, heads, seq, head_dim] fp16/bf16/fp32, head_dim <= 512, bool mask (dropout results differ from GPU) |
+    | `flash_attn.flash_attn_func` (import, call) | `flash_attn_func(q, k, v, dropout_p, softmax_scale, causal)` on [batch, seq, heads, head_dim] becomes `torch_npu.npu_fusion_attention(q, k, v, q.shape[2], 'BSND', scale=softmax_scale or q.shape[-1] ** -0.5, keep_prob=1 - dropout_p, atten_mask=mask, sparse_mode=mode)[0]`: it returns a 7-tuple (output first); `scale` defaults to 1.0, not 1/sqrt(head_dim); `keep_prob` is the probability to keep; `atten_mask` is bool with True = masked out (SDPA's bool mask is the opposite); for causal=True pass mask=`torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), 1)` with sparse_mode=3 (bottom-right aligned like flash-attn >= 2.1; 2 is top-left) |
+    | `flash_attn.flash_attn_varlen_func` (import, call) | `flash_attn_varlen_func` on packed [total_tokens, heads, head_dim] becomes `torch_npu.npu_fusion_attention(q, k, v, q.shape[1], 'TND', scale=softmax_scale or q.shape[-1] ** -0.5, actual_seq_qlen=cu_seqlens_q[1:].tolist(), actual_seq_kvlen=cu_seqlens_k[1:].tolist(), ...)[0]`: the lengths are cumulative ends without the leading 0, max_seqlen_* are not needed, True in `atten_mask` means masked out, causal is the 2048x2048 `torch.triu(..., 1)` bool mask with sparse_mode=3 |
+    | `flash_attn.flash_attn_qkvpacked_func` (import, call) | unpack first (`q, k, v = qkv.unbind(dim=2)`), then map as flash_attn_func: `torch_npu.npu_fusion_attention(q, k, v, q.shape[2], 'BSND', scale=..., keep_prob=..., ...)[0]` (see NPU305) |
+    | `flash_attn.flash_attn_kvpacked_func` (import, call) | unpack first (`k, v = kv.unbind(dim=2)`), then map as flash_attn_func: `torch_npu.npu_fusion_attention(q, k, v, q.shape[2], 'BSND', ...)[0]` (see NPU305) |
+
+    ## Example
+
+    ```python
+    import flash_attn
+    out = flash_attn.flash_attn_func(q, k, v, dropout_p=0.1, causal=True)    # NPU305
+
+    # instead (q, k, v: [batch, seq, heads, head_dim])
+    import torch_npu
+    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), diagonal=1)
+    out = torch_npu.npu_fusion_attention(
+        q, k, v, q.shape[2], "BSND", atten_mask=mask, sparse_mode=3,
+        scale=q.shape[-1] ** -0.5, keep_prob=1 - 0.1)[0]
+    ```
+
+    ## Fix safety
+
+    No fix: diagnostic only (warning). None of these mappings is exact enough to rewrite automatically; the message says what to write instead. Suppress a line with `# npu-migrate: ignore[NPU305]`.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: not yet
+    """
+
+    code = "NPU305"
+    name = "flash-attn"
+    summary = "flash-attn: use torch_npu.npu_fusion_attention (layout, scale, keep_prob and mask spelled out) or SDPA"
+    prefilter = library_prefilter("NPU305")
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+import flash_attn
+out = flash_attn.flash_attn_func(q, k, v, dropout_p=0.1, causal=True)
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+import torch_npu
+mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), diagonal=1)
+out = torch_npu.npu_fusion_attention(
+    q, k, v, q.shape[2], "BSND", atten_mask=mask, sparse_mode=3,
+    scale=q.shape[-1] ** -0.5, keep_prob=1 - 0.1)[0]
+""",
+    ),
+]

@@ -1,0 +1,64 @@
+"""NPU307: the bitsandbytes rule."""
+
+from __future__ import annotations
+
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.families.third_party import ThirdPartyRule, library_prefilter
+
+
+class Bitsandbytes(ThirdPartyRule):
+    """## What it does
+
+    bitsandbytes has no NPU backend: torch.optim and fp16/bf16 layers
+
+    ## Why
+
+    bitsandbytes' 8-bit/4-bit optimizers and quantised layers are CUDA kernels with no torch_npu backend. Under `transfer_to_npu`, transformers' `is_bitsandbytes_available()` is shimmed to report False, which only hides the problem.
+
+    | Reported | Route |
+    |---|---|
+    | `bitsandbytes` (import) | bitsandbytes (8-bit/4-bit optimizers and quantised layers) has no NPU backend in torch_npu: use torch.optim (e.g. AdamW) and fp16/bf16 layers; drop `load_in_8bit`/`load_in_4bit` from model loading |
+
+    ## Example
+
+    ```python
+    import bitsandbytes as bnb                            # NPU307
+    opt = bnb.optim.AdamW8bit(model.parameters(), lr=1e-4)
+
+    # instead
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ```
+
+    ## Fix safety
+
+    No fix: diagnostic only (warning). None of these mappings is exact enough to rewrite automatically; the message says what to write instead. Suppress a line with `# npu-migrate: ignore[NPU307]`.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: not yet
+    """
+
+    code = "NPU307"
+    name = "bitsandbytes"
+    summary = "bitsandbytes has no NPU backend: torch.optim and fp16/bf16 layers"
+    prefilter = library_prefilter("NPU307")
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+import bitsandbytes as bnb
+opt = bnb.optim.AdamW8bit(model.parameters(), lr=1e-4)
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+""",
+    ),
+]

@@ -1,0 +1,70 @@
+"""NPU308: the triton-kernel rule."""
+
+from __future__ import annotations
+
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.families.third_party import ThirdPartyRule, library_prefilter
+
+
+class TritonKernel(ThirdPartyRule):
+    """## What it does
+
+    hand-written Triton kernels do not run on NPU: PyTorch ops or an Ascend C operator
+
+    ## Why
+
+    Hand-written Triton kernels target NVIDIA GPUs. The mapping in the fact sheet has no Triton path for NPU; `transfer_to_npu` forces `has_triton` to False for Inductor and Dynamo. Imports of `triton` and each `@triton.jit` / `@triton.autotune` are reported so every kernel is found.
+
+    | Reported | Route |
+    |---|---|
+    | `triton` (import) | hand-written Triton kernels target NVIDIA GPUs: replace the kernel with the PyTorch ops it fuses (torch.compile can fuse them on NPU) or an Ascend C / op-plugin operator; transfer_to_npu reports has_triton=False |
+    | `triton.jit` (import, reference) | a Triton kernel: it does not run on NPU; replace it with PyTorch ops (or an Ascend C operator) |
+    | `triton.autotune` (import, reference) | a Triton kernel's autotune configs: the kernel does not run on NPU; replace it with PyTorch ops |
+
+    ## Example
+
+    ```python
+    import triton                                     # NPU308
+
+    @triton.jit                                       # NPU308
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr): ...
+
+    # instead: the PyTorch ops the kernel fuses
+    out = x + y
+    ```
+
+    ## Fix safety
+
+    No fix: diagnostic only (warning). None of these mappings is exact enough to rewrite automatically; the message says what to write instead. Suppress a line with `# npu-migrate: ignore[NPU308]`.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: not yet
+    """
+
+    code = "NPU308"
+    name = "triton-kernel"
+    summary = "hand-written Triton kernels do not run on NPU: PyTorch ops or an Ascend C operator"
+    prefilter = library_prefilter("NPU308")
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+import triton
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr): ...
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+out = x + y
+""",
+    ),
+]

@@ -1,0 +1,71 @@
+"""NPU310: the nvml rule."""
+
+from __future__ import annotations
+
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.families.third_party import ThirdPartyRule, library_prefilter
+
+
+class Nvml(ThirdPartyRule):
+    """## What it does
+
+    pynvml/GPUtil/gpustat query NVIDIA's driver (NVML, nvidia-smi): use torch.npu.device_count/mem_get_info/utilization
+
+    ## Why
+
+    NVML (pynvml, GPUtil, gpustat) does not exist on Ascend hosts. torch answers the usual questions: `torch.npu.device_count()`, `torch.npu.mem_get_info(device)` (free, total), `torch.npu.utilization(device)`, `torch.npu.get_device_name(device)` (fact sheet §2.1). Temperature, power and clocks have no torch_npu counterpart (§2.6).
+
+    | Reported | Route |
+    |---|---|
+    | `pynvml` (import) | NVML does not exist on Ascend hosts: ask torch instead -- torch.npu.device_count(), torch.npu.mem_get_info(device) → (free, total) bytes, torch.npu.utilization(device), torch.npu.get_device_name(device) |
+    | `pynvml.nvmlDeviceGetCount` (import, call) | use `torch.npu.device_count()` |
+    | `pynvml.nvmlDeviceGetMemoryInfo` (import, call) | use `free, total = torch.npu.mem_get_info(device)` (bytes; used = total - free) |
+    | `pynvml.nvmlDeviceGetUtilizationRates` (import, call) | use `torch.npu.utilization(device)` (percent) |
+    | `pynvml.nvmlDeviceGetName` (import, call) | use `torch.npu.get_device_name(device)` |
+    | `pynvml.nvmlDeviceGetTemperature` (import, call) | no torch_npu counterpart for the temperature (torch.cuda.temperature has none either); read it with `npu-smi info` outside Python |
+    | `GPUtil` (import) | GPUtil reads nvidia-smi, which Ascend hosts lack: use torch.npu.device_count(), torch.npu.mem_get_info(device) and torch.npu.utilization(device) |
+    | `gpustat` (import) | gpustat reads NVML, which Ascend hosts lack: use torch.npu.device_count(), torch.npu.mem_get_info(device) and torch.npu.utilization(device) |
+
+    ## Example
+
+    ```python
+    import pynvml                                                   # NPU310
+    info = pynvml.nvmlDeviceGetMemoryInfo(handle)                   # NPU310
+
+    # instead
+    free, total = torch.npu.mem_get_info(device)
+    ```
+
+    ## Fix safety
+
+    No fix: diagnostic only (warning). None of these mappings is exact enough to rewrite automatically; the message says what to write instead. Suppress a line with `# npu-migrate: ignore[NPU310]`.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: not yet
+    """
+
+    code = "NPU310"
+    name = "nvml"
+    summary = "pynvml/GPUtil/gpustat query NVIDIA's driver (NVML, nvidia-smi): use torch.npu.device_count/mem_get_info/utilization"
+    prefilter = library_prefilter("NPU310")
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+import pynvml
+info = pynvml.nvmlDeviceGetMemoryInfo(handle)
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+free, total = torch.npu.mem_get_info(device)
+""",
+    ),
+]

@@ -1,0 +1,115 @@
+"""NPU311: the cuda-extension rule."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import libcst as cst
+import libcst.matchers as m
+
+from codemods.framework.cases import Invalid
+from codemods.framework.families.third_party import (
+    ThirdPartyRule,
+    entries,
+    library_prefilter,
+)
+from npu_migrate.core.discovery import CUDA_SUFFIXES
+
+
+def _cu_strings(call: cst.Call) -> list[cst.SimpleString]:
+    """`.cu`/`.cuh` string literals among a call's arguments, not those of calls nested in them."""
+    return _cu_strings_in(arg.value for arg in call.args)
+
+
+def _cu_strings_in(nodes: Iterable[cst.CSTNode]) -> list[cst.SimpleString]:
+    found: list[cst.SimpleString] = []
+    stack: list[cst.CSTNode] = list(nodes)[::-1]  # popped in source order
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.SimpleString):
+            if node.raw_value.endswith(CUDA_SUFFIXES):
+                found.append(node)
+        elif not isinstance(node, (cst.Call, cst.Lambda)):
+            stack.extend(reversed(node.children))
+    return found
+
+
+class CudaExtension(ThirdPartyRule):
+    """## What it does
+
+    CUDAExtension and cpp_extension.load(...) of .cu sources cannot build for NPU: Ascend C operator
+
+    ## Why
+
+    CUDA extensions (`CUDAExtension`, `cpp_extension.load(...)` with `.cu` sources or `with_cuda=True`, `load_inline(cuda_sources=...)`, code keyed on `CUDA_HOME`, and any other `.cu`/`.cuh` path named in Python, such as a `sources = [...]` list handed to a project's own build helper; a `load(...)` whose sources are computed is reported as possibly CUDA) cannot be built or run on NPU, and torch_npu has no equivalent (fact sheet §2.6): the kernels must be ported to an Ascend C custom operator or an op-plugin adaptation, or replaced by PyTorch ops. C++-only extensions (`CppExtension`, `load` of `.cpp` files) still build and are not reported.
+
+    | Reported | Route |
+    |---|---|
+    | `torch.utils.cpp_extension.CUDAExtension` (import, call) | CUDA extensions cannot be built or run on NPU and torch_npu has no equivalent: port the .cu kernels to an Ascend C custom operator (or an op-plugin adaptation), or fall back to PyTorch ops; pure C++ code can stay a CppExtension |
+    | `torch.utils.cpp_extension.load` (call) | this JIT build compiles CUDA sources, which cannot run on NPU: port the kernels to an Ascend C custom operator or fall back to PyTorch ops (C++-only sources still build) |
+    | ``.cu` / `.cuh` paths elsewhere in Python (other calls, lists, strings)` (file discovery) | CUDA kernels cannot be built or run on NPU; port them to an Ascend C custom operator (or op-plugin), or fall back to PyTorch ops |
+    | `torch.utils.cpp_extension.load_inline` (call) | `cuda_sources=` cannot be compiled for NPU: port the kernels to an Ascend C custom operator or fall back to PyTorch ops (`cpp_sources` alone still build) |
+    | `torch.utils.cpp_extension.CUDA_HOME` (import, reference) | `CUDA_HOME` is None on an Ascend host (no CUDA toolkit): code that builds CUDA kernels from it needs an NPU path |
+
+    ## Example
+
+    ```python
+    from torch.utils.cpp_extension import load
+    ext = load("fused", sources=["fused.cpp", "fused_kernel.cu"])   # NPU311
+    ```
+
+    Port `fused_kernel.cu` to an Ascend C operator, or replace the extension by PyTorch ops.
+
+    ## Fix safety
+
+    No fix: diagnostic only (warning). None of these mappings is exact enough to rewrite automatically; the message says what to write instead. Suppress a line with `# npu-migrate: ignore[NPU311]`.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: not yet
+    """
+
+    code = "NPU311"
+    name = "cuda-extension"
+    summary = "CUDAExtension and cpp_extension.load(...) of .cu sources cannot build for NPU: Ascend C operator"
+    prefilter = library_prefilter("NPU311")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        strings = _cu_strings(node)
+        if self._report_call(node):  # its .cu strings are covered by this report
+            self.tree.nodes("seen").update(m.findall(node, m.SimpleString()))
+            return
+        self._report_sources(node, strings, "passes")  # e.g. a project's own build helper
+
+    def visit_List(self, node: cst.List) -> None:
+        self._report_sources(node, _cu_strings_in(node.elements), "names")
+
+    def visit_Tuple(self, node: cst.Tuple) -> None:
+        self._report_sources(node, _cu_strings_in(node.elements), "names")
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if node.raw_value.endswith(CUDA_SUFFIXES):
+            self._report_sources(node, [node], "names")
+
+    def _report_sources(self, node: cst.CSTNode, strings: list[cst.SimpleString], verb: str) -> None:
+        seen = self.tree.nodes("seen")
+        fresh = [s for s in strings if s not in seen]
+        if not fresh:
+            return
+        seen.update(strings)
+        entry = next(e for e in entries() if e["code"] == self.code and e["cuda"].startswith("`.cu`"))
+        names = ", ".join(f"`{s.raw_value}`" for s in fresh[:3])
+        self.report(node, f"{verb} CUDA sources ({names}): {entry['message']}")
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+from torch.utils.cpp_extension import load
+ext = load("fused", sources=["fused.cpp", "fused_kernel.cu"])
+""",
+    ),
+]

@@ -1,0 +1,456 @@
+"""NPU400 `amp`: run the forward pass and the loss under `torch.autocast(device_type="npu")`.
+
+Opt-in. bf16 by default (option `amp_dtype`); with fp16 a `torch.amp.GradScaler("npu")` is
+created before the training loop, the backward pass and optimizer step go through it,
+`scaler.unscale_(optimizer)` precedes gradient clipping and the scaler's state joins the
+optimizer's in checkpoints. Evaluation loops get autocast alone. Files that already use AMP
+(native or apex) and loops whose shape is not certain are left alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cached_property
+
+import libcst as cst
+import libcst.matchers as m
+
+from codemods.framework.base import Fix, Rule
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.nodes import code_of
+from codemods.framework.loops import (
+    BlockPlan,
+    Site,
+    TrainingStep,
+    append_elements,
+    find_eval_loops,
+    find_training_steps,
+    insertion_data,
+    with_block,
+)
+from npu_migrate.core.diagnostics import Severity
+
+
+class InsertAmp(Rule):
+    """## What it does
+
+    Wrap the forward pass and the loss of each training step (and of evaluation loops) in `torch.autocast(device_type="npu", dtype=torch.bfloat16)`; with fp16, route the step through a `torch.amp.GradScaler("npu")`.
+
+    Opt-in: `npu-migrate apply --enable amp` (or `enable = ["amp"]` in `[tool.npu-migrate]`).
+
+    ## Why
+
+    Ascend's matrix units run bf16 and fp16 much faster than fp32, and a model migrated from CUDA
+    usually trains in fp32 unless someone adds mixed precision. `torch.autocast(device_type="npu")` and
+    `torch.amp.GradScaler("npu")` are the native APIs on torch_npu (`torch_npu_api.md` §2.3: the NPU
+    autocast kernels are registered for PrivateUse1, the scaler ops `_amp_foreach_non_finite_check_and_unscale_`
+    and `_amp_update_scale_` are supported).
+
+    bf16 (the default) has fp32's exponent range, so gradients do not underflow and no scaler is
+    needed. fp16 needs loss scaling: the rule then also inserts the scaler, the way the PyTorch AMP
+    recipe does.
+
+    ### What is recognised
+
+    - **Training step**: a block (a loop body, or a function such as `train_step`) holding
+      `<loss>.backward()` as a statement of its own, the loss assigned by the plain assignments just
+      above it, and an optimizer `.step()` after it in the same iteration (directly, or in an `if`
+      as with gradient accumulation). Autocast wraps the simple statements above `.backward()` that
+      end with the (last) assignment of the loss, starting at the first assignment that computes
+      something — the batch transfers (`x = x.to(device)`), unpacking and `zero_grad()` in front stay
+      outside.
+    - **Evaluation loop**: a `for` loop over batches (the iterable, possibly inside
+      `enumerate`/`tqdm`/`iter`, is named like `loader`, `val_loader`, `test_dl`, `batches`, `dataset`,
+      `data`), that runs with gradients disabled (`with torch.no_grad()` / `torch.inference_mode()`
+      around it or as the first statement of its body, or `@torch.no_grad()` on the function), and
+      feeds the batch to a model (`model(x)`, `self.net(batch)`: a local callable, not an imported
+      function, given a loop variable); autocast wraps its simple statements after the batch
+      transfers. No scaler. Library loops under `no_grad` (optimizer steps over `param_groups`,
+      updates over `dict.items()`) are therefore not touched: over 920 candidate files of torch's own
+      sources, the three rules change nothing.
+    - **fp16**: `scaler = torch.amp.GradScaler("npu")` before the outermost training loop of the
+      function; `scaler.scale(loss).backward()`; `scaler.step(optimizer)` followed by
+      `scaler.update()`; `scaler.unscale_(optimizer)` right before `clip_grad_norm_` /
+      `clip_grad_value_`; `"scaler": scaler.state_dict()` added to each dict literal that saves
+      `optimizer.state_dict()` in that function (checkpoints). With gradient accumulation the scaled
+      backward runs every iteration and unscale/step/update run where the optimizer steps.
+
+    ### Left alone, with a diagnostic saying why
+
+    - the file already uses AMP: `autocast`, `GradScaler`, apex (`amp.initialize`), `Accelerator(`,
+      `mixed_precision` (info);
+    - the loss is computed inside the `.backward()` call, or not by the statements just above it;
+    - no optimizer `.step()` follows `.backward()` in the iteration;
+    - several `.backward()` calls in one loop (GANs, several losses);
+    - `.backward()` shares its line with other statements;
+    - fp16 only: the step is a function of its own (the scaler must live with the loop that calls
+      it), `optimizer.step(closure)`, several optimizers, or gradient clipping on iterations where the
+      optimizer does not step (with accumulation: `scaler.unscale_` may run only once per `step()`,
+      so the clipping has to move next to the step first).
+
+    A framework's backward (`accelerator.backward(loss)`, `engine.backward(loss)`) is skipped
+    silently: the framework owns precision. A loop without gradients disabled and without a backward
+    pass is not an evaluation loop for certain and is skipped silently too.
+
+    ## Example
+
+    ```python
+    # before
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        out = model(x)
+        loss = criterion(out, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+    # after (default, bf16)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+            out = model(x)
+            loss = criterion(out, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+    # after (amp-dtype = "float16")
+    scaler = torch.amp.GradScaler("npu")
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        with torch.autocast(device_type="npu", dtype=torch.float16):
+            out = model(x)
+            loss = criterion(out, y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Options
+
+    - `amp_dtype` (config key `amp-dtype`): `bfloat16` (default; also `bf16`) or `float16` (also
+      `fp16`, `half`). Anything else is an error diagnostic and nothing is inserted.
+
+    ## Fix safety
+
+    Unsafe by nature: mixed precision changes the numerics on purpose. Compare the loss curve
+    (`npu-migrate verify`). The rewrite keeps the program's structure: statements move into a `with`
+    block (variables assigned there stay visible after it), comments move with them, nothing else is
+    reformatted. Applying it twice inserts nothing the second time (autocast around a step means it
+    is done). Loading an old checkpoint is untouched: add `scaler.load_state_dict(ckpt["scaler"])`
+    yourself where you restore the optimizer. Suppress a loop with `# npu-migrate: ignore[NPU400]` on
+    its `for` line or on its `.backward()` line.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (unsafe fix: review the change); opt-in
+    - **portable**: not yet
+    """
+
+    code = "NPU400"
+    name = "amp"
+    summary = ("Wrap the forward pass and loss in `torch.autocast(device_type=\"npu\")` "
+               "(bf16; fp16 with a GradScaler)")
+    fix = Fix.UNSAFE  # numerics change by design: review the loss curve
+    default = False
+    severity = Severity.WARNING
+    prefilter = r"\.backward\(|no_grad|inference_mode"
+    needs_torch_npu = True
+    whole_statements = True  # a loop, the function around it and its checkpoint code
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.blocks: dict[int, BlockPlan] = {}  # id(original block) -> statement edits
+        self.dicts: dict[int, tuple[str, str]] = {}  # id(original Dict) -> (scaler, key quote)
+        self.top_level: dict[int, BlockPlan] = {}  # id(top-level loop) -> edits around it
+        self.dtype_error_reported = False
+        self.findings: list[tuple[cst.CSTNode, str, Severity | None]] = []
+
+    def note(self, node: cst.CSTNode, message: str, severity: Severity | None = None) -> None:
+        """A diagnostic found while planning; reported when the chunk is left (the runner keeps
+        only what leave methods record)."""
+        self.findings.append((node, message, severity))
+
+    # -- file-level facts ----------------------------------------------------------------------
+    @cached_property
+    def dtype(self) -> str | None:
+        wanted = str(self.context.options.get("amp_dtype") or "bfloat16").lower()
+        return insertion_data()["amp_dtypes"].get(wanted)
+
+    @cached_property
+    def existing_amp(self) -> str | None:
+        """The first AMP marker of the file (`autocast`, `GradScaler`, apex...), if any."""
+        found = re.search(insertion_data()["amp_markers"], self.context.source)
+        return found.group(0) if found else None
+
+    @cached_property
+    def torch_name(self) -> str:
+        for local, target in self.context.facts.aliases.items():
+            if target == "torch":
+                return local
+        self.context.require_import("torch")
+        return "torch"
+
+    def fresh_name(self, wanted: str) -> str:
+        used = {n.id for n in ast.walk(self.context.facts.tree) if isinstance(n, ast.Name)}
+        name = wanted
+        while name in used:
+            name = "npu_" + name if not name.startswith("npu_") else name + "_"
+        return name
+
+    # -- planning (on the original chunk) -----------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        self.blocks, self.dicts, self.findings, self.top_level = {}, {}, [], {}
+        if self.dtype is None:
+            if not self.dtype_error_reported:
+                self.dtype_error_reported = True
+                wanted = self.context.options.get("amp_dtype")
+                self.note(node.body[0] if node.body else node,
+                          f"unknown amp_dtype {wanted!r}: use bfloat16 or float16", severity=Severity.ERROR)
+            return
+        steps = find_training_steps(node, self.resolve)
+        for step in steps:
+            self._plan_training(node, step)
+        trained = {id(s.loop.stmt) for s in steps if s.loop}
+        for loop in find_eval_loops(node, self.resolve):
+            if id(loop.loop.stmt) in trained or loop.in_autocast or self.existing_amp:
+                continue
+            if self._suppressed(node, [loop.loop.stmt, loop.block.body[loop.region[0]]]):
+                continue
+            start, end = loop.region
+            plan = self.blocks.setdefault(id(loop.block), BlockPlan())
+            plan.wraps[start] = (end, self._autocast_maker())
+            plan.notes.append((loop.block.body[start],
+                               f"evaluation loop: wrapped in `{self._autocast_header()}`"))
+
+    def _autocast_header(self) -> str:
+        return f'{self.torch_name}.autocast(device_type="npu", dtype={self.torch_name}.{self.dtype})'
+
+    def _autocast_maker(self):
+        header = self._autocast_header()
+        return lambda statements: with_block(header, statements)
+
+    def _plan_training(self, module: cst.Module, step: TrainingStep) -> None:
+        if step.in_autocast:
+            return  # already AMP (our own earlier insertion, or the user's)
+        backward_stmt = step.site.stmt
+        if self.existing_amp:
+            self.note(backward_stmt, f"left alone: the file already uses mixed precision "
+                        f"(`{self.existing_amp}`)", severity=Severity.INFO)
+            return
+        if step.problems:
+            # no optimizer step, or no loop or function: most likely no training loop at all
+            unlikely = step.optimizer is None or (step.loop is None and step.site.function() is None)
+            severity = Severity.INFO if unlikely else None
+            self.note(backward_stmt, "no autocast inserted: " + "; ".join(step.problems[:2]), severity)
+            return
+        fp16 = self.dtype == "float16"
+        if fp16 and step.scaler_problems:
+            self.note(backward_stmt, "no fp16 autocast inserted (a GradScaler is needed): "
+                        + "; ".join(step.scaler_problems[:2]) + "; bf16 (the default) needs none")
+            return
+        watched = [backward_stmt, step.site.block.body[step.region[0]]] + [s.stmt for s in step.steps]
+        if step.loop:
+            watched.append(step.loop.stmt)
+        if self._suppressed(module, watched):
+            return
+        start, end = step.region
+        plan = self.blocks.setdefault(id(step.site.block), BlockPlan())
+        plan.wraps[start] = (end, self._autocast_maker())
+        plan.notes.append((step.site.block.body[start],
+                           f"wrapped the forward pass and loss in `{self._autocast_header()}`"))
+        if fp16:
+            self._plan_scaler(module, step, plan)
+
+    def _plan_scaler(self, module: cst.Module, step: TrainingStep, plan: BlockPlan) -> None:
+        scaler = self.fresh_name("scaler")
+        optimizer = code_of(step.optimizer)
+        loss = code_of(step.loss.with_changes(lpar=[], rpar=[]))
+        # backward through the scaler
+        plan.replace[step.site.index] = lambda stmt: _scale_backward(stmt, scaler)
+        plan.notes.append((step.site.stmt, f"`{loss}.backward()` → `{scaler}.scale({loss}).backward()`"))
+        for site in step.steps:
+            target, index = self._plan_for(site)
+            target.replace[index] = lambda stmt: _scaler_step(stmt, scaler)
+            target.after.setdefault(index, []).append(
+                cst.parse_statement(f"{scaler}.update()\n"))
+            target.notes.append((site.stmt, f"`{optimizer}.step()` → `{scaler}.step({optimizer})`; "
+                                             f"`{scaler}.update()` added"))
+        for site in step.clips:
+            target, index = self._plan_for(site)
+            target.before.setdefault(index, []).append(
+                cst.parse_statement(f"{scaler}.unscale_({optimizer})\n"))
+            target.notes.append((site.stmt, f"`{scaler}.unscale_({optimizer})` added before "
+                                            "gradient clipping"))
+        outer = step.outer_loop
+        assert outer is not None  # scaler_problems says so otherwise
+        target, index = self._plan_for(outer)
+        target.before.setdefault(index, []).append(cst.parse_statement(
+            f'{scaler} = {self.torch_name}.amp.GradScaler("npu")\n'))
+        target.notes.append((outer.stmt, f'`{scaler} = {self.torch_name}.amp.GradScaler("npu")` '
+                                         "added before the training loop"))
+        for later in outer.block.body[outer.index:]:
+            for found in m.findall(later, m.Dict()):
+                if any(_is_state_dict_of(e, optimizer) for e in found.elements) and not any(
+                        _is_state_dict_of(e, scaler) for e in found.elements):
+                    self.dicts[id(found)] = (scaler, _quote_of(found))
+
+    def _plan_for(self, site: Site) -> tuple[BlockPlan, int]:
+        """The plan holding edits around `site`, and the statement's index in it."""
+        if isinstance(site.block, cst.Module):  # only loop statements get edits at the top level
+            return self.top_level.setdefault(id(site.stmt), BlockPlan()), 0
+        return self.blocks.setdefault(id(site.block), BlockPlan()), site.index
+
+    def _suppressed(self, module: cst.Module, nodes: list[cst.CSTNode]) -> bool:
+        suppressions = self.context.suppressions
+        if not suppressions:
+            return False
+        from codemods.framework.positions import node_positions
+
+        where = node_positions(module, nodes)
+        offset = self.context.line_offset
+        return any(suppressions.suppresses(self.code, line + offset) for line, _ in where.values())
+
+    # -- applying the plan ----------------------------------------------------------------------
+    def _apply(self, original, updated):
+        plan = self.blocks.get(id(original))
+        if plan is None:
+            return updated
+        body = plan.apply(list(original.body), list(updated.body))
+        if body is None:
+            self.report(original, "no autocast inserted here: another rule moved statements of "
+                        "this block; apply the insertion rules in a second run")
+            return updated
+        for node, message in plan.notes:
+            self.fixed(node, message)
+        return updated.with_changes(body=body)
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
+                            updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        return self._apply(original_node, updated_node)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        for node, message, severity in self.findings:
+            self.report(node, message, severity=severity)
+        # statements before a top-level loop go in here, after every rule has left the loop
+        # (a FlattenSentinel from leave_For would keep later rules from seeing it); the runner
+        # cannot place a Module for its suppression check, hence the fallback in _leave_loop
+        if not self.top_level or self.context.suppressions:
+            return updated_node
+        plan = BlockPlan()
+        for index, stmt in enumerate(original_node.body):
+            found = self.top_level.get(id(stmt))
+            if found is not None:
+                plan.before[index] = found.before[0]
+                plan.notes += found.notes
+        body = plan.apply(list(original_node.body), list(updated_node.body))
+        if body is None:
+            return updated_node
+        for node, message in plan.notes:
+            self.fixed(node, message)
+        return updated_node.with_changes(body=body)
+
+    def _leave_loop(self, original_node, updated_node):
+        plan = self.top_level.get(id(original_node))
+        if plan is None or not self.context.suppressions:
+            return updated_node
+        for node, message in plan.notes:
+            self.fixed(node, message)
+        return cst.FlattenSentinel(plan.apply([original_node], [updated_node]))
+
+    leave_For = _leave_loop
+    leave_While = _leave_loop
+
+    def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.Dict:
+        wanted = self.dicts.get(id(original_node))
+        if wanted is None:
+            return updated_node
+        scaler, quote = wanted
+        element = cst.DictElement(cst.SimpleString(f"{quote}{scaler}{quote}"),
+                                  cst.parse_expression(f"{scaler}.state_dict()"))
+        elements = append_elements(list(updated_node.elements), [element],
+                                   updated_node.lbrace.whitespace_after)
+        self.fixed(original_node, f"checkpoint: added `{quote}{scaler}{quote}: {scaler}.state_dict()`")
+        return updated_node.with_changes(elements=elements)
+
+
+def _is_state_dict_of(element: cst.BaseDictElement, owner: str) -> bool:
+    return (isinstance(element, cst.DictElement) and isinstance(element.value, cst.Call)
+            and m.matches(element.value.func, m.Attribute(attr=m.Name("state_dict")))
+            and code_of(element.value.func.value) == owner)
+
+
+def _quote_of(found: cst.Dict) -> str:
+    for element in found.elements:
+        if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
+            return element.key.quote if element.key.quote in ("'", '"') else '"'
+    return '"'
+
+
+def _scale_backward(stmt: cst.SimpleStatementLine, scaler: str) -> cst.SimpleStatementLine:
+    expr = stmt.body[0]
+    call = expr.value
+    loss = call.func.value.with_changes(lpar=[], rpar=[])
+    scaled = cst.Call(cst.parse_expression(f"{scaler}.scale"), [cst.Arg(loss)])
+    new_call = call.with_changes(func=call.func.with_changes(value=scaled))
+    return stmt.with_changes(body=[expr.with_changes(value=new_call)])
+
+
+def _scaler_step(stmt: cst.SimpleStatementLine, scaler: str) -> cst.SimpleStatementLine:
+    expr = stmt.body[0]
+    call = expr.value
+    optimizer = call.func.value
+    new_call = call.with_changes(func=cst.parse_expression(f"{scaler}.step"), args=[cst.Arg(optimizer)])
+    return stmt.with_changes(body=[expr.with_changes(value=new_call)])
+
+
+CASES = [
+    Invalid(
+        """\
+import os
+import torch
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    optimizer.zero_grad()
+    out = model(x)
+    loss = criterion(out, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+""",
+        after="""\
+import os
+import torch
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    optimizer.zero_grad()
+    with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+        out = model(x)
+        loss = criterion(out, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+""",
+    ),
+    Valid(
+        """\
+import os
+import torch
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    optimizer.zero_grad()
+    with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+        out = model(x)
+        loss = criterion(out, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+""",
+    ),
+]

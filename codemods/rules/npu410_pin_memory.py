@@ -1,0 +1,396 @@
+"""NPU410 `pin-memory`: pinned host memory and asynchronous copies for data loading.
+
+Opt-in. `DataLoader(...)` without `pin_memory` gets `pin_memory=True` and, when it has workers,
+`persistent_workers=True`; inside a loop over a loader that pins memory, the host→device copies
+of the batch get `non_blocking=True`. A loader with no workers gets a diagnostic.
+
+Which loop iterates a pinned loader is decided on the whole file (Python's `ast`, computed once):
+names bound to a pinning `DataLoader(...)`, to a local helper that returns one, or to a
+function parameter that every visible call fills with one.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cached_property
+
+import libcst as cst
+import libcst.matchers as m
+
+from codemods.framework.base import Fix, Rule, dotted_parts
+from codemods.framework.cases import Invalid
+from codemods.framework.facts import ast_dotted_parts
+from codemods.framework.loops import (
+    append_elements,
+    calls_in,
+    insertion_data,
+    method_name,
+    target_names,
+    walk,
+)
+from codemods.framework.nodes import code_of, keyword
+from npu_migrate.core.diagnostics import Severity
+
+
+class InsertPinMemory(Rule):
+    """## What it does
+
+    `DataLoader(...)` without `pin_memory` gets `pin_memory=True` (and `persistent_workers=True` when it has workers); the host→device copies of its batches get `non_blocking=True`.
+
+    Opt-in: `npu-migrate apply --enable pin-memory`.
+
+    ## Why
+
+    A copy from pageable host memory to the NPU is synchronous and goes through a staging buffer.
+    With `pin_memory=True` the loader returns page-locked batches, and a copy of a pinned tensor with
+    `non_blocking=True` overlaps with the computation already queued on the device. Workers that
+    persist between epochs save re-forking them (and re-importing the dataset) every epoch.
+
+    What the rule does:
+
+    - `DataLoader(...)` (resolved through imports: `torch.utils.data.DataLoader` under any alias)
+      without `pin_memory` gets `pin_memory=True`. An explicit `pin_memory=...` is the user's choice
+      and is kept. A call with `**kwargs` is left alone with an info note (the keyword may already be
+      in there).
+    - `num_workers` > 0 (a literal, or a module constant) and no `persistent_workers`: adds
+      `persistent_workers=True`. When `num_workers` is a variable (`args.workers`), adds
+      `persistent_workers=args.workers > 0` (a loader with no workers rejects `persistent_workers=True`).
+    - `num_workers` missing or 0: an info diagnostic suggests workers.
+    - In a `for` loop over a loader that pins memory (directly, through `enumerate`/`tqdm`/`iter`),
+      `.to(device)`, `.npu()` and `.cuda()` calls on the batch (the loop variables, what is unpacked
+      or indexed from them, dict comprehensions over them) get `non_blocking=True`. Copies of model
+      outputs, copies to `"cpu"` and dtype conversions (`x.to(torch.float16)`) are not touched.
+
+    Which loops iterate a pinning loader is decided on the whole file: names bound to a
+    `DataLoader(...)` that pins, to a call of a local helper whose every `return` is such a loader, or
+    parameters that every visible call fills with one (`train(model, loader)` into
+    `def train(model, train_loader)`). A name also bound to anything else is not trusted.
+
+    Loaders built with a custom `sampler`/`batch_sampler`, a `collate_fn` returning non-tensors, or
+    an `IterableDataset` are handled the same way: pinning copies every tensor found in the batch
+    (in tuples, lists, dicts, namedtuples) and returns anything else unchanged, so it is safe for
+    them (tested with all three).
+
+    ## Example
+
+    ```python
+    # before
+    from torch.utils.data import DataLoader
+    loader = DataLoader(dataset, batch_size=64, num_workers=8)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        out = model(x)
+
+    # after
+    from torch.utils.data import DataLoader
+    loader = DataLoader(dataset, batch_size=64, num_workers=8, pin_memory=True, persistent_workers=True)
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        out = model(x)
+    ```
+
+    ## Fix safety
+
+    Safe for the values computed: pinning and asynchronous host→device copies do not change results
+    (the stream orders the copy before its use). Two behavioural notes: pinned batches use page-locked
+    host memory (the loader's prefetch depth worth); with persistent workers, changes the main process
+    makes to the dataset object after the first epoch are not seen by the workers (a dataset that
+    changes its own content per epoch should set `persistent_workers=False` explicitly, and the rule
+    keeps that). Suppress with `# npu-migrate: ignore[NPU410]` on the line.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix); opt-in
+    - **portable**: not yet
+    """
+
+    code = "NPU410"
+    name = "pin-memory"
+    summary = ("`DataLoader` gets `pin_memory=True` (and `persistent_workers=True` with workers); "
+               "batch copies get `non_blocking=True`")
+    fix = Fix.SAFE
+    default = False
+    severity = Severity.INFO
+    prefilter = r"DataLoader|\.(?:to|npu|cuda)\("
+    whole_statements = True  # a loop over a loader and the copies in its body
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.copies: set[int] = set()  # id(original Call) of batch copies to make non-blocking
+
+    # -- DataLoader(...) ---------------------------------------------------------------------
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node) in self.copies:
+            self.fixed(original_node, f"`.{method_name(original_node)}(...)` of the batch: "
+                                      "added `non_blocking=True` (the loader pins memory)")
+            return updated_node.with_changes(args=append_elements(
+                list(updated_node.args), [keyword("non_blocking", cst.Name("True"))],
+                updated_node.whitespace_before_args))
+        if "DataLoader" not in self.context.source or \
+                self.resolve(original_node.func) not in insertion_data()["dataloaders"]:
+            return updated_node
+        return self._loader(original_node, updated_node)
+
+    def _loader(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        data = insertion_data()
+        args = updated.args
+        positional = [a for a in args if not a.keyword and not a.star]
+        keywords = {a.keyword.value: a for a in args if a.keyword}
+        splat = any(a.star == "**" for a in args)
+        added: list[cst.Arg] = []
+        if "pin_memory" not in keywords and len(positional) <= data["dataloader_pin_memory_position"]:
+            if splat:
+                self.report(original, "`DataLoader(**...)`: add `pin_memory=True` where the "
+                            "keyword arguments are built", severity=Severity.INFO)
+            else:
+                added.append(keyword("pin_memory", cst.Name("True")))
+        workers_at = data["dataloader_num_workers_position"]
+        workers = keywords["num_workers"].value if "num_workers" in keywords else (
+            positional[workers_at].value if len(positional) > workers_at else None)
+        count = self._literal_int(workers)
+        if workers is None and not splat or count == 0:
+            self.report(original, "the loader has no workers (`num_workers` is 0): batches are "
+                        "loaded in the training process; try `num_workers=4` or more (up to the "
+                        "CPU cores per device) and measure", severity=Severity.INFO)
+        elif "persistent_workers" not in keywords and not splat and workers is not None:
+            if count is not None:
+                added.append(keyword("persistent_workers", cst.Name("True")))
+            elif dotted_parts(workers):
+                added.append(keyword("persistent_workers", cst.Comparison(
+                    workers, [cst.ComparisonTarget(cst.GreaterThan(), cst.Integer("0"))])))
+        if not added:
+            return updated
+        text = ", ".join(code_of(a) for a in added)
+        self.fixed(original, f"`DataLoader(...)`: added `{text}`")
+        return updated.with_changes(args=append_elements(list(args), added,
+                                                         updated.whitespace_before_args))
+
+    def _literal_int(self, node: cst.CSTNode | None) -> int | None:
+        if isinstance(node, cst.Integer):
+            return int(node.value, 0)
+        if isinstance(node, cst.Name):
+            value = self.context.facts.constants.get(node.value)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return None
+
+    # -- batch copies inside loops over pinned loaders ---------------------------------------------
+    @cached_property
+    def pinned(self) -> set[str]:
+        if "DataLoader" not in self.context.source:
+            return set()
+        return pinned_loader_names(self.context.facts.tree, self.context.facts.qualify)
+
+    def visit_For(self, node: cst.For) -> None:
+        if not self.pinned or not _iterates(node.iter, self.pinned):
+            return
+        derived = target_names(node.target)
+        for site in walk(node.body):
+            stmt = site.stmt
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign):
+                        names = set().union(*(target_names(t.target) for t in small.targets))
+                        # `x = x.to(device)` keeps x the batch; `x = model(x)` makes it an output
+                        if _derives(small.value, derived):
+                            derived |= names
+                        else:
+                            derived -= names
+            for comp in m.findall(stmt, m.CompFor()):
+                if _root_names(comp.iter) & derived:
+                    derived |= target_names(comp.target)
+            for call in calls_in(stmt) if not _compound(stmt) else []:
+                if self._is_batch_copy(call, derived):
+                    self.copies.add(id(call))
+
+    def _is_batch_copy(self, call: cst.Call, derived: set[str]) -> bool:
+        name = method_name(call)
+        if name not in ("to", "npu", "cuda"):
+            return False
+        if not (_root_names(call.func.value, heads_only=True) & derived):
+            return False
+        if any(a.star or (a.keyword and a.keyword.value == "non_blocking") for a in call.args):
+            return False
+        positional = [a for a in call.args if not a.keyword]
+        if len(positional) > 1:
+            return False
+        if name != "to":
+            return True
+        target = positional[0].value if positional else next(
+            (a.value for a in call.args if a.keyword and a.keyword.value == "device"), None)
+        return target is not None and self._device_like(target)
+
+    def _device_like(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.SimpleString):
+            return not node.evaluated_value.startswith("cpu")
+        if isinstance(node, cst.Integer):
+            return True
+        if isinstance(node, cst.Call):
+            return self.resolve(node.func) == "torch.device"
+        parts = dotted_parts(node)
+        if not parts or self.resolve(node) is not None:  # torch.float16 and the like
+            return False
+        return bool(re.search(insertion_data()["device_like_names"], parts[-1]))
+
+
+def _compound(stmt: cst.CSTNode) -> bool:
+    return not isinstance(stmt, cst.SimpleStatementLine)
+
+
+def _root_names(node: cst.CSTNode, heads_only: bool = False) -> set[str]:
+    if heads_only:
+        while isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        return {node.value} if isinstance(node, cst.Name) else set()
+    return {n.value for n in m.findall(node, m.Name()) if isinstance(n, cst.Name)}
+
+
+def _derives(value: cst.CSTNode, derived: set[str]) -> bool:
+    """The value is (parts of) the batch: names, subscripts, attributes and copies of it."""
+    if not (_root_names(value) & derived):
+        return False
+    return all(method_name(c) in insertion_data()["transfer_methods"]
+               + insertion_data()["container_methods"] for c in calls_in(value))
+
+
+def _iterates(expr: cst.CSTNode, pinned: set[str]) -> bool:
+    if isinstance(expr, cst.Call) and expr.args:
+        parts = dotted_parts(expr.func)
+        if parts and ".".join(parts) in insertion_data()["loader_wrappers"]:
+            return _iterates(expr.args[0].value, pinned)
+        return False
+    parts = dotted_parts(expr)
+    return bool(parts) and parts[-1] in pinned
+
+
+# -- which names hold pinning loaders (whole file, `ast`) -------------------------------------------
+
+def _key(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+
+
+def _will_pin(call: ast.Call) -> bool:
+    """Pins after this rule ran: `pin_memory=True`, or no pin_memory at all (the rule adds it)."""
+    for kw in call.keywords:
+        if kw.arg == "pin_memory":
+            return isinstance(kw.value, ast.Constant) and kw.value.value is True
+        if kw.arg is None:
+            return False
+    position = insertion_data()["dataloader_pin_memory_position"]
+    if len(call.args) > position:
+        arg = call.args[position]
+        return isinstance(arg, ast.Constant) and arg.value is True
+    return True
+
+
+def pinned_loader_names(tree: ast.Module, qualify) -> set[str]:
+    loaders = set(insertion_data()["dataloaders"])
+    functions: dict[str, ast.FunctionDef] = {}
+    bindings: dict[str, list[ast.AST | None]] = {}
+    calls: list[ast.Call] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions[node.name] = node if node.name not in functions else None
+        elif isinstance(node, ast.Call):
+            calls.append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                key = _key(target)
+                if key:
+                    bindings.setdefault(key, []).append(node.value)
+                else:
+                    for inner in ast.walk(target):
+                        if isinstance(inner, ast.Name):
+                            bindings.setdefault(inner.id, []).append(None)
+        elif isinstance(node, (ast.For, ast.comprehension, ast.withitem)):
+            target = node.optional_vars if isinstance(node, ast.withitem) else node.target
+            for inner in ast.walk(target) if target is not None else ():
+                if isinstance(inner, ast.Name):
+                    bindings.setdefault(inner.id, []).append(None)
+    for call in calls:  # parameters take the values visible calls pass in
+        key = _key(call.func)
+        func = functions.get(key) if key else None
+        if func is None:
+            continue
+        params = [a.arg for a in func.args.posonlyargs + func.args.args]
+        if isinstance(call.func, ast.Attribute) and params[:1] in (["self"], ["cls"]):
+            params = params[1:]
+        for param, value in zip(params, call.args):
+            bindings.setdefault(param, []).append(None if isinstance(value, ast.Starred) else value)
+        for kw in call.keywords:
+            if kw.arg:
+                bindings.setdefault(kw.arg, []).append(kw.value)
+
+    # greatest fixpoint: a name stays pinned while every value bound to it pins (names passed on
+    # to themselves, `train(loader)` into `def train(loader)`, are consistent)
+    pinned = {key for key, values in bindings.items() if values}
+    helpers = {name for name, func in functions.items() if func is not None}
+
+    def pins(value: ast.AST | None) -> bool:
+        if isinstance(value, ast.Call):
+            parts = ast_dotted_parts(value.func)
+            if parts and qualify(parts) in loaders:
+                return _will_pin(value)
+            return _key(value.func) in helpers
+        return value is not None and _key(value) in pinned
+
+    while True:
+        new_helpers = {name for name in helpers if _returns_pinned(functions[name], pins)}
+        new_pinned = {key for key in pinned if all(pins(v) for v in bindings[key])}
+        if new_helpers == helpers and new_pinned == pinned:
+            break
+        helpers, pinned = new_helpers, new_pinned
+    # ... and is grounded: some chain of bindings starts at a DataLoader(...) call
+    grounded: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for key in pinned - grounded:
+            if any(isinstance(v, ast.Call) or _key(v) in grounded for v in bindings[key]):
+                grounded.add(key)
+                changed = True
+    return grounded
+
+
+def _returns_pinned(func: ast.FunctionDef, pins) -> bool:
+    returns = [n.value for n in ast.walk(func) if isinstance(n, ast.Return)]
+    return bool(returns) and all(pins(v) for v in returns)
+
+
+CASES = [
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, data, optimizer, device):
+    loader = DataLoader(data, batch_size=32)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, data, optimizer, device):
+    loader = DataLoader(data, batch_size=32, pin_memory=True)
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+""",
+    ),
+]
