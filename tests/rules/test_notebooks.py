@@ -122,3 +122,15 @@ def test_extract_keeps_line_counts_of_cells():
     assert [c.index for c in extracted.cells] == [1, 2, 4]
     line = extracted.text.splitlines().index("model.cuda()") + 1
     assert extracted.locate(line) == (3, 2)
+
+
+def test_a_notebook_with_large_outputs_is_not_refused_for_its_size(tmp_path):
+    """The per-file size limit guards LibCST; a notebook's outputs never reach it."""
+    from npu_migrate.apply.runner import MAX_FILE_BYTES, RunPlan, run
+
+    big = {"output_type": "stream", "name": "stdout", "text": ["x" * (MAX_FILE_BYTES + 1024)]}
+    path = tmp_path / "big.ipynb"
+    path.write_text(notebook([("code", "import torch\nx = torch.ones(1).cuda()\n", [big])]))
+    codes = [rule.code for rule in select_rules(all_rules())]
+    [result] = list(run([str(path)], RunPlan(codes), jobs=1))
+    assert result.outcome.error is None and result.outcome.changed
