@@ -266,7 +266,7 @@ def _from_cache(outcome: FileOutcome, data: bytes, path: str, digest: str) -> Fi
     return result
 
 
-def _compute(paths: list[str], plan: RunPlan, jobs: int) -> Iterator[FileResult]:
+def _compute(paths: list[str], plan: RunPlan, jobs: int | None) -> Iterator[FileResult]:
     def here(path: str) -> FileResult:
         data = _read(path, plan.max_file_bytes)
         return data if isinstance(data, FileResult) else process_bytes(data, path, plan)

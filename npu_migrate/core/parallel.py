@@ -113,7 +113,7 @@ def worker_count(jobs: int | None, items: int) -> int:
     return max(1, min(jobs or cores, cores, items))
 
 
-def ordered_map(in_worker: Callable[[T], R], here: Callable[[T], R], items: Sequence[T], jobs: int,
+def ordered_map(in_worker: Callable[[T], R], here: Callable[[T], R], items: Sequence[T], jobs: int | None,
                 initializer: Callable[..., None], initargs: tuple[Any, ...] = ()) -> Iterator[R]:
     """`here(item)` in this process for small runs, else `in_worker(item)` on `jobs` processes
     set up by `initializer(*initargs)`; either way one result per item, in order."""
