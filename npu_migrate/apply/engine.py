@@ -23,7 +23,9 @@ from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
 from codemods.framework.suppression import Suppressions, skips_file
 from npu_migrate.apply import grammar
+from npu_migrate.apply.notebook_run import migrate_notebook
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 
 UNKNOWN_SUPPRESSION = "NPU001"
 
@@ -101,7 +103,7 @@ class RuleSet:
 
     def suffixes(self) -> tuple[str, ...]:
         """The file suffixes this rule set has something to say about."""
-        found: tuple[str, ...] = (".py",) if self.python else ()
+        found: tuple[str, ...] = (".py", NOTEBOOK_SUFFIX) if self.python else ()
         for language, rules in self.text_rules.items():
             found += TEXT_LANGUAGES[language] if rules else ()
         return found
@@ -117,6 +119,8 @@ def language_of(path: str) -> str:
 def migrate_text(text: str, path: str, ruleset: RuleSet, tree: ast.Module | None = None) -> FileOutcome:
     """Migrate one file's decoded text. Never raises: errors land in `error`, and the file
     is left as it was. `tree`, when the caller has already parsed `text` with `ast`, saves a parse."""
+    if path.endswith(NOTEBOOK_SUFFIX):  # code cells as one Python text (issue 14)
+        return migrate_notebook(text, path, lambda code, name: migrate_text(code, name, ruleset), FileOutcome)
     try:
         try:
             outcome = _migrate(text, path, ruleset, tree=tree)
@@ -141,7 +145,10 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     if language != "python":
         return _migrate_text_rules(text, path, ruleset, language, outcome)
     candidates = ruleset.matching(ruleset.python, text)
-    if not candidates:
+    # final-sweep rules (NPU599) look at the migrated text once, after every other rule
+    sweeps = [cls for cls in candidates if getattr(cls, "final_sweep", False)]
+    candidates = [cls for cls in candidates if cls not in sweeps]
+    if not candidates and not sweeps:
         return outcome
     tree = tree or _parse_ast(text, path, outcome)
     if tree is None:
@@ -183,6 +190,8 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
         for text_added in added:
             context.edits.append(Edit("NPU100", f"added `{text_added}`", line, 1))
             line += 1
+    for cls in sweeps:
+        cls(context).sweep(new_text)  # type: ignore[attr-defined]
     outcome.edits = sorted(context.edits, key=lambda e: (e.line, e.col))
     outcome.diagnostics = _unsuppressed(context)
     if new_text != text:
