@@ -83,7 +83,7 @@ class CudaLeftBehind(Rule):
         reported = {d.line for d in context.diagnostics if d.code != self.code}
         # a line where the user silenced some rule (`# npu-migrate: ignore[CODE]`) keeps its CUDA
         # code on purpose: the sweep does not re-open that decision
-        # (`noqa` comments belong to other linters: a `# noqa: F401` import is still swept)
+        # (`noqa` comments belong to other linters: an import silenced for F401 is still swept)
         suppressions = context.suppressions
         reported |= {line for line, _, _ in suppressions.written}
         reported |= {line for line, codes in suppressions.by_line.items() if codes == ALL}
