@@ -138,8 +138,8 @@ def corpus(folder: Path, score: Score) -> tuple[int, set[str]]:
     for entry in manifest["snapshots"]:
         path = folder / entry["file"]
         if not path.is_file():
-            print(f"skip  {entry['file']}: absent; fetch it with: git clone "
-                  f"https://github.com/{entry['repo']} /tmp/r && git -C /tmp/r show "
+            print(f"skip  {entry['file']}: absent; fetch it with: mkdir -p {path.parent} && "
+                  f"git clone https://github.com/{entry['repo']} /tmp/r && git -C /tmp/r show "
                   f"{entry['commit']}:{entry['path']} > {path}")
             continue
         labels = entry["labels"]
