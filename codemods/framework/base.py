@@ -110,11 +110,20 @@ class Rule:
     # "python" rules are LibCST transformers; rules in one of TEXT_LANGUAGES ("shell", "cuda")
     # implement `rewrite_text` over the file's text (and record edits with `fixed_at`/`report_at`).
     language: ClassVar[str] = "python"
+    # the targets it writes code for (codemods/framework/targets.py): under another target the
+    # engine runs it report-only; a portable rule names the npu rules it stands in for
+    targets: ClassVar[frozenset[str]] = frozenset({"npu"})
+    replaces: ClassVar[tuple[str, ...]] = ()
     METADATA_DEPENDENCIES: ClassVar[tuple[Any, ...]] = ()
 
     def __init__(self, context: RuleContext) -> None:
         self.context = context
         self.runner: RuleRunner | None = None
+        self.report_only = False  # set by the engine: its rewrites are dropped and reported
+
+    @property
+    def target(self) -> str:
+        return self.context.options.get("target") or "npu"
 
     # -- helpers for rule authors ------------------------------------------------------------
     def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = None) -> Any:
@@ -158,6 +167,16 @@ class Rule:
 
 
 _IMPORTS = (cst.Import, cst.ImportFrom)
+
+
+def _as_report(make: Callable[[int, int], Any], path: str) -> Callable[[int, int], Any]:
+    """A recorded edit of a report-only rule, turned into a warning at the same place."""
+    from codemods.framework.targets import report_instead
+
+    def made(line: int, col: int) -> Any:
+        item = make(line, col)
+        return report_instead(item, path) if isinstance(item, Edit) else item
+    return made
 
 
 class RuleCrash(Exception):
@@ -225,12 +244,17 @@ class RuleRunner(cst.CSTTransformer):
         assert context is not None
         for rule, method in handlers:
             context._pending = []
+            imports = set(context.imports) if rule.report_only else None
             try:
                 result = method(original_node, updated_node)
             except Exception as exc:
                 raise RuleCrash(rule.code, exc) from exc
             pending = context._pending
             context._pending = []
+            if imports is not None and result is not updated_node:
+                context.imports = imports  # report-only: nothing of the rewrite stays
+                result = updated_node
+                pending = [(node, _as_report(make, context.path)) for node, make in pending]
             if result is not updated_node and self._suppressed(rule.code, original_node):
                 continue  # drop the change and what the rule said about it
             self._accepted.extend(pending)

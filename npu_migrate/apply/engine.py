@@ -24,6 +24,7 @@ from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunne
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
 from codemods.framework.suppression import Suppressions, skips_file
+from codemods.framework.targets import plan_rules, report_instead, target_of
 
 UNKNOWN_SUPPRESSION = "NPU001"
 
@@ -52,8 +53,9 @@ class RuleSet:
     """The selected rules of a run, split by language, with their combined prefilters."""
 
     def __init__(self, rules: Sequence[type[Rule]], options: Mapping[str, Any] | None = None) -> None:
-        self.rules = list(rules)
         self.options = dict(options or {})
+        running, self.report_only = plan_rules(list(rules), target_of(self.options))
+        self.rules = running + self.report_only
         self.python = [r for r in self.rules if r.language == "python"]
         self.python_filter = compile_prefilter(self.python)
         self.text_rules = {language: [r for r in self.rules if r.language == language]
@@ -148,6 +150,8 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     context = RuleContext(path, text, FileFacts.from_tree(tree), ruleset.options,
                           Suppressions.parse(text))
     rules = {cls: cls(context) for cls in candidates}
+    for cls, rule in rules.items():
+        rule.report_only = cls in ruleset.report_only
     lines = split_lines(text)
     whole = not nest or any(cls.whole_statements for cls in rules)
     chunk_filters = ruleset.chunk_filters(rules, context.facts)
@@ -214,6 +218,12 @@ def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
                           ruleset.options, Suppressions.parse(text))
     new_text = text
     for cls in ruleset.matching(ruleset.text_rules[language], text):
+        if cls in ruleset.report_only:  # its rewrite is dropped; what it would do is reported
+            made = len(context.edits)
+            cls(context).rewrite_text(new_text)
+            context.diagnostics += [report_instead(edit, path) for edit in context.edits[made:]]
+            del context.edits[made:]
+            continue
         new_text = cls(context).rewrite_text(new_text)
     outcome.edits = sorted(context.edits, key=lambda e: (e.line, e.col))
     outcome.diagnostics = _unsuppressed(context)
