@@ -49,6 +49,8 @@ class RuleContext:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # imports the rewritten code needs; the engine adds the missing ones after the pass
     imports: set[tuple[str, str | None, str | None]] = field(default_factory=set)
+    # module-level statements the rewrite needs after the imports (portable's DEVICE)
+    definitions: set[str] = field(default_factory=set)
     # set by the runner for the chunk being processed (line offset of the chunk in the file)
     line_offset: int = 0
     in_import: int = 0  # > 0 while the traversal is inside an import statement (kept by the runner)
@@ -244,7 +246,7 @@ class RuleRunner(cst.CSTTransformer):
         assert context is not None
         for rule, method in handlers:
             context._pending = []
-            imports = set(context.imports) if rule.report_only else None
+            imports = (set(context.imports), set(context.definitions)) if rule.report_only else None
             try:
                 result = method(original_node, updated_node)
             except Exception as exc:
@@ -252,7 +254,7 @@ class RuleRunner(cst.CSTTransformer):
             pending = context._pending
             context._pending = []
             if imports is not None and result is not updated_node:
-                context.imports = imports  # report-only: nothing of the rewrite stays
+                context.imports, context.definitions = imports  # report-only: nothing of the rewrite stays
                 result = updated_node
                 pending = [(node, _as_report(make, context.path)) for node, make in pending]
             if result is not updated_node and self._suppressed(rule.code, original_node):

@@ -62,14 +62,14 @@ def too_old(options: Mapping[str, Any], api: str) -> str:
             f"{options.get('target_version')}")
 
 
-def plan_rules(rules: Sequence[type[Any]], target: str) -> tuple[list[type[Any]], list[type[Any]]]:
+def plan_rules(rules: Sequence[type[Any]], target: str,
+               catalogue: Sequence[type[Any]] = ()) -> tuple[list[type[Any]], list[type[Any]]]:
     """(rules that run, rules that only report) for `target`, in the given order. Under
-    `portable` a selected npu rule that a portable rule replaces brings that rule in instead."""
+    `portable` a selected npu rule that a portable rule of `catalogue` (every installed rule)
+    replaces brings that rule in instead."""
     if target == NPU:
         return [r for r in rules if NPU in r.targets], []
-    from codemods.framework.registry import all_rules  # the stand-ins may not be selected by name
-
-    stand_in = {code: rule for rule in all_rules() if PORTABLE in rule.targets for code in rule.replaces}
+    stand_in = {code: rule for rule in catalogue if PORTABLE in rule.targets for code in rule.replaces}
     running: list[type[Any]] = []
     reporting: list[type[Any]] = []
     for rule in rules:

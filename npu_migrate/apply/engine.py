@@ -23,6 +23,7 @@ from npu_migrate.apply import grammar
 from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
+from codemods.framework.portable import define_device
 from codemods.framework.suppression import Suppressions, skips_file
 from codemods.framework.targets import plan_rules, report_instead, target_of
 
@@ -54,7 +55,9 @@ class RuleSet:
 
     def __init__(self, rules: Sequence[type[Rule]], options: Mapping[str, Any] | None = None) -> None:
         self.options = dict(options or {})
-        running, self.report_only = plan_rules(list(rules), target_of(self.options))
+        from codemods.framework.registry import all_rules
+
+        running, self.report_only = plan_rules(list(rules), target_of(self.options), all_rules())
         self.rules = running + self.report_only
         self.python = [r for r in self.rules if r.language == "python"]
         self.python_filter = compile_prefilter(self.python)
@@ -172,7 +175,8 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
             return outcome
         pieces.append(new_chunk)
     new_text = "".join(pieces)
-    needs_npu = any(e.code in {r.code for r in rules if r.needs_torch_npu} for e in context.edits)
+    needs_npu = target_of(ruleset.options) == "npu" and any(
+        e.code in {r.code for r in rules if r.needs_torch_npu} for e in context.edits)
     adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
     wanted = set(context.imports)
     if needs_npu and adds_import:
@@ -182,6 +186,10 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
         for text_added in added:
             context.edits.append(Edit("NPU100", f"added `{text_added}`", line, 1))
             line += 1
+    if context.definitions and context.edits:
+        new_text, line = define_device(new_text, context.definitions)
+        if line:
+            context.edits.append(Edit("NPU100", "defined the portable device value", line, 1))
     outcome.edits = sorted(context.edits, key=lambda e: (e.line, e.col))
     outcome.diagnostics = _unsuppressed(context)
     if new_text != text:
