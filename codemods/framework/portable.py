@@ -97,3 +97,27 @@ def generic_name(name: str, options: Mapping[str, Any]) -> str | None:
     if version_allows(options, "torch.get_device_module"):
         return f"torch.get_device_module().{name}"
     return None
+
+
+def _is_cuda_string(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and node.evaluated_value == "cuda"
+
+
+def generic_device_value(context: Any, node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """A proven device value that says `"cuda"`, made generic: the string `"cuda"` becomes
+    `DEVICE.type`, also as a branch of `... if <available> else "cpu"`; None for anything else
+    (`"cuda:1"`, templates), which the rule reports."""
+    if not portable_ok(context.options):
+        return None
+    if _is_cuda_string(node):
+        return device_type(context)
+    if isinstance(node, cst.IfExp) and (_is_cuda_string(node.body) or _is_cuda_string(node.orelse)):
+        other = node.orelse if _is_cuda_string(node.body) else node.body
+        if isinstance(other, cst.SimpleString):
+            value = device_type(context)
+            if value is None:
+                return None
+            if _is_cuda_string(node.body):
+                return node.with_changes(body=value)
+            return node.with_changes(orelse=value)
+    return None
