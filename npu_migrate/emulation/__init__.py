@@ -58,7 +58,7 @@ def activate(device: str = "cpu", track_memory: bool = True) -> bool:
         raise EmulationError(f"activate(device={device!r}): the backing device must be 'cpu' or 'cuda'")
     if device == "cuda" and not torch.cuda.is_available():
         raise EmulationError("activate(device='cuda'): no CUDA device is available")
-    from . import _devices, _memory, _namespace
+    from . import _accelerator, _devices, _memory, _namespace
 
     backend_name = torch._C._get_privateuse1_backend_name()
     if backend_name not in ("privateuseone", "npu"):
@@ -70,6 +70,7 @@ def activate(device: str = "cpu", track_memory: bool = True) -> bool:
     try:
         _namespace.install_modules()
         _devices.install_device_mapping()
+        _accelerator.install_accelerator()  # portable code: torch.accelerator & co.
         if device == "cpu" and track_memory:
             _memory.start_cpu_tracker()
     except Exception:
