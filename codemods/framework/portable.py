@@ -23,6 +23,8 @@ import libcst as cst
 from codemods.framework.imports import newline_of, split_lines
 from codemods.framework.targets import version_allows
 
+# torch < 2.5 does not load torch_npu by itself (no autoload): import it where it is installed
+GUARDED_IMPORT = "try:\n    import torch_npu  # noqa: F401  (torch < 2.5: no autoload)\nexcept ImportError:\n    pass"
 DEVICE = "DEVICE"
 DEFINITION = f'{DEVICE} = torch.accelerator.current_accelerator() or torch.device("cpu")'
 ACCELERATOR = "torch.accelerator"
@@ -53,15 +55,26 @@ def binds_device(source: str) -> bool:
     return any(line.strip() != DEFINITION for line in re.findall(rf"^[ \t]*{DEVICE}\s*=(?!=).*$", source, re.M))
 
 
+def _definition_order(definition: str) -> int:
+    return 0 if definition == GUARDED_IMPORT else 1  # torch_npu registers the device first
+
+
+def guard_import(context: Any) -> None:
+    """Portable code for a torch older than autoload imports torch_npu itself, optionally."""
+    if context.edits and not version_allows(context.options, "autoload"):
+        context.definitions.add(GUARDED_IMPORT)
+
+
 def define_device(text: str, definitions: set[str]) -> tuple[str, int]:
     """`text` with each definition inserted after the last top-level import (once: a definition
-    already there is kept); the 1-based line of the first one added, 0 for none."""
+    already there is kept); the 1-based line of the first one added, 0 for none. Each
+    definition is one or more whole lines."""
     lines = split_lines(text)
     try:
         tree = ast.parse(text)
     except SyntaxError:  # newer syntax than this Python reads: the rules' edits are reported
         return text, 0
-    missing = [d for d in sorted(definitions) if d + newline_of(text) not in lines and d not in lines]
+    missing = [d for d in sorted(definitions, key=_definition_order) if d not in text]
     if not missing:
         return text, 0
     at = max((node.end_lineno or node.lineno for node in tree.body
@@ -69,7 +82,7 @@ def define_device(text: str, definitions: set[str]) -> tuple[str, int]:
     newline = newline_of(text)
     if at > 0 and not lines[at - 1].endswith(("\n", "\r")):
         lines[at - 1] += newline
-    lines[at:at] = [d + newline for d in missing]
+    lines[at:at] = [d.replace("\n", newline) + newline for d in missing]
     return "".join(lines), at + 1
 
 

@@ -23,7 +23,7 @@ from npu_migrate.apply import grammar
 from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
-from codemods.framework.portable import define_device
+from codemods.framework.portable import define_device, guard_import
 from codemods.framework.suppression import Suppressions, skips_file
 from codemods.framework.targets import plan_rules, report_instead, target_of
 
@@ -186,6 +186,8 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
         for text_added in added:
             context.edits.append(Edit("NPU100", f"added `{text_added}`", line, 1))
             line += 1
+    if target_of(ruleset.options) == "portable":
+        guard_import(context)
     if context.definitions and context.edits:
         new_text, line = define_device(new_text, context.definitions)
         if line:
