@@ -115,3 +115,24 @@ def test_command_line_options(tmp_path, option) -> None:
     assert expected in result.output
     bad = CliRunner().invoke(command, ["--target-version", "latest", "--isolated", str(script)])
     assert bad.exit_code == 2 and "target-version must be a torch version" in bad.output
+
+
+def test_analyze_judges_by_the_target(tmp_path) -> None:
+    """`analyze --target portable` says what apply would do under that target: the TF32 flag
+    has no portable rewrite, so it moves from rewritten to reported."""
+    import json
+
+    from click.testing import CliRunner
+
+    from npu_migrate.commands.analyze import command
+
+    script = tmp_path / "t.py"
+    script.write_text("import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\nx = y.cuda()\n",
+                      encoding="utf-8")
+    reports = {}
+    for target in ("npu", "portable"):
+        result = CliRunner().invoke(command, [str(script), "--isolated", "--format", "json", "--target", target])
+        assert result.exit_code == 0, result.output
+        reports[target] = json.loads(result.output)["summary"]["CUDA locations"]
+    assert "2 rewritten by apply, 0 reported" in reports["npu"]
+    assert "1 rewritten by apply, 1 reported" in reports["portable"]
