@@ -249,7 +249,7 @@ class Aggregator(EffortModel, MemorySection):
             classes[cls] += len(locs)
             state, aten, missing = fallback[name]
             support = state if not missing else f"{state}: no NPU kernel for {', '.join(missing)}"
-            heavy.rows.append([short_name(name), cls, len(locs), locations([(p, l) for p, l, _ in sorted(locs)]),
+            heavy.rows.append([short_name(name), cls, len(locs), locations([(path, line) for path, line, _ in sorted(locs)]),
                                support, ", ".join(aten) or "—"])
             if missing:
                 for path, line, col in locs:
@@ -283,7 +283,7 @@ class Aggregator(EffortModel, MemorySection):
                                      "about halves activation memory (`apply --enable amp` inserts it)",
                                      evidence=[f"training loop at line {line}",
                                                "no autocast or GradScaler anywhere in the analysed files"]))
-            amp.rows.append(["not used", locations([(p, l) for p, l, _ in self.loops])])
+            amp.rows.append(["not used", locations([(path, line) for path, line, _ in self.loops])])
         extra += self._loss_scaling()
         comm = Table("Distributed communication calls", ["call", "count", "locations", "on NPU"])
         replaced = catalog.load("distributed")["replaced_on_import"]
@@ -295,11 +295,13 @@ class Aggregator(EffortModel, MemorySection):
         """ANA033: fp16 autocast needs a GradScaler (fp16 gradients underflow); bf16 does not."""
         scalers = [(path, line) for what, path, line in self.amp if what.endswith("GradScaler")]
         known = [(path, line, dtype) for path, line, dtype, device in self.autocasts if device != "cpu"]
-        half = [(p, l, d) for p, l, d in known if d is None or "float16" in d.replace("bfloat16", "") or d.endswith("half")]
+        half = [(path, line_no, dtype) for path, line_no, dtype in known
+                if dtype is None or "float16" in dtype.replace("bfloat16", "") or dtype.endswith("half")]
         if any(d is not None and d not in ("torch.float16", "torch.half", "torch.bfloat16") for _, _, d in known):
             half = []  # a dtype chosen at run time (`dtype=ptdtype`): the scaler question is not decidable
-        brain = [(p, l, d) for p, l, d in known if d is not None and ("bfloat16" in d or d.endswith("bf16"))]
-        found = []
+        brain = [(path, line_no, dtype) for path, line_no, dtype in known
+                 if dtype is not None and ("bfloat16" in dtype or dtype.endswith("bf16"))]
+        found: list[Diagnostic] = []
         if half and not scalers:
             for path, line, dtype in half:
                 found.append(finding(
@@ -316,7 +318,7 @@ class Aggregator(EffortModel, MemorySection):
                     "ANA033", path, (line, 0),
                     "GradScaler with bfloat16 autocast only: bf16 has fp32's exponent range, loss scaling "
                     "is not needed (it costs a check of every gradient per step)",
-                    evidence=[f"GradScaler at line {line}"] + [f"bf16 autocast at {p}:{l}" for p, l, _ in brain[:3]]))
+                    evidence=[f"GradScaler at line {line}"] + [f"bf16 autocast at {where_}:{at}" for where_, at, _ in brain[:3]]))
         return found
 
 def _library_of(message: str) -> str:

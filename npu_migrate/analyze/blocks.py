@@ -112,12 +112,12 @@ class StackScan:
             for node in ast.walk(method):
                 verdict = self._verdict(node, attr, container)
                 if verdict is not None:
-                    line = node.iter.lineno if type(node) is ast.comprehension else node.lineno
+                    line = node.iter.lineno if isinstance(node, ast.comprehension) else getattr(node, "lineno", 0)
                     return verdict, seen(f"blocks used ({verdict})", self.lines, line)
         return "unknown", None
 
     def _verdict(self, node: ast.AST, attr: str, container: str) -> str | None:
-        if type(node) in (ast.For, ast.comprehension) and _ends_with(node.iter, attr):
+        if isinstance(node, (ast.For, ast.comprehension)) and _ends_with(node.iter, attr):
             variable = _loop_variable(node.target)
             body = node.body if type(node) is ast.For else []
             for statement in body:

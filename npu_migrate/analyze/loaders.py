@@ -178,12 +178,12 @@ class LoaderScan:
             if child is node or child is node.func:
                 continue
             if type(child) is ast.keyword and child.arg in TRAIN_KEYWORDS and type(child.value) is ast.Constant:
-                named.append(("train" if child.value.value else "eval", f"`{child.arg}={child.value.value}`"))
+                named.append(("train" if child.value.value else "eval", f"`{child.arg}={child.value.value!r}`"))
             elif type(child) is ast.Name and word_role(child.id):
                 named.append((word_role(child.id), f"argument `{child.id}`"))  # type: ignore[arg-type]
             elif type(child) is ast.Attribute and word_role(child.attr):
                 named.append((word_role(child.attr), f"argument `{ast.unparse(child)}`"))  # type: ignore[arg-type]
-            elif type(child) is ast.Constant and type(child.value) is str and len(child.value) < 40 \
+            elif type(child) is ast.Constant and isinstance(child.value, str) and len(child.value) < 40 \
                     and word_role(child.value):
                 named.append((word_role(child.value), f"string {child.value!r}"))  # type: ignore[arg-type]
         roles = {role for role, _ in named}
@@ -198,8 +198,9 @@ class LoaderScan:
         return None, []
 
     def _target(self, node: ast.AST) -> str | None:
-        current, parent = node, self._parents().get(id(node))
-        while type(parent) in (ast.Subscript, ast.Tuple) and current is not getattr(parent, "slice", None):
+        current: ast.AST = node
+        parent: ast.AST | None = self._parents().get(id(node))
+        while isinstance(parent, (ast.Subscript, ast.Tuple)) and current is not getattr(parent, "slice", None):
             current, parent = parent, self._parents().get(id(parent))
         if type(parent) is not ast.Assign:
             return None
@@ -281,8 +282,8 @@ def _iterates(node: ast.AST, name: str) -> bool:
 
 
 def _calls_eval_before(function: ast.AST, loop: ast.AST) -> bool:
-    return any(type(n) is ast.Call and type(n.func) is ast.Attribute and n.func.attr == "eval" and not n.args
-               and n.lineno <= loop.lineno for n in ast.walk(function))
+    return any(isinstance(n, ast.Call) and type(n.func) is ast.Attribute and n.func.attr == "eval" and not n.args
+               and n.lineno <= getattr(loop, "lineno", 0) for n in ast.walk(function))
 
 
 def combine_roles(roles: list[str | None]) -> str | None:

@@ -56,7 +56,7 @@ def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
         scan = Scanner(path, text, tree, facts).run()
     except RecursionError:
         return FileScan(path, error=f"{path}:0:0: too deeply nested to analyse")
-    except Exception as exc:  # noqa: BLE001 - a bug in the analyzer must cost one file, not the run
+    except Exception as exc:
         return FileScan(path, error=f"{path}:0:0: internal error ({type(exc).__name__}: {exc}); "
                                     "file not analysed (please report this as a bug)")
     if plan is not None:
