@@ -43,7 +43,8 @@ def parse_version(text: str) -> tuple[int, int]:
 
 @functools.cache
 def api_table() -> dict[str, dict[str, Any]]:
-    return load_data("api_versions.json")["apis"]
+    apis: dict[str, dict[str, Any]] = load_data("api_versions.json")["apis"]
+    return apis
 
 
 def since(api: str) -> tuple[int, int]:

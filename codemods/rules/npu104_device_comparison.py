@@ -95,13 +95,15 @@ class DeviceComparison(DeviceRule):
         string = target.comparator if is_device_name(original.left, names) else updated.left
         if not collection_mentions_cuda(string):
             return updated
-        flipped = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}.get(type(target.operator))
-        if flipped is None or not (isinstance(string, cst.SimpleString) and string.evaluated_value == "cuda"):
+        current = target.operator
+        flipped = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}.get(type(current))
+        if flipped is None or not isinstance(current, (cst.Equal, cst.NotEqual)) or not (
+                isinstance(string, cst.SimpleString) and string.evaluated_value == "cuda"):
             self.report(original, f"`{code_of(original)}`: a CUDA device test; under --target portable "
                                   "compare with \"cpu\" (or DEVICE.type) by hand")
             return updated
-        operator = flipped(whitespace_before=target.operator.whitespace_before,  # type: ignore[call-arg]
-                           whitespace_after=target.operator.whitespace_after)
+        operator = flipped(whitespace_before=current.whitespace_before,
+                           whitespace_after=current.whitespace_after)
         cpu = string.with_changes(value=string.value.replace("cuda", "cpu"))
         self.fixed(original, f"`{code_of(original)}` → accelerator test against \"cpu\"")
         if string is target.comparator:
