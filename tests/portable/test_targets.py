@@ -136,3 +136,15 @@ def test_analyze_judges_by_the_target(tmp_path) -> None:
         reports[target] = json.loads(result.output)["summary"]["CUDA locations"]
     assert "2 rewritten by apply, 0 reported" in reports["npu"]
     assert "1 rewritten by apply, 1 reported" in reports["portable"]
+
+
+def test_launch_scripts_only_report_under_portable() -> None:
+    """Shell rules have no portable form yet: the script stays, each would-be edit is a warning."""
+    src = "export CUDA_VISIBLE_DEVICES=0,1\ntorchrun --nproc_per_node 2 train.py --backend nccl\n"
+    rules = select_rules(all_rules(), select=[])
+    npu = migrate_text(src, "run.sh", RuleSet(rules, {}))
+    assert npu.new_text is not None and npu.edits
+    outcome = migrate_text(src, "run.sh", RuleSet(rules, {"target": "portable"}))
+    assert outcome.new_text is None and outcome.edits == []
+    assert sorted(d.code for d in outcome.diagnostics) == sorted(e.code for e in npu.edits)
+    assert all("--target portable" in d.message for d in outcome.diagnostics)
