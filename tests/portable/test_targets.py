@@ -4,6 +4,7 @@ plumbing (config key, command-line option, cache key) carries the target to the 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,25 @@ def test_launch_scripts_only_report_under_portable() -> None:
     assert outcome.new_text is None and outcome.edits == []
     assert sorted(d.code for d in outcome.diagnostics) == sorted(e.code for e in npu.edits)
     assert all("--target portable" in d.message for d in outcome.diagnostics)
+
+
+NPU_SPELLING = re.compile(r"\bnpu\b|\bhccl\b|torch_npu|mstx|\bhf32\b", re.I)
+
+
+def _npu_cases():
+    from codemods.framework.cases import Invalid, cases_of
+
+    return [pytest.param(rule, case.source, case.path, id=f"{rule.code}-{index}")
+            for rule in all_rules() for index, case in enumerate(cases_of(rule))
+            if isinstance(case, Invalid) and case.after is not None and not case.options]
+
+
+@pytest.mark.parametrize(("rule", "source", "path"), _npu_cases())
+def test_no_rule_writes_npu_code_under_portable(rule, source, path) -> None:
+    """Every npu rewrite the rules' own cases show, run under --target portable (with every
+    default rule besides): nothing NPU-specific appears that the source did not already have."""
+    rules = select_rules(all_rules(), select=[], enable=[] if rule.default else [rule.code])
+    outcome = migrate_text(source, path, RuleSet(rules, {"target": "portable"}))
+    assert outcome.error is None, outcome.error
+    result = outcome.new_text or source
+    assert len(NPU_SPELLING.findall(result)) <= len(NPU_SPELLING.findall(source)), result
