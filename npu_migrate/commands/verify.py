@@ -9,12 +9,28 @@ from pathlib import Path
 import click
 
 
-@click.command("verify")
-@click.option("--original", required=True, type=click.Path(path_type=Path), help="Tree with the original (CUDA) code.")
-@click.option("--migrated", required=True, type=click.Path(path_type=Path), help="Tree with the migrated (NPU) code.")
-@click.option("--entry", required=True, help="FILE.py:FUNCTION present in both trees (the build protocol).")
-@click.option("--steps", default=1, show_default=True, type=int, help="Optimizer steps to run.")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.command("verify", context_settings={"ignore_unknown_options": True})
+@click.option("--original", default=None, type=click.Path(path_type=Path), help="Tree with the original (CUDA) code.")
+@click.option("--migrated", default=None, type=click.Path(path_type=Path), help="Tree with the migrated (NPU) code.")
+@click.option("--entry", default=None, help="Model mode: FILE.py:FUNCTION present in both trees (the build protocol).")
+@click.option("--steps", default=None, type=int, help="Training steps (backward calls) to run [model mode: 1, script mode: 2].")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed set before the code runs (the code's own seeds win).")
+@click.option("--share-state", is_flag=True,
+              help="Model mode: load the reference's initial state_dict and batch into the migrated side, to isolate kernel differences.")
+@click.option("--rename", "renames", multiple=True, metavar="OLD=NEW",
+              help="Model mode: a parameter/module renamed by the migration (repeatable).")
+@click.option("--rng", type=click.Choice(["align", "device"]), default="align", show_default=True,
+              help="Script mode: 'device' gives the emulated npu its own random stream, as hardware has.")
+@click.option("--device-precision", is_flag=True,
+              help="Script mode, emulation: HF32 conv (and matmul when allowed) as torch_npu computes them.")
+@click.option("--no-noise-run", is_flag=True,
+              help="Script mode: skip the device-precision run of the original; judge by per-op-class tolerances.")
+@click.option("--noise-factor", default=2.0, show_default=True, type=float,
+              help="Script mode: an op diverges beyond this many times its measured device noise (plus a floor).")
+@click.option("--dump", "dump_dir", default=None, type=click.Path(path_type=Path),
+              help="Script mode: write msprobe dump.json/stack.json of both sides under this folder.")
+@click.option("--compare-dumps", nargs=2, default=None, type=click.Path(path_type=Path), metavar="REF MIGRATED",
+              help="Compare two msprobe dump.json files offline (e.g. one taken on an Ascend device).")
 @click.option("--reference", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="Device of the reference side (float32).")
 @click.option("--backing", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
@@ -28,31 +44,58 @@ import click
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--max-rows", default=50, show_default=True, type=int, help="Rows of the tensor table (0: all).")
 @click.option("--timeout", default=600.0, show_default=True, type=float, help="Seconds per side.")
-def command(original, migrated, entry, steps, seed, reference, backing, max_peak, max_peak_ratio,
-            threshold_items, thresholds_file, no_memory, fmt, max_rows, timeout):
-    """Run ORIGINAL on the reference and MIGRATED on the NPU (or its emulation); compare outputs,
-    loss, gradients, parameters, per-module activations and peak memory.
+@click.argument("script", nargs=-1, type=click.UNPROCESSED)
+def command(original, migrated, entry, steps, seed, share_state, renames, rng, device_precision, no_noise_run,
+            noise_factor, dump_dir, compare_dumps, reference, backing, max_peak, max_peak_ratio,
+            threshold_items, thresholds_file, no_memory, fmt, max_rows, timeout, script):
+    """Run ORIGINAL on the reference and MIGRATED on the NPU (or its emulation) and compare.
 
-    Exit codes: 0 pass, 1 fail, 2 error.
+    Script mode: `verify --original A --migrated B -- train.py ARGS...` runs the real script in both
+    trees and reports the first divergence at the migrated tree's path.py:LINE. Model mode:
+    `--entry FILE.py:FUNCTION` (the build protocol). Exit codes: 0 pass, 1 fail, 2 error.
     """
     try:
         import torch  # noqa: F401  (the verifier runs models: torch is needed here, not for apply)
     except ImportError:
         click.echo("npu-migrate verify: PyTorch is not installed (pip install torch)", err=True)
         sys.exit(2)
+    if compare_dumps:
+        from npu_migrate.verify.offline import compare_dump_files
+
+        sys.exit(_emit(compare_dump_files(*compare_dumps, noise_factor=noise_factor), fmt))
+    if original is None or migrated is None:
+        _usage_error("--original and --migrated are required (or --compare-dumps REF MIGRATED)")
+    if script and entry:
+        _usage_error("give either --entry (model mode) or a script after -- (script mode), not both")
+    if not script and not entry:
+        _usage_error("nothing to run: give a script after -- (e.g. -- train.py --epochs 1) or --entry FILE.py:FUNCTION")
+    if script:
+        from npu_migrate.verify.script import ScriptOptions, verify_script
+
+        options = ScriptOptions(original, migrated, script[0], list(script[1:]), steps=steps or 2, seed=seed,
+                                reference=reference, backing=backing, rng=rng, device_precision=device_precision,
+                                noise_run=not no_noise_run, noise_factor=noise_factor, timeout=timeout,
+                                dump=dump_dir)
+        sys.exit(_emit(verify_script(options), fmt))
     from npu_migrate.verify import VerifyOptions, verify
     from npu_migrate.verify.sizes import parse_size
-    from npu_migrate.verify.thresholds import ThresholdPolicy, parse_overrides
+    from npu_migrate.verify.thresholds import (
+        ThresholdPolicy,
+        parse_overrides,
+        parse_renames,
+    )
 
     try:
         policy = ThresholdPolicy.load(parse_overrides(threshold_items), thresholds_file)
         budget = parse_size(max_peak) if max_peak is not None else None
+        rename_map = parse_renames(renames)
     except ValueError as error:
         click.echo(f"npu-migrate verify: {error}", err=True)
         sys.exit(2)
-    options = VerifyOptions(original, migrated, entry, steps=steps, seed=seed, reference=reference,
+    options = VerifyOptions(original, migrated, entry, steps=steps or 1, seed=seed, reference=reference,
                             backing=backing, memory=not no_memory, max_peak=budget,
-                            max_peak_ratio=max_peak_ratio, thresholds=policy, timeout=timeout)
+                            max_peak_ratio=max_peak_ratio, thresholds=policy, timeout=timeout,
+                            share_state=share_state, renames=rename_map)
     outcome = verify(options)
     if fmt == "json":
         click.echo(json.dumps(outcome.to_dict(), indent=2, default=str))
@@ -66,3 +109,23 @@ def command(original, migrated, entry, steps, seed, reference, backing, max_peak
 
             outcome.report(max_rows).render(Console(width=160))
     sys.exit(outcome.exit_code)
+
+
+def _usage_error(message: str) -> None:
+    click.echo(f"npu-migrate verify: {message}", err=True)
+    sys.exit(2)
+
+
+def _emit(outcome, fmt: str) -> int:
+    """Print a script-mode or offline outcome; returns its exit code."""
+    if fmt == "json":
+        click.echo(json.dumps(outcome.to_dict(), indent=2, default=str))
+    elif outcome.verdict == "error":
+        click.echo(f"npu-migrate verify: {outcome.reason}", err=True)
+    elif fmt == "markdown":
+        click.echo(outcome.report().to_markdown())
+    else:
+        from rich.console import Console
+
+        outcome.report().render(Console(width=160))
+    return outcome.exit_code

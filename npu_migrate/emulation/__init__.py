@@ -14,12 +14,12 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
-from ._state import STATE, EmulationError, RealTorchNpuError
+from ._state import INTERNAL_OPS, STATE, EmulationError, RealTorchNpuError
 
-__all__ = ["activate", "deactivate", "emulated", "is_active", "real_torch_npu_available",
-           "EmulationError", "RealTorchNpuError"]
+__all__ = ["INTERNAL_OPS", "EmulationError", "RealTorchNpuError", "activate", "deactivate",
+           "device_precision", "emulated", "hf32_used", "is_active", "real_torch_npu_available"]
 
 
 def real_torch_npu_available() -> bool:
@@ -33,15 +33,39 @@ def real_torch_npu_available() -> bool:
         return False
 
 
+def device_precision(matmul: bool, conv: bool) -> object:
+    """Enter HF32 rounding of matmul and/or convolution inputs in this process, without the rest
+    of the emulation (the verifier's noise run of the original code); returns the mode."""
+    import types
+
+    from ._precision import DevicePrecision
+
+    mode = DevicePrecision()
+    mode.matmul = types.SimpleNamespace(allow_hf32=matmul)
+    mode.conv = types.SimpleNamespace(allow_hf32=conv)
+    mode.__enter__()
+    return mode
+
+
+def hf32_used() -> list[str]:
+    """The op classes ("conv", "matmul") the active emulation computed in HF32 so far."""
+    return sorted(STATE.precision.used) if STATE.precision is not None else []
+
+
 def is_active() -> bool:
     return STATE.active
 
 
-def activate(device: str = "cpu", track_memory: bool = True) -> bool:
+def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False,
+             separate_rng: bool = False, precision: str = "exact") -> bool:
     """Install the emulation in this process; `device` is the backing device type, "cpu" or "cuda".
 
     `track_memory=False` skips the CPU allocation tracker behind torch.npu.memory_* (they then
     report 0): it costs a Python call per aten op, and the verifier measures with the profiler.
+    `audit=True` tracks every tensor's logical device and raises on a CPU/NPU mix, as a device
+    does; `separate_rng=True` (with audit) gives npu tensors a random stream of their own.
+    `precision="device"` computes matmul/conv in HF32 where torch_npu does (conv by default,
+    matmul when torch.npu.matmul.allow_hf32 is set). See docs/emulation.md.
 
     Returns True when it was installed, False when it was already active. Raises RealTorchNpuError
     when the real torch_npu is importable, EmulationError for an unusable backing device.
@@ -54,11 +78,13 @@ def activate(device: str = "cpu", track_memory: bool = True) -> bool:
             "(run on the device, or remove torch_npu from the environment to emulate)")
     import torch
 
+    if precision not in ("exact", "device"):
+        raise EmulationError(f"activate(precision={precision!r}): 'exact' or 'device'")
     if device not in ("cpu", "cuda"):
         raise EmulationError(f"activate(device={device!r}): the backing device must be 'cpu' or 'cuda'")
     if device == "cuda" and not torch.cuda.is_available():
         raise EmulationError("activate(device='cuda'): no CUDA device is available")
-    from . import _accelerator, _devices, _memory, _namespace
+    from . import _accelerator, _audit, _devices, _memory, _namespace, _precision
 
     backend_name = torch._C._get_privateuse1_backend_name()
     if backend_name not in ("privateuseone", "npu"):
@@ -71,6 +97,9 @@ def activate(device: str = "cpu", track_memory: bool = True) -> bool:
         _namespace.install_modules()
         _devices.install_device_mapping()
         _accelerator.install_accelerator()  # portable code: torch.accelerator & co.
+        if audit or separate_rng:
+            _audit.install(tuple(_devices.DEVICE_KWARGS), separate_rng)
+        _precision.install(enabled=precision == "device")
         if device == "cpu" and track_memory:
             _memory.start_cpu_tracker()
     except Exception:

@@ -27,7 +27,7 @@ class DeviceMapMode(TorchFunctionMode):
     def __init__(self, mapping: dict[str, str]) -> None:
         super().__init__()
         self.mapping = mapping
-        self._pattern = re.compile(r"^(%s)(?::(\d+))?$" % "|".join(map(re.escape, mapping)))
+        self._pattern = re.compile(r"^({})(?::(\d+))?$".format("|".join(map(re.escape, mapping))))
 
     def map(self, value: Any) -> Any:
         if isinstance(value, torch.device):
@@ -48,7 +48,9 @@ class DeviceMapMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is torch.device:  # keep torch.device("npu", 0) an npu device; map where it is used
+        if func is torch.device or getattr(func, "__name__", "") == "_parse_to":
+            # keep torch.device("npu", 0) and Module.to("npu")'s parsed device npu devices: they are
+            # mapped where a tensor is made or moved (so the placement audit sees "npu" there)
             return func(*args, **kwargs)
         if args:
             args = tuple(self.map(a) if isinstance(a, (str, torch.device)) else a for a in args)
@@ -70,12 +72,19 @@ def backing_device(device: Any = None) -> torch.device:
     return torch.device(mapped)
 
 
+def _npu_device(device: Any) -> torch.device:
+    # an npu device, mapped to the backing one by DeviceMapMode (so the placement audit sees "npu")
+    if isinstance(device, int):
+        return torch.device(MAPPING["device_type"], device)
+    return torch.device(device) if device is not None else torch.device(MAPPING["device_type"], STATE.current_index)
+
+
 def _tensor_npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
-    return self.to(backing_device(device), non_blocking=non_blocking, memory_format=memory_format)
+    return self.to(_npu_device(device), non_blocking=non_blocking, memory_format=memory_format)
 
 
 def _module_npu(self, device=None):
-    return self.to(backing_device(device))
+    return self.to(_npu_device(device))
 
 
 def _is_npu(self) -> bool:
@@ -112,9 +121,52 @@ def install_device_mapping() -> None:
     set_attr(torch, "load", load)
     original_default = torch.set_default_device
     # torch keeps the default-device mode under every other mode, so map the device up front
-    set_attr(torch, "set_default_device", lambda device: original_default(mode.map(device)))
+    def set_default_device(device: Any) -> None:
+        if STATE.audit is not None:  # torch's default-device mode sits below the audit
+            named = str(device).split(":")[0] if device is not None else "cpu"
+            STATE.audit.default_device = "npu" if named == MAPPING["device_type"] else "cpu"
+        original_default(mode.map(device))
+
+    set_attr(torch, "set_default_device", set_default_device)
     _patch_amp(mode)
     _patch_distributed()
+    _patch_device_objects(mode)
+
+
+def _patch_device_objects(mode: DeviceMapMode) -> None:
+    """torch.Generator("npu") and torch.Event("npu") reach the PrivateUse1 hooks in C++, which
+    only a real torch_npu registers: construct them on the backing device instead."""
+
+    def mapped_class(original: type, name: str, make: Any = None) -> type:
+        def new(cls, device: Any = None, *args: Any, **kwargs: Any):
+            if "device" in kwargs:
+                device = kwargs.pop("device")
+            if make is not None:
+                return make(*args, **kwargs)
+            if device is None:
+                return original(*args, **kwargs)
+            return original(mode.map(device), *args, **kwargs)
+
+        # isinstance(x, torch.Generator) must still hold for generators torch itself makes
+        meta = type(f"{name}Type", (type(original),), {
+            "__instancecheck__": lambda cls, obj: isinstance(obj, original),
+            "__subclasscheck__": lambda cls, sub: issubclass(sub, original)})
+        return meta(name, (original,), {"__new__": new, "__module__": "torch"})
+
+    profile_cls = torch.autograd.profiler.profile
+    original_profile_init = profile_cls.__init__
+
+    def profile_init(self, *args: Any, use_device: Any = None, **kwargs: Any) -> None:
+        # the npu profiler is the backing device's: none on CPU (the CPU events are always kept)
+        if use_device == MAPPING["device_type"]:
+            use_device = "cuda" if STATE.backing == "cuda" else None
+        original_profile_init(self, *args, use_device=use_device, **kwargs)
+
+    set_attr(profile_cls, "__init__", profile_init)
+    set_attr(torch, "Generator", mapped_class(torch._C.Generator, "Generator"))
+    if hasattr(torch, "Event"):  # CPU has no events: there it is the emulated torch.npu.Event
+        make = (lambda **kwargs: torch.npu.Event(**kwargs)) if STATE.backing == "cpu" else None
+        set_attr(torch, "Event", mapped_class(torch.Event, "Event", make))
 
 
 def _patch_amp(mode: DeviceMapMode) -> None:
@@ -176,6 +228,8 @@ def _patch_distributed() -> None:
         wrapper.__name__ = func_name
         set_attr(dist, func_name, wrapper)
     set_attr(dist, "is_hccl_available", lambda: True)
+    if STATE.backing == "cpu":
+        _patch_barrier(dist)
 
     ddp = torch.nn.parallel.DistributedDataParallel
     original_ddp_init = ddp.__init__
@@ -186,3 +240,23 @@ def _patch_distributed() -> None:
         original_ddp_init(self, module, device_ids, output_device, *args, **kwargs)
 
     set_attr(ddp, "__init__", ddp_init)
+
+
+def _patch_barrier(dist: Any) -> None:
+    """barrier() asks torch._C._get_accelerator(), which is "npu" once the backend is renamed and
+    then needs the PrivateUse1 hooks of a real torch_npu: on a CPU backing the group is gloo, so
+    the barrier runs on the CPU, as `device_ids` cannot name a CPU device."""
+    import torch.distributed.distributed_c10d as c10d
+
+    original = c10d.barrier
+
+    def barrier(group=None, async_op=False, device_ids=None):
+        saved = torch._C._get_accelerator
+        torch._C._get_accelerator = lambda: torch.device("cpu")
+        try:
+            return original(group=group, async_op=async_op)
+        finally:
+            torch._C._get_accelerator = saved
+
+    set_attr(dist, "barrier", barrier)
+    set_attr(c10d, "barrier", barrier)

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from . import _memory, ops
+from . import _extras, _memory, ops
 from ._state import MAPPING, STATE, EmulationError
 
 _NPU = MAPPING["device_type"]
@@ -87,7 +87,7 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
     return [getattr(torch, name) for name in MAPPING["amp_supported_dtypes"]]
 
 
-class device:  # noqa: N801 - torch naming
+class device:
     """Context manager `torch.npu.device(i)` selecting the current device."""
 
     def __init__(self, device: Any) -> None:
@@ -113,13 +113,13 @@ class Stream:
     def query(self) -> bool:
         return True
 
-    def wait_stream(self, stream: "Stream") -> None:
+    def wait_stream(self, stream: Stream) -> None:
         pass
 
-    def wait_event(self, event: "Event") -> None:
+    def wait_event(self, event: Event) -> None:
         pass
 
-    def record_event(self, event: "Event | None" = None) -> "Event":
+    def record_event(self, event: Event | None = None) -> Event:
         event = event or Event()
         event.record(self)
         return event
@@ -149,7 +149,7 @@ class Event:
     def synchronize(self) -> None:
         synchronize()
 
-    def elapsed_time(self, end_event: "Event") -> float:
+    def elapsed_time(self, end_event: Event) -> float:
         if self.time is None or end_event.time is None:
             raise RuntimeError("elapsed_time: both events must be recorded")
         return (end_event.time - self.time) * 1000.0
@@ -173,8 +173,12 @@ def set_stream(s: Stream) -> None:
 
 # ---- RNG: the backing device's generator ---------------------------------------------------
 def manual_seed(seed: int) -> None:
-    # the CPU generator directly: torch.manual_seed itself calls back into this module
-    torch.default_generator.manual_seed(int(seed)) if not _cuda() else torch.cuda.manual_seed(seed)
+    if STATE.audit is not None and STATE.audit.separate_rng:  # the device's own stream
+        STATE.audit.seed(seed)
+    elif _cuda():
+        torch.cuda.manual_seed(seed)
+    else:  # the CPU generator directly: torch.manual_seed itself calls back into this module
+        torch.default_generator.manual_seed(int(seed))
 
 
 def manual_seed_all(seed: int) -> None:
@@ -196,12 +200,18 @@ def initial_seed() -> int:
     return torch.initial_seed()
 
 
+def _rng() -> Any:
+    if STATE.audit is not None and STATE.audit.separate_rng:
+        return STATE.audit.npu_generator
+    return torch.cuda if _cuda() else torch.default_generator
+
+
 def get_rng_state(device: Any = _NPU) -> torch.Tensor:
-    return torch.cuda.get_rng_state() if _cuda() else torch.get_rng_state()
+    return torch.cuda.get_rng_state() if _rng() is torch.cuda else _rng().get_state()
 
 
 def set_rng_state(new_state: torch.Tensor, device: Any = _NPU) -> None:
-    torch.cuda.set_rng_state(new_state) if _cuda() else torch.set_rng_state(new_state)
+    torch.cuda.set_rng_state(new_state) if _rng() is torch.cuda else _rng().set_state(new_state)
 
 
 def get_rng_state_all() -> list[torch.Tensor]:
@@ -234,7 +244,7 @@ def _amp_module(name: str) -> types.ModuleType:
     amp = _module(name, "Emulated torch_npu.npu.amp")
     default_dtype = getattr(torch, MAPPING["amp_default_dtype"])
 
-    class autocast(torch.amp.autocast_mode.autocast):  # noqa: N801 - torch naming
+    class autocast(torch.amp.autocast_mode.autocast):
         def __init__(self, enabled: bool = True, dtype: torch.dtype = default_dtype,
                      cache_enabled: bool = True) -> None:
             super().__init__(_NPU, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
@@ -347,13 +357,15 @@ def _profiler_module() -> types.ModuleType:
                                             ResourceConflictRatio="ResourceConflictRatio",
                                             MemoryUB="MemoryUB", L2Cache="L2Cache")
     prof.ExportType = types.SimpleNamespace(Text="text", Db="db")
+    prof.ProfilerAction = torch.profiler.ProfilerAction
+    prof.supported_activities = lambda: {activity.CPU, activity.NPU}
     return prof
 
 
 _FUNCTIONS = (is_available, device_count, current_device, set_device, synchronize, get_device_name,
               get_device_properties, get_device_capability, mem_get_info, is_bf16_supported,
-              get_amp_supported_dtype, current_stream, default_stream, stream, set_stream,
-              manual_seed, manual_seed_all, seed, seed_all, initial_seed, get_rng_state,
+              get_amp_supported_dtype, current_stream, stream, set_stream,
+              manual_seed, manual_seed_all, seed, initial_seed, get_rng_state,
               set_rng_state, get_rng_state_all, set_rng_state_all, empty_cache, _is_in_bad_fork,
               is_autocast_enabled, get_autocast_dtype)
 _MEMORY = ("memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_stats",
@@ -369,6 +381,8 @@ def build_modules() -> dict[str, types.ModuleType]:
     npu = _module("torch_npu.npu", "Emulated torch_npu.npu (npu-migrate)")
     for fn in _FUNCTIONS:
         setattr(npu, fn.__name__, fn)
+    # aliases set by name: setattr(fn.__name__) would file them under the original's name
+    npu.default_stream, npu.seed_all = default_stream, seed_all
     npu.device, npu.Stream, npu.Event = device, Stream, Event
     npu.StreamContext = stream
     npu.is_initialized = lambda: True
@@ -387,7 +401,11 @@ def build_modules() -> dict[str, types.ModuleType]:
     npu.amp = _amp_module("torch_npu.npu.amp")
     npu.mstx = _mstx_module("torch_npu.npu.mstx")
     npu.memory = memory
-    npu.__all__ = sorted(n for n in vars(npu) if not n.startswith("_") and n not in ("amp", "memory", "mstx"))
+    rng = {fn.__name__: fn for fn in (manual_seed, manual_seed_all, seed, initial_seed, get_rng_state,
+                                      set_rng_state, get_rng_state_all, set_rng_state_all)}
+    rng["seed_all"] = seed_all
+    submodules = _extras.populate(npu, memory, _module, Stream, rng)
+    npu.__all__ = sorted(n for n in vars(npu) if not n.startswith("_") and n not in ("amp", "memory", "mstx", *(m.rpartition(".")[2] for m in submodules)))
 
     root = _module("torch_npu", "Emulated torch_npu (npu-migrate): runs NPU code on "
                                f"{STATE.backing}. Not the real package.")
@@ -400,7 +418,7 @@ def build_modules() -> dict[str, types.ModuleType]:
     root.__getattr__ = _unknown_attribute
     return {"torch_npu": root, "torch_npu.npu": npu, "torch_npu.npu.amp": npu.amp,
             "torch_npu.npu.memory": memory, "torch_npu.npu.mstx": npu.mstx,
-            "torch_npu.profiler": root.profiler}
+            "torch_npu.profiler": root.profiler, **submodules}
 
 
 def _unknown_attribute(name: str) -> Any:
@@ -412,12 +430,14 @@ def _unknown_attribute(name: str) -> Any:
 
 def install_modules() -> None:
     modules = build_modules()
-    previous = {name: sys.modules.get(name) for name in list(modules) + ["torch.npu", "torch.npu.amp",
-                                                                          "torch.npu.memory"]}
+    aliases = ["torch" + name.removeprefix("torch_npu") for name in modules if name.startswith("torch_npu.npu")]
+    previous = {name: sys.modules.get(name) for name in list(modules) + aliases}
     sys.modules.update(modules)
     sys.modules["torch.npu"] = modules["torch_npu.npu"]
     sys.modules["torch.npu.amp"] = modules["torch_npu.npu.amp"]
-    sys.modules["torch.npu.memory"] = modules["torch_npu.npu.memory"]
+    for name, module in modules.items():  # torch.npu.X is torch_npu.npu.X, as torch_npu does
+        if name.startswith("torch_npu.npu."):
+            sys.modules["torch" + name.removeprefix("torch_npu")] = module
     from ._state import set_attr
 
     set_attr(torch, "npu", modules["torch_npu.npu"])

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 MAPPING: dict[str, Any] = json.loads((Path(__file__).with_name("mapping.json")).read_text())
 
@@ -29,9 +31,13 @@ class State:
     undo: list[Callable[[], None]] = field(default_factory=list)
     device_mode: Any = None
     memory: Any = None  # _memory.CpuMemoryTracker when backing is cpu
+    audit: Any = None  # _audit.PlacementAudit when activate(audit=True)
+    precision: Any = None  # _precision.DevicePrecision when activate(precision="device")
 
 
 STATE = State()
+# depth > 0 while the emulation runs ops of its own (the copies of .to()): per-op recorders skip them
+INTERNAL_OPS = types.SimpleNamespace(depth=0)
 
 
 def set_attr(obj: Any, name: str, value: Any) -> None:

@@ -8,4 +8,4 @@ from .core import VerifyOptions, verify, verify_many
 from .entry import EntryError
 from .thresholds import ThresholdPolicy
 
-__all__ = ["Outcome", "VerifyOptions", "verify", "verify_many", "EntryError", "ThresholdPolicy"]
+__all__ = ["EntryError", "Outcome", "ThresholdPolicy", "VerifyOptions", "verify", "verify_many"]

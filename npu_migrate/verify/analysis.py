@@ -54,8 +54,8 @@ class Outcome:
             rank = sorted(range(len(rows)), key=lambda i: (self.comparisons[i].name != first,
                                                           self.comparisons[i].passed, i))
             keep = sorted(rank[:max_rows])
-            rows = [rows[i] for i in keep] + [[f"... {len(self.comparisons) - len(keep)} rows left out "
-                                               "(--max-rows 0 shows all)"] + [""] * 8]
+            rows = [rows[i] for i in keep] + [[(f"... {len(self.comparisons) - len(keep)} rows left out "
+                                                "(--max-rows 0 shows all)")] + [""] * 8]
         if rows:
             report.tables.append(Table("Tensors (reference vs migrated)",
                                        ["tensor", "shape", "dtype", "cosine", "max abs", "max rel",
@@ -137,7 +137,7 @@ def _module_of_tensor(name: str) -> str:
     return param.rsplit(".", 1)[0] if "." in param else "<model>"
 
 
-def analyze(reference: dict[str, Any], target: dict[str, Any], options: "VerifyOptions") -> Outcome:
+def analyze(reference: dict[str, Any], target: dict[str, Any], options: VerifyOptions) -> Outcome:
     amp = bool(target.get("amp_used"))
     comparisons: list[Comparison] = []
     ref_tensors, tgt_tensors = reference["tensors"], target.get("tensors", {})
@@ -198,7 +198,7 @@ def analyze(reference: dict[str, Any], target: dict[str, Any], options: "VerifyO
     return Outcome(verdict, reason, comparisons, first_failure, memory, data)
 
 
-def _memory(reference: dict[str, Any], target: dict[str, Any], options: "VerifyOptions",
+def _memory(reference: dict[str, Any], target: dict[str, Any], options: VerifyOptions,
             amp: bool) -> tuple[dict[str, Any], list[str]]:
     ref_mem, tgt_mem = reference.get("memory"), target.get("memory")
     if not options.memory:

@@ -38,7 +38,7 @@ def module_locations(model: torch.nn.Module, root: str) -> dict[str, dict[str, A
 class Recorder:
     """Registers pre/post forward hooks on every module; keeps tensors and the event order."""
 
-    def __init__(self, model: torch.nn.Module, tensors: "OrderedDict[str, torch.Tensor]") -> None:
+    def __init__(self, model: torch.nn.Module, tensors: OrderedDict[str, torch.Tensor]) -> None:
         self.tensors = tensors
         self.events: list[dict[str, Any]] = []
         self.stack: list[str] = []

@@ -32,6 +32,8 @@ class VerifyOptions:
     thresholds: ThresholdPolicy = field(default_factory=ThresholdPolicy.load)
     timeout: float = 600.0
     env: dict[str, str] | None = None  # extra environment for both sides (tests: a fake torch_npu)
+    share_state: bool = False  # load the reference's initial state_dict and batch into the migrated side
+    renames: dict[str, str] = field(default_factory=dict)  # reference name -> migrated name
 
 
 def _check(options: VerifyOptions) -> None:
@@ -45,6 +47,10 @@ def _check(options: VerifyOptions) -> None:
         raise EntryError(f"--steps {options.steps}: must be at least 1")
 
 
+class SideTimeout(str):
+    """The stderr stand-in of a side that ran out of time (reported as a timeout, not a crash)."""
+
+
 def _run_side(side: str, jobs: list[dict[str, Any]], options: VerifyOptions, workdir: Path) -> str:
     """Run one side's jobs in a fresh interpreter; returns its stderr (for error messages)."""
     job_file = workdir / f"{side}.json"
@@ -56,9 +62,10 @@ def _run_side(side: str, jobs: list[dict[str, Any]], options: VerifyOptions, wor
     env.update(options.env or {})
     try:
         proc = subprocess.run([sys.executable, "-m", "npu_migrate.verify.runner", str(job_file)],
-                              capture_output=True, text=True, env=env, timeout=options.timeout)
+                              capture_output=True, text=True, env=env, timeout=options.timeout, check=False)
     except subprocess.TimeoutExpired:
-        return f"{side} side timed out after {options.timeout:.0f} s"
+        return SideTimeout(f"the {'original' if side == 'reference' else 'migrated'} side timed out after "
+                           f"{options.timeout:g} s (raise --timeout or lower --steps)")
     return proc.stderr
 
 
@@ -106,7 +113,7 @@ def verify_many(cases: list[VerifyOptions]) -> list[Outcome]:
         for i in valid:
             ref = references[ref_of[i]["out"]]
             if ref is None:
-                outcomes[i] = error_outcome(f"the reference side crashed: {_tail(ref_stderr)}")
+                outcomes[i] = error_outcome(_lost_side("reference", ref_stderr))
                 continue
             if ref.get("error"):
                 outcomes[i] = error_outcome(_error_text("the original code failed on the reference side",
@@ -114,8 +121,8 @@ def verify_many(cases: list[VerifyOptions]) -> list[Outcome]:
                 continue
             c = cases[i]
             job = {"root": str(Path(c.migrated).resolve()), "entry": c.entry, "steps": c.steps,
-                   "seed": c.seed, "memory": c.memory, "init": ref_of[i]["out"],
-                   "out": str(workdir / f"target{i}.pt")}
+                   "seed": c.seed, "memory": c.memory, "init": ref_of[i]["out"] if c.share_state else None,
+                   "renames": c.renames, "out": str(workdir / f"target{i}.pt")}
             target_jobs.append(job)
             target_of[i] = job
         t0 = time.perf_counter()
@@ -124,10 +131,14 @@ def verify_many(cases: list[VerifyOptions]) -> list[Outcome]:
         for i, job in target_of.items():
             target = _load(job["out"])
             if target is None:
-                outcomes[i] = error_outcome(f"the migrated side crashed: {_tail(tgt_stderr)}")
+                outcomes[i] = error_outcome(_lost_side("target", tgt_stderr))
                 continue
             if target.get("error", {}) and target["error"].get("phase") == "setup":
                 outcomes[i] = error_outcome(f"migrated side: {target['error']['message']}")
+                continue
+            if target.get("error", {}) and target["error"].get("type") == "EntryError":
+                outcomes[i] = error_outcome(_error_text("the migrated code does not follow the entry protocol",
+                                                        target["error"], cases[i].migrated))
                 continue
             outcome = analyze(references[ref_of[i]["out"]], target, cases[i])
             outcome.data["wall_s"] = {"reference_process": round(ref_time, 3),
@@ -140,11 +151,19 @@ def verify(options: VerifyOptions) -> Outcome:
     return verify_many([options])[0]
 
 
+def _lost_side(side: str, stderr: str) -> str:
+    if isinstance(stderr, SideTimeout):
+        return str(stderr)
+    label = "original" if side == "reference" else "migrated"
+    return f"the {label} side crashed (its process died): {_tail(stderr)}"
+
+
 def _tail(stderr: str) -> str:
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "no output"
 
 
 def _error_text(prefix: str, error: dict[str, Any], root: Path) -> str:
-    where = f"{Path(root) / error['location']}: " if error.get("location") else f"{root}: "
+    where = f"{Path(root) / error['location']}: " if error.get("location") else f"{Path(root) / error['file']}: " \
+        if error.get("file") else f"{root}: "
     return f"{where}{prefix} ({error['phase']}): {error['type']}: {error['message']}"

@@ -17,15 +17,20 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 
 class EntryError(Exception):
-    """The entry point is missing or does not follow the protocol."""
+    """The entry point is missing or does not follow the protocol; `file` names the entry file."""
+
+    def __init__(self, message: str, file: str | None = None) -> None:
+        super().__init__(message)
+        self.file = file
 
 
 @dataclass
@@ -57,7 +62,8 @@ def load_build(root: Path, entry: str) -> Callable[..., Any]:
     spec.loader.exec_module(module)
     build = getattr(module, func_name, None)
     if not callable(build):
-        raise EntryError(f"{path}: no function {func_name!r}")
+        raise EntryError(f"no function {func_name!r}", rel_path)
+    build.entry_file = rel_path
     return build
 
 
@@ -69,13 +75,14 @@ def call_build(build: Callable[..., Any], device: str) -> BuildSpec:
     result = build(device) if takes_device else build()
     get = result.get if isinstance(result, dict) else (lambda key, default=None: getattr(result, key, default))
     model, batch = get("model"), get("batch")
+    file = getattr(build, "entry_file", None)
     if not isinstance(model, torch.nn.Module):
-        raise EntryError(f"{build.__name__}() must return 'model' as a torch.nn.Module, got {type(model).__name__}")
+        raise EntryError(f"{build.__name__}() must return 'model' as a torch.nn.Module, got {type(model).__name__}", file)
     if batch is None:
-        raise EntryError(f"{build.__name__}() must return a 'batch'")
+        raise EntryError(f"{build.__name__}() must return a 'batch'", file)
     optimizer = get("optimizer")
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-        raise EntryError(f"{build.__name__}(): 'optimizer' must be a torch.optim.Optimizer")
+        raise EntryError(f"{build.__name__}(): 'optimizer' must be a torch.optim.Optimizer", file)
     return BuildSpec(model, batch, get("target"), get("loss_fn"), optimizer, get("forward"))
 
 

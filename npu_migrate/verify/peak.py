@@ -8,7 +8,8 @@ the bytes already live at the start (parameters, buffers, the batch) is the peak
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 

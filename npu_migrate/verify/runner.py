@@ -23,7 +23,15 @@ import torch
 
 from . import peak
 from .capture import Recorder, module_locations, to_cpu_copy
-from .entry import BuildSpec, call_build, compute_loss, flatten, load_build, map_tensors, run_forward
+from .entry import (
+    BuildSpec,
+    call_build,
+    compute_loss,
+    flatten,
+    load_build,
+    map_tensors,
+    run_forward,
+)
 
 
 class SideError(Exception):
@@ -107,7 +115,11 @@ def describe_error(error: BaseException, root: Path, phase: str, module: str | N
         if path.startswith(str(root) + os.sep):
             location = f"{os.path.relpath(path, root)}:{frame.lineno}"
             break
-    return {"type": type(error).__name__, "message": str(error).strip().splitlines()[0] if str(error).strip() else "",
+    text = str(error).strip()
+    # one line, but a state_dict mismatch keeps its key lists (torch puts them on later lines)
+    message = " ".join(line.strip() for line in text.splitlines()) if "state_dict" in text else \
+        (text.splitlines()[0] if text else "")
+    return {"type": type(error).__name__, "message": message, "file": getattr(error, "file", None),
             "phase": phase, "module": module, "location": location,
             "traceback": "".join(traceback.format_exception(error))[-4000:]}
 
@@ -129,9 +141,10 @@ def _state_tensors(spec: BuildSpec, optimizer: torch.optim.Optimizer) -> list[to
     return tensors
 
 
-def _apply_reference_init(spec: BuildSpec, init: dict[str, Any]) -> None:
-    """Same initial parameters and inputs as the reference: differences come from the computation."""
-    spec.model.load_state_dict(init["state"], strict=True)
+def _apply_reference_init(spec: BuildSpec, init: dict[str, Any], renames: dict[str, str]) -> None:
+    """Same initial parameters and inputs as the reference (--share-state): differences come from
+    the computation, not from the initialisation or the data."""
+    spec.model.load_state_dict({rename(k, renames): v for k, v in init["state"].items()}, strict=True)
 
     def like(reference: Any, own: Any) -> Any:
         ref_leaves, own_leaves = flatten("x", reference), flatten("x", own)
@@ -145,10 +158,33 @@ def _apply_reference_init(spec: BuildSpec, init: dict[str, Any]) -> None:
         spec.target = like(init["target"], spec.target)
 
 
+def rename(name: str, renames: dict[str, str]) -> str:
+    """Apply --rename OLD=NEW to a dotted parameter or module path (whole components only)."""
+    for old, new in renames.items():
+        if name == old or name.startswith(old + "."):
+            return new + name[len(old):]
+    return name
+
+
+def _unrename(tensors: OrderedDict[str, torch.Tensor], renames: dict[str, str]) -> OrderedDict[str, torch.Tensor]:
+    """The migrated side's tensor names under the original's names, so the two records line up."""
+    back = {new: old for old, new in renames.items()}
+    out: OrderedDict[str, torch.Tensor] = OrderedDict()
+    for name, tensor in tensors.items():
+        kind, sep, rest = name.partition("/")
+        if sep and kind in ("grad", "param", "buffer"):
+            name = f"{kind}/{rename(rest, back)}"
+        elif sep and kind == "act":
+            module, hash_, tail = rest.partition("#")
+            name = f"act/{rename(module, back)}{hash_}{tail}"
+        out[name] = tensor
+    return out
+
+
 def run_job(side: Side, job: dict[str, Any]) -> dict[str, Any]:
     root = Path(job["root"]).resolve()
     steps, seed = int(job.get("steps", 1)), int(job.get("seed", 0))
-    tensors: "OrderedDict[str, torch.Tensor]" = OrderedDict()
+    tensors: OrderedDict[str, torch.Tensor] = OrderedDict()
     result: dict[str, Any] = {"side": side.name, "backend": side.backend, "device": side.device,
                               "tensors": tensors, "events": [], "modules": {}, "memory": None,
                               "amp_used": False, "error": None, "timing": {}}
@@ -167,7 +203,7 @@ def run_job(side: Side, job: dict[str, Any]) -> dict[str, Any]:
                               "batch": map_tensors(spec.batch, to_cpu_copy),
                               "target": map_tensors(spec.target, to_cpu_copy)}
         elif job.get("init"):
-            _apply_reference_init(spec, torch.load(job["init"], weights_only=False)["init"])
+            _apply_reference_init(spec, torch.load(job["init"], weights_only=False)["init"], job.get("renames") or {})
         optimizer = spec.optimizer or torch.optim.SGD(spec.model.parameters(), lr=0.01)
         result["modules"] = module_locations(spec.model, str(root))
     except Exception as error:  # noqa: BLE001 - reported to the parent, which decides
@@ -189,8 +225,8 @@ def run_job(side: Side, job: dict[str, Any]) -> dict[str, Any]:
                 result["memory"] = peak.cpu_peak(run_steps, peak.live_bytes(_state_tensors(spec, optimizer)))
             else:
                 result["memory"] = peak.device_peak(run_steps, side.stats)
-        except Exception:  # noqa: BLE001 - the instrumented run below reports it with a location
-            pass
+        except Exception as error:  # noqa: BLE001 - the instrumented run below reports it with a location
+            result["timing"]["memory_error"] = f"{type(error).__name__}: {error}"
         result["timing"]["memory_s"] = time.perf_counter() - t0
         spec.model.load_state_dict(saved_model)
         optimizer.load_state_dict(saved_optimizer)
@@ -226,6 +262,13 @@ def run_job(side: Side, job: dict[str, Any]) -> dict[str, Any]:
         recorder.remove()
     result["timing"]["steps_s"] = time.perf_counter() - t0
     result["events"] = recorder.events
+    if job.get("renames"):
+        back = {new: old for old, new in job["renames"].items()}
+        result["tensors"] = _unrename(tensors, job["renames"])
+        result["modules"] = {rename(k, back): v for k, v in result["modules"].items()}
+        for event in result["events"]:
+            event["module"] = rename(event["module"], back)
+            event["tensors"] = list(_unrename(OrderedDict.fromkeys(event["tensors"]), job["renames"]))
     result["amp_used"] = side.amp_used
     return result
 

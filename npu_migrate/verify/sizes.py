@@ -16,7 +16,7 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[unit])
 
 
-def format_bytes(count: int | float) -> str:
+def format_bytes(count: float) -> str:
     sign = "-" if count < 0 else ""
     count = abs(count)
     for unit in ("B", "KiB", "MiB", "GiB"):

@@ -36,7 +36,7 @@ class ThresholdPolicy:
     user: dict[str, Any]
 
     @classmethod
-    def load(cls, overrides: dict[str, Any] | None = None, path: str | None = None) -> "ThresholdPolicy":
+    def load(cls, overrides: dict[str, Any] | None = None, path: str | None = None) -> ThresholdPolicy:
         data = json.loads(json.dumps(_DATA))
         if path:
             try:
@@ -88,4 +88,15 @@ def parse_overrides(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
     return result
 
 
-__all__ = ["Thresholds", "ThresholdPolicy", "parse_overrides", "replace"]
+def parse_renames(items: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """`--rename old=new` pairs: a parameter or module path the migration renamed."""
+    result: dict[str, str] = {}
+    for item in items:
+        old, sep, new = item.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise ValueError(f"--rename {item!r}: expected OLD=NEW, e.g. --rename norm=rms_norm")
+        result[old.strip()] = new.strip()
+    return result
+
+
+__all__ = ["ThresholdPolicy", "Thresholds", "parse_overrides", "parse_renames", "replace"]

@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from npu_migrate.verify.analysis import _first_divergence
-from npu_migrate.verify.entry import BuildSpec, EntryError, call_build, compute_loss, flatten, split_entry
+from npu_migrate.verify.entry import (
+    BuildSpec,
+    EntryError,
+    call_build,
+    compute_loss,
+    flatten,
+    split_entry,
+)
 from npu_migrate.verify.metrics import compare
 from npu_migrate.verify.sizes import format_bytes, parse_size
 from npu_migrate.verify.thresholds import ThresholdPolicy, parse_overrides

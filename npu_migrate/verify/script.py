@@ -1,0 +1,327 @@
+"""Script mode: `npu-migrate verify --original A --migrated B [--steps N] -- train.py ARGS...`.
+
+Runs the user's unmodified script in each tree (three processes: the original as reference, the
+original with the device's precision as the noise estimate, the migrated code on the device or its
+emulation), for N training steps (N `backward()` calls), and reports the first divergence at the
+migrated tree's `path.py:LINE`. See docs/verify.md.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npu_migrate.core.diagnostics import Diagnostic, Report, Severity, Table
+
+from . import msprobe
+from .opcompare import NOISE_FACTOR, Comparison, compare_records
+
+EXIT = {"pass": 0, "fail": 1, "error": 2}
+
+EMULATION_SCOPE = (
+    "Emulated PASS: the migrated script runs, places every tensor on the device (audited), seeds and "
+    "computes the same numbers as the original within the noise the device's precision (HF32) "
+    "causes. It does not prove the device's own kernels, fp16 accumulation, the NPU autocast op "
+    "lists, memory, speed, or multi-device collectives: run on an Ascend device (or compare an "
+    "msprobe dump taken there) for those.")
+
+
+class ScriptError(Exception):
+    """Bad script-mode arguments: reported in one line with exit 2."""
+
+
+@dataclass
+class ScriptOptions:
+    original: Path
+    migrated: Path
+    script: str
+    args: list[str] = field(default_factory=list)
+    steps: int = 2
+    seed: int | None = 0
+    reference: str = "cpu"
+    backing: str = "cpu"
+    rng: str = "align"  # "align": the device stream follows the CPU's; "device": its own stream
+    device_precision: bool = False
+    noise_run: bool = True
+    noise_factor: float = NOISE_FACTOR
+    timeout: float = 600.0
+    dump: Path | None = None
+    env: dict[str, str] | None = None
+
+
+@dataclass
+class ScriptOutcome:
+    verdict: str
+    reason: str
+    comparison: Comparison | None = None
+    error: dict[str, Any] | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    records: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)  # not in to_dict
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT[self.verdict]
+
+    @property
+    def location(self) -> str | None:
+        first = self.comparison.first if self.comparison else None
+        if first is not None:
+            return first.site
+        return (self.error or {}).get("location")
+
+    def sites(self) -> list[str]:
+        """Every migrated-tree file:line the outcome names (the divergence, the line that built its
+        module, the ops only one side runs, where a CPU tensor was made, where the code raised)."""
+        import re
+
+        found = []
+        first = self.comparison.first if self.comparison else None
+        if first is not None:
+            found += [first.site, (first.module or {}).get("built")]
+            found += [op.get("site") for op in first.extra_ops[:1]]
+            found += [op.get("mapped_site") for op in first.missing_ops[:1]]
+        if self.error:
+            found.append(self.error.get("location"))
+            root = str(Path(self.data.get("migrated_root", ".")).resolve()) + os.sep
+            chain = re.search(r"made at ([^)]*)", self.error.get("message", ""))
+            for made in (chain.group(1).split(" < ") if chain else []):
+                found.append(made.removeprefix(root))
+        return [line for site in found if site for line in _expand(site)]
+
+    def findings(self) -> list[Diagnostic]:
+        root = str(self.data.get("migrated_root", "."))
+        first = self.comparison.first if self.comparison else None
+        out = []
+        if first is not None:
+            code = "VER005" if first.kind == "seed" else "VER001"
+            out.append(_diagnostic(code, _divergence_text(first), root, first.site))
+        if self.error and self.verdict == "fail":
+            code = "VER004" if "placement audit" in self.error.get("message", "") else "VER002"
+            out.append(_diagnostic(code, f"migrated script raised {self.error['type']}: {self.error['message']}",
+                                   root, self.error.get("location")))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        comparison = self.comparison
+        return {"verdict": self.verdict, "exit_code": self.exit_code, "reason": self.reason,
+                "location": self.location, "error": self.error,
+                "first_divergence": comparison.first.to_dict() if comparison and comparison.first else None,
+                "matched_ops": comparison.matched if comparison else 0,
+                "only_original_ops": comparison.only_reference if comparison else 0,
+                "only_migrated_ops": comparison.only_migrated if comparison else 0,
+                "worst_ratio_to_tolerance": comparison.worst_ratio if comparison else None,
+                "findings": [d.to_dict() for d in self.findings()], **self.data}
+
+    def report(self) -> Report:
+        summary: dict[str, Any] = {"verdict": self.verdict.upper(), "reason": self.reason}
+        if self.location:
+            summary["location"] = self.location
+        for key in ("reference", "noise", "target", "steps", "steps_run"):
+            if key in self.data:
+                summary[key.replace("_", " ")] = self.data[key]
+        if self.comparison:
+            summary["ops"] = (f"{self.comparison.matched} compared, {self.comparison.only_reference} only in the "
+                              f"original, {self.comparison.only_migrated} only in the migrated code")
+        if self.data.get("scope"):
+            summary["what this proves"] = self.data["scope"]
+        report = Report("npu-migrate verify (script mode)", summary=summary)
+        first = self.comparison.first if self.comparison else None
+        if first is not None:
+            module = first.module or {}
+            rows = [["kind", first.kind], ["op", first.name], ["at", first.site or "?"],
+                    ["original at", first.reference_site or "?"], ["step", str(first.step)],
+                    ["module", f"{module.get('path', '-')} ({module.get('class', '-')}, built at "
+                               f"{module.get('built') or '?'})" if module else "-"],
+                    ["why", first.reason]]
+            if first.extra_ops:
+                rows.append(["just before", ", ".join(f"{e['name']} at {e['site']}" for e in first.extra_ops[:5])])
+            report.tables.append(Table("First divergence", ["", ""], rows))
+        report.findings = self.findings()
+        return report
+
+
+def _expand(site: str) -> list[str]:
+    """"f.py:3-5" (a call over several lines) -> ["f.py:3-5", "f.py:3", "f.py:4", "f.py:5"]."""
+    file, _, lines = site.rpartition(":")
+    start, dash, end = lines.partition("-")
+    if not dash or not (start.isdigit() and end.isdigit()):
+        return [site]
+    return [site] + [f"{file}:{n}" for n in range(int(start), int(end) + 1)]
+
+
+def _diagnostic(code: str, message: str, root: str, site: str | None) -> Diagnostic:
+    file, _, line = (site or "?:0").rpartition(":")
+    path = file if os.path.isabs(file) else f"{root}/{file}"
+    line = line.partition("-")[0]
+    return Diagnostic(code, message, path, int(line) if line.isdigit() else 0, 0, Severity.ERROR)
+
+
+def map_line(original_root: Path, migrated_root: Path, site: str | None) -> str | None:
+    """The migrated tree's line that stands where `site` (file:line of the original tree) was."""
+    if not site:
+        return None
+    file, _, line = site.rpartition(":")
+    try:
+        before = (Path(original_root) / file).read_text().splitlines()
+        after = (Path(migrated_root) / file).read_text().splitlines()
+    except OSError:
+        return None
+    target = int(line) - 1
+    for tag, i1, i2, j1, _ in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if i1 <= target < i2 or (i1 == i2 == target):
+            mapped = j1 + (target - i1 if tag == "equal" else 0)
+            return f"{file}:{min(mapped, max(len(after) - 1, 0)) + 1}"
+    return None
+
+
+def _divergence_text(first: Any) -> str:
+    module = first.module or {}
+    inside = f" in {module.get('path')} ({module.get('class')}, built at {module.get('built')})" if module else ""
+    step = "before the first step" if first.step in (None, -1) else f"in step {first.step}"
+    text = f"first divergence {step}: {first.name}{inside}: {first.reason}"
+    if first.extra_ops:
+        text += f"; just before it the migrated code runs ops the original does not: " \
+                f"{first.extra_ops[0]['name']} at {first.extra_ops[0]['site']}"
+    elif first.missing_ops and first.missing_ops[0].get("mapped_site"):
+        text += f"; just before it the original runs ops the migrated code does not: " \
+                f"{first.missing_ops[0]['name']} (migrated {first.missing_ops[0]['mapped_site']})"
+    return text
+
+
+def check(options: ScriptOptions) -> None:
+    if not options.script:
+        raise ScriptError("script mode needs a script after --, e.g. -- train.py --epochs 1")
+    for label, root in (("--original", options.original), ("--migrated", options.migrated)):
+        if not Path(root).is_dir():
+            raise ScriptError(f"{root}: {label} is not a directory")
+        if not (Path(root) / options.script).is_file():
+            raise ScriptError(f"{Path(root) / options.script}: script not found ({label} tree)")
+    if options.steps < 1:
+        raise ScriptError(f"--steps {options.steps}: must be at least 1")
+    if options.rng not in ("align", "device"):
+        raise ScriptError(f"--rng {options.rng}: 'align' or 'device'")
+
+
+def _job(options: ScriptOptions, side: str, root: Path, out: Path) -> dict[str, Any]:
+    return {"side": side, "root": str(Path(root).resolve()), "script": options.script, "args": options.args,
+            "steps": options.steps, "seed": options.seed, "reference": options.reference,
+            "backing": options.backing, "rng": options.rng, "device_precision": options.device_precision,
+            "out": str(out)}
+
+
+def run_side(job: dict[str, Any], options: ScriptOptions, workdir: Path) -> dict[str, Any]:
+    """Run one side in a fresh interpreter; returns its result (or an error result)."""
+    job_file = workdir / f"{job['side']}-{abs(hash(job['root'])) % 10**8}.json"
+    job_file.write_text(json.dumps(job))
+    env = dict(os.environ)
+    package_parent = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    env.update(options.env or {})
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "npu_migrate.verify.script_runner", str(job_file)],
+                              capture_output=True, text=True, env=env, timeout=options.timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"side": job["side"], "timed_out": True, "error": {
+            "type": "Timeout", "message": f"the {job['side']} side timed out after {options.timeout:g} s "
+                                          "(raise --timeout or lower --steps)", "phase": "script", "location": None}}
+    import torch
+
+    if not Path(job["out"]).is_file():
+        lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+        return {"side": job["side"], "error": {"type": "Crash", "phase": "script", "location": None,
+                                               "message": f"the {job['side']} process died (exit {proc.returncode}): "
+                                                          f"{lines[-1] if lines else 'no output'}"}}
+    result = torch.load(job["out"], weights_only=False)
+    result["wall_s"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def verify_script(options: ScriptOptions, cache: dict[tuple, dict[str, Any]] | None = None) -> ScriptOutcome:
+    """`cache` (optional) keeps reference and noise results for reuse by cases sharing the original."""
+    try:
+        check(options)
+    except ScriptError as error:
+        return ScriptOutcome("error", str(error))
+    cache = {} if cache is None else cache
+    with tempfile.TemporaryDirectory(prefix="npu-migrate-verify-") as tmp:
+        workdir = Path(tmp)
+        base = (str(Path(options.original).resolve()), options.script, tuple(options.args), options.steps,
+                options.seed, options.reference)
+        if ("reference", *base) not in cache:
+            cache[("reference", *base)] = run_side(_job(options, "reference", options.original,
+                                                        workdir / "reference.pt"), options, workdir)
+        reference = cache[("reference", *base)]
+        if reference.get("error"):
+            return ScriptOutcome("error", _error_line("the original script failed on the reference side",
+                                                      reference["error"], options.original))
+        target = run_side(_job(options, "target", options.migrated, workdir / "target.pt"), options, workdir)
+        noise = None
+        if options.noise_run:
+            # the original under the device precision the migrated run had (all of it on a device)
+            classes = target.get("hf32_used")
+            classes = ["conv", "matmul"] if classes is None else classes
+            noise = reference if not classes else cache.get(("noise", tuple(classes), *base))
+            if noise is None:
+                job = dict(_job(options, "noise", options.original, workdir / "noise.pt"), hf32=classes)
+                noise = cache[("noise", tuple(classes), *base)] = run_side(job, options, workdir)
+    return judge(options, reference, noise, target)
+
+
+def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, Any] | None,
+          target: dict[str, Any]) -> ScriptOutcome:
+    if target.get("error", {}) and target["error"].get("phase") == "setup":
+        return ScriptOutcome("error", f"migrated side: {target['error']['message']}")
+    noise_events = noise["record"] if noise and not noise.get("error") else None
+    comparison = compare_records(reference["record"], target.get("record", []), noise_events,
+                                 options.noise_factor)
+    data = {"migrated_root": str(options.migrated), "original_root": str(options.original),
+            "reference": reference.get("backend"),
+            "noise": (noise.get("backend") if noise is not reference else "the reference itself (no HF32 used)")
+            if noise else "none (per-op-class tolerances)",
+            "target": target.get("backend"), "steps": options.steps,
+            "steps_run": target.get("steps_run")}
+    if str(target.get("backend", "")).startswith("emulation"):
+        data["scope"] = EMULATION_SCOPE
+    if options.dump is not None:
+        msprobe.write_dump(Path(options.dump) / "reference", reference["record"], str(options.original))
+        msprobe.write_dump(Path(options.dump) / "migrated", target.get("record", []), str(options.migrated))
+    records = {"reference": reference["record"], "migrated": target.get("record", [])}
+    outcome = _verdict(reference, target, comparison, data)
+    outcome.records = records
+    return outcome
+
+
+def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comparison,
+             data: dict[str, Any]) -> ScriptOutcome:
+    if comparison.first is not None:
+        for op in comparison.first.missing_ops:
+            op["mapped_site"] = map_line(data["original_root"], data["migrated_root"], op.get("site"))
+    error = target.get("error")
+    if target.get("timed_out"):
+        return ScriptOutcome("error", error["message"], comparison, error, data)
+    if comparison.first is not None:
+        reason = f"first divergence at {comparison.first.site or '?'}: {comparison.first.reason}"
+        return ScriptOutcome("fail", reason, comparison, error, data)
+    if error:
+        where = f"{error['location']}: " if error.get("location") else ""
+        return ScriptOutcome("fail", f"{where}the migrated script raised {error['type']}: {error['message']}",
+                             comparison, error, data)
+    if reference.get("steps_run", 0) != target.get("steps_run", 0):
+        return ScriptOutcome("fail", f"the migrated script ran {target.get('steps_run')} steps, the original "
+                                     f"{reference.get('steps_run')}", comparison, None, data)
+    return ScriptOutcome("pass", f"{comparison.matched} ops and {target.get('steps_run')} losses match "
+                                 f"within the measured noise", comparison, None, data)
+
+
+def _error_line(prefix: str, error: dict[str, Any], root: Path) -> str:
+    where = f"{Path(root) / error['location']}: " if error.get("location") else f"{root}: "
+    return f"{where}{prefix}: {error['type']}: {error['message']}"

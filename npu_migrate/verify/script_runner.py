@@ -1,0 +1,163 @@
+"""One side of a script-mode verification, in its own process:
+`python -m npu_migrate.verify.script_runner JOB.json`.
+
+The job names the side ("reference", "noise" or "target"), the tree, the script and its arguments,
+the steps, and where to save the record. The script runs unmodified as `__main__` with the tree as
+working directory, under OpCapture; nothing is injected into it: it builds, seeds, places and
+trains by itself.
+
+- reference: the original code on the CPU ("cuda" mapped to the CPU when there is no GPU), float32;
+- noise: the same, with the device's precision (HF32 matmul and convolution inputs): how far an
+  honest device run may drift from the reference, op by op;
+- target: the migrated code on an Ascend device, or the emulation with the placement audit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import runpy
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .opcapture import (
+    ModuleTracker,
+    OpCapture,
+    PrintTee,
+    Record,
+    SeedWatcher,
+    Sites,
+    StepCounter,
+    StopRun,
+)
+from .runner import _install_cuda_shim, describe_error
+
+
+def _foreach_as_on_a_gpu() -> None:
+    """Optimizers and clip_grad_norm_ use foreach kernels on a GPU (and on an NPU) but loop per
+    tensor on the CPU: let the CPU reference take the GPU's path, so both sides run the same ops in
+    the same order (the CPU has the foreach kernels too)."""
+    import torch.optim.optimizer as optimizer_module
+    import torch.utils._foreach_utils as foreach_utils
+
+    original = foreach_utils._get_foreach_kernels_supported_devices
+
+    def supported() -> list[str]:
+        return [*original(), "cpu"]
+
+    foreach_utils._get_foreach_kernels_supported_devices = supported
+    if hasattr(optimizer_module, "_get_foreach_kernels_supported_devices"):
+        optimizer_module._get_foreach_kernels_supported_devices = supported
+
+
+def _setup(job: dict[str, Any]) -> str:
+    """Prepare this process's device side; returns the backend name."""
+    side = job["side"]
+    if side in ("reference", "noise"):
+        if job.get("reference") == "cuda":
+            if not torch.cuda.is_available():
+                raise RuntimeError("--reference cuda: no CUDA device is available")
+            backend = "cuda"
+        else:
+            if not torch.cuda.is_available():
+                _install_cuda_shim()
+                # the original runs as on its GPU: `if torch.cuda.is_available()` takes the GPU path
+                torch.cuda.is_available = lambda: True
+                torch.cuda.device_count = lambda: 1
+                _foreach_as_on_a_gpu()
+            backend = "cpu"
+        if side == "noise":
+            from npu_migrate.emulation import device_precision
+
+            classes = job.get("hf32", ["matmul", "conv"])
+            device_precision(matmul="matmul" in classes, conv="conv" in classes)
+            backend += f" + HF32 {'/'.join(sorted(classes)) or 'nothing'}"
+        return backend
+    from npu_migrate import emulation
+
+    if emulation.real_torch_npu_available():
+        import torch_npu  # noqa: F401  (registers torch.npu)
+
+        if not (torch.npu.is_available() and torch.npu.device_count() > 0):
+            raise RuntimeError("torch_npu is installed but no NPU device is available; the emulation "
+                               "never shadows a real torch_npu")
+        return "torch_npu"
+    precision = "device" if job.get("device_precision") else "exact"
+    emulation.activate(job.get("backing", "cpu"), track_memory=False, audit=True,
+                       separate_rng=job.get("rng") == "device", precision=precision)
+    return f"emulation ({job.get('backing', 'cpu')}, {precision} precision, rng {job.get('rng', 'align')})"
+
+
+def run(job: dict[str, Any]) -> dict[str, Any]:
+    root = Path(job["root"]).resolve()
+    script = root / job["script"]
+    record = Record()
+    result: dict[str, Any] = {"side": job["side"], "backend": None, "error": None, "completed": False,
+                              "record": record.events, "timing": {}}
+    try:
+        result["backend"] = _setup(job)
+    except Exception as error:  # noqa: BLE001 - reported to the parent
+        result["error"] = {"type": type(error).__name__, "message": str(error), "phase": "setup",
+                           "location": None}
+        return result
+    sites = Sites(str(root))
+    modules = ModuleTracker(sites)
+    modules.install()
+    StepCounter(record, sites, int(job["steps"])).install()
+    seed = job.get("seed")
+    if seed is not None:  # a default for scripts that do not seed; the script's own seeds win
+        random.seed(seed)
+        torch.manual_seed(seed)
+    SeedWatcher(record, sites).install()
+    os.chdir(root)
+    sys.path.insert(0, str(script.parent))
+    sys.argv = [str(script), *job.get("args", [])]
+    stdout = sys.stdout
+    sys.stdout = PrintTee(record, sites, echo=None)
+    started = time.perf_counter()
+    try:
+        with OpCapture(record, sites, modules):
+            runpy.run_path(str(script), run_name="__main__")
+        result["completed"] = True
+    except StopRun:
+        result["completed"] = True
+    except SystemExit as exit_:
+        result["completed"] = exit_.code in (0, None)
+        if not result["completed"]:
+            result["error"] = {"type": "SystemExit", "message": f"the script exited with {exit_.code}",
+                               "phase": "script", "location": None}
+    except BaseException as error:  # noqa: BLE001 - the migrated code may raise anything
+        result["error"] = describe_error(error, root, "script", None)
+    finally:
+        sys.stdout = stdout
+    result["timing"]["script_s"] = time.perf_counter() - started
+    result["steps_run"] = record.step + 1
+    result["hf32_used"] = _hf32_used(result.get("backend") or "")
+    result["truncated"] = record.truncated
+    return result
+
+
+def _hf32_used(backend: str) -> list[str] | None:
+    """The op classes this side computed in HF32: what the emulation did; None on a real device
+    (its kernels decide) and [] where nothing was rounded."""
+    if backend == "torch_npu":
+        return None
+    from npu_migrate.emulation import hf32_used
+
+    return hf32_used()
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(Path(argv[0]).read_text())
+    result = run(job)
+    torch.save(result, job["out"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

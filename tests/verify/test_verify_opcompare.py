@@ -1,0 +1,63 @@
+"""The op-level comparison in-process: alignment, the noise rule, boundaries, precision loss."""
+
+from __future__ import annotations
+
+import torch
+
+from npu_migrate.emulation._precision import round_to_hf32
+from npu_migrate.verify.opcapture import summarise
+from npu_migrate.verify.opcompare import compare_records, distance
+
+
+def _op(seq, name, tensor, site, step=0):
+    return {"kind": "op", "name": name, "seq": seq, "step": step, "site": site, "module": None,
+            "outputs": [summarise(tensor)]}
+
+
+def _run(x, w, perturb=None, extra=None):
+    """linear -> layer norm -> sum, as ops; `perturb` changes the norm's output."""
+    h = x @ w
+    events = [_op(0, "aten.mm.default", h, "m.py:1")]
+    if extra is not None:
+        h = extra(h)
+        events.append(_op(1, "aten._to_copy.default", h.to(torch.bfloat16), "m.py:2"))
+    y = torch.nn.functional.layer_norm(h, h.shape[-1:])
+    if perturb is not None:
+        y = perturb(y)
+    events.append(_op(2, "aten.native_layer_norm.default", y, "m.py:3"))
+    events.append(_op(3, "aten.sum.default", y.sum(), "m.py:4"))
+    return events
+
+
+X, W = torch.randn(64, 128, generator=torch.Generator().manual_seed(0)), torch.randn(128, 64) / 11
+
+
+def test_hf32_noise_passes_and_faults_beyond_it_fail():
+    reference = _run(X, W)
+    noise = _run(round_to_hf32(X), round_to_hf32(W))
+    assert compare_records(reference, noise, noise).first is None  # the device itself: passes
+    scaled = compare_records(reference, _run(X, W, perturb=lambda y: y * 1.0025), noise).first
+    assert scaled is not None and scaled.site == "m.py:3" and "tolerance" in scaled.reason
+    assert compare_records(reference, reference, None).first is None
+
+
+def test_a_precision_round_trip_is_flagged_at_its_line_whatever_its_size():
+    reference, noise = _run(X, W), _run(round_to_hf32(X), round_to_hf32(W))
+    trip = _run(X, W, extra=lambda h: h.bfloat16().float())
+    first = compare_records(reference, trip, noise).first
+    assert first.site == "m.py:2" and "lowers precision to bfloat16" in first.reason
+
+
+def test_nonfinite_values_must_sit_at_the_same_places():
+    mask = torch.log(torch.tril(torch.ones(8, 8)))
+    flipped = torch.log(torch.triu(torch.ones(8, 8)))
+    value, reason = distance(_op(0, "aten.log.default", mask, "a:1"), _op(0, "aten.log.default", flipped, "a:1"))
+    assert value == float("inf") and "NaN/Inf" in reason
+
+
+def test_a_seed_change_comes_first():
+    seed = {"kind": "seed", "name": "torch.manual_seed", "site": "t.py:3", "step": -1}
+    reference = [dict(seed, value="1", seq=0)] + [dict(e, seq=e["seq"] + 1) for e in _run(X, W)]
+    migrated = [dict(seed, value="2", seq=0)] + [dict(e, seq=e["seq"] + 1) for e in _run(X, W * 1.1)]
+    first = compare_records(reference, migrated, None).first
+    assert first.kind == "seed" and first.site == "t.py:3"
