@@ -4,6 +4,14 @@ A rule subclasses `Rule`, sets its code, name, summary, fix safety and a cheap `
 regex, and defines LibCST `visit_<Node>` / `leave_<Node>` methods as a `CSTTransformer`
 would. Rules never do I/O: they see a tree and a `RuleContext` and return a tree; edits and
 diagnostics are recorded with `self.fixed(...)` and `self.report(...)`.
+
+Rule state has two lifetimes, both controlled by the engine. A rule instance lives for one
+file (the engine makes new instances for every file), so plain attributes and `self.file` are
+per-file. State about nodes belongs in `self.tree`, a `TreeScratch` the runner creates before
+it visits a tree and drops after: the engine parses a file statement by statement, and a node
+remembered past its tree (by `id()`, say) could match an unrelated node of a later tree that
+reuses its address. The scratch is keyed by the nodes themselves (LibCST nodes compare by
+identity), so a key can neither outlive its tree nor be mistaken for another node.
 """
 
 from __future__ import annotations
@@ -17,11 +25,11 @@ from typing import Any, ClassVar, cast
 
 import libcst as cst
 
-from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
-from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 from codemods.framework.facts import FileFacts
 from codemods.framework.positions import node_positions
 from codemods.framework.suppression import Suppressions
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
 
 # The languages a rule may have besides "python", and the files each one handles: rules in them
 # see a file's text, not a tree. Python is everything else.
@@ -95,6 +103,19 @@ def dotted_expr(dotted: str) -> cst.BaseExpression:
     return expr
 
 
+class TreeScratch(dict[str, Any]):
+    """A rule's state about the nodes of the tree being visited (see the module docstring).
+    `nodes(name)` is a named set of nodes, `table(name)` a named node -> value mapping."""
+
+    def nodes(self, name: str) -> set[cst.CSTNode]:
+        found: set[cst.CSTNode] = self.setdefault(name, set())
+        return found
+
+    def table(self, name: str) -> dict[cst.CSTNode, Any]:
+        found: dict[cst.CSTNode, Any] = self.setdefault(name, {})
+        return found
+
+
 class Rule:
     """Base of every codemod. Subclasses set the class attributes and define visit/leave methods."""
 
@@ -121,6 +142,9 @@ class Rule:
     def __init__(self, context: RuleContext) -> None:
         self.context = context
         self.runner: RuleRunner | None = None
+        self.file: dict[str, Any] = {}  # per-file state (a rule instance serves one file)
+        # per-tree state; only valid during a traversal (the runner sets and drops it)
+        self.tree: TreeScratch = TreeScratch()
         self.report_only = False  # set by the engine: its rewrites are dropped and reported
 
     @property
@@ -266,6 +290,14 @@ class RuleRunner(cst.CSTTransformer):
                     break  # removed or replaced by another kind of node: other rules cannot apply
         return updated_node
 
+    # rules are dispatched per node type only (see __init__): skip LibCST's per-attribute
+    # `visit_<Node>_<attr>` lookups, two getattr calls for every child of every node
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
     def _suppressed(self, code: str, node: cst.CSTNode) -> bool:
         context = self._context
         assert context is not None and context.suppressions is not None
@@ -291,10 +323,17 @@ class RuleRunner(cst.CSTTransformer):
         context.line_offset = line_offset
         self._accepted = []
         self._all_positions = None
-        if self.METADATA_DEPENDENCIES:
-            new_module = cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(self)
-        else:
-            new_module = module.visit(self)
+        for rule in self.rules:
+            rule.runner = self  # a file's rules may serve several runners (one per rule subset)
+            rule.tree = TreeScratch()  # a fresh scratch per tree: its lifetime is this traversal
+        try:
+            if self.METADATA_DEPENDENCIES:
+                new_module = cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(self)
+            else:
+                new_module = module.visit(self)
+        finally:
+            for rule in self.rules:
+                rule.tree = TreeScratch()  # drop this tree's nodes with the tree
         items: list[Edit | Diagnostic] = []
         if self._accepted:
             where = node_positions(module, [node for node, _ in self._accepted])

@@ -185,7 +185,6 @@ class AmpDevice(Rule):
         super().__init__(context)
         self.table = amp_table()
         self._uses: AmpUses | None = None
-        self._callees: set[int] = set()
         self._reported: set[str] = set()
         self._tails = frozenset(name.rsplit(".", 1)[1] for name in [*self.table.generic, *self.table.legacy])
 
@@ -225,14 +224,14 @@ class AmpDevice(Rule):
         return member, "unspellable", None
 
     def visit_Call(self, node: cst.Call) -> None:
-        self._callees.add(id(node.func))
+        self.tree.nodes("callees").add(node.func)
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
-        self._callees.add(id(node.decorator))
+        self.tree.nodes("callees").add(node.decorator)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         """A `torch.cuda.amp.X` spelled out but not called: we cannot add the device to it."""
-        if self.context.in_import or id(node) in self._callees or node.attr.value not in self.table.cuda_amp:
+        if self.context.in_import or node in self.tree.nodes("callees") or node.attr.value not in self.table.cuda_amp:
             return
         if self.resolve(node) == f"{CUDA_AMP}.{node.attr.value}" and not isinstance(node.value, cst.Name):
             self.report(node, f"`{code_of(node)}` is used without being called; write "

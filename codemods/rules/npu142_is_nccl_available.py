@@ -74,7 +74,7 @@ class IsNcclAvailable(DistRule):
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         # the bare uses of `from torch.distributed import is_nccl_available`
-        if updated_node.value != "is_nccl_available" or self.context.in_import or id(original_node) in self._attrs:
+        if updated_node.value != "is_nccl_available" or self.context.in_import or original_node in self.tree.nodes("attrs"):
             return updated_node
         new = self.table.renames.get(self.context.facts.aliases.get("is_nccl_available", ""))
         if new is None:
@@ -82,13 +82,9 @@ class IsNcclAvailable(DistRule):
         self.fixed(original_node, f"`is_nccl_available` → `{new}`")
         return updated_node.with_changes(value=new)
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(context)
-        self._attrs: set[int] = set()  # `x.is_nccl_available`: the attribute's own Name
-
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == "is_nccl_available":
-            self._attrs.add(id(node.attr))
+        if node.attr.value == "is_nccl_available":  # `x.is_nccl_available`: the attribute's own Name
+            self.tree.nodes("attrs").add(node.attr)
 
 
 CASES = [

@@ -46,17 +46,13 @@ class ProcessGroupNccl(DistRule):
     fix = Fix.NONE
     needs_torch_npu = False
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(context)
-        self._attrs: set[int] = set()
-
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "ProcessGroupNCCL":
-            self._attrs.add(id(node.attr))
+            self.tree.nodes("attrs").add(node.attr)
             self._check(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value == "ProcessGroupNCCL" and id(node) not in self._attrs:
+        if node.value == "ProcessGroupNCCL" and node not in self.tree.nodes("attrs"):
             self._check(node)
 
     def _check(self, node: cst.BaseExpression) -> None:

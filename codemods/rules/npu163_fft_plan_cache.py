@@ -61,10 +61,6 @@ class FftPlanCache(NameMapRule):
     data_file = DATA
     prefilter = name_prefilter(DATA, "NPU163")
 
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self.indexed: set[int] = set()
-
     def _is_cache(self, node: cst.BaseExpression) -> bool:
         return dotted_parts(node) is not None and self.resolve(node) == _PLAN_CACHE
 
@@ -72,10 +68,10 @@ class FftPlanCache(NameMapRule):
         # `cufft_plan_cache[i]`: CUDA keeps one cache per device, the NPU one cache
         if self._is_cache(node.value):
             self.vetoed.add(id(node.value))
-            self.indexed.add(id(node))
+            self.tree.nodes("indexed").add(node)
 
     def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript) -> Any:
-        if id(original_node) in self.indexed:
+        if original_node in self.tree.nodes("indexed"):
             self.report(original_node, "the NPU has one FFT plan cache, not one per device: use "
                         "torch.npu.backends.fft_plan_cache (the current device's) without an index",
                         severity=Severity.WARNING)

@@ -75,14 +75,10 @@ class CudaExtension(ThirdPartyRule):
     summary = "CUDAExtension and cpp_extension.load(...) of .cu sources cannot build for NPU: Ascend C operator"
     prefilter = library_prefilter("NPU311")
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(context)
-        self._seen: set[int] = set()  # .cu strings already covered by a reported call
-
     def visit_Call(self, node: cst.Call) -> None:
         strings = _cu_strings(node)
-        if self._report_call(node):
-            self._seen.update(id(s) for s in m.findall(node, m.SimpleString()))
+        if self._report_call(node):  # its .cu strings are covered by this report
+            self.tree.nodes("seen").update(m.findall(node, m.SimpleString()))
             return
         self._report_sources(node, strings, "passes")  # e.g. a project's own build helper
 
@@ -97,10 +93,11 @@ class CudaExtension(ThirdPartyRule):
             self._report_sources(node, [node], "names")
 
     def _report_sources(self, node: cst.CSTNode, strings: list[cst.SimpleString], verb: str) -> None:
-        fresh = [s for s in strings if id(s) not in self._seen]
+        seen = self.tree.nodes("seen")
+        fresh = [s for s in strings if s not in seen]
         if not fresh:
             return
-        self._seen.update(id(s) for s in strings)
+        seen.update(strings)
         entry = next(e for e in entries() if e["code"] == self.code and e["cuda"].startswith("`.cu`"))
         names = ", ".join(f"`{s.raw_value}`" for s in fresh[:3])
         self.report(node, f"{verb} CUDA sources ({names}): {entry['message']}")

@@ -1,7 +1,10 @@
 """A content-addressed result cache: an unchanged file under an unchanged tool, rule set and
-configuration is not parsed again. One small JSON file per entry (and the new text of a file
-that changes beside it), each written atomically, so concurrent runs are safe; an entry that
-cannot be read, or whose text does not match its recorded size and SHA-256, is ignored and rebuilt.
+configuration is not parsed again. An entry is keyed by the digest of the bytes that were
+actually migrated (never bytes read again later, which an editor may have changed meanwhile).
+One small JSON file per entry, carrying its own checksum (and the new text of a file that
+changes beside it), each written atomically, so concurrent runs are safe; an entry that
+cannot be read, does not match its checksum, or whose text does not match its recorded size and
+SHA-256, is ignored and rebuilt.
 
 The run key covers the tool version and also a fingerprint of the rule and engine sources and of
 every plugin (distribution, version and its package files), so an edited rule or an upgraded
@@ -19,8 +22,8 @@ from functools import lru_cache
 from typing import Any
 
 from npu_migrate import __version__
-from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 from npu_migrate.apply.engine import FileOutcome
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 
 FORMAT = 3
 DEFAULT_DIR = ".npu-migrate-cache"
@@ -112,19 +115,20 @@ class Cache:
         self.misses = 0
         self._prepared = False
 
-    def _path(self, data: bytes, path: str) -> str:
-        digest = hashlib.sha256(data)
+    def _path(self, source_digest: str, path: str) -> str:
+        digest = hashlib.sha256(source_digest.encode())
         digest.update(self.key.encode())
         # the path matters: diagnostics name it, and per-file ignores depend on it
         digest.update(path.encode("utf-8", "surrogateescape"))
         name = digest.hexdigest()
         return os.path.join(self.directory, name[:2], name[2:] + ".json")
 
-    def get(self, data: bytes, path: str) -> FileOutcome | None:
-        target = self._path(data, path)
+    def get(self, source_digest: str, path: str) -> FileOutcome | None:
+        """The result for a file whose bytes have this `sources.source_digest`, if cached."""
+        target = self._path(source_digest, path)
         try:
-            with open(target, encoding="utf-8") as handle:
-                entry = json.load(handle)
+            with open(target, "rb") as handle:
+                entry = _checked_entry(handle.read())
             outcome = _outcome_from(entry, path, target)
         except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             self.misses += 1  # missing or corrupt: computed again and overwritten by put()
@@ -132,10 +136,11 @@ class Cache:
         self.hits += 1
         return outcome
 
-    def put(self, data: bytes, path: str, outcome: FileOutcome) -> None:
+    def put(self, source_digest: str, path: str, outcome: FileOutcome) -> None:
+        """Store the result of migrating exactly the bytes with this digest."""
         # failures are cached too: the key changes with the tool, so a fixed tool retries them,
         # and an unparseable file is not parsed again on every run
-        target = self._path(data, path)
+        target = self._path(source_digest, path)
         try:
             self._prepare()
             os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -144,8 +149,9 @@ class Cache:
                 raw = outcome.new_text.encode("utf-8", "surrogatepass")
                 text_info = {"size": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
                 _write_atomic(_text_path(target), raw)  # before the entry that points to it
-            entry = json.dumps(_entry_of(outcome, text_info)).encode("utf-8")
-            _write_atomic(target, entry)  # a concurrent reader sees all or nothing
+            entry = _entry_of(outcome, text_info)
+            entry["checksum"] = _checksum(entry)
+            _write_atomic(target, json.dumps(entry, sort_keys=True).encode("utf-8"))  # a concurrent reader sees all or nothing
         except OSError:
             pass  # a cache that cannot be written only costs time
 
@@ -165,6 +171,19 @@ class Cache:
                         handle.write(text)
                 except OSError:
                     pass  # another run made it first, or a read-only folder
+
+
+def _checksum(entry: dict[str, Any]) -> str:
+    body = json.dumps({k: v for k, v in entry.items() if k != "checksum"}, sort_keys=True)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def _checked_entry(raw: bytes) -> Any:
+    """An entry carries the SHA-256 of its own content: a torn or bit-rotted entry is a miss."""
+    entry = json.loads(raw)
+    if not isinstance(entry, dict) or entry.get("checksum") != _checksum(entry):
+        raise ValueError("cache entry does not match its checksum")
+    return entry
 
 
 def _text_path(entry_path: str) -> str:

@@ -18,14 +18,14 @@ from typing import Any
 
 import libcst as cst
 
-from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
-from npu_migrate.apply import grammar
 from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
 from codemods.framework.portable import define_device, guard_import
 from codemods.framework.suppression import Suppressions, skips_file
 from codemods.framework.targets import plan_rules, report_instead, target_of
+from npu_migrate.apply import grammar
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 
 UNKNOWN_SUPPRESSION = "NPU001"
 
@@ -40,6 +40,7 @@ class FileOutcome:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     error: str | None = None
     parsed: bool = False  # whether LibCST was needed at all
+    note: str | None = None  # why the file was skipped (not a regular file), when it was
 
     @property
     def changed(self) -> bool:
@@ -160,17 +161,21 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     chunk_filters = ruleset.chunk_filters(rules, context.facts)
     match = _union(chunk_filters.values())
     pieces = []
+    runners: dict[tuple[Rule, ...], RuleRunner] = {}
     for piece in plan_pieces(lines, tree.body, 1, len(lines) + 1, "", match, nest=not whole):
         chunk = "".join(lines[piece.start - 1:piece.end - 1])
         if not piece.parse:
             pieces.append(chunk)
             continue
-        chosen = [rule for cls, rule in rules.items()
-                  if (pattern := chunk_filters[cls]) is None or pattern.search(chunk)]
+        chosen = tuple(rule for cls, rule in rules.items()
+                       if (pattern := chunk_filters[cls]) is None or pattern.search(chunk))
         if not chosen:
             pieces.append(chunk)
             continue
-        new_chunk = _run_piece(piece, chunk, chosen, context, outcome)
+        runner = runners.get(chosen)
+        if runner is None:  # building one costs a scan of every rule's methods: once per subset
+            runner = runners[chosen] = RuleRunner(chosen)
+        new_chunk = _run_piece(piece, chunk, runner, context, outcome)
         if new_chunk is None:
             return outcome
         pieces.append(new_chunk)
@@ -371,7 +376,7 @@ def _dedent(chunk_lines: list[str], indent: str) -> tuple[str, list[int]] | None
     return "".join(out), removed
 
 
-def _run_piece(piece: Piece, chunk: str, rules: list[Rule], context: RuleContext,
+def _run_piece(piece: Piece, chunk: str, runner: RuleRunner, context: RuleContext,
                outcome: FileOutcome) -> str | None:
     """Parse and transform one piece; None (with outcome.error set) when LibCST cannot parse it."""
     chunk_lines = split_lines(chunk)
@@ -390,8 +395,12 @@ def _run_piece(piece: Piece, chunk: str, rules: list[Rule], context: RuleContext
         outcome.error = (f"{outcome.path}:{exc.raw_line + piece.start - 1}:{exc.raw_column + 1}: "
                          f"LibCST cannot parse this (file left untouched): {exc.message}")
         return None
+    if source.endswith("\r") and not module.has_trailing_newline:
+        # LibCST 1.9 takes a module's final lone CR for a missing newline and drops it from
+        # `code`; every piece of a CR-only file ends that way (`x = a.cuda()\r[0]` lost its `\r`)
+        module = module.with_changes(has_trailing_newline=True)
     outcome.parsed = True
-    new_module, items = RuleRunner(rules).run(module, piece.start - 1, removed)
+    new_module, items = runner.run(module, piece.start - 1, removed)
     new_source = new_module.code if new_module is not module else source
     if new_source == source:
         new_source = chunk

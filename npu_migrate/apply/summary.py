@@ -18,6 +18,7 @@ class RunSummary:
     failed: int = 0
     parsed: int = 0
     cached: int = 0
+    skipped: int = 0  # not regular files (links, FIFOs, devices), each with a note
     errors: int = 0  # error-level diagnostics
     edits: Counter[str] = field(default_factory=Counter)
     diagnostics: Counter[str] = field(default_factory=Counter)
@@ -31,6 +32,7 @@ class RunSummary:
         self.cached += result.cached
         roll = self.packages.setdefault(package, Counter())
         roll["files"] += 1
+        self.skipped += outcome.note is not None
         if outcome.error:
             self.failed += 1
             roll["failed"] += 1
@@ -50,6 +52,7 @@ class RunSummary:
         return {
             "files_scanned": self.scanned, "files_changed": self.changed,
             "files_failed": self.failed, "files_parsed": self.parsed, "files_cached": self.cached,
+            "files_skipped": self.skipped,
             "error_diagnostics": self.errors,
             "edits_per_rule": dict(sorted(self.edits.items())),
             "diagnostics_per_code": dict(sorted(self.diagnostics.items())),
@@ -59,6 +62,7 @@ class RunSummary:
 
     def lines(self, verb: str) -> list[str]:
         out = [f"{self.scanned} file(s) scanned, {self.changed} {verb}, {self.failed} failed"
+               + (f", {self.skipped} skipped" if self.skipped else "")
                + (f" ({self.cached} from cache)" if self.cached else "")]
         if self.edits:
             out.append("edits per rule: " + ", ".join(f"{c} {n}" for c, n in sorted(self.edits.items())))

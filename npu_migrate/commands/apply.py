@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from npu_migrate.apply.cache import DEFAULT_DIR, Cache, run_key
-from npu_migrate.apply.runner import FileResult, RunPlan, process_bytes, run
+from npu_migrate.apply.runner import FileResult, RunPlan, clean_stale_temps, process_bytes, run, write_back
 from npu_migrate.apply.selection import (SelectionError, changed_since, parse_shard,
                                          resolve_rule_selectors, shard)
 from npu_migrate.apply.summary import RunSummary, package_of
@@ -23,9 +23,10 @@ from npu_migrate.core import formats
 from npu_migrate.core.config import (TARGETS, ConfigError, Settings, SettingsFinder, did_you_mean,
                                      parse_table, show_settings)
 from npu_migrate.core.diffs import colourise, unified_diff
-from npu_migrate.core.discovery import (CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES, SKIP_DIRS,
+from npu_migrate.core.discovery import (CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES, copy_ignore,
+                                        output_dir_problem,
                                         discover)
-from npu_migrate.core.sources import write_atomic
+from npu_migrate.core.parallel import exit_status, stop_on_signals
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 1, 2
 ALL_SUFFIXES = PYTHON_SUFFIXES + SHELL_SUFFIXES + CUDA_SUFFIXES
@@ -135,7 +136,11 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
         for file, _ in files:
             click.echo(file)
         sys.exit(EXIT_FATAL if len(existing) < len(paths) else EXIT_OK)
+    if output_dir and (problem := output_dir_problem(existing, output_dir)):
+        raise Fatal(problem)
     targets = _copy_tree(existing, output_dir, exclude) if output_dir else None
+    if mode == "write":
+        clean_stale_temps(list(targets.values()) if targets else [file for file, _ in files])
     groups = _groups(files, plans)
     try:
         output = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout  # noqa: SIM115
@@ -147,18 +152,18 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
     results = _results(groups, cache_dir, no_cache, jobs)  # closing it stops the current group's workers
     try:
         try:
-            for result in reporter.track(results):
-                summary.add(result, package_of(result.path, existing))
-                if result.new_bytes is not None and mode == "write" and not result.outcome.error:
-                    destination = targets[result.path] if targets else result.path
-                    write_atomic(destination, result.new_bytes)
-                reporter.file(result)
-        except KeyboardInterrupt:
+            with stop_on_signals():  # SIGTERM and SIGHUP stop the run like Ctrl-C
+                for result in reporter.track(results):
+                    if result.new_bytes is not None and mode == "write" and not result.outcome.error:
+                        write_back(result, targets[result.path] if targets else None)
+                    summary.add(result, package_of(result.path, existing))
+                    reporter.file(result)
+        except KeyboardInterrupt as interrupt:
             results.close()
             reporter.close()
             click.echo("npu-migrate: interrupted; files written so far are complete, the rest untouched. "
                        "Run again to finish.", err=True)
-            sys.exit(130)
+            sys.exit(exit_status(interrupt))
         finally:
             reporter.close()
         if mode == "add-noqa":
@@ -284,12 +289,11 @@ def _copy_tree(paths: Sequence[str], output_dir: str, exclude: Sequence[str]) ->
     source file to its copy, so the migrated copy is complete and runnable."""
     os.makedirs(output_dir, exist_ok=True)
     targets: dict[str, str] = {}
-    ignore = shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info")
     for path in paths:
         name = os.path.basename(os.path.normpath(os.path.abspath(path)))
         destination = output_dir if len(paths) == 1 and os.path.isdir(path) else os.path.join(output_dir, name)
         if os.path.isdir(path):
-            shutil.copytree(path, destination, ignore=ignore, dirs_exist_ok=True)
+            shutil.copytree(path, destination, ignore=copy_ignore, symlinks=True, dirs_exist_ok=True)
             for root, _, files in os.walk(path):
                 for file in files:
                     source = os.path.normpath(os.path.join(root, file))

@@ -168,6 +168,8 @@ class Reporter:
         if self.fmt == "text":
             if outcome.error:
                 self._echo(outcome.error, err=True)
+            if outcome.note:  # a link, FIFO or device, skipped
+                self._echo(outcome.note, err=True)
             found = outcome.diagnostics
         for line in formats.streamed_lines(found, self.fmt):
             self._echo(line, err=self.diag_err)

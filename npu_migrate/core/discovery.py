@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 import subprocess
 from collections.abc import Iterable, Sequence
+
+from npu_migrate.core.sources import TEMP_PREFIX
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".bzr", "__pycache__", ".venv", "venv", ".env", ".tox", ".nox",
@@ -19,10 +22,12 @@ SHELL_SUFFIXES = (".sh", ".bash")
 CUDA_SUFFIXES = (".cu", ".cuh")
 
 
+def _skipped_name(name: str) -> bool:
+    return name in SKIP_DIRS or name.endswith(".egg-info") or name.startswith(TEMP_PREFIX)
+
+
 def _skipped_dir(path: str) -> bool:
-    name = os.path.basename(path)
-    return (name in SKIP_DIRS or name.endswith(".egg-info")
-            or os.path.exists(os.path.join(path, "pyvenv.cfg")))
+    return _skipped_name(os.path.basename(path)) or os.path.exists(os.path.join(path, "pyvenv.cfg"))
 
 
 def excluded(path: str, patterns: Sequence[str]) -> bool:
@@ -30,8 +35,7 @@ def excluded(path: str, patterns: Sequence[str]) -> bool:
     if not patterns:
         return False
     normalised = path.replace(os.sep, "/")
-    if normalised.startswith("./"):
-        normalised = normalised[2:]
+    normalised = normalised.removeprefix("./")
     parts = normalised.split("/")
     for pattern in patterns:
         pattern = pattern.rstrip("/")
@@ -107,8 +111,10 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (),
     found: dict[str, None] = {}
     roots = [os.getcwd()] + ([os.path.abspath(root)] if root else [])
     for path in paths:
-        if os.path.isfile(path):
-            if not _is_excluded(path, exclude, roots) and not _foreign_script(path):
+        if os.path.lexists(path) and not os.path.isdir(path):
+            # a FIFO, device or link named explicitly is taken too: the run skips it with a note
+            regular = os.path.isfile(path) and not os.path.islink(path)
+            if not _is_excluded(path, exclude, roots) and not (regular and _foreign_script(path)):
                 found[os.path.normpath(path)] = None
             continue
         if not os.path.isdir(path):
@@ -123,7 +129,7 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (),
             relative = os.path.relpath(file, path)
             if _in_skipped_dir(relative) or _is_excluded(file, exclude, roots, relative):
                 continue
-            if listed is not None and not os.path.isfile(file):
+            if listed is not None and not os.path.lexists(file):
                 continue  # deleted but still in the index
             found[file] = None
     return sorted(found)
@@ -131,4 +137,37 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (),
 
 def _in_skipped_dir(relative: str) -> bool:
     parts = relative.replace(os.sep, "/").split("/")[:-1]
-    return any(p in SKIP_DIRS or p.endswith(".egg-info") for p in parts)
+    return any(_skipped_name(p) for p in parts)
+
+
+def output_dir_problem(paths: Iterable[str], output_dir: str) -> str | None:
+    """Why `output_dir` cannot receive a migrated copy of `paths`: equal to or inside an input
+    folder, the copy would copy itself into itself, deeper on every run."""
+    out = os.path.realpath(output_dir)
+    for path in paths:
+        if os.path.isdir(path):
+            root = os.path.realpath(path)
+            if out == root or out.startswith(root.rstrip(os.sep) + os.sep):
+                return (f"--output-dir {output_dir} is {'the input folder' if out == root else 'inside the input'} "
+                        f"{path}: choose a folder outside it")
+    return None
+
+
+def copy_ignore(directory: str, names: list[str]) -> set[str]:
+    """For `shutil.copytree`: what a migrated copy leaves out. VCS, cache and environment
+    folders, our temp folders, and anything but folders, regular files and links (copying
+    a FIFO would block)."""
+    left_out = set()
+    for name in names:
+        path = os.path.join(directory, name)
+        if _skipped_name(name):
+            left_out.add(name)
+            continue
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            left_out.add(name)
+            continue
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            left_out.add(name)
+    return left_out

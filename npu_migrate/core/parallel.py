@@ -1,10 +1,21 @@
 """Per-file work on all cores, results streamed back in input order (deterministic output,
-bounded memory). Shared by `apply` and `analyze`."""
+bounded memory). Shared by `apply` and `analyze`.
+
+Stopping is the parent's job: workers ignore SIGINT, SIGTERM and SIGHUP (a Ctrl-C or a CI
+cancel reaches the whole process group), the parent stops between files and kills its workers,
+and a worker whose parent died (SIGKILL, OOM killer) exits by itself, so no orphan keeps the
+job's output pipes open.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
+import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -14,24 +25,118 @@ R = TypeVar("R")
 
 # below this many items a process pool costs more than it saves
 POOL_THRESHOLD = 24
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_PARENT_POLL_SECONDS = 0.5
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop signal reached the main process; `signum` gives the exit status 128 + signum."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def exit_status(interrupt: KeyboardInterrupt) -> int:
+    """128 + the signal number, as a shell reports a process killed by that signal."""
+    return 128 + getattr(interrupt, "signum", signal.SIGINT)
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """In the main process: SIGTERM and SIGHUP stop the run like Ctrl-C (raise `Stopped`).
+    Only the first signal raises: a second one during the clean-up must not cut it short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopping = False
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            raise Stopped(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def ignore_interrupts() -> None:
-    """For workers: the parent handles Ctrl-C and stops cleanly between files."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """For workers: the parent handles stop signals, stops cleanly between files and kills
+    its workers; a worker also exits when its parent dies without doing so."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    _die_with_parent()
 
 
-def ordered_map(in_worker: Callable[[T], R], here: Callable[[T], R], items: Sequence[T], jobs: int,
+_watching = False
+
+
+def _die_with_parent() -> None:
+    global _watching
+    if _watching:
+        return
+    _watching = True
+    parent = os.getppid()
+    try:  # Linux: the kernel kills this process when the parent dies
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the watcher below is enough
+    if os.getppid() != parent:  # died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _start_worker(initializer: Callable[..., None], *initargs: Any) -> None:
+    ignore_interrupts()
+    initializer(*initargs)
+
+
+def worker_count(jobs: int | None, items: int) -> int:
+    """`jobs` (default: all cores), never more than the cores this process may use nor the
+    number of items: `-j 64` on 2 cores would only add start-up time and memory."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1, min(jobs or cores, cores, items))
+
+
+def ordered_map(in_worker: Callable[[T], R], here: Callable[[T], R], items: Sequence[T], jobs: int | None,
                 initializer: Callable[..., None], initargs: tuple[Any, ...] = ()) -> Iterator[R]:
     """`here(item)` in this process for small runs, else `in_worker(item)` on `jobs` processes
     set up by `initializer(*initargs)`; either way one result per item, in order."""
+    jobs = worker_count(jobs, len(items))
     if jobs <= 1 or len(items) < POOL_THRESHOLD:
         yield from map(here, items)
         return
     executor = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(),
-                                   initializer=initializer, initargs=initargs)
+                                   initializer=_start_worker, initargs=(initializer, *initargs))
+    finished = False
     try:
         # large files first would balance better, but the order must stay deterministic
         yield from executor.map(in_worker, items, chunksize=max(1, min(16, len(items) // (jobs * 8))))
+        finished = True
     finally:
+        if not finished:  # stopped (signal, error, consumer gone): do not wait for running files
+            _kill_workers(executor)
         executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _kill_workers(executor: ProcessPoolExecutor) -> None:
+    # the executor has no public way to stop running tasks; its process table is stable API
+    # in practice (CPython 3.8 to 3.13)
+    for process in list(getattr(executor, "_processes", {}).values()):
+        with contextlib.suppress(OSError, ValueError):
+            process.kill()

@@ -1,14 +1,31 @@
 """Reading and writing source files without losing anything: PEP 263 encoding, BOM, newline
-style and permissions are kept; writes are atomic (temp file in the same folder + rename)."""
+style, permissions and owner are kept; writes are atomic (temp file in the same folder +
+rename) and conditional (compare-and-swap: a file is replaced only if it still holds the
+exact bytes that were migrated); only regular files are ever read or written.
+
+Temp files live in a folder `.npu-migrate-tmp-<pid>-*` beside the target, holding a
+`.gitignore` of `*`: git never shows one, even when a run is killed mid-write, and the next
+run removes folders whose process is gone.
+"""
 
 from __future__ import annotations
 
 import codecs
+import hashlib
 import io
 import os
+import shutil
+import stat
 import tempfile
+import time
 import tokenize
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+TEMP_PREFIX = ".npu-migrate-tmp-"
+_LEGACY_TEMP = (".npu-migrate-", ".tmp")  # temp files of versions before 0.x: `.npu-migrate-*.tmp`
+_LEGACY_TEMP_AGE = 3600.0  # seconds: older than any write in flight
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class SourceError(Exception):
@@ -45,37 +62,184 @@ def decode_source(data: bytes, path: str) -> SourceText:
     return SourceText(text, encoding, bom)
 
 
+class Skipped(Exception):
+    """Not a regular file (a symbolic link, FIFO, device, socket): left alone, with a note."""
+
+
+def source_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_regular(path: str) -> bytes:
+    """The bytes of `path` if it is a regular file. Raises `Skipped` for anything else (a FIFO
+    is opened non-blocking and never read, so it cannot hang the run) and OSError. Symbolic
+    links are skipped, not followed: writing through one would replace the link by a copy,
+    and its target is migrated where it is found."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise Skipped(f"{path}: skipped: a symbolic link (to {os.readlink(path)}); links are "
+                      "never replaced: migrate the file it points to")
+    if not stat.S_ISREG(info.st_mode):
+        raise Skipped(f"{path}: skipped: not a regular file ({_kind(info.st_mode)})")
+    fd = os.open(path, _READ_FLAGS)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped since the lstat
+            raise Skipped(f"{path}: skipped: not a regular file")
+        return handle.read()
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
 def read_source(path: str) -> SourceText:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_regular(path)
+    except Skipped as exc:
+        raise SourceError(str(exc)) from None
     except OSError as exc:
         raise SourceError(f"{path}:0:0: cannot read: {exc.strerror}") from None
     return decode_source(data, path)
 
 
+def write_if_unchanged(path: str, data: bytes, expected: str | None) -> str | None:
+    """Replace the regular file `path` by `data`, atomically, if it still holds the bytes whose
+    `source_digest` is `expected` (None: whatever it holds). Mode, owner and group are kept.
+    Returns None when written, else one line saying why the file was left as it is; never
+    raises OSError (a read-only folder or a full disk costs that one file)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return f"{path}:0:0: deleted during the run; not re-created"
+    except OSError as exc:
+        return f"{path}:0:0: cannot write: {exc.strerror}; left as it is"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path}:0:0: no longer a regular file; left as it is"
+    if info.st_uid != os.geteuid() and os.geteuid() != 0:
+        return (f"{path}:0:0: owned by another user (uid {info.st_uid}); a rewrite would change "
+                "its owner: left as it is (run as its owner)")
+    try:
+        scratch = _scratch_dir(os.path.dirname(os.path.abspath(path)))
+    except OSError as exc:
+        return f"{path}:0:0: cannot write in its folder: {exc.strerror}; left as it is"
+    try:
+        temp = os.path.join(scratch, "new")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            write_all(handle, data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+            os.chown(temp, info.st_uid, info.st_gid)
+        os.chmod(temp, stat.S_IMODE(info.st_mode))  # after chown, which clears set-id bits
+        if expected is not None and _digest_now(path) != expected:
+            return f"{path}:0:0: changed during the run; left as it is (run again to migrate it)"
+        os.replace(temp, path)
+    except FileNotFoundError:
+        return f"{path}:0:0: deleted during the run; not re-created"
+    except OSError as exc:
+        return f"{path}:0:0: cannot write: {exc.strerror}; left as it is"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return None
+
+
+def write_all(handle: io.BufferedWriter, data: bytes) -> None:
+    """The one place new content is written (tests inject faults here: a full disk)."""
+    handle.write(data)
+
+
+def _digest_now(path: str) -> str | None:
+    try:
+        return source_digest(read_regular(path))
+    except FileNotFoundError:
+        raise
+    except (OSError, Skipped):
+        return None
+
+
+def _scratch_dir(directory: str) -> str:
+    scratch = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=directory)
+    try:
+        with open(os.path.join(scratch, ".gitignore"), "w", encoding="utf-8") as handle:
+            handle.write("# npu-migrate temp folder, removed after the write\n*\n")
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return scratch
+
+
+def remove_stale_temps(directories: Iterable[str]) -> int:
+    """Remove the temp folders of runs that are gone (killed mid-write) from `directories`,
+    and temp files of older versions; a live run's folder is left. Returns how many."""
+    removed = 0
+    for directory in set(directories):
+        try:
+            names = os.listdir(directory or ".")
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(directory, name)
+            if name.startswith(TEMP_PREFIX) and not _owner_alive(name):
+                shutil.rmtree(path, ignore_errors=True)
+                removed += 1
+            elif name.startswith(_LEGACY_TEMP[0]) and name.endswith(_LEGACY_TEMP[1]) and _older(path):
+                try:
+                    os.unlink(path)
+                    removed += 1
+                except OSError:
+                    pass
+    return removed
+
+
+def _owner_alive(name: str) -> bool:
+    pid_text = name[len(TEMP_PREFIX):].split("-", 1)[0]
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def _older(path: str) -> bool:
+    try:
+        return time.time() - os.lstat(path).st_mtime > _LEGACY_TEMP_AGE
+    except OSError:
+        return False
+
+
 def write_atomic(path: str, data: bytes) -> None:
-    """Replace `path` with `data` in one rename, keeping its permission bits. An interrupt
-    leaves either the old file or the new one, never half of either."""
+    """Create or replace `path` with `data` in one rename, keeping its permission bits (a new
+    file gets the umask's). An interrupt leaves either the old file or the new one, never half
+    of either. Raises OSError; `write_if_unchanged` is the checked variant for sources."""
     directory = os.path.dirname(os.path.abspath(path))
     try:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o644 & ~_umask()
-    fd, temp = tempfile.mkstemp(prefix=".npu-migrate-", suffix=".tmp", dir=directory)
+    scratch = _scratch_dir(directory)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        temp = os.path.join(scratch, "new")
+        with open(temp, "xb") as handle:
+            write_all(handle, data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, mode)
         os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except FileNotFoundError:
-            pass
-        raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _umask() -> int:

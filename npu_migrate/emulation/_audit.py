@@ -35,7 +35,7 @@ _RANDOM = {"dropout", "dropout_", "alpha_dropout", "feature_alpha_dropout", "dro
            "randperm", "bernoulli", "bernoulli_", "normal", "normal_", "uniform_", "multinomial",
            "exponential_", "random_", "cauchy_", "geometric_", "log_normal_", "rrelu", "gumbel_softmax",
            "native_dropout", "fused_dropout"}
-_PACKAGE_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,)) + (
+_PACKAGE_DIRS = tuple(os.path.dirname(m.__file__ or "") + os.sep for m in (torch,)) + (
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,)
 _NPU_SEED_SALT = 0x9E3779B9  # the device's stream differs from the CPU's for the same seed
 

@@ -165,7 +165,7 @@ def _patch_device_objects(mode: DeviceMapMode) -> None:
     set_attr(profile_cls, "__init__", profile_init)
     set_attr(torch, "Generator", mapped_class(torch._C.Generator, "Generator"))
     if hasattr(torch, "Event"):  # CPU has no events: there it is the emulated torch.npu.Event
-        make = (lambda **kwargs: torch.npu.Event(**kwargs)) if STATE.backing == "cpu" else None
+        make = (lambda **kwargs: torch.npu.Event(**kwargs)) if STATE.backing == "cpu" else None  # type: ignore[attr-defined]
         set_attr(torch, "Event", mapped_class(torch.Event, "Event", make))
 
 
@@ -252,7 +252,7 @@ def _patch_barrier(dist: Any) -> None:
 
     def barrier(group=None, async_op=False, device_ids=None):
         saved = torch._C._get_accelerator
-        torch._C._get_accelerator = lambda: torch.device("cpu")
+        torch._C._get_accelerator = lambda: torch.device("cpu")  # type: ignore[misc]
         try:
             return original(group=group, async_op=async_op)
         finally:

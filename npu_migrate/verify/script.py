@@ -307,7 +307,8 @@ def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comp
             op["mapped_site"] = map_line(data["original_root"], data["migrated_root"], op.get("site"))
     error = target.get("error")
     if target.get("timed_out"):
-        return ScriptOutcome("error", error["message"], comparison, error, data)
+        return ScriptOutcome("error", (error or {}).get("message", "the migrated run timed out"),
+                             comparison, error, data)
     if comparison.first is not None:
         reason = f"first divergence at {comparison.first.site or '?'}: {comparison.first.reason}"
         return ScriptOutcome("fail", reason, comparison, error, data)

@@ -57,7 +57,6 @@ class EnvVarRule(Rule):
 
     def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
         super().__init__(context)
-        self._write_targets: set[int] = set()
         self._command_names: set[str] | None = None
 
     # -- occurrences of a variable name ----------------------------------------------------
@@ -102,11 +101,11 @@ class EnvVarRule(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             if isinstance(target.target, cst.Subscript):
-                self._write_targets.add(id(target.target))
+                self.tree.nodes("write_targets").add(target.target)
 
     def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript) -> cst.BaseExpression:
         key = _subscript_key(updated_node)
-        if key is None or id(original_node) in self._write_targets:
+        if key is None or original_node in self.tree.nodes("write_targets"):
             return updated_node
         new_key, _ = self._occurrence(_subscript_key(original_node), key, None, write=False)
         return _with_subscript_key(updated_node, new_key) if new_key is not key else updated_node
@@ -115,7 +114,7 @@ class EnvVarRule(Rule):
         value = updated_node.value
         targets = list(updated_node.targets)
         for index, (orig_target, target) in enumerate(zip(original_node.targets, targets)):
-            if id(orig_target.target) in self._write_targets and isinstance(target.target, cst.Subscript):
+            if orig_target.target in self.tree.nodes("write_targets") and isinstance(target.target, cst.Subscript):
                 key = _subscript_key(target.target)
                 if key is not None:
                     new_key, value = self._occurrence(_subscript_key(orig_target.target), key, value, write=True)
