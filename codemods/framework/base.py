@@ -135,7 +135,7 @@ class Rule:
     language: ClassVar[str] = "python"
     # the targets it writes code for (codemods/framework/targets.py): under another target the
     # engine runs it report-only; a portable rule names the npu rules it stands in for
-    targets: ClassVar[frozenset[str]] = frozenset({"npu"})
+    supported_targets: ClassVar[frozenset[str]] = frozenset({"npu"})
     replaces: ClassVar[tuple[str, ...]] = ()
     METADATA_DEPENDENCIES: ClassVar[tuple[Any, ...]] = ()
 

@@ -4,7 +4,7 @@ CUDA, Ascend and CPU alike), and the oldest torch it must run on (`target-versio
 Rules read both from their context (`target_of(options)`, `version_allows(options, api)`); the
 engine asks `plan_rules` which rules run normally and which only report under the target:
 
-- a rule states the targets it writes code for in `Rule.targets` (default: npu only);
+- a rule states the targets it writes code for in `Rule.supported_targets` (default: npu only);
 - a portable rule may name the npu rules it stands in for (`Rule.replaces`): under `portable`
   it runs in their place, under `npu` it does not run;
 - under `portable`, an npu-only rule with no stand-in runs *report-only*: its rewrites are
@@ -69,12 +69,12 @@ def plan_rules(rules: Sequence[type[Any]], target: str,
     `portable` a selected npu rule that a portable rule of `catalogue` (every installed rule)
     replaces brings that rule in instead."""
     if target == NPU:
-        return [r for r in rules if NPU in r.targets], []
-    stand_in = {code: rule for rule in catalogue if PORTABLE in rule.targets for code in rule.replaces}
+        return [r for r in rules if NPU in r.supported_targets], []
+    stand_in = {code: rule for rule in catalogue if PORTABLE in rule.supported_targets for code in rule.replaces}
     running: list[type[Any]] = []
     reporting: list[type[Any]] = []
     for rule in rules:
-        chosen = rule if PORTABLE in rule.targets else stand_in.get(rule.code)
+        chosen = rule if PORTABLE in rule.supported_targets else stand_in.get(rule.code)
         if chosen is None:
             reporting.append(rule)
         elif chosen not in running:

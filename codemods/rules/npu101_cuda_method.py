@@ -61,7 +61,7 @@ class CudaMethod(RenameRule):
     name = "cuda-method"
     summary = "`.cuda(...)` on tensors and modules becomes `.npu(...)`, arguments kept"
     prefilter = r"\.cuda\b"
-    targets = frozenset({"npu", "portable"})
+    supported_targets = frozenset({"npu", "portable"})
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         func = updated_node.func

@@ -79,7 +79,7 @@ class DeviceString(DeviceRule):
 
     code = "NPU103"
     name = "device-string"
-    targets = frozenset({"npu", "portable"})
+    supported_targets = frozenset({"npu", "portable"})
     summary = "`\"cuda\"`/`\"cuda:N\"` device strings in device positions become `\"npu\"`/`\"npu:N\"`"
 
     def __init__(self, context) -> None:  # type: ignore[no-untyped-def]

@@ -60,7 +60,7 @@ class DeviceComparison(DeviceRule):
 
     code = "NPU104"
     name = "device-comparison"
-    targets = frozenset({"npu", "portable"})
+    supported_targets = frozenset({"npu", "portable"})
     summary = "Comparisons of devices with `\"cuda\"` (`x.device.type == \"cuda\"`) compare with `\"npu\"`"
 
     def leave_Comparison(self, original_node: cst.Comparison,

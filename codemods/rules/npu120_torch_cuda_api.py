@@ -117,7 +117,7 @@ class TorchCudaApi(Rule):
 
     code = "NPU120"
     name = "torch-cuda-api"
-    targets = frozenset({"npu", "portable"})
+    supported_targets = frozenset({"npu", "portable"})
     summary = "`torch.cuda.<name>` becomes `torch.npu.<name>` for the names torch_npu provides"
     fix = Fix.SAFE
     prefilter = PREFILTER

@@ -174,7 +174,7 @@ class AmpDevice(Rule):
 
     code = "NPU130"
     name = "amp-device"
-    targets = frozenset({"npu", "portable"})
+    supported_targets = frozenset({"npu", "portable"})
     summary = "CUDA AMP (`torch.cuda.amp.*`, `torch.autocast(\"cuda\")`, ...) becomes `torch.amp.*(\"npu\")`"
     fix = Fix.SAFE
     severity = Severity.WARNING

@@ -136,7 +136,7 @@ class NcclBackend(DistRule):
 
     code = "NPU140"
     name = "nccl-backend"
-    targets = frozenset({"npu", "portable"})
+    supported_targets = frozenset({"npu", "portable"})
     summary = "`\"nccl\"` backends (init_process_group, new_group, comparisons, --dist-backend) become `\"hccl\"`"
 
     def _swap(self, original: cst.BaseExpression, updated: cst.BaseExpression,

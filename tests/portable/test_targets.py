@@ -90,10 +90,10 @@ def test_npu_rules_only_report_under_portable() -> None:
 def test_plan_rules_under_each_target() -> None:
     rules = select_rules(all_rules(), select=[])
     running, reporting = plan_rules(rules, "npu", all_rules())
-    assert reporting == [] and running == [r for r in rules if "npu" in r.targets]
+    assert reporting == [] and running == [r for r in rules if "npu" in r.supported_targets]
     running, reporting = plan_rules(rules, "portable", all_rules())
     assert {r.code for r in running} >= {"NPU101", "NPU103", "NPU104", "NPU120", "NPU130", "NPU140"}
-    assert all("portable" not in r.targets for r in reporting)
+    assert all("portable" not in r.supported_targets for r in reporting)
 
 
 def test_target_is_part_of_the_cache_key() -> None:
