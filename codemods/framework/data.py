@@ -185,6 +185,7 @@ SCHEMAS: dict[str, Any] = {
     "coverage_tensors.json": COVERAGE,
     "device_positions.json": DEVICE_POSITIONS,
     "device_positions_extra.json": DEVICE_POSITIONS,
+    "device_positions_frameworks.json": DEVICE_POSITIONS,
     "distributed.json": Record(
         required={"backends": STRING_MAP, "devices": STRING_MAP, "keywords": STRINGS, "names": STRINGS,
                   "constants": STRING_MAP, "renames": STRING_MAP, "flags": STRING_MAP, "entries": ENTRIES,

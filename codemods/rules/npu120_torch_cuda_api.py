@@ -2,48 +2,16 @@
 
 from __future__ import annotations
 
-import ast
-from dataclasses import dataclass
-
 import libcst as cst
 
 from codemods.framework.base import Fix, Rule, dotted_expr, dotted_name
 from codemods.framework.cases import Invalid, Valid
-from codemods.framework.families.torch_cuda_api import cuda_names
+from codemods.framework.families.torch_cuda_api import PREFILTER, AliasUse, alias_uses, cuda_names
 from codemods.framework.nodes import alias_asname, split_import
 from codemods.framework.portable import generic_name
 from npu_migrate.core.diagnostics import Severity
 
 CUDA = "torch.cuda"
-
-
-# `torch.cuda.X`, `cuda.X`, `from torch.cuda import`, `from torch import cuda[,)]`, `... cuda as`
-PREFILTER = r"\bcuda\b(?:\.[A-Za-z_]|\s*[,)]|\s+(?:import|as)\b)|import[^\n]*\bcuda\b"
-
-
-@dataclass(frozen=True)
-class AliasUse:
-    """How a local name bound to the `torch.cuda` module is used in the whole file."""
-
-    attrs: frozenset[str]
-    bare: bool  # used other than as `alias.<name>`
-
-    def blockers(self, rewrites: dict[str, str]) -> list[str]:
-        found = sorted(self.attrs - rewrites.keys())
-        return found + (["the module itself"] if self.bare else [])
-
-
-def alias_uses(tree: ast.Module, local: str) -> AliasUse:
-    attrs: set[str] = set()
-    owners: set[int] = set()
-    loads = 0
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == local:
-            attrs.add(node.attr)
-            owners.add(id(node.value))
-        elif isinstance(node, ast.Name) and node.id == local:
-            loads += 1
-    return AliasUse(frozenset(attrs), loads > len(owners))
 
 
 def _npu_module(node: cst.BaseExpression) -> cst.BaseExpression:

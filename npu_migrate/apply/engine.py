@@ -25,7 +25,9 @@ from codemods.framework.portable import define_device, guard_import
 from codemods.framework.suppression import Suppressions, skips_file
 from codemods.framework.targets import plan_rules, report_instead, target_of
 from npu_migrate.apply import grammar
+from npu_migrate.apply.notebook_run import migrate_notebook
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 
 UNKNOWN_SUPPRESSION = "NPU001"
 
@@ -106,7 +108,7 @@ class RuleSet:
 
     def suffixes(self) -> tuple[str, ...]:
         """The file suffixes this rule set has something to say about."""
-        found: tuple[str, ...] = (".py",) if self.python else ()
+        found: tuple[str, ...] = (".py", NOTEBOOK_SUFFIX) if self.python else ()
         for language, rules in self.text_rules.items():
             found += TEXT_LANGUAGES[language] if rules else ()
         return found
@@ -122,6 +124,8 @@ def language_of(path: str) -> str:
 def migrate_text(text: str, path: str, ruleset: RuleSet, tree: ast.Module | None = None) -> FileOutcome:
     """Migrate one file's decoded text. Never raises: errors land in `error`, and the file
     is left as it was. `tree`, when the caller has already parsed `text` with `ast`, saves a parse."""
+    if path.endswith(NOTEBOOK_SUFFIX):  # code cells as one Python text (issue 14)
+        return migrate_notebook(text, path, lambda code, name: migrate_text(code, name, ruleset), FileOutcome)
     try:
         try:
             outcome = _migrate(text, path, ruleset, tree=tree)
@@ -146,7 +150,10 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     if language != "python":
         return _migrate_text_rules(text, path, ruleset, language, outcome)
     candidates = ruleset.matching(ruleset.python, text)
-    if not candidates:
+    # final-sweep rules (NPU599) look at the migrated text once, after every other rule
+    sweeps = [cls for cls in candidates if getattr(cls, "final_sweep", False)]
+    candidates = [cls for cls in candidates if cls not in sweeps]
+    if not candidates and not sweeps:
         return outcome
     tree = tree or _parse_ast(text, path, outcome)
     if tree is None:
@@ -197,6 +204,8 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
         new_text, line = define_device(new_text, context.definitions)
         if line:
             context.edits.append(Edit("NPU100", "defined the portable device value", line, 1))
+    for cls in sweeps:
+        cls(context).sweep(new_text)  # type: ignore[attr-defined]
     outcome.edits = sorted(context.edits, key=lambda e: (e.line, e.col))
     outcome.diagnostics = _unsuppressed(context)
     if new_text != text:

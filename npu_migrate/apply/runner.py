@@ -14,6 +14,7 @@ from typing import Any
 from npu_migrate.apply.cache import Cache
 from npu_migrate.apply.engine import FileOutcome, RuleSet, migrate_text
 from npu_migrate.core.discovery import excluded
+from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 from npu_migrate.core.parallel import ignore_interrupts, ordered_map
 from npu_migrate.core.sources import (
     Skipped,
@@ -30,6 +31,8 @@ from npu_migrate.core.sources import (
 # per byte it parses: a file above this size is an error (left untouched), not an hour-long run
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_FILE_BYTES_VARIABLE = "NPU_MIGRATE_MAX_FILE_BYTES"
+# notebooks carry their outputs (images, tables): only the code cells reach LibCST (issue 14)
+NOTEBOOK_LIMIT_FACTOR = 16
 
 
 def default_max_file_bytes() -> int:
@@ -157,6 +160,8 @@ def _size(path: str) -> int:
 
 
 def _read(path: str, limit: int = 0) -> bytes | FileResult:
+    if limit and path.endswith(NOTEBOOK_SUFFIX):
+        limit *= NOTEBOOK_LIMIT_FACTOR  # a notebook's outputs are read as JSON, never parsed as code
     try:
         if limit and (size := os.lstat(path).st_size) > limit:
             return FileResult(FileOutcome(path, error=(

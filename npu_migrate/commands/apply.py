@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from npu_migrate.apply.cache import DEFAULT_DIR, Cache, run_key
+from npu_migrate.apply.project import attach_project_facts
 from npu_migrate.apply.runner import FileResult, RunPlan, clean_stale_temps, process_bytes, run, write_back
 from npu_migrate.apply.selection import (SelectionError, changed_since, parse_shard,
                                          resolve_rule_selectors, shard)
@@ -26,10 +27,11 @@ from npu_migrate.core.diffs import colourise, unified_diff
 from npu_migrate.core.discovery import (CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES, copy_ignore,
                                         output_dir_problem,
                                         discover)
+from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 from npu_migrate.core.parallel import exit_status, stop_on_signals
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 1, 2
-ALL_SUFFIXES = PYTHON_SUFFIXES + SHELL_SUFFIXES + CUDA_SUFFIXES
+ALL_SUFFIXES = PYTHON_SUFFIXES + (NOTEBOOK_SUFFIX,) + SHELL_SUFFIXES + CUDA_SUFFIXES
 
 
 def _split(values: Sequence[str]) -> list[str]:
@@ -252,6 +254,9 @@ def _files(paths: Sequence[str], finder: SettingsFinder, exclude: Sequence[str],
         if file not in explicit and not file.endswith(suffixes):
             continue  # no selected rule reads this kind of file
         chosen.append((file, settings))
+    # project facts (issue 14) come from every discovered file, before the set is narrowed
+    attach_project_facts({id(s): plan_for(s) for _, s in chosen}.values(), [f for f, _ in chosen],
+                         chosen[0][1].root if chosen else ".")
     if since:
         changed = changed_since(since, paths)
         chosen = [(f, s) for f, s in chosen if os.path.abspath(f) in changed]

@@ -10,6 +10,8 @@ alias is a name we rewrite. A `torch.cuda.<name>` in neither list is left to oth
 
 from __future__ import annotations
 
+import ast
+
 from dataclasses import dataclass
 from functools import cache
 
@@ -36,3 +38,31 @@ def cuda_names() -> CudaNames:
             flags[name] = entry["note"]
     return CudaNames(rewrites, flags)
 
+
+# `torch.cuda.X`, `cuda.X`, `from torch.cuda import`, `from torch import cuda[,)]`, `... cuda as`
+PREFILTER = r"\bcuda\b(?:\.[A-Za-z_]|\s*[,)]|\s+(?:import|as)\b)|import[^\n]*\bcuda\b"
+
+
+@dataclass(frozen=True)
+class AliasUse:
+    """How a local name bound to the `torch.cuda` module is used in the whole file."""
+
+    attrs: frozenset[str]
+    bare: bool  # used other than as `alias.<name>`
+
+    def blockers(self, rewrites: dict[str, str]) -> list[str]:
+        found = sorted(self.attrs - rewrites.keys())
+        return found + (["the module itself"] if self.bare else [])
+
+
+def alias_uses(tree: ast.Module, local: str) -> AliasUse:
+    attrs: set[str] = set()
+    owners: set[int] = set()
+    loads = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == local:
+            attrs.add(node.attr)
+            owners.add(id(node.value))
+        elif isinstance(node, ast.Name) and node.id == local:
+            loads += 1
+    return AliasUse(frozenset(attrs), loads > len(owners))

@@ -1,0 +1,384 @@
+"""No silent miss: `npu-migrate apply` on real public projects, pinned commits.
+
+For each project (a local clone at the pinned commit under --corpus; absent or moved clones are
+skipped with a line saying so) this runs `python -m npu_migrate apply --output-dir COPY
+--format json --no-cache` once per --repeat and prints:
+
+- sites: CUDA-specific constructs in the original Python code (and notebook code cells),
+- rewritten: sites no longer in the migrated code,
+- reported: sites still there, on a statement some diagnostic names (any code),
+- silent: sites still there that no diagnostic names -- the number that must be 0,
+- time: median wall time of the apply process (start-up included).
+
+The sites are found by a scanner of this script's own (`tokenize`, not the rules' `ast` scan
+that the final sweep NPU599 uses), so the count does not grade the tool with its own ruler.
+`--list-silent` prints every silent site; `--hunks N` writes a seeded sample of N changed hunks
+to review (bench/hunk_review.md keeps the reviewed list).
+
+    python bench/no_silent_miss.py [--corpus /work/corpus] [--repeat 3] [--list-silent]
+                                   [--baseline OTHER_CHECKOUT] [--hunks 220]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import io
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# (folder under --corpus, owner/name, pinned commit, why it is here)
+PROJECTS = [
+    ("karpathy+nanoGPT", "karpathy/nanoGPT", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291", "LLM training, DDP"),
+    ("pytorch+examples", "pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8", "many small trainers"),
+    ("karpathy+minGPT", "karpathy/minGPT", "37baab71b9abea1b76ab957409a1cc2fbfba8a26", "LLM, notebooks"),
+    ("openai+CLIP", "openai/CLIP", "d05afc436d78f1c48dc0dbf8e5980a9d471f35f6", "CLIP, notebooks"),
+    ("ultralytics+yolov5", "ultralytics/yolov5", "5081342f04fb287fc2e5f2b5a4e06752b7937b1c",
+     "detection, select_device(), notebooks"),
+    ("facebookresearch+detr", "facebookresearch/detr", "29901c51d7fe8712168b8d0d64351170bc0f83e0", "detection"),
+    ("lucidrains+vit-pytorch", "lucidrains/vit-pytorch", "69d24fe9e3024c0d4b02761123b8583a24ebed1e", "ViT"),
+    ("huggingface+pytorch-image-models", "huggingface/pytorch-image-models",
+     "aa4b5850c1543fa488abf260f18390eda46cf85d", "timm: ViT/CNN zoo, tests"),
+    ("ashleve+lightning-hydra-template", "ashleve/lightning-hydra-template",
+     "bddbc24b82ab6ccfa6243e815a49dc5bfe8d4144", "Lightning project"),
+    ("Lightning-AI+pytorch-lightning", "Lightning-AI/pytorch-lightning",
+     "7f0c3436cd3f6ad3753125672024fc415cbcb414", "Lightning itself; tests mock CUDA"),
+]
+
+# -- the independent scanner ---------------------------------------------------------------------
+_DEVICE = re.compile(r"cuda(:\d*)?|cuda:(%[-+ 0#]*\d*[dis]|%\(\w+\)[dis]|\{[^{}]*\})")
+_ENV = re.compile(r"(CUDA|NCCL|CUDNN|CUBLAS|NVIDIA)_[A-Z0-9_]+|(PYTORCH|TORCH)_(CUDA|NCCL)_[A-Z0-9_]+")
+_LIBRARIES = {"apex", "tensorrt", "torch_tensorrt", "pycuda", "cupy", "cupyx", "bitsandbytes", "xformers",
+              "flash_attn", "triton", "pynvml", "GPUtil", "gpustat", "transformer_engine"}
+_TEXT_CALLS = {"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log",
+               "write", "echo", "secho", "fail", "skip", "format_exc"}
+_TEXT_KEYWORDS = {"help", "msg", "message", "description", "reason", "desc", "title", "label"}
+_CUDA_WORD = re.compile(r"(?i)cudnn|nccl|cublas")
+_CUDA_CLASS = re.compile(r"CUDA[A-Z][A-Za-z]*|CUDA_HOME|Cuda[A-Z]\w*")
+
+
+@dataclass(frozen=True)
+class Site:
+    line: int
+    what: str
+
+
+def _string_value(token: str) -> str | None:
+    prefix = re.match(r"[A-Za-z]*", token).group(0).lower()
+    if "b" in prefix:
+        return None
+    if "f" in prefix:
+        body = token[len(prefix):]
+        quote = body[:3] if body[:3] in ('"""', "'''") else body[0]
+        inner = body[len(quote):-len(quote)]
+        return inner.split("{", 1)[0] + ("{}" if "{" in inner else "")
+    try:
+        value = ast.literal_eval(token)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def scan(text: str) -> list[Site]:
+    """CUDA-specific constructs of Python code, by tokens: never comments, never a string that is
+    a statement of its own (docstrings), never print/log/help text."""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                  if t.type not in (tokenize.COMMENT, tokenize.NL)]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+    sites: list[Site] = []
+    calls: list[str] = []  # the name before each open bracket
+    # the project's own functions and classes are not CUDA constructs, whatever their names say
+    # (`def is_cudnn_snafu`, `class CudaModule`): what their bodies do is scanned
+    own = set(re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.MULTILINE))
+    for i, tok in enumerate(tokens):
+        before = tokens[i - 1] if i else None
+        after = tokens[i + 1] if i + 1 < len(tokens) else None
+        if tok.type == tokenize.OP and tok.string in "([{":
+            calls.append(before.string if before is not None and before.type == tokenize.NAME else "")
+            continue
+        if tok.type == tokenize.OP and tok.string in ")]}":
+            if calls:
+                calls.pop()
+            continue
+        line = tok.start[0]
+        dotted = before is not None and before.string == "."
+        if tok.type == tokenize.NAME and tok.string in own:
+            continue
+        if tok.type == tokenize.NAME:
+            name = tok.string
+            if name in ("import", "from") and after is not None and after.type == tokenize.NAME \
+                    and after.string in _LIBRARIES and (name == "from" or before is None or before.string != "from"):
+                sites.append(Site(line, f"import {after.string}"))
+            elif name == "cuda" and after is not None and after.string in ("(", ".") and (dotted or after.string == "."):
+                sites.append(Site(line, "cuda" + after.string))
+            elif name == "is_cuda" and dotted:
+                sites.append(Site(line, ".is_cuda"))
+            elif (_CUDA_WORD.search(name) and (dotted or (after is not None and after.string in ("(", ".")))) or _CUDA_CLASS.fullmatch(name):
+                sites.append(Site(line, name))
+            elif name in ("gpus", "no_cuda") and after is not None and after.string == "=" and calls and calls[-1]:
+                sites.append(Site(line, f"{name}="))
+            continue
+        if tok.type != tokenize.STRING:
+            continue
+        statement_start = before is None or before.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+        if statement_start and (after is None or after.type in (tokenize.NEWLINE, tokenize.ENDMARKER)):
+            continue  # a string statement: a docstring
+        if any(c in _TEXT_CALLS for c in calls):
+            continue
+        keyword = tokens[i - 2].string if i >= 2 and before is not None and before.string == "=" else None
+        if keyword in _TEXT_KEYWORDS:
+            continue
+        value = _string_value(tok.string)
+        if value is None:
+            continue
+        if _DEVICE.fullmatch(value) or value == "cuda:" or value.lower() == "nccl" or _ENV.fullmatch(value) \
+                or value in ("CUDAExecutionProvider", "TensorrtExecutionProvider") or value.startswith("torch.cuda."):
+            sites.append(Site(line, repr(value)))
+        elif keyword == "accelerator" and value in ("gpu", "cuda"):
+            sites.append(Site(line, f"accelerator={value!r}"))
+    return sites
+
+
+# -- notebooks: code cells as one text, magics blanked, for the scanner ----------------------------
+def notebook_code(text: str) -> list[tuple[int, str]]:
+    """(cell index, code) of each code cell; `%`/`!` lines are left out (not Python)."""
+    try:
+        cells = json.loads(text).get("cells", [])
+    except (ValueError, AttributeError):
+        return []
+    found = []
+    for index, cell in enumerate(cells):
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else source
+        lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.split("\n")]
+        found.append((index, "\n".join(lines) + "\n"))
+    return found
+
+
+# -- statements and line maps --------------------------------------------------------------------
+def statement_of(text: str) -> dict[int, tuple[int, int]]:
+    """line -> (first, last) line of the innermost simple statement or compound header on it."""
+    spans: dict[int, tuple[int, int]] = {}
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return spans
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        body = getattr(node, "body", None)
+        last = (body[0].lineno - 1) if isinstance(body, list) and body and isinstance(body[0], ast.stmt) \
+            else (node.end_lineno or node.lineno)
+        last = max(last, node.lineno)
+        for line in range(node.lineno, last + 1):
+            current = spans.get(line)
+            if current is None or (last - node.lineno) < (current[1] - current[0]):
+                spans[line] = (node.lineno, last)
+    return spans
+
+
+def line_map(old: str, new: str) -> dict[int, int]:
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    mapping = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
+        for k, j in enumerate(range(j1, j2)):
+            mapping[j + 1] = (i1 + k + 1) if tag == "equal" else min(i1 + k, max(i1, i2 - 1)) + 1
+    return mapping
+
+
+# -- one project ---------------------------------------------------------------------------------
+@dataclass
+class Tally:
+    sites: int = 0
+    rewritten: int = 0
+    reported: int = 0
+    silent: int = 0
+    files: int = 0
+    changed: int = 0
+    silent_sites: list[str] = field(default_factory=list)
+
+
+def _units(path: Path, text: str) -> list[tuple[str, str]]:
+    """(label prefix, Python text) of a file: the file itself, or a notebook's code cells."""
+    if path.suffix == ".ipynb":
+        return [(f"cell {index}", code) for index, code in notebook_code(text)]
+    return [("", text)]
+
+
+def tally_file(relative: str, old: str, new: str, diagnostics: list[dict], tally: Tally, notebook: bool) -> None:
+    if notebook:
+        old_cells, new_cells = dict(notebook_code(old)), dict(notebook_code(new))
+        pairs = [(f"cell {i}", code, new_cells.get(i, code), i) for i, code in old_cells.items()]
+    else:
+        pairs = [("", old, new, None)]
+    for label, before, after, cell in pairs:
+        sites = scan(before)
+        tally.sites += len(sites)
+        left = scan(after)
+        tally.rewritten += max(0, len(sites) - len(left))
+        if not left:
+            continue
+        mapping = line_map(before, after)
+        spans = statement_of(before)
+        named = {d["line"] for d in diagnostics if cell is None or d.get("cell") == cell}
+        for site in left:
+            line = mapping.get(site.line, site.line)
+            first, last = spans.get(line, (line, line))
+            if any(first <= n <= last for n in named):
+                tally.reported += 1
+            else:
+                tally.silent += 1
+                where = f"{relative}:{label + ':' if label else ''}{line}"
+                tally.silent_sites.append(f"{where}: {site.what}")
+
+
+def _diagnostic_lines(entry: dict) -> list[dict]:
+    found = []
+    for d in entry.get("diagnostics", []):
+        item = {"line": d["line"]}
+        match = re.match(r"cell (\d+)", d.get("message", ""))
+        if match:
+            item["cell"] = int(match.group(1)) - 1  # messages count cells from 1
+        if "cell" in d:
+            item["cell"] = d["cell"]
+        found.append(item)
+    return found
+
+
+def _apply(source: Path, folder: Path, copy: Path) -> tuple[float, dict]:
+    """One `apply` process of the checkout at `source` over `folder`: (seconds, JSON output)."""
+    shutil.rmtree(copy, ignore_errors=True)
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--no-cache", "--isolated",
+                             "--format", "json", "--output-dir", str(copy), str(folder)],
+                            capture_output=True, text=True, cwd=folder.parent,
+                            env={**os.environ, "PYTHONPATH": str(source)}, check=False)
+    seconds = time.perf_counter() - start
+    if result.returncode not in (0, 1):
+        raise SystemExit(f"{folder.name}: apply ({source}) failed ({result.returncode}): {result.stderr[-2000:]}")
+    return seconds, json.loads(result.stdout)
+
+
+def run_project(folder: Path, repeat: int, hunks: list[tuple[str, str]] | None,
+                baseline: Path | None = None) -> tuple[Tally, float, float | None]:
+    times, base_times = [], []
+    payload: dict = {}
+    with tempfile.TemporaryDirectory(prefix="nsm-") as scratch:
+        copy = Path(scratch) / "out"
+        for _ in range(repeat):  # interleaved, so both see the same machine load
+            if baseline is not None:
+                base_times.append(_apply(baseline, folder, copy)[0])
+            seconds, payload = _apply(REPO, folder, copy)
+            times.append(seconds)
+        by_path = {os.path.relpath(os.path.join(folder.parent, e["path"]), folder): e for e in payload["files"]}
+        tally = Tally()
+        for path in sorted(folder.rglob("*")):
+            if path.suffix not in (".py", ".ipynb") or any(p.startswith(".") for p in path.relative_to(folder).parts):
+                continue
+            relative = str(path.relative_to(folder))
+            try:
+                old = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            migrated = copy / relative
+            new = migrated.read_text(encoding="utf-8") if migrated.exists() else old
+            entry = by_path.get(relative, {})
+            tally.files += 1
+            tally.changed += old != new
+            tally_file(relative, old, new, _diagnostic_lines(entry), tally, path.suffix == ".ipynb")
+            if hunks is not None and old != new and path.suffix == ".py":
+                for hunk in _hunks(old, new, f"{folder.name}/{relative}"):
+                    hunks.append((folder.name, hunk))
+    return tally, statistics.median(times), statistics.median(base_times) if base_times else None
+
+
+def _hunks(old: str, new: str, name: str) -> list[str]:
+    diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), name, name, n=1, lineterm=""))
+    hunks, current = [], []
+    for line in diff[2:]:
+        if line.startswith("@@") and current:
+            hunks.append("\n".join(current))
+            current = []
+        current.append(line if not line.startswith("@@") else f"{line} {name}")
+    if current:
+        hunks.append("\n".join(current))
+    return hunks
+
+
+def _commit(folder: Path) -> str | None:
+    result = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", default="/work/corpus", help="folder holding the clones (OWNER+NAME)")
+    parser.add_argument("--repeat", type=int, default=1, help="apply runs per project; the time is their median")
+    parser.add_argument("--list-silent", action="store_true", help="print every silent site")
+    parser.add_argument("--only", action="append", default=[], help="run only projects whose folder contains this")
+    parser.add_argument("--hunks", type=int, default=0, help="write a seeded sample of N changed hunks")
+    parser.add_argument("--hunks-out", default="bench/results/hunk_sample.md")
+    parser.add_argument("--baseline", help="another checkout of npu-migrate (e.g. before issue 14) to time on "
+                                           "the same projects, interleaved with ours")
+    args = parser.parse_args(argv)
+    corpus = Path(args.corpus)
+    rows, all_hunks = [], ([] if args.hunks else None)
+    baseline = Path(args.baseline).resolve() if args.baseline else None
+    extra = " baseline time | ratio |" if baseline else ""
+    print("| project | commit | files | changed | CUDA sites | rewritten | reported | silent | time |" + extra)
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if baseline else ""))
+    total = Tally()
+    for folder_name, repo, commit, _why in PROJECTS:
+        if args.only and not any(o in folder_name for o in args.only):
+            continue
+        folder = corpus / folder_name
+        if not folder.is_dir():
+            print(f"skipped {repo}: no clone at {folder} (git clone it at {commit})")
+            continue
+        head = _commit(folder)
+        if head != commit:
+            print(f"skipped {repo}: {folder} is at {head}, not the pinned {commit}")
+            continue
+        tally, seconds, base = run_project(folder, args.repeat, all_hunks, baseline)
+        rows.append((repo, tally))
+        for name in ("sites", "rewritten", "reported", "silent", "files", "changed"):
+            setattr(total, name, getattr(total, name) + getattr(tally, name))
+        print(f"| {repo} | {commit[:7]} | {tally.files} | {tally.changed} | {tally.sites} | {tally.rewritten} | "
+              f"{tally.reported} | **{tally.silent}** | {seconds:.2f} s |"
+              + (f" {base:.2f} s | {seconds / base:.2f} |" if base else ""), flush=True)
+    print(f"| **total** | | {total.files} | {total.changed} | {total.sites} | {total.rewritten} | "
+          f"{total.reported} | **{total.silent}** | |")
+    if args.list_silent:
+        for repo, tally in rows:
+            for site in tally.silent_sites:
+                print(f"silent: {repo}: {site}")
+    if all_hunks is not None:
+        sample = random.Random(14).sample(all_hunks, min(args.hunks, len(all_hunks)))
+        out = Path(args.hunks_out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n\n".join(f"### {i + 1}. {project}\n```diff\n{hunk}\n```" for i, (project, hunk)
+                                   in enumerate(sample)) + "\n", encoding="utf-8")
+        print(f"{len(sample)} of {len(all_hunks)} changed hunks written to {out}")
+    return 1 if total.silent else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""NPU500: CUDA device strings built in one place and used as a device in another.
+
+`arg = "cuda:0"` ... `torch.device(arg)`, `dev = "cuda:%d" % i` ... `x.to(dev)`,
+`loc = 'cuda:{}'.format(g)` ... `torch.load(p, map_location=loc)`, `def pick(): return "cuda:0"`
+... `x.to(pick())`, `def build(name="cuda"): torch.device(name)`, a config field
+`accel: str = "cuda"` read as `cfg.accel` in a device position, a module constant another module
+imports and uses as a device. The flow is computed once per file with `ast`
+(`codemods.framework.devicevalues`); module constants read by other modules come from the
+project index the apply command computes over every discovered file (see docs/engine.md).
+
+A literal is rewritten (`"cuda"` -> `"npu"`, same forms as NPU103) when **every** use of its
+value is a device position (at least one); when some uses are devices and others are not
+(written to a path, passed to an unknown function) it is reported with the evidence path.
+Literals in NPU103's own positions, and module constants NPU190 decides about, are left to those
+rules. Log text, paths and flags are never device values: they do not reach a device position.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import libcst as cst
+
+from codemods.framework.base import Fix, Rule
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.devicevalues import (
+    INDEX_OPTION,
+    device_places,
+    FileFlow,
+    Finding,
+)
+from codemods.framework.positions import node_positions
+from codemods.framework.devices import device_expr, device_positions, mentions_cuda
+from codemods.framework.families.device_strings import PREFILTER
+from codemods.framework.nodes import code_of
+from npu_migrate.core.diagnostics import Severity
+
+_PLAIN = re.compile(r"cuda(:\d+)?")
+_VALUE_NODES = (cst.SimpleString, cst.FormattedString, cst.BinaryOperation, cst.Call)
+
+
+def _root_value(node: cst.BaseExpression) -> str | None:
+    """The text of the CUDA literal an expression is built on (what `Finding.value` holds)."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.FormattedString) and node.parts and isinstance(node.parts[0], cst.FormattedStringText):
+        return node.parts[0].value
+    if isinstance(node, cst.BinaryOperation):
+        return _root_value(node.left)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return _root_value(node.func.value)
+    return None
+
+
+class DeviceValueFlow(Rule):
+    """## What it does
+
+    A CUDA device string written in one place and used as a device in another becomes the NPU one.
+
+    ## Why
+
+    NPU103 rewrites strings *in* device positions; `arg = "cuda:0"` ... `torch.device(arg)`, a default
+    `def build(name="cuda")`, a config field read as `cfg.accel`, a helper returning `"cuda:0"` or a
+    module constant imported by other modules escaped it silently. The flow (`ast`, once per file;
+    module constants through the project index) follows the value through locals, `%`, `.format`,
+    f-strings, `+ str(i)`, attributes, dict entries, parameters and returns. Every use a device:
+    rewritten; some uses devices and some not: reported with the evidence path.
+
+    ## Example
+
+    ```python
+    # before
+    def select_device():
+        arg = "cuda:0"
+        return torch.device(arg)
+    # after
+    def select_device():
+        arg = "npu:0"
+        return torch.device(arg)
+    ```
+
+    ## Fix safety
+
+    Safe: a value only ever used as a device names the NPU afterwards; a value also used elsewhere
+    is only reported.
+    Suppress with `# npu-migrate: ignore[NPU500]`.
+
+    ## Targets
+
+    - **npu**: rewrites to the torch_npu form (safe fix)
+    - **portable**: not yet
+    """
+    code = "NPU500"
+    name = "device-value-flow"
+    summary = "CUDA device strings that reach a device position through variables, fields, returns or other modules"
+    fix = Fix.SAFE
+    severity = Severity.WARNING
+    needs_torch_npu = True
+    prefilter = PREFILTER  # NPU103's: the same pattern is searched once per file
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._findings: dict[tuple[int, str], Finding] | None = None
+        self._here: dict[int, int] = {}  # id(node) -> line in the file, for this chunk
+
+    @property
+    def findings(self) -> dict[tuple[int, str], Finding]:
+        if self._findings is None and not _may_travel(self.context.source) \
+                and not self.context.options.get(INDEX_OPTION):
+            self._findings = {}  # every CUDA literal sits where NPU103/NPU104 look: no flow needed
+        if self._findings is None:
+            facts = self.context.facts
+            index = self.context.options.get(INDEX_OPTION) or {}
+            exported = index.get(os.path.abspath(self.context.path), {})
+            table = device_positions()
+            flow = FileFlow(facts.tree, facts, device_places(), self._cross_module(exported), table.names)
+            self._findings = {(f.line, f.value): f for f in flow.findings()}
+        return self._findings
+
+    def _cross_module(self, exported: dict[str, Any]) -> dict[str, Any]:
+        """Uses by other modules count only for constants NPU190 leaves alone: not read in this
+        file and not named like a device (NPU190 rewrites those as settings)."""
+        tree_text = self.context.source
+        names = device_positions().names
+        return {name: uses for name, uses in exported.items()
+                if name.lower() not in names and "device" not in name.lower()
+                and tree_text.count(name) == 1}
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._here = {}
+        if not self.findings:
+            return
+        wanted = _walk_values(node)
+        if not wanted:
+            return
+        offset = self.context.line_offset
+        lines = {line for line, _ in self.findings}
+        for key, (line, _) in node_positions(node, wanted).items():
+            if line + offset in lines:
+                self._here[key] = line + offset
+
+    def _leave_value(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
+        line = self._here.get(id(original))
+        if line is None:
+            return updated
+        value = _root_value(original) or ""
+        if isinstance(original, cst.SimpleString) and not _PLAIN.fullmatch(value):
+            return updated  # a template (`"cuda:%d"`): the `%`/`+`/`.format` around it is the value
+        finding = self.findings.get((line, value))
+        if finding is None or not mentions_cuda(updated):
+            return updated  # not a value we follow, or another rule rewrote it already
+        new = device_expr(updated) if finding.proven else None
+        if new is None:
+            self.report(original, f"`{code_of(original)}` is a CUDA device value: it {finding.evidence}; "
+                                  "if every use is a device, write \"npu\"")
+            return updated
+        self.fixed(original, f"`{code_of(updated)}` → `{code_of(new)}` (it {finding.evidence})")
+        return new
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> Any:
+        return self._leave_value(original_node, updated_node)
+
+    def leave_FormattedString(self, original_node: cst.FormattedString,
+                              updated_node: cst.FormattedString) -> Any:
+        return self._leave_value(original_node, updated_node)
+
+    def leave_BinaryOperation(self, original_node: cst.BinaryOperation,
+                              updated_node: cst.BinaryOperation) -> Any:
+        return self._leave_value(original_node, updated_node)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
+        if isinstance(original_node.func, cst.Attribute) and original_node.func.attr.value == "format":
+            return self._leave_value(original_node, updated_node)
+        return updated_node
+
+
+# CUDA literals written where NPU103/NPU104 see them directly (`device="cuda"`, `.to("cuda")`,
+# `torch.device("cuda")`, `x.type == "cuda"`, `"cuda" in device`, `torch.autocast("cuda")`)
+_DIRECT = re.compile(
+    # an indented device-named assignment (NPU103 handles those inside functions and classes) or
+    # a device keyword argument; a module-level `device = "cuda"` is NPU190's or this rule's
+    r"""^\s+\w*device\w*\s*(?::[^=\n]*)?=\s*f?['"]cuda[^'"]*['"]"""
+    r"""|[(,]\s*(?:\w*device\w*|map_location)\s*=\s*f?['"]cuda[^'"]*['"]"""
+    r"""|(?:\.to|torch\.device|autocast|GradScaler)\(\s*f?['"]cuda[^'"]*['"]"""
+    r"""|[!=]=\s*['"]cuda['"]|['"]cuda['"]\s*(?:[!=]=|in\b)""")
+_LITERAL = re.compile(r"""['"]cuda\b""")
+
+
+def _may_travel(source: str) -> bool:
+    """Cheap text test: is some CUDA literal written anywhere but a direct device position?
+    Only then is the file's flow worth computing."""
+    return any(_LITERAL.search(_DIRECT.sub("", line)) for line in source.splitlines() if "cuda" in line)
+
+
+def _walk_values(module: cst.Module) -> list[cst.CSTNode]:
+    """The expressions of the chunk that can be a device value (cheap: a string test first)."""
+    found: list[cst.CSTNode] = []
+
+    class Collector(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, _VALUE_NODES) and mentions_cuda(node):  # type: ignore[arg-type]
+                found.append(node)
+            return True
+
+    module.visit(Collector())
+    return found
+
+
+CASES = [
+    Invalid(
+        """\
+import torch
+def select_device():
+    arg = "cuda:0"
+    return torch.device(arg)
+""",
+        after="""\
+import torch
+def select_device():
+    arg = "npu:0"
+    return torch.device(arg)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def f(x, path):
+    d = "cuda:0"
+    open(path + d)
+    return x.to(d)
+""",
+        codes=("NPU500",),
+    ),
+    Valid(
+        """\
+import torch
+def f():
+    msg = "cuda"
+    print(msg)
+""",
+    ),
+]

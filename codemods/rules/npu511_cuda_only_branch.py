@@ -1,0 +1,195 @@
+"""NPU511: the cuda-only-branch rule."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+import libcst as cst
+import libcst.matchers as m
+from codemods.framework.base import Fix, Rule, dotted_parts
+from codemods.framework.facts import iter_statements
+from codemods.framework.positions import node_positions
+from npu_migrate.core.diagnostics import Severity
+
+from codemods.framework.cases import Invalid, Valid
+
+
+CUDA_ONLY = frozenset({"tensorrt", "torch_tensorrt", "triton", "bitsandbytes", "xformers", "flash_attn",
+                       "apex", "cupy", "cupyx", "pynvml", "transformer_engine", "pycuda"})
+
+
+_CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
+
+
+_TENSORRT = "TensorrtExecutionProvider"
+
+
+def _scopes_around(tree: ast.Module, line: int) -> list[ast.stmt]:
+    """Functions and classes whose lines hold `line`, innermost first."""
+    around = [s for s in iter_statements(tree.body)
+              if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+              and s.lineno <= line <= (s.end_lineno or s.lineno)]
+    return sorted(around, key=lambda s: s.lineno, reverse=True)
+
+
+def _ast_cuda_only_use(scope: ast.AST, aliases: dict[str, str]) -> str | None:
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in CUDA_ONLY:
+                    return f"`{alias.name}`"
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module.split(".")[0] in CUDA_ONLY:
+                return f"`{node.module}`"
+        elif isinstance(node, ast.Name):
+            target = aliases.get(node.id)
+            if target and target.split(".")[0] in CUDA_ONLY:
+                return f"`{target.split('.')[0]}`"
+    return None
+
+
+def _string(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+class CudaOnlyBranch(Rule):
+    """## What it does
+
+    A CUDA guard (`if device.type == "cuda":`, `if torch.cuda.is_available():`, `if x.is_cuda:`) around a CUDA-only library keeps its CUDA test and is reported.
+
+    ## Why
+
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch or in the function or class around it. The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
+
+    ## Example
+
+    ```python
+    import torch
+    if torch.cuda.is_available():      # kept as written, reported
+        import xformers.ops
+        out = xformers.ops.memory_efficient_attention(q, k, v)
+    ```
+
+    ## Fix safety
+
+    No fix: porting the branch is a design decision.
+    Suppress with `# npu-migrate: ignore[NPU511]`.
+
+    ## Targets
+
+    - **npu**: reports it with the route (no fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU511"
+    name = "cuda-only-branch"
+    summary = "A CUDA guard around a CUDA-only library stays a CUDA guard (never half-migrated) and is reported"
+    fix = Fix.NONE
+    severity = Severity.WARNING
+    prefilter = "|".join(sorted(CUDA_ONLY | {_TENSORRT}))
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._uses: dict[int, str | None] = {}
+        self._file_imports: bool | None = None
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
+        if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
+            return updated_node
+        library = self._cuda_only_use(original_node.body) or self._enclosing_use(original_node)
+        if library is None:
+            return updated_node
+        self._forget_edits_in(original_node.test)
+        self.report(original_node, f"this CUDA branch uses {library}, which runs only on CUDA: the guard stays "
+                                   "on CUDA (so the NPU skips the branch); port the branch by hand to give the "
+                                   "NPU the same feature")
+        return updated_node.with_changes(test=original_node.test)
+
+    def _cuda_guard(self, test: cst.BaseExpression) -> bool:
+        for node in m.findall(test, m.SimpleString() | m.Call() | m.Attribute()):
+            if isinstance(node, cst.SimpleString) and _CUDA_LITERAL.fullmatch(_string(node) or ""):
+                return True
+            if isinstance(node, cst.Call) and self.resolve(node.func) == "torch.cuda.is_available":
+                return True
+            if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
+                return True
+        return False
+
+    def _enclosing_use(self, node: cst.If) -> str | None:
+        """A CUDA-only library used by a function or class around the guard (its bases and
+        imports included): there the guard selects that library's code path. Found in the
+        file's `ast`, so it works whichever piece of the file the engine handed over."""
+        module = self.context.module
+        if module is None or not self._imports_cuda_only():
+            return None  # the file imports no CUDA-only library: no scope can use one
+        line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
+        for scope in _scopes_around(self.context.facts.tree, line):
+            if id(scope) not in self._uses:
+                self._uses[id(scope)] = _ast_cuda_only_use(scope, self.context.facts.aliases)
+            if self._uses[id(scope)] is not None:
+                return self._uses[id(scope)]
+        return None
+
+    def _imports_cuda_only(self) -> bool:
+        if self._file_imports is None:
+            self._file_imports = any(
+                (isinstance(stmt, ast.Import) and any(a.name.split(".")[0] in CUDA_ONLY for a in stmt.names))
+                or (isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] in CUDA_ONLY)
+                for stmt in iter_statements(self.context.facts.tree.body))
+        return self._file_imports
+
+    def _cuda_only_use(self, body: cst.CSTNode) -> str | None:
+        for node in m.findall(body, m.Name() | m.Attribute() | m.SimpleString() | m.Import() | m.ImportFrom()):
+            if isinstance(node, cst.SimpleString):
+                if _string(node) == _TENSORRT:
+                    return "ONNX Runtime's TensorRT provider"
+                continue
+            if isinstance(node, (cst.Import, cst.ImportFrom)):
+                modules = ([dotted_parts(a.name) for a in node.names] if isinstance(node, cst.Import)
+                           else [dotted_parts(node.module) if node.module else None])
+                for parts in modules:
+                    if parts and parts[0] in CUDA_ONLY:
+                        return f"`{'.'.join(parts)}`"
+                continue
+            qualified = self.resolve(node)
+            if qualified and qualified.split(".")[0] in CUDA_ONLY:
+                return f"`{qualified.split('.')[0]}`"
+        return None
+
+    def _forget_edits_in(self, test: cst.BaseExpression) -> None:
+        """Drop what other rules recorded about the guard's rewrite, which is undone here."""
+        inside: set[int] = set()
+
+        class Collect(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                inside.add(id(node))
+                return True
+
+        test.visit(Collect())
+        runner = self.runner
+        assert runner is not None
+        runner._accepted = [(node, make) for node, make in runner._accepted if id(node) not in inside]
+
+
+CASES = [
+    Invalid(
+        """\
+import torch
+if torch.cuda.is_available():
+    import xformers.ops
+    out = xformers.ops.memory_efficient_attention(q, k, v)
+""",
+        codes=("NPU306", "NPU511"),
+        with_rules=("NPU120", "NPU306"),
+    ),
+    Valid(
+        """\
+import torch
+if torch.npu.is_available():
+    x = x.to("npu")
+""",
+    ),
+]

@@ -1,0 +1,95 @@
+"""NPU520: the lightning-cuda-accelerator rule."""
+
+from __future__ import annotations
+
+import libcst as cst
+from codemods.framework.base import Fix, Rule
+from npu_migrate.core.diagnostics import Severity
+from codemods.framework.families.lightning import branches, lightning_name, text_of
+
+from codemods.framework.cases import Invalid, Valid
+
+
+_ENTRY_POINTS = frozenset({"Trainer", "Fabric"})
+
+
+_CUDA_ACCELERATORS = frozenset({"cuda", "gpu"})
+
+
+_ROUTE = ("Lightning has no built-in NPU accelerator: register one (subclass "
+          "`lightning.pytorch.accelerators.Accelerator` on top of torch.npu, Lightning's \"add a new "
+          "accelerator\" guide) and pass it as `accelerator=`; with DDP also pass "
+          "`strategy=DDPStrategy(process_group_backend=\"hccl\")`")
+
+
+class LightningAccelerator(Rule):
+    """## What it does
+
+    Lightning/Fabric `accelerator="cuda"|"gpu"`, `gpus=` and `CUDAAccelerator` are reported with the NPU route.
+
+    ## Why
+
+    Lightning's documented accelerators are cpu, cuda/gpu, mps and tpu: it ships no NPU accelerator, so nothing exact can be written. The report gives the route: a custom `lightning.pytorch.accelerators.Accelerator` on top of `torch.npu` (Lightning's "add a new accelerator" guide) passed as `accelerator=`, and `DDPStrategy(process_group_backend="hccl")`.
+
+    ## Example
+
+    ```python
+    import lightning as L
+    trainer = L.Trainer(accelerator="gpu", devices=2)   # reported with the route
+    ```
+
+    ## Fix safety
+
+    No fix: no documented NPU accelerator to rewrite to.
+    Suppress with `# npu-migrate: ignore[NPU520]`.
+
+    ## Targets
+
+    - **npu**: reports it with the route (no fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU520"
+    name = "lightning-cuda-accelerator"
+    summary = "Lightning/Fabric `accelerator=\"cuda\"|\"gpu\"`, `gpus=` and `CUDAAccelerator` are reported with the NPU route"
+    fix = Fix.NONE
+    severity = Severity.WARNING
+    prefilter = r"accelerator\s*=|gpus\s*=|CUDAAccelerator"  # no leading \b: literals scan fast
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not lightning_name(self.resolve(node.func), _ENTRY_POINTS):
+            return
+        for arg in node.args:
+            keyword = arg.keyword.value if arg.keyword else None
+            chosen = [text_of(v) for v in branches(arg.value)]
+            cuda = [c for c in chosen if (c or "").lower() in _CUDA_ACCELERATORS]
+            if keyword == "accelerator" and cuda:
+                self.report(arg, f"`accelerator={cuda[0]!r}` selects CUDA: {_ROUTE}")
+            elif keyword == "gpus":
+                self.report(arg, f"`gpus=` (Lightning < 2.0) selects CUDA devices: {_ROUTE}")
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "CUDAAccelerator" and lightning_name(self.resolve(node), frozenset({"CUDAAccelerator"})):
+            self.report(node, f"`CUDAAccelerator` runs on CUDA only: {_ROUTE}")
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if (node.value == "CUDAAccelerator" and not self.context.in_import
+                and lightning_name(self.resolve(node), frozenset({"CUDAAccelerator"}))):
+            self.report(node, f"`CUDAAccelerator` runs on CUDA only: {_ROUTE}")
+
+
+CASES = [
+    Invalid(
+        """\
+import lightning as L
+trainer = L.Trainer(accelerator="gpu", devices=2)
+""",
+        codes=("NPU520",),
+    ),
+    Valid(
+        """\
+import lightning as L
+trainer = L.Trainer(accelerator="cpu", devices=1)
+""",
+    ),
+]

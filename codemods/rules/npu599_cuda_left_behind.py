@@ -1,0 +1,154 @@
+"""NPU599: the final sweep (cuda-left-behind)."""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import difflib
+import warnings
+from typing import ClassVar
+from codemods.framework.base import Fix, Rule
+from codemods.framework.cudasites import cuda_sites, statement_spans
+from codemods.framework.facts import FileFacts
+from codemods.framework.imports import split_lines
+from codemods.framework.suppression import ALL
+from npu_migrate.core.diagnostics import Diagnostic, Severity
+
+from codemods.framework.cases import Invalid, Valid
+
+
+# Files that can hold a site spell one of these (a plain alternation: `(?i)` or a long list of
+# library names makes this search the slowest of all prefilters). A file that imports a CUDA-only
+# library and says nothing else about CUDA is reported by NPU301-NPU314, not swept.
+PREFILTER = r"cuda|CUDA|Cuda|cudnn|CUDNN|nccl|NCCL|CUBLAS|Tensorrt|gpus\s*=|accelerator\s*="
+
+
+_ROUTES = {
+    "api": "use its torch.npu / torch_npu counterpart, or keep it on a CUDA-only branch",
+    "method": "use `.npu()` / `.to(device)` / `.is_npu`",
+    "string": "if it names a device, backend or variable, write the NPU one "
+              "(\"npu\", \"hccl\", ASCEND_*/HCCL_*, CANNExecutionProvider)",
+    "library": "CUDA-only: keep it on a CUDA-only branch or replace it (docs/rules-third-party.md)",
+    "keyword": "select the NPU (\"npu\") the way the framework documents it",
+}
+
+
+class CudaLeftBehind(Rule):
+    """## What it does
+
+    After every other rule ran, CUDA-specific code still in the migrated file that no diagnostic speaks about is reported.
+
+    ## Why
+
+    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (`codemods/framework/cudasites.py`, an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement or the line carries an `npu-migrate: ignore` comment. Comments, docstrings, log/help text and paths are never sites. Lines point at the original file.
+
+    ## Example
+
+    ```python
+    backend = "nccl"   # no rule proves this is a backend: NPU599
+    ```
+
+    ## Fix safety
+
+    No fix: it reports what nothing else handled.
+    Suppress with `# npu-migrate: ignore[NPU599]`.
+
+    ## Targets
+
+    - **npu**: reports it with the route (no fix)
+    - **portable**: not yet
+    """
+
+    code = "NPU599"
+    name = "cuda-left-behind"
+    summary = "Final sweep: CUDA-specific code still in the migrated file that no rule rewrote or reported"
+    fix = Fix.NONE
+    severity = Severity.WARNING
+    prefilter = PREFILTER
+    # the engine runs this rule once per file, after all others, on the migrated text
+    final_sweep: ClassVar[bool] = True
+
+    def sweep(self, new_text: str) -> None:
+        """Append an NPU599 diagnostic for every site of `new_text` nothing else covers."""
+        context = self.context
+        tree = context.facts.tree if new_text == context.source else _parse(new_text)
+        if tree is None:
+            return  # the engine reports a rewrite that does not parse
+        facts = context.facts if tree is context.facts.tree else FileFacts.from_tree(tree)
+        sites = cuda_sites(tree, facts, new_text)
+        if not sites:
+            return
+        to_old = _line_map(context.source, new_text)
+        covered: set[int] | None = None
+        reported = {d.line for d in context.diagnostics if d.code != self.code}
+        # a line where the user silenced some rule (`# npu-migrate: ignore[CODE]`) keeps its CUDA
+        # code on purpose: the sweep does not re-open that decision
+        # (`noqa` comments belong to other linters: an import silenced for F401 is still swept)
+        suppressions = context.suppressions
+        reported |= {line for line, _, _ in suppressions.written}
+        reported |= {line for line, codes in suppressions.by_line.items() if codes == ALL}
+        for site in sites:
+            line = to_old(site.line)
+            if line in reported:
+                continue
+            if covered is None:  # statements are mapped only when some site needs it
+                covered = self._covered_lines(context.facts.tree)
+            if line in covered:
+                continue
+            context.diagnostics.append(Diagnostic(
+                self.code, f"`{site.construct}` is still CUDA-specific and no rule handled it: {_ROUTES[site.kind]}",
+                context.path, line, site.col, self.severity))
+
+    def _covered_lines(self, tree: ast.Module) -> set[int]:
+        """Original lines on which another rule has reported: a diagnostic covers its whole
+        statement (a multi-line call, an `if` header)."""
+        reported = sorted({d.line for d in self.context.diagnostics if d.code != self.code})
+        covered = set(reported)
+        if not reported:
+            return covered
+        for first, last in statement_spans(tree):
+            at = bisect.bisect_left(reported, first)
+            if at < len(reported) and reported[at] <= last:
+                covered.update(range(first, last + 1))
+        return covered
+
+
+def _parse(text: str) -> ast.Module | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+
+def _line_map(old: str, new: str):  # type: ignore[no-untyped-def]
+    """new line number -> the original line it came from (a line the rewrite added maps to the
+    original line at that place)."""
+    if old == new:
+        return lambda line: line
+    old_lines, new_lines = split_lines(old), split_lines(new)
+    mapping: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for offset, j in enumerate(range(j1, j2)):
+            if tag == "equal":
+                mapping[j + 1] = i1 + offset + 1
+            else:
+                mapping[j + 1] = min(i1 + offset, max(i1, i2 - 1)) + 1
+    return lambda line: mapping.get(line, line)
+
+
+CASES = [
+    Invalid(
+        """\
+backend = "nccl"
+""",
+        codes=("NPU599",),
+    ),
+    Valid(
+        """\
+print("running on cuda")
+""",
+    ),
+]

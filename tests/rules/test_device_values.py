@@ -1,0 +1,190 @@
+"""NPU500: device strings followed from where they are written to where they are a device;
+the project index for module constants read by other modules."""
+
+import ast
+import os
+from pathlib import Path
+
+import pytest
+import rule_cases
+
+from codemods.framework.devicevalues import (
+    INDEX_OPTION,
+    module_names,
+    project_device_index,
+)
+from codemods.framework.registry import all_rules, select_rules
+from codemods.framework.devicevalues import device_places
+from npu_migrate.apply.engine import RuleSet, migrate_text
+
+CODES = ["NPU500"]
+T = "import torch\n"
+
+
+def after(src: str) -> str:
+    return rule_cases.after(src, CODES)
+
+
+def diagnostics(src: str) -> list:
+    return rule_cases.migrate(src, CODES).diagnostics
+
+
+REWRITES = [
+    # a local reaching torch.device
+    (T + "def select_device():\n    arg = 'cuda:0'\n    return torch.device(arg)\n",
+     T + "def select_device():\n    arg = 'npu:0'\n    return torch.device(arg)\n"),
+    # templates: f-string, %, concatenation with str(i), .format, then map_location
+    (T + "def f(rank, x):\n    d = f'cuda:{rank}'\n    return x.to(d)\n",
+     T + "def f(rank, x):\n    d = f'npu:{rank}'\n    return x.to(d)\n"),
+    (T + "def f(i):\n    d = 'cuda:%d' % i\n    return torch.ones(2, device=d)\n",
+     T + "def f(i):\n    d = 'npu:%d' % i\n    return torch.ones(2, device=d)\n"),
+    (T + "def f(i):\n    d = 'cuda:' + str(i)\n    return torch.ones(2, device=d)\n",
+     T + "def f(i):\n    d = 'npu:' + str(i)\n    return torch.ones(2, device=d)\n"),
+    (T + "def f(args, path):\n    loc = 'cuda:{}'.format(args.gpu)\n    return torch.load(path, map_location=loc)\n",
+     T + "def f(args, path):\n    loc = 'npu:{}'.format(args.gpu)\n    return torch.load(path, map_location=loc)\n"),
+    # a default parameter whose name does not say device
+    (T + "def build(name='cuda'):\n    return torch.device(name)\n",
+     T + "def build(name='npu'):\n    return torch.device(name)\n"),
+    # a function return reaching .to()
+    (T + "def pick():\n    return 'cuda:0'\ndef g(x):\n    return x.to(pick())\n",
+     T + "def pick():\n    return 'npu:0'\ndef g(x):\n    return x.to(pick())\n"),
+    # a config field read as an attribute elsewhere
+    (T + "class Cfg:\n    accel: str = 'cuda'\ndef g(cfg, x):\n    return x.to(cfg.accel)\n",
+     T + "class Cfg:\n    accel: str = 'npu'\ndef g(cfg, x):\n    return x.to(cfg.accel)\n"),
+    # self.attribute set in one method, used in another
+    (T + "class M:\n    def __init__(self):\n        self.where = 'cuda'\n    def run(self, x):\n"
+         "        return x.to(self.where)\n",
+     T + "class M:\n    def __init__(self):\n        self.where = 'npu'\n    def run(self, x):\n"
+         "        return x.to(self.where)\n"),
+    # a dict entry read back by key
+    (T + "def f(x):\n    cfg = {'accel': 'cuda'}\n    return x.to(cfg['accel'])\n",
+     T + "def f(x):\n    cfg = {'accel': 'npu'}\n    return x.to(cfg['accel'])\n"),
+    # derived: f"{base}:{rank}"
+    (T + "def f(rank, x):\n    base = 'cuda'\n    return x.to(f'{base}:{rank}')\n",
+     T + "def f(rank, x):\n    base = 'npu'\n    return x.to(f'{base}:{rank}')\n"),
+    # logging of the value neither counts nor blocks
+    (T + "def f(x):\n    d = 'cuda:0'\n    print('using', d)\n    return x.to(d)\n",
+     T + "def f(x):\n    d = 'npu:0'\n    print('using', d)\n    return x.to(d)\n"),
+]
+
+
+@pytest.mark.parametrize("src,expected", REWRITES)
+def test_rewrites_values_proven_to_reach_a_device(src, expected):
+    assert after(src) == expected
+
+
+def test_probable_values_are_reported_with_the_evidence_path():
+    src = T + "def f(x, path):\n    d = 'cuda:0'\n    open(path + d)\n    return x.to(d)\n"
+    assert after(src) == src
+    [diagnostic] = diagnostics(src)
+    assert diagnostic.code == "NPU500" and diagnostic.line == 3
+    assert "`.to()` (line 5)" in diagnostic.message and "line 4" in diagnostic.message
+
+
+UNTOUCHED = [
+    T + "def f():\n    msg = 'cuda'\n    print(msg)\n",  # log text only
+    T + "def f():\n    name = 'cuda'\n    return open(name + '_model.pt')\n",  # a path
+    T + "def f(parser):\n    parser.add_argument('--backend', default='cuda', help='cuda')\n",  # a flag
+    T + "def f(x):\n    return x.to('cuda')\n",  # NPU103's position: not this rule's edit
+    T + "DEVICE = 'cuda'\ndef f(x):\n    return x.to(DEVICE)\n",  # NPU190 decides
+    T + "def f():\n    kind = 'cuda'\n    return kind\n",  # returned, never a device here
+]
+
+
+@pytest.mark.parametrize("src", UNTOUCHED)
+def test_leaves_text_paths_flags_and_other_rules_positions(src):
+    outcome = rule_cases.migrate(src, CODES)
+    assert outcome.new_text is None and outcome.diagnostics == []
+
+
+def test_npu103_keeps_its_own_edits_with_every_default_rule():
+    src = T + "def f(x, use):\n    return torch.load('p', map_location='cuda:0' if use else 'cpu')\n"
+    outcome = migrate_text(src, "t.py", RuleSet(select_rules(all_rules())))
+    assert "'npu:0'" in outcome.new_text
+    assert {e.code for e in outcome.edits} >= {"NPU103"} and "NPU500" not in {e.code for e in outcome.edits}
+
+
+# -- the project index ---------------------------------------------------------------------------
+
+def write(root, relative, text):
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def test_module_names_are_every_importable_suffix(tmp_path):
+    assert module_names(str(tmp_path / "src" / "pkg" / "env.py"), str(tmp_path)) == ["src.pkg.env", "pkg.env", "env"]
+    assert module_names(str(tmp_path / "pkg" / "__init__.py"), str(tmp_path)) == ["pkg"]
+
+
+def test_constant_used_as_a_device_by_another_module_is_rewritten(tmp_path):
+    settings = write(tmp_path, "pkg/settings.py", "ACCEL = 'cuda'\n")
+    user = write(tmp_path, "pkg/train.py",
+                 "import torch\nfrom pkg.settings import ACCEL\ndef f(x):\n    return x.to(ACCEL)\n")
+    other = write(tmp_path, "pkg/util.py", "from pkg import settings\nimport torch\n"
+                                          "t = torch.zeros(1, device=settings.ACCEL)\n")
+    index = project_device_index([settings, user, other], str(tmp_path), device_places())
+    uses = index[os.path.abspath(settings)]["ACCEL"]
+    assert len(uses["device"]) == 2 and uses["other"] == []
+    ruleset = RuleSet(select_rules(all_rules(), select=CODES), {INDEX_OPTION: index})
+    outcome = migrate_text(Path(settings).read_text(), settings, ruleset)
+    assert outcome.new_text == "ACCEL = 'npu'\n"
+    assert "pkg/train.py" in outcome.edits[0].message  # the evidence names the other module
+    # without the index (another shard's view of one file), nothing is proven
+    alone = migrate_text(Path(settings).read_text(), settings, RuleSet(select_rules(all_rules(), select=CODES)))
+    assert alone.new_text is None
+
+
+def test_constant_also_used_as_text_elsewhere_is_reported(tmp_path):
+    settings = write(tmp_path, "settings.py", "ACCEL = 'cuda'\n")
+    user = write(tmp_path, "train.py", "from settings import ACCEL\nimport torch\n"
+                                      "def f(x):\n    open(ACCEL + '.log')\n    return x.to(ACCEL)\n")
+    index = project_device_index([settings, user], str(tmp_path), device_places())
+    ruleset = RuleSet(select_rules(all_rules(), select=CODES), {INDEX_OPTION: index})
+    outcome = migrate_text(Path(settings).read_text(), settings, ruleset)
+    assert outcome.new_text is None
+    assert [d.code for d in outcome.diagnostics] == ["NPU500"]
+
+
+def test_index_ignores_ambiguous_module_names_and_broken_files(tmp_path):
+    a = write(tmp_path, "a/config.py", "ACCEL = 'cuda'\n")
+    b = write(tmp_path, "b/config.py", "ACCEL = 'cuda:1'\n")
+    broken = write(tmp_path, "c.py", "def (:\n  cuda\n")
+    user = write(tmp_path, "d.py", "from config import ACCEL\nimport torch\nx = torch.zeros(1, device=ACCEL)\n")
+    index = project_device_index([a, b, broken, user], str(tmp_path), device_places())
+    assert index == {}  # `config` names two files: no guess
+
+
+def test_flow_is_ast_only_and_handles_nested_scopes():
+    from codemods.framework.devicevalues import FileFlow
+    from codemods.framework.facts import FileFacts
+
+    src = T + "def outer(x):\n    d = 'cuda'\n    def inner():\n        return x.to(d)\n    return inner\n"
+    tree = ast.parse(src)
+    [finding] = FileFlow(tree, FileFacts.from_tree(tree), device_places()).findings()
+    assert finding.proven and finding.line == 3
+
+
+def test_apply_command_uses_the_whole_project_under_shards(tmp_path, monkeypatch):
+    """The index is computed before --shard narrows the files: whichever shard holds the
+    settings module rewrites it, and the cache key changes when another module's use does."""
+    import json
+
+    from click.testing import CliRunner
+
+    from npu_migrate.commands.apply import command
+
+    write(tmp_path, "settings.py", "ACCEL = 'cuda'\n")
+    for i in range(4):
+        write(tmp_path, f"user{i}.py", "import torch\nfrom settings import ACCEL\n"
+                                       f"def f{i}(x):\n    return x.to(ACCEL)\n")
+    monkeypatch.chdir(tmp_path)
+    rewritten = []
+    for k in (1, 2):
+        result = CliRunner().invoke(command, ["--check", "--format", "json", "--no-cache",
+                                              "--shard", f"{k}/2", "."], catch_exceptions=False)
+        for entry in json.loads(result.stdout)["files"]:
+            if any(e["code"] == "NPU500" for e in entry["edits"]):
+                rewritten.append(os.path.basename(entry["path"]))
+    assert rewritten == ["settings.py"]
