@@ -57,6 +57,8 @@ class RuleContext:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # imports the rewritten code needs; the engine adds the missing ones after the pass
     imports: set[tuple[str, str | None, str | None]] = field(default_factory=set)
+    # module-level statements the rewrite needs after the imports (portable's DEVICE)
+    definitions: set[str] = field(default_factory=set)
     # set by the runner for the chunk being processed (line offset of the chunk in the file)
     line_offset: int = 0
     in_import: int = 0  # > 0 while the traversal is inside an import statement (kept by the runner)
@@ -131,6 +133,10 @@ class Rule:
     # "python" rules are LibCST transformers; rules in one of TEXT_LANGUAGES ("shell", "cuda")
     # implement `rewrite_text` over the file's text (and record edits with `fixed_at`/`report_at`).
     language: ClassVar[str] = "python"
+    # the targets it writes code for (codemods/framework/targets.py): under another target the
+    # engine runs it report-only; a portable rule names the npu rules it stands in for
+    supported_targets: ClassVar[frozenset[str]] = frozenset({"npu"})
+    replaces: ClassVar[tuple[str, ...]] = ()
     METADATA_DEPENDENCIES: ClassVar[tuple[Any, ...]] = ()
 
     def __init__(self, context: RuleContext) -> None:
@@ -139,6 +145,11 @@ class Rule:
         self.file: dict[str, Any] = {}  # per-file state (a rule instance serves one file)
         # per-tree state; only valid during a traversal (the runner sets and drops it)
         self.tree: TreeScratch = TreeScratch()
+        self.report_only = False  # set by the engine: its rewrites are dropped and reported
+
+    @property
+    def target(self) -> str:
+        return self.context.options.get("target") or "npu"
 
     # -- helpers for rule authors ------------------------------------------------------------
     def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = None) -> Any:
@@ -182,6 +193,16 @@ class Rule:
 
 
 _IMPORTS = (cst.Import, cst.ImportFrom)
+
+
+def _as_report(make: Callable[[int, int], Any], path: str) -> Callable[[int, int], Any]:
+    """A recorded edit of a report-only rule, turned into a warning at the same place."""
+    from codemods.framework.targets import report_instead
+
+    def made(line: int, col: int) -> Any:
+        item = make(line, col)
+        return report_instead(item, path) if isinstance(item, Edit) else item
+    return made
 
 
 class RuleCrash(Exception):
@@ -249,12 +270,17 @@ class RuleRunner(cst.CSTTransformer):
         assert context is not None
         for rule, method in handlers:
             context._pending = []
+            imports = (set(context.imports), set(context.definitions)) if rule.report_only else None
             try:
                 result = method(original_node, updated_node)
             except Exception as exc:
                 raise RuleCrash(rule.code, exc) from exc
             pending = context._pending
             context._pending = []
+            if imports is not None and result is not updated_node:
+                context.imports, context.definitions = imports  # report-only: nothing of the rewrite stays
+                result = updated_node
+                pending = [(node, _as_report(make, context.path)) for node, make in pending]
             if result is not updated_node and self._suppressed(rule.code, original_node):
                 continue  # drop the change and what the rule said about it
             self._accepted.extend(pending)

@@ -29,6 +29,7 @@ class Valid:
     source: str
     path: str = "example.py"  # the suffix picks the language: `.sh` for shell rules
     with_rules: tuple[str, ...] = ()  # other rules to run alongside (NPU100 acts on their edits)
+    options: tuple[tuple[str, str], ...] = ()  # rule options, e.g. (("target", "portable"),)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Invalid:
     codes: tuple[str, ...] = ()
     path: str = "example.py"
     with_rules: tuple[str, ...] = ()
+    options: tuple[tuple[str, str], ...] = ()
 
 
 def cases_of(rule: type[Any]) -> list[Valid | Invalid]:

@@ -172,6 +172,9 @@ SCHEMAS: dict[str, Any] = {
                   "generic": MapOf(Record(required={"position": (int, None), "keyword": str},
                                           optional={"cuda_when_missing": bool}))},
         optional=_ABOUT),
+    "api_versions.json": Record(
+        required={"apis": MapOf(Record(required={"since": str, "older": (str, None), "source": str}))},
+        optional=_ABOUT),
     "coverage_backends.json": COVERAGE,
     "coverage_devices.json": COVERAGE,
     "coverage_graphs.json": Record(

@@ -33,6 +33,10 @@ def _cases(rule: Any) -> list[str]:
              "runs, so other rules' rewrites do not show)."]
     for case in found:
         lines.append("")
+        settings = dict(case.options)
+        if settings:  # `--target portable`, `target-version = "2.5"`
+            lines += ["With " + ", ".join(f"`{key.replace('_', '-')} = {value!r}`"
+                                          for key, value in settings.items()) + ":", ""]
         if isinstance(case, Invalid):
             codes = ", ".join(case.codes or (rule.code,))
             if case.after is None:

@@ -6,6 +6,7 @@ import libcst as cst
 
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.families.cuda_method import RenameRule
+from codemods.framework.portable import portable_ok, require_device
 
 
 class CudaMethod(RenameRule):
@@ -53,13 +54,14 @@ class CudaMethod(RenameRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: `.cuda(non_blocking=...)` becomes `.to(DEVICE, non_blocking=...)` (docs/targets.md: one DEVICE per file, CPU when no accelerator); a device index is reported
     """
 
     code = "NPU101"
     name = "cuda-method"
     summary = "`.cuda(...)` on tensors and modules becomes `.npu(...)`, arguments kept"
     prefilter = r"\.cuda\b"
+    supported_targets = frozenset({"npu", "portable"})
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         func = updated_node.func
@@ -73,11 +75,59 @@ class CudaMethod(RenameRule):
             return updated_node
         if self.defined_here("cuda", original_node):
             return updated_node
+        if self.target == "portable":
+            return self._portable(original_node, updated_node)
         self.fixed(original_node, "`.cuda()` → `.npu()`")
         return updated_node.with_changes(func=func.with_changes(attr=cst.Name("npu")))
 
 
+    def _portable(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """`.cuda(non_blocking=...)` -> `.to(DEVICE, non_blocking=...)`; a device index is reported."""
+        func = updated.func
+        assert isinstance(func, cst.Attribute)
+        positional = any(arg.keyword is None for arg in updated.args)
+        device = None if positional or not portable_ok(self.context.options) else require_device(self.context)
+        if device is None:
+            self.report(original, "`.cuda(...)` with a device index (or a file binding DEVICE, or a "
+                                  "target-version without torch.accelerator): move it with "
+                                  "`.to(<device>)` by hand")
+            return updated
+        self.fixed(original, "`.cuda()` → `.to(DEVICE)`")
+        args = [cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if updated.args
+                        else cst.MaybeSentinel.DEFAULT), *updated.args]
+        return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
+
+
 CASES = [
+    Invalid(
+        """\
+import torch
+model = Net().cuda()
+x = batch.cuda(non_blocking=True)
+""",
+        after="""\
+import torch
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+model = Net().to(DEVICE)
+x = batch.to(DEVICE, non_blocking=True)
+""",
+        codes=("NPU100", "NPU101"),
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # a device index: no generic spelling chosen for it, reported
+        """\
+import torch
+x = batch.cuda(1)
+""",
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # torch 2.5 has no torch.accelerator: reported, never torch_npu code
+        """\
+import torch
+model = Net().cuda()
+""",
+        options=(("target", "portable"), ("target_version", "2.5")),
+    ),
     Invalid(
         """\
 import os

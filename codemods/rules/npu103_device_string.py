@@ -74,11 +74,12 @@ class DeviceString(DeviceRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: a `"cuda"` device value becomes `DEVICE.type` (also as the branch of `... if <available> else "cpu"`); other CUDA device strings are reported
     """
 
     code = "NPU103"
     name = "device-string"
+    supported_targets = frozenset({"npu", "portable"})
     summary = "`\"cuda\"`/`\"cuda:N\"` device strings in device positions become `\"npu\"`/`\"npu:N\"`"
 
     def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
@@ -256,6 +257,28 @@ def _device_choice(node: cst.IfExp) -> bool:
 
 
 CASES = [
+    Invalid(
+        """\
+import torch
+d = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+x = torch.zeros(2, device="cuda")
+""",
+        after="""\
+import torch
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+d = torch.device(DEVICE.type if torch.cuda.is_available() else "cpu")
+x = torch.zeros(2, device=DEVICE.type)
+""",
+        codes=("NPU100", "NPU103"),
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # a device index has no generic spelling here: reported
+        """\
+import torch
+x = torch.zeros(2, device="cuda:1")
+""",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import os

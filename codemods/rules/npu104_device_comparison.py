@@ -11,6 +11,7 @@ from codemods.framework.devices import (
     mentions_cuda,
 )
 from codemods.framework.families.device_strings import DeviceRule
+from codemods.framework.nodes import code_of
 
 _COMPARE = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
 
@@ -54,11 +55,12 @@ class DeviceComparison(DeviceRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: `x.type == "cuda"` becomes `x.type != "cpu"` (and `!=` becomes `== "cpu"`): "on an accelerator", false on CPU as before; other CUDA comparisons are reported
     """
 
     code = "NPU104"
     name = "device-comparison"
+    supported_targets = frozenset({"npu", "portable"})
     summary = "Comparisons of devices with `\"cuda\"` (`x.device.type == \"cuda\"`) compare with `\"npu\"`"
 
     def leave_Comparison(self, original_node: cst.Comparison,
@@ -70,6 +72,8 @@ class DeviceComparison(DeviceRule):
             return updated_node
         left, right = updated_node.left, target.comparator
         names = self.table.names
+        if self.target == "portable":
+            return self._portable(original_node, updated_node)
         if is_device_name(original_node.left, names) and collection_mentions_cuda(right):
             new = self.swap(original_node.comparisons[0].comparator, right, "a device comparison",
                             collection=True)
@@ -80,6 +84,31 @@ class DeviceComparison(DeviceRule):
             if new is not left:
                 return updated_node.with_changes(left=new)
         return updated_node
+
+    def _portable(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
+        """`x.type == "cuda"` asks "on an accelerator?": `x.type != "cpu"` asks it of any device
+        (and stays False on CPU, as before)."""
+        target = updated.comparisons[0]
+        names = self.table.names
+        if not (is_device_name(original.left, names) or is_device_name(original.comparisons[0].comparator, names)):
+            return updated
+        string = target.comparator if is_device_name(original.left, names) else updated.left
+        if not collection_mentions_cuda(string):
+            return updated
+        current = target.operator
+        flipped = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}.get(type(current))
+        if flipped is None or not isinstance(current, (cst.Equal, cst.NotEqual)) or not (
+                isinstance(string, cst.SimpleString) and string.evaluated_value == "cuda"):
+            self.report(original, f"`{code_of(original)}`: a CUDA device test; under --target portable "
+                                  "compare with \"cpu\" (or DEVICE.type) by hand")
+            return updated
+        operator = flipped(whitespace_before=current.whitespace_before,
+                           whitespace_after=current.whitespace_after)
+        cpu = string.with_changes(value=string.value.replace("cuda", "cpu"))
+        self.fixed(original, f"`{code_of(original)}` → accelerator test against \"cpu\"")
+        if string is target.comparator:
+            return updated.with_changes(comparisons=[target.with_changes(operator=operator, comparator=cpu)])
+        return updated.with_changes(left=cpu, comparisons=[target.with_changes(operator=operator)])
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         """`str(x.device).startswith("cuda")`."""
@@ -99,6 +128,26 @@ class DeviceComparison(DeviceRule):
 
 
 CASES = [
+    Invalid(
+        """\
+import torch
+use_amp = device.type == "cuda"
+on_cpu = device.type != "cuda"
+""",
+        after="""\
+import torch
+use_amp = device.type != "cpu"
+on_cpu = device.type == "cpu"
+""",
+        options=(("target", "portable"),),
+    ),
+    Invalid(
+        """\
+import torch
+ok = device.type in ("cuda", "xpu")
+""",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import os

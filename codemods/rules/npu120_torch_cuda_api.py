@@ -8,6 +8,7 @@ from codemods.framework.base import Fix, Rule, dotted_expr, dotted_name
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.families.torch_cuda_api import PREFILTER, AliasUse, alias_uses, cuda_names
 from codemods.framework.nodes import alias_asname, split_import
+from codemods.framework.portable import generic_name
 from npu_migrate.core.diagnostics import Severity
 
 CUDA = "torch.cuda"
@@ -79,11 +80,12 @@ class TorchCudaApi(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: `torch.accelerator.<name>` where torch.accelerator has it, seeds → `torch.manual_seed`, else `torch.get_device_module().<name>` (by target-version); imports of torch.cuda are reported
     """
 
     code = "NPU120"
     name = "torch-cuda-api"
+    supported_targets = frozenset({"npu", "portable"})
     summary = "`torch.cuda.<name>` becomes `torch.npu.<name>` for the names torch_npu provides"
     fix = Fix.SAFE
     prefilter = PREFILTER
@@ -109,6 +111,8 @@ class TorchCudaApi(Rule):
         if not (isinstance(owner, cst.Attribute) and owner.attr.value == "cuda"
                 and self.resolve(owner) == CUDA):
             return updated_node  # module aliases (`tc.X`) are handled at their import
+        if self.target == "portable":
+            return self._portable(original_node, updated_node, name)
         new = self.names.rewrites[name]
         value = updated_node.value
         assert isinstance(value, cst.Attribute)
@@ -116,8 +120,29 @@ class TorchCudaApi(Rule):
         return updated_node.with_changes(value=value.with_changes(attr=cst.Name("npu")),
                                          attr=updated_node.attr.with_changes(value=new))
 
+    def _portable(self, original: cst.Attribute, updated: cst.Attribute, name: str) -> cst.BaseExpression:
+        generic = generic_name(name, self.context.options)
+        if generic is None:
+            self.report(original, f"`torch.cuda.{name}`: no device-generic form in the configured "
+                                  "target-version; keep it behind a CUDA check", severity=Severity.WARNING)
+            return updated
+        self.fixed(original, f"`torch.cuda.{name}` → `{generic}`")
+        return cst.parse_expression(generic)
+
+    def _portable_import(self, node: cst.CSTNode) -> bool:
+        """Under --target portable imports of torch.cuda stay and are reported."""
+        if self.target != "portable":
+            return False
+        self.report(node, "`torch.cuda` imported by name: under --target portable write "
+                          "`torch.accelerator.<name>` (or `torch.get_device_module().<name>`) by hand",
+                    severity=Severity.WARNING)
+        return True
+
     # -- imports -------------------------------------------------------------------------------
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
+        if any(dotted_name(a.name) == CUDA and a.asname for a in original_node.names) \
+                and self._portable_import(original_node):
+            return updated_node
         names = list(updated_node.names)
         changed = False
         for i, (orig, alias) in enumerate(zip(original_node.names, updated_node.names)):
@@ -135,6 +160,9 @@ class TorchCudaApi(Rule):
         if updated_node.relative or isinstance(updated_node.names, cst.ImportStar):
             return updated_node
         module = dotted_name(updated_node.module)
+        if module == CUDA or (module == "torch" and any(dotted_name(a.name) == "cuda" for a in updated_node.names)):
+            if self._portable_import(original_node):
+                return updated_node
         if module != "torch":
             return updated_node
         names = list(updated_node.names)
@@ -168,6 +196,8 @@ class TorchCudaApi(Rule):
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
                                   updated_node: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+        if self.target == "portable":
+            return updated_node  # `from torch.cuda import` is reported at the import
         """`from torch.cuda import a, b` -> `from torch.npu import ...`; names torch.npu lacks keep
         a `torch.cuda` import of their own on the same line (never import a missing name)."""
         body: list[cst.BaseSmallStatement] = []
@@ -213,6 +243,48 @@ class TorchCudaApi(Rule):
 
 
 CASES = [
+    Invalid(
+        """\
+import torch
+if torch.cuda.is_available():
+    torch.cuda.set_device(rank)
+    torch.cuda.manual_seed_all(0)
+    print(torch.cuda.memory_allocated(), torch.cuda.get_device_name())
+""",
+        after="""\
+import torch
+if torch.accelerator.is_available():
+    torch.accelerator.set_device_index(rank)
+    torch.manual_seed(0)
+    print(torch.accelerator.memory_allocated(), torch.get_device_module().get_device_name())
+""",
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # torch 2.5: no torch.accelerator, so torch.get_device_module() (torch 2.3)
+        """\
+import torch
+torch.cuda.synchronize()
+""",
+        after="""\
+import torch
+torch.get_device_module().synchronize()
+""",
+        options=(("target", "portable"), ("target_version", "2.5")),
+    ),
+    Invalid(  # torch 2.2: neither API; reported
+        """\
+import torch
+torch.cuda.synchronize()
+""",
+        options=(("target", "portable"), ("target_version", "2.2")),
+    ),
+    Invalid(
+        """\
+from torch.cuda import synchronize
+synchronize()
+""",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import os

@@ -27,6 +27,7 @@ from codemods.framework.cases import Invalid, Valid
 from codemods.framework.data import load_data
 from codemods.framework.devices import device_expr, mentions_cuda
 from codemods.framework.nodes import alias_local, code_of, keyword, split_import
+from codemods.framework.portable import device_type, portable_ok
 from npu_migrate.core.diagnostics import Severity
 
 DATA = "amp.json"
@@ -51,6 +52,14 @@ def amp_table() -> AmpTable:
 
 def _npu_string(device: str) -> cst.SimpleString:
     return cst.SimpleString(f'"{device}"')
+
+
+def _device_of(rule: Rule, device: str) -> cst.BaseExpression:
+    """The AMP device: "npu", or under --target portable the portable device's type."""
+    if rule.target == "portable":  # no DEVICE (bound by the file, torch < 2.6): the CUDA device stays
+        generic = device_type(rule.context) if portable_ok(rule.context.options) else None
+        return generic or _npu_string("cuda")
+    return _npu_string(device)
 
 
 class AmpUses:
@@ -160,11 +169,12 @@ class AmpDevice(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: the same device-generic `torch.amp` calls with the device `DEVICE.type` (docs/targets.md)
     """
 
     code = "NPU130"
     name = "amp-device"
+    supported_targets = frozenset({"npu", "portable"})
     summary = "CUDA AMP (`torch.cuda.amp.*`, `torch.autocast(\"cuda\")`, ...) becomes `torch.amp.*(\"npu\")`"
     fix = Fix.SAFE
     severity = Severity.WARNING
@@ -272,7 +282,7 @@ class AmpDevice(Rule):
                     keyword=cst.Name(names[i]), equal=cst.AssignEqual(
                         whitespace_before=cst.SimpleWhitespace(""),
                         whitespace_after=cst.SimpleWhitespace("")))
-        device = _npu_string(self.table.device)
+        device = _device_of(self, self.table.device)
         if spec["device"] == "positional":
             args.insert(0, cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
                                    if args else cst.MaybeSentinel.DEFAULT))
@@ -300,7 +310,7 @@ class AmpDevice(Rule):
         if slot is None:
             if not spec["cuda_when_missing"] or any(a.star == "**" for a in args):
                 return updated
-            args.insert(0, cst.Arg(_npu_string(self.table.device),
+            args.insert(0, cst.Arg(_device_of(self, self.table.device),
                                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
                                    if args else cst.MaybeSentinel.DEFAULT))
             self.fixed(original, f"`{code_of(original.func)}()` without a device means CUDA: "
@@ -309,7 +319,7 @@ class AmpDevice(Rule):
         value = args[slot].value
         if not mentions_cuda(value):
             return updated
-        new = device_expr(value)
+        new = _device_of(self, "cuda") if self.target == "portable" else device_expr(value)
         if new is None:
             self.report(original, f"`{code_of(value)}`: not a plain CUDA device string; set the AMP "
                                   f"device to \"{self.table.device}\" by hand")
@@ -326,7 +336,7 @@ class AmpDevice(Rule):
             self.report(original, f"`{qualified}` is CUDA-only: use `torch.{new_name}(\"npu\", ...)`")
             return updated
         args = list(updated.args)
-        args.insert(0, cst.Arg(_npu_string(self.table.device),
+        args.insert(0, cst.Arg(_device_of(self, self.table.device),
                                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
                                if args else cst.MaybeSentinel.DEFAULT))
         new_call = updated.with_changes(func=func.with_changes(attr=cst.Name(new_name)), args=args)
@@ -354,7 +364,7 @@ class AmpDevice(Rule):
                                            f"write `@torch.amp.{member}(device_type=\"npu\")`")
             return updated_node
         call = cst.Call(func=new_func or updated_node.decorator,
-                        args=[cst.Arg(_npu_string(self.table.device), keyword=cst.Name("device_type"),
+                        args=[cst.Arg(_device_of(self, self.table.device), keyword=cst.Name("device_type"),
                                       equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                                             whitespace_after=cst.SimpleWhitespace("")))])
         self.fixed(original_node, f"`@{code_of(deco)}` → `@{code_of(call)}`")
@@ -452,6 +462,23 @@ def _append_keyword(args: list[cst.Arg], name: str, value: cst.BaseExpression) -
 
 
 CASES = [
+    Invalid(
+        """\
+import torch
+scaler = torch.cuda.amp.GradScaler(enabled=True)
+with torch.cuda.amp.autocast(dtype=torch.bfloat16):
+    pass
+""",
+        after="""\
+import torch
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+scaler = torch.amp.GradScaler(DEVICE.type, enabled=True)
+with torch.amp.autocast(DEVICE.type, dtype=torch.bfloat16):
+    pass
+""",
+        codes=("NPU100", "NPU130"),
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import os

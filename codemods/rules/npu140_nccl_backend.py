@@ -6,7 +6,10 @@ import re
 
 import libcst as cst
 
+from codemods.framework.base import dotted_expr
 from codemods.framework.cases import Invalid, Valid
+from codemods.framework.portable import require_device
+from codemods.framework.targets import version_allows
 from codemods.framework.families.distributed import DistRule, DistTable
 from codemods.framework.nodes import code_of
 
@@ -128,15 +131,18 @@ class NcclBackend(DistRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: a plain `"nccl"` backend argument becomes `torch.distributed.get_default_backend_for_device(DEVICE)` (torch >= 2.6); other NCCL mentions are reported
     """
 
     code = "NPU140"
     name = "nccl-backend"
+    supported_targets = frozenset({"npu", "portable"})
     summary = "`\"nccl\"` backends (init_process_group, new_group, comparisons, --dist-backend) become `\"hccl\"`"
 
     def _swap(self, original: cst.BaseExpression, updated: cst.BaseExpression,
               where: str) -> cst.BaseExpression:
+        if self.target == "portable":
+            return self._portable(original, updated, where)
         new = backend_expr(updated, self.table)
         if new is None:
             if isinstance(updated, cst.SimpleString) and "nccl" in updated.value.lower():
@@ -145,6 +151,21 @@ class NcclBackend(DistRule):
             return updated
         self.fixed(original, f"`{code_of(updated)}` → `{code_of(new)}` ({where})")
         return new
+
+    def _portable(self, original: cst.BaseExpression, updated: cst.BaseExpression,
+                  where: str) -> cst.BaseExpression:
+        """Under --target portable the backend argument names the device's default backend."""
+        api = "torch.distributed.get_default_backend_for_device"
+        plain = isinstance(updated, cst.SimpleString) and updated.value.strip("\"'") == "nccl"
+        device = None
+        if plain and where in ("the backend argument", "`backend=`") and version_allows(self.context.options, api):
+            device = require_device(self.context)
+        if device is None:
+            self.report(original, f"`{code_of(original)}` in {where}: NCCL exists on CUDA only; under "
+                                  f"--target portable use `{api}(DEVICE)` by hand")
+            return updated
+        self.fixed(original, f"`{code_of(updated)}` → `{api}(DEVICE)` (the device's own backend)")
+        return cst.Call(func=dotted_expr(api), args=[cst.Arg(device)])
 
     def _backend_names(self, node: cst.BaseExpression) -> bool:
         last = _last_name(node)
@@ -249,6 +270,27 @@ class NcclBackend(DistRule):
 
 
 CASES = [
+    Invalid(
+        """\
+import torch.distributed as dist
+dist.init_process_group(backend="nccl")
+""",
+        after="""\
+import torch
+import torch.distributed as dist
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+dist.init_process_group(backend=torch.distributed.get_default_backend_for_device(DEVICE))
+""",
+        codes=("NPU100", "NPU140"),
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # torch 2.5 has no get_default_backend_for_device: reported
+        """\
+import torch.distributed as dist
+dist.init_process_group(backend="nccl")
+""",
+        options=(("target", "portable"), ("target_version", "2.5")),
+    ),
     Invalid(
         """\
 import os

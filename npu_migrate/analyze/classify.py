@@ -30,6 +30,8 @@ STATUS_LABELS = {"rewritten": "rewritten by apply", "reported": "reported by a r
                  "policy": "left by policy", "manual": "needs a person"}
 STATUS_CODES = {"rewritten": "ANA001", "manual": "ANA002", "reported": "ANA003", "policy": "ANA004"}
 IGNORED_EDITS = frozenset({"NPU100"})  # the `import torch_npu` insertion is not a CUDA location
+# apply's final sweep: it flags what no rule handles, so a line only it reports needs a person
+SWEEP_CODES = frozenset({"NPU599"})
 
 
 @dataclass
@@ -131,13 +133,14 @@ def classify(sites: list[Site], outcome: FileOutcome | None, tree: ast.Module | 
     for site in unique.values():
         records = selected.at(site.line)
         site.actions = [(r.code, r.action, r.message) for r in records]
+        handled_elsewhere = [r for r in everything.at(site.line) if r.code not in SWEEP_CODES]
         if any(r.action == "fix" for r in records):
             site.status = "rewritten"
-        elif records:
+        elif any(r.code not in SWEEP_CODES for r in records):
             site.status = "reported"
-        elif everything.at(site.line):
+        elif handled_elsewhere:
             site.status = "policy"
-            site.actions = [(r.code, "policy", r.message) for r in everything.at(site.line)]
+            site.actions = [(r.code, "policy", r.message) for r in handled_elsewhere]
         else:
             site.status = "manual"
     return sorted(unique.values(), key=lambda s: (s.line, s.col))
@@ -153,4 +156,7 @@ def action_text(site: Site) -> str:
         return f"reported by a rule, a person applies its advice: {notes}"
     if site.status == "policy":
         return f"left by policy (the rule is not selected for this file): {notes}"
+    swept = sorted({c for c, _, _ in site.actions if c in SWEEP_CODES})
+    if swept:
+        return f"needs a person: no rule handles this line (apply's final sweep flags it: {', '.join(swept)})"
     return "needs a person: no rule rewrites or reports this line"

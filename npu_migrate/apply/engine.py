@@ -21,7 +21,9 @@ import libcst as cst
 from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner, compile_prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
+from codemods.framework.portable import define_device, guard_import
 from codemods.framework.suppression import Suppressions, skips_file
+from codemods.framework.targets import plan_rules, report_instead, target_of
 from npu_migrate.apply import grammar
 from npu_migrate.apply.notebook_run import migrate_notebook
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
@@ -55,8 +57,11 @@ class RuleSet:
     """The selected rules of a run, split by language, with their combined prefilters."""
 
     def __init__(self, rules: Sequence[type[Rule]], options: Mapping[str, Any] | None = None) -> None:
-        self.rules = list(rules)
         self.options = dict(options or {})
+        from codemods.framework.registry import all_rules
+
+        running, self.report_only = plan_rules(list(rules), target_of(self.options), all_rules())
+        self.rules = running + self.report_only
         self.python = [r for r in self.rules if r.language == "python"]
         self.python_filter = compile_prefilter(self.python)
         self.text_rules = {language: [r for r in self.rules if r.language == language]
@@ -156,6 +161,8 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     context = RuleContext(path, text, FileFacts.from_tree(tree), ruleset.options,
                           Suppressions.parse(text))
     rules = {cls: cls(context) for cls in candidates}
+    for cls, rule in rules.items():
+        rule.report_only = cls in ruleset.report_only
     lines = split_lines(text)
     whole = not nest or any(cls.whole_statements for cls in rules)
     chunk_filters = ruleset.chunk_filters(rules, context.facts)
@@ -180,7 +187,8 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
             return outcome
         pieces.append(new_chunk)
     new_text = "".join(pieces)
-    needs_npu = any(e.code in {r.code for r in rules if r.needs_torch_npu} for e in context.edits)
+    needs_npu = target_of(ruleset.options) == "npu" and any(
+        e.code in {r.code for r in rules if r.needs_torch_npu} for e in context.edits)
     adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
     wanted = set(context.imports)
     if needs_npu and adds_import:
@@ -190,6 +198,12 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
         for text_added in added:
             context.edits.append(Edit("NPU100", f"added `{text_added}`", line, 1))
             line += 1
+    if target_of(ruleset.options) == "portable":
+        guard_import(context)
+    if context.definitions and context.edits:
+        new_text, line = define_device(new_text, context.definitions)
+        if line:
+            context.edits.append(Edit("NPU100", "defined the portable device value", line, 1))
     for cls in sweeps:
         cls(context).sweep(new_text)  # type: ignore[attr-defined]
     outcome.edits = sorted(context.edits, key=lambda e: (e.line, e.col))
@@ -228,6 +242,12 @@ def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
                           ruleset.options, Suppressions.parse(text))
     new_text = text
     for cls in ruleset.matching(ruleset.text_rules[language], text):
+        if cls in ruleset.report_only:  # its rewrite is dropped; what it would do is reported
+            made = len(context.edits)
+            cls(context).rewrite_text(new_text)
+            context.diagnostics += [report_instead(edit, path) for edit in context.edits[made:]]
+            del context.edits[made:]
+            continue
         new_text = cls(context).rewrite_text(new_text)
     outcome.edits = sorted(context.edits, key=lambda e: (e.line, e.col))
     outcome.diagnostics = _unsuppressed(context)

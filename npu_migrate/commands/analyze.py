@@ -32,11 +32,15 @@ class Fatal(click.ClickException):
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True),
               help="Read rule selection from this pyproject.toml.")
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option("--target", type=click.Choice(["npu", "portable"]),
+              help="Judge what `apply --target` would rewrite and what it would report [config: target].")
+@click.option("--target-version", metavar="X.Y", help="The oldest torch the migrated code must run on [config: target-version].")
 @click.option("--torch-npu-version", metavar="X.Y",
               help="Judge NPU kernel support for this torch_npu version (default: any version in the list).")
 def command(paths: tuple[str, ...], only: tuple[str, ...], fmt: str, output: str | None, jobs: int | None,
             exclude: tuple[str, ...], max_rows: int, config_file: str | None, isolated: bool,
-            torch_npu_version: str | None) -> None:
+            torch_npu_version: str | None, target: str | None = None,
+            target_version: str | None = None) -> None:
     """Assess PATHS (files or folders) for a port to Ascend NPUs.
 
     \b
@@ -46,12 +50,18 @@ def command(paths: tuple[str, ...], only: tuple[str, ...], fmt: str, output: str
     from npu_migrate.analyze import SECTIONS, analyze, default_plan
     from npu_migrate.analyze.render import render
     from npu_migrate.apply.selection import resolve_rule_selectors
-    from npu_migrate.core.config import ConfigError, load_settings
+    from npu_migrate.core.config import ConfigError, load_settings, parse_table
 
     if not paths:
         raise click.UsageError("give at least one PATH (a file or a folder)")
     try:
         settings = resolve_rule_selectors(load_settings(list(paths), config_file, isolated))
+        given = {key: value for key, value in (("target", target), ("target-version", target_version)) if value}
+        if given:  # checked as the configuration's own values are
+            chosen = parse_table(given, "command line")
+            settings.target, settings.target_version = (
+                chosen.target if target else settings.target,
+                chosen.target_version if target_version else settings.target_version)
         plan = default_plan(settings.select, settings.ignore, settings.enable, settings.rule_options(),
                             settings.per_file_ignores, settings.root)
     except (ConfigError, ValueError) as exc:

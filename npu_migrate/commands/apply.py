@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -20,7 +21,8 @@ from npu_migrate.apply.selection import (SelectionError, changed_since, parse_sh
 from npu_migrate.apply.summary import RunSummary, package_of
 from npu_migrate.commands.apply_report import MACHINE_FORMATS, Reporter, findings, render_report
 from npu_migrate.core import formats
-from npu_migrate.core.config import ConfigError, Settings, SettingsFinder, did_you_mean, show_settings
+from npu_migrate.core.config import (TARGETS, ConfigError, Settings, SettingsFinder, did_you_mean,
+                                     parse_table, show_settings)
 from npu_migrate.core.diffs import colourise, unified_diff
 from npu_migrate.core.discovery import (CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES, copy_ignore,
                                         output_dir_problem,
@@ -53,6 +55,8 @@ class Fatal(click.ClickException):
 @click.option("--select", multiple=True, help="Rule codes, prefixes or names to run instead of the defaults (comma-separated).")
 @click.option("--ignore", multiple=True, help="Rule codes, prefixes or names to skip.")
 @click.option("--enable", multiple=True, help="Opt-in rules to add (e.g. amp,pin-memory,memory-snapshot).")
+@click.option("--target", type=click.Choice(TARGETS), help="npu: torch_npu code; portable: device-generic code for CUDA, Ascend and CPU [default: npu; config: target].")
+@click.option("--target-version", metavar="X.Y", help="The oldest torch the migrated code must run on [config: target-version].")
 @click.option("--exclude", multiple=True, help="Glob of files or folders to leave out (repeatable).")
 @click.option("--output-dir", type=click.Path(file_okay=False), help="Write a migrated copy here; leave the sources untouched.")
 @click.option("--output-format", type=click.Choice(formats.FORMATS), help="How to print diagnostics [default: text].")
@@ -83,7 +87,7 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
             jobs: int | None, no_cache: bool, cache_dir: str | None, changed_since: str | None,
             shard: str | None, show_fixes: bool, show_files: bool, show_settings: str | None,
             no_color: bool, quiet: bool, config_file: str | None, isolated: bool,
-            stdin_filename: str) -> None:
+            stdin_filename: str, target: str | None = None, target_version: str | None = None) -> None:
     """Migrate PATHS (files or folders; `-` for standard input) from CUDA to Ascend NPUs.
 
     \b
@@ -97,6 +101,8 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
     if legacy_format is not None:
         click.echo("npu-migrate: warning: --format is deprecated; use --output-format", err=True)
     fmt = output_format or legacy_format or "text"
+    overrides = {key: value for key, value in (("target", target), ("target-version", target_version))
+                 if value is not None}
     try:
         finder = SettingsFinder(config_file, isolated)
         if show_settings is not None:
@@ -111,7 +117,7 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
     if paths == ("-",):
         try:
             named = stdin_filename if stdin_filename != "<stdin>" else os.path.join(".", "-")
-            plan = _plan_of({}, finder.for_path(named), select, ignore, enable)
+            plan = _plan_of({}, finder.for_path(named), select, ignore, enable, overrides)
         except (ConfigError, ValueError) as exc:
             raise Fatal(str(exc)) from None
         sys.exit(_run_stdin(plan, stdin_filename, dry_run, show_diff, check, fmt, no_color, exit_zero))
@@ -124,7 +130,7 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
             else "add-noqa" if add_noqa else "write")
     plans: dict[int, RunPlan] = {}
     try:
-        files = _files(existing, finder, exclude, lambda s: _plan_of(plans, s, select, ignore, enable),
+        files = _files(existing, finder, exclude, lambda s: _plan_of(plans, s, select, ignore, enable, overrides),
                        changed_since, shard)
     except (ConfigError, ValueError, SelectionError) as exc:
         raise Fatal(str(exc)) from None
@@ -138,11 +144,6 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
     if mode == "write":
         clean_stale_temps(list(targets.values()) if targets else [file for file, _ in files])
     groups = _groups(files, plans)
-    for plan, _ in groups:
-        settings = plan.settings  # type: ignore[attr-defined]
-        if settings.target_version is not None and not quiet:
-            click.echo(f"npu-migrate: warning: {settings.source}: target-version has no effect yet "
-                       "(no rule depends on the torch_npu version)", err=True)
     try:
         output = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout  # noqa: SIM115
     except OSError as exc:
@@ -215,11 +216,19 @@ def _plan(settings: Settings, select: Sequence[str], ignore: Sequence[str], enab
 
 
 def _plan_of(plans: dict[int, RunPlan], settings: Settings, select: Sequence[str],
-             ignore: Sequence[str], enable: Sequence[str]) -> RunPlan:
+             ignore: Sequence[str], enable: Sequence[str],
+             overrides: dict[str, str] | None = None) -> RunPlan:
     """One plan per distinct settings (the finder returns one object per configuration file);
-    the configuration's rule selectors are checked against the installed rules here, once."""
+    the configuration's rule selectors are checked against the installed rules here, once.
+    `overrides` are command-line values of configuration keys (`--target`), checked as the
+    configuration's own values are."""
     if id(settings) not in plans:
-        plan = _plan(resolve_rule_selectors(settings), select, ignore, enable)
+        chosen = settings
+        if overrides:
+            given = parse_table(overrides, "command line")
+            chosen = dataclasses.replace(settings, **{key.replace("-", "_"): getattr(given, key.replace("-", "_"))
+                                                      for key in overrides})
+        plan = _plan(resolve_rule_selectors(chosen), select, ignore, enable)
         plan.settings = settings  # type: ignore[attr-defined]
         plans[id(settings)] = plan
     return plans[id(settings)]

@@ -106,10 +106,10 @@ def command(code: str | None, fmt: str) -> None:
         click.echo(json.dumps([_describe(r, plugin_origin(r)) for r in rules], indent=2))
         return
     width = max((len(r.name) for r in rules), default=4)
-    click.echo(f"{'CODE':<7} {'NAME':<{width}}  {'DEFAULT':<7}  {'FIX':<6}  {'TARGETS':<7}  SUMMARY")
+    click.echo(f"{'CODE':<7} {'NAME':<{width}}  {'DEFAULT':<7}  {'FIX':<6}  {'TARGETS':<12}  SUMMARY")
     for rule in rules:
         default = "on" if rule.default else "off"
         origin = plugin_origin(rule)
         suffix = f"  [plugin: {origin}]" if origin else ""
         click.echo(f"{rule.code:<7} {rule.name:<{width}}  {default:<7}  {rule.fix.value:<6}  "
-                   f"{_target_names(rule):<7}  {rule.summary}{suffix}")
+                   f"{_target_names(rule):<12}  {rule.summary}{suffix}")

@@ -19,6 +19,10 @@ AMP_DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", 
               "half": "float16"}
 
 
+# what `apply` writes: torch_npu code, or device-generic code for CUDA, Ascend and CPU alike
+TARGETS = ("npu", "portable")
+
+
 class ConfigError(ValueError):
     """A bad configuration; the message names the file and the key."""
 
@@ -31,7 +35,8 @@ class Settings:
     exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     amp_dtype: str = "bfloat16"
-    target_version: str | None = None  # the torch_npu release the migrated code must run on
+    target: str = "npu"  # "npu": torch_npu code; "portable": device-generic code (docs/targets.md)
+    target_version: str | None = None  # the oldest torch release the migrated code must run on
     snapshot_env: str | None = None  # NPU420: the variable that switches memory recording on
     snapshot_max_entries: int | None = None  # NPU420: the recorder's ring-buffer size
     jobs: int | None = None
@@ -41,7 +46,7 @@ class Settings:
     root: str = "."  # its folder: relative paths in the config are relative to it
 
     def rule_options(self) -> dict[str, Any]:
-        return {"amp_dtype": self.amp_dtype, "target_version": self.target_version,
+        return {"amp_dtype": self.amp_dtype, "target": self.target, "target_version": self.target_version,
                 "snapshot_env": self.snapshot_env, "snapshot_max_entries": self.snapshot_max_entries}
 
 
@@ -275,9 +280,12 @@ def parse_table(table: dict[str, Any], path: str = "pyproject.toml") -> Settings
             if not isinstance(value, str) or value.lower() not in AMP_DTYPES:
                 raise ConfigError(f"{where}: amp-dtype must be one of {', '.join(AMP_DTYPES)}, not {value!r}")
             value = AMP_DTYPES[value.lower()]
+        elif key == "target":
+            if value not in TARGETS:
+                raise ConfigError(f"{where}: target must be one of {', '.join(TARGETS)}, not {value!r}")
         elif key == "target-version":
             if not (isinstance(value, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?(\S*)", value)):
-                raise ConfigError(f"{where}: target-version must be a torch_npu version such as '2.9.0'")
+                raise ConfigError(f"{where}: target-version must be a torch version such as '2.6'")
         elif key == "snapshot-env":
             if not (isinstance(value, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value)):
                 raise ConfigError(f"{where}: snapshot-env must be an environment variable name")

@@ -84,7 +84,7 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
         raise EmulationError(f"activate(device={device!r}): the backing device must be 'cpu' or 'cuda'")
     if device == "cuda" and not torch.cuda.is_available():
         raise EmulationError("activate(device='cuda'): no CUDA device is available")
-    from . import _audit, _devices, _memory, _namespace, _precision
+    from . import _accelerator, _audit, _devices, _memory, _namespace, _precision
 
     backend_name = torch._C._get_privateuse1_backend_name()
     if backend_name not in ("privateuseone", "npu"):
@@ -96,6 +96,7 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
     try:
         _namespace.install_modules()
         _devices.install_device_mapping()
+        _accelerator.install_accelerator()  # portable code: torch.accelerator & co.
         if audit or separate_rng:
             _audit.install(tuple(_devices.DEVICE_KWARGS), separate_rng)
         _precision.install(enabled=precision == "device")

@@ -75,4 +75,4 @@ def name_entries() -> list[tuple[str, dict]]:
 
 def run_case(code: str, case: Valid | Invalid, source: str) -> FileOutcome:
     """One rule's case: the rule (plus the case's `with_rules`) over `source`."""
-    return migrate(source, [code, *case.with_rules], case.path)
+    return migrate(source, [code, *case.with_rules], case.path, options=dict(case.options))

@@ -122,9 +122,9 @@ def test_settings_that_change_results_change_the_cache_key(tmp_path, monkeypatch
 
 
 def test_amp_dtype_and_target_version_reach_the_rules(tmp_path):
-    root = project(tmp_path, 'amp-dtype = "fp16"\ntarget-version = "2.6.0rc1"')
+    root = project(tmp_path, 'amp-dtype = "fp16"\ntarget = "portable"\ntarget-version = "2.6.0rc1"')
     options = load_settings([str(root)]).rule_options()
-    assert options == {"amp_dtype": "float16", "target_version": "2.6.0rc1",
+    assert options == {"amp_dtype": "float16", "target": "portable", "target_version": "2.6.0rc1",
                        "snapshot_env": None, "snapshot_max_entries": None}
 
 
@@ -179,7 +179,8 @@ BAD = [
     ("per-file-ignores", '{"a.py" = ["XYZ999"]}', "per-file-ignores.'a.py': unknown rule code or name 'XYZ999'"),
     ("amp-dtype", '"float32"', "amp-dtype must be one of"),
     ("amp-dtype", "16", "amp-dtype must be one of"),
-    ("target-version", '"latest"', "target-version must be a torch_npu version"),
+    ("target-version", '"latest"', "target-version must be a torch version"),
+    ("target", '"cuda"', "target must be one of npu, portable"),
     ("jobs", "0", "jobs must be a positive integer"),
     ("jobs", "true", "jobs must be a positive integer"),
     ("cache-dir", "1", "cache-dir must be a string"),

@@ -23,6 +23,7 @@ from codemods.framework.devices import (
     mentions_cuda,
 )
 from codemods.framework.nodes import code_of
+from codemods.framework.portable import generic_device_value
 from npu_migrate.core.diagnostics import Severity
 
 PREFILTER = r"""['"]cuda\b"""
@@ -42,9 +43,12 @@ class DeviceRule(Rule):
              collection: bool = False) -> cst.BaseExpression:
         """Rewrite one device position; record the edit, or report a CUDA string we cannot
         prove to be a plain device string."""
-        new = device_collection(updated) if collection else device_expr(updated)
+        if self.target == "portable":
+            new = None if collection else generic_device_value(self.context, updated)
+        else:
+            new = device_collection(updated) if collection else device_expr(updated)
         if new is None:
-            if self._doubtful(updated, collection):
+            if self._doubtful(updated, collection) or self.target == "portable":
                 self.report(original, f"`{code_of(original)}` in {where} mentions CUDA but is no "
                                       "plain `cuda`/`cuda:N` device string: port it by hand")
             return updated

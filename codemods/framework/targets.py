@@ -1,0 +1,89 @@
+"""What code a run writes: `npu` (torch_npu code) or `portable` (device-generic code that runs on
+CUDA, Ascend and CPU alike), and the oldest torch it must run on (`target-version`).
+
+Rules read both from their context (`target_of(options)`, `version_allows(options, api)`); the
+engine asks `plan_rules` which rules run normally and which only report under the target:
+
+- a rule states the targets it writes code for in `Rule.supported_targets` (default: npu only);
+- a portable rule may name the npu rules it stands in for (`Rule.replaces`): under `portable`
+  it runs in their place, under `npu` it does not run;
+- under `portable`, an npu-only rule with no stand-in runs *report-only*: its rewrites are
+  dropped and each becomes a warning (`report_instead`), so `--target portable` never writes
+  torch_npu code silently.
+
+The API table (`codemods/data/api_versions.json`) says from which torch release each API the
+rules emit exists; below the configured minimum a rule emits the older spelling or reports.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from codemods.framework.data import load_data
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+
+NPU, PORTABLE = "npu", "portable"
+TARGETS = (NPU, PORTABLE)
+
+
+def target_of(options: Mapping[str, Any]) -> str:
+    return options.get("target") or NPU
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """'2.6.0rc1' -> (2, 6): the API table is kept per torch minor release."""
+    match = re.match(r"(\d+)\.(\d+)", text)
+    if not match:
+        raise ValueError(f"not a torch version: {text!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+@functools.cache
+def api_table() -> dict[str, dict[str, Any]]:
+    apis: dict[str, dict[str, Any]] = load_data("api_versions.json")["apis"]
+    return apis
+
+
+def since(api: str) -> tuple[int, int]:
+    return parse_version(api_table()[api]["since"])
+
+
+def version_allows(options: Mapping[str, Any], api: str) -> bool:
+    """Whether `api` exists in every torch the code must run on (no minimum: the newest)."""
+    minimum = options.get("target_version")
+    return minimum is None or parse_version(minimum) >= since(api)
+
+
+def too_old(options: Mapping[str, Any], api: str) -> str:
+    """The explanation for a report when the minimum version rules an API out."""
+    return (f"`{api}` needs torch {api_table()[api]['since']}, older than target-version "
+            f"{options.get('target_version')}")
+
+
+def plan_rules(rules: Sequence[type[Any]], target: str,
+               catalogue: Sequence[type[Any]] = ()) -> tuple[list[type[Any]], list[type[Any]]]:
+    """(rules that run, rules that only report) for `target`, in the given order. Under
+    `portable` a selected npu rule that a portable rule of `catalogue` (every installed rule)
+    replaces brings that rule in instead."""
+    if target == NPU:
+        return [r for r in rules if NPU in r.supported_targets], []
+    stand_in = {code: rule for rule in catalogue if PORTABLE in rule.supported_targets for code in rule.replaces}
+    running: list[type[Any]] = []
+    reporting: list[type[Any]] = []
+    for rule in rules:
+        chosen = rule if PORTABLE in rule.supported_targets else stand_in.get(rule.code)
+        if chosen is None:
+            reporting.append(rule)
+        elif chosen not in running:
+            running.append(chosen)
+    return running, reporting
+
+
+def report_instead(edit: Edit, path: str) -> Diagnostic:
+    """An npu rewrite that `--target portable` does not make, as a warning at the same place."""
+    return Diagnostic(edit.code, f"left as is under --target portable (the npu target would: "
+                      f"{edit.message}); no device-generic rewrite for this yet: make it generic "
+                      "by hand or keep it", path, edit.line, edit.col, Severity.WARNING)
