@@ -1,10 +1,14 @@
 """Can the memory findings be trusted? Leak precision/recall and peak error (issue 16).
 
     python bench/memory_findings_bench.py [--snapshots /work/shared/snapshots]
+                                          [--corpus /work/corpus/snapshots]
 
 Inputs:
 * the real snapshots in --snapshots (per device), each labelled with the leak a person finds
   in it (LABELS below, with the reason);
+* the real public snapshots listed in bench/memory_snapshots.json (repo, commit, path, what the
+  run is, the label and its reason), read from --corpus; they are not in this repository: an
+  absent one is skipped with the command that fetches it;
 * generated leak/no-leak pairs (npu_migrate/memory/scenarios.py): single passes of 32- and
   48-layer models (forward+backward+optimizer, forward+backward, forward only, torch_npu
   shape), 12-step training runs whose step evidence is the optimizer's frames or
@@ -24,6 +28,7 @@ dict-based oracle (tests/memory/reference.py) and against the known true peak.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -62,6 +67,7 @@ LABELS = {
     ("multi_gpu_expandable_oom.pickle", 2): (None, "one forward pass (activations kept)"),
 }
 SINGLE_PASS_REAL = {"small_training_step.pickle", "multi_gpu_expandable_oom.pickle"}
+MANIFEST = ROOT / "bench" / "memory_snapshots.json"
 
 
 class Score:
@@ -69,6 +75,7 @@ class Score:
         self.tp = self.fp = self.fn = 0
         self.single_false = self.single_cases = 0
         self.planted = self.planted_right = 0
+        self.clean = self.clean_quiet = 0  # inputs with no leak, and those with no finding
         self.worst_oracle = self.worst_true = 0.0
 
     def leak(self, name: str, expected: str | None, found: list[str], single: bool) -> str:
@@ -80,6 +87,9 @@ class Score:
         if single:
             self.single_cases += 1
             self.single_false += len(found)
+        if expected is None:
+            self.clean += 1
+            self.clean_quiet += int(not found)
         if expected is not None:
             self.planted += 1
             self.planted_right += int(right)
@@ -99,23 +109,54 @@ def sites(report, device: int) -> list[str]:
             and f.message.startswith(f"device {device}:")]
 
 
+def judge(path: Path, score: Score, label, single: bool, tag: str, shown: str = "") -> None:
+    """Analyze one real snapshot and score each device against label(device) -> (site, why)."""
+    start = time.perf_counter()
+    report, contexts = analyze(load_snapshot(path))
+    raw = load_raw(path)
+    for ctx in contexts:
+        expected, why = label(ctx.device)
+        error = score.peak(ctx.rep.peak_bytes, reference_replay(raw, ctx.device)["peak"])
+        verdict = score.leak(path.name, expected, sites(report, ctx.device), single)
+        print(f"{tag} {(shown or path.name)[:60]:60s} dev {ctx.device}  steps {len(ctx.steps):3d}  "
+              f"leak {verdict:5s} ({why})  peak err {error:.2e}  "
+              f"{time.perf_counter() - start:.2f} s")
+
+
 def real(folder: Path, score: Score) -> int:
     files = sorted(p for p in folder.glob("*/*") if p.suffix in (".pkl", ".pickle"))
     for path in files:
-        start = time.perf_counter()
-        snapshot = load_snapshot(path)
-        report, contexts = analyze(snapshot)
-        raw = load_raw(path)
-        for ctx in contexts:
-            expected, why = LABELS.get((path.name, ctx.device), (None, "unlabelled"))
-            ref = reference_replay(raw, ctx.device)
-            error = score.peak(ctx.rep.peak_bytes, ref["peak"])
-            verdict = score.leak(path.name, expected, sites(report, ctx.device),
-                                 path.name in SINGLE_PASS_REAL)
-            print(f"real  {path.name:42s} dev {ctx.device}  steps {len(ctx.steps):3d}  "
-                  f"leak {verdict:5s} ({why})  peak err {error:.2e}  "
-                  f"{time.perf_counter() - start:.2f} s")
+        judge(path, score, lambda device, name=path.name: LABELS.get(
+            (name, device), (None, "unlabelled")), path.name in SINGLE_PASS_REAL, "real ")
     return len(files)
+
+
+def corpus(folder: Path, score: Score) -> tuple[int, set[str]]:
+    """The fetched public snapshots of the manifest; (files judged, their projects)."""
+    manifest = json.loads(MANIFEST.read_text())
+    judged, projects = 0, set()
+    for entry in manifest["snapshots"]:
+        path = folder / entry["file"]
+        if not path.is_file():
+            print(f"skip  {entry['file']}: absent; fetch it with: mkdir -p {path.parent} && "
+                  f"git clone https://github.com/{entry['repo']} /tmp/r && git -C /tmp/r show "
+                  f"{entry['commit']}:{entry['path']} > {path}")
+            continue
+        labels = entry["labels"]
+        judge(path, score, lambda device, labels=labels: (
+            labels[str(device)]["leak"], labels[str(device)]["why"]) if str(device) in labels
+            else (None, "unlabelled"), entry["kind"] == "single-pass", "pub  ",
+            f"{entry['repo'].split('/')[0][:14]}/{path.name}")
+        judged += 1
+        projects.add(project(entry["repo"]))
+    return judged, projects
+
+
+def project(repo: str) -> str:
+    """Forks of Stanford CS336's assignment 2 are one project, whoever pushed them."""
+    owner_name = repo.lower()
+    return "stanford-cs336/assignment2" if ("assignment2" in owner_name
+                                            or "cs336" in owner_name) else owner_name
 
 
 def generated(score: Score) -> int:
@@ -149,26 +190,46 @@ def peaks(score: Score) -> int:
     return 6
 
 
+def summary(title: str, score: Score) -> None:
+    # with no leak claimed (or none to find) the ratio is undefined, not 0
+    precision = f"{score.tp / (score.tp + score.fp):.3f}" if score.tp + score.fp else "n/a"
+    recall = f"{score.tp / (score.tp + score.fn):.3f}" if score.tp + score.fn else "n/a"
+    print(f"{title}: leak precision {precision}  recall {recall}  "
+          f"(tp {score.tp}, fp {score.fp}, fn {score.fn}); no-leak devices left quiet: "
+          f"{score.clean_quiet}/{score.clean}; false leaks on single passes: "
+          f"{score.single_false} over {score.single_cases} single-pass devices; labelled leaks "
+          f"at the right user line: {score.planted_right}/{score.planted}; largest peak error "
+          f"{100 * score.worst_oracle:.4f}% against the oracle"
+          + (f", {100 * score.worst_true:.4f}% against the known true peak"
+             if title.startswith("generated") else ""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--snapshots", type=Path, default=ROOT.parent / "shared" / "snapshots")
+    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "corpus" / "snapshots",
+                        help="folder of the public snapshots listed in "
+                             "bench/memory_snapshots.json")
     args = parser.parse_args()
-    score = Score()
-    n_real = real(args.snapshots, score) if args.snapshots.is_dir() else 0
-    n_gen = generated(score)
-    n_peak = peaks(score)
-    precision = score.tp / max(score.tp + score.fp, 1)
-    recall = score.tp / max(score.tp + score.fn, 1)
+    shared, fetched, made = Score(), Score(), Score()
+    n_shared = real(args.snapshots, shared) if args.snapshots.is_dir() else 0
+    n_fetched, projects = corpus(args.corpus, fetched)
+    n_gen = generated(made)
+    n_peak = peaks(made)
+    if n_shared:
+        projects |= {"ascend/msinsight", "stanford-cs336/assignment2"}
+    both = Score()
+    for part in (shared, fetched):
+        for field in vars(both):
+            merge = max if field.startswith("worst") else int.__add__
+            setattr(both, field, merge(getattr(both, field), getattr(part, field)))
     print()
-    print(f"inputs: {n_real} real snapshots, {n_gen} generated cases, {n_peak} peak cases")
-    print(f"leak precision {precision:.3f}  recall {recall:.3f}  "
-          f"(tp {score.tp}, fp {score.fp}, fn {score.fn})")
-    print(f"false leaks on single passes: {score.single_false} over {score.single_cases} "
-          "single-pass inputs")
-    print(f"planted/labelled leaks found at the right user line: {score.planted_right}/"
-          f"{score.planted}")
-    print(f"largest peak error: {100 * score.worst_oracle:.4f}% against the oracle, "
-          f"{100 * score.worst_true:.4f}% against the known true peak")
+    print(f"real snapshots: {n_shared} shared + {n_fetched} fetched = {n_shared + n_fetched} "
+          f"from {len(projects)} projects ({', '.join(sorted(projects))})")
+    summary(f"real, shared ({n_shared})", shared)
+    summary(f"real, fetched ({n_fetched})", fetched)
+    summary(f"real, all ({n_shared + n_fetched})", both)
+    summary(f"generated ({n_gen} runs + {n_peak} peak cases)", made)
 
 
 if __name__ == "__main__":

@@ -214,6 +214,9 @@ class _StackInterner:
         return found
 
 
+# the C++ unwinder writes -1 as an unsigned 64-bit line when CPython has no line number
+# for a frame (seen in Python 3.13 traces); it means "unknown", not a malformed file
+UNKNOWN_LINE = (1 << 64) - 1
 PROFILER_FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<name>.+)$")
 
 
@@ -226,7 +229,10 @@ def _frame(raw: dict) -> tuple[str, str, int]:
         match = PROFILER_FRAME.match(name)
         if match:
             return match["name"], match["file"], int(match["line"][:18])
-    return name, filename, _checked(raw.get("line", 0) or 0, "frame line", 1 << 31)
+    line = raw.get("line", 0) or 0
+    if line == UNKNOWN_LINE:
+        line = 0
+    return name, filename, _checked(line, "frame line", 1 << 31)
 
 
 def _text(value: Any, what: str) -> str:
