@@ -150,6 +150,8 @@ def output_dir_problem(paths: Iterable[str], output_dir: str) -> str | None:
             if out == root or out.startswith(root.rstrip(os.sep) + os.sep):
                 return (f"--output-dir {output_dir} is {'the input folder' if out == root else 'inside the input'} "
                         f"{path}: choose a folder outside it")
+        elif os.path.dirname(os.path.realpath(path)) == out:  # the copy of a file would be the file
+            return f"--output-dir {output_dir} is the folder of the input {path}: choose another folder"
     return None
 
 

@@ -230,6 +230,15 @@ def test_output_dir_equal_to_or_inside_an_input_is_refused(project, monkeypatch,
     assert not (project / "out").exists() and (project / "a.py").read_text() == CUDA
 
 
+def test_output_dir_that_is_an_input_files_own_folder_is_refused(project, monkeypatch):
+    # the copy of a.py would be a.py itself (it used to end in a SameFileError traceback)
+    monkeypatch.chdir(project)
+    result = invoke("a.py", "--output-dir", ".")
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and "is the folder of the input a.py" in result.output
+    assert (project / "a.py").read_text() == CUDA
+
+
 def test_output_dir_copy_leaves_fifos_out(project, tmp_path_factory):
     os.mkfifo(project / "pipe")
     out = tmp_path_factory.mktemp("out") / "copy"
