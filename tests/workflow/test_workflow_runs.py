@@ -61,7 +61,8 @@ def test_an_interrupted_run_leaves_whole_files_and_a_second_run_finishes(tmp_pat
     body = "import torch\n" + "".join(f"t{i} = torch.zeros({i}).cuda()\nok{i} = t{i}.is_cuda\n"
                                       for i in range(2))
     expected = migrate_source(body)
-    files = [write(tmp_path / f"pkg{i % 8}" / f"m{i:03}.py", body) for i in range(100)]
+    # many files, so that the run is still going when the interrupt lands, even on a loaded machine
+    files = [write(tmp_path / f"pkg{i % 8}" / f"m{i:03}.py", body) for i in range(300)]
     process = subprocess.Popen([sys.executable, "-m", "npu_migrate", "apply", "--jobs", "2", "."],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True, preexec_fn=_default_interrupt)
