@@ -275,6 +275,8 @@ def statement_spans(tree: ast.Module) -> Iterator[tuple[int, int]]:
     for node in iter_statements(tree.body):  # statements only: expressions are not walked
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-            yield node.lineno, max(node.lineno, body[0].lineno - 1)
+            # a `case` clause has no position of its own: its header starts at its pattern
+            first = node.pattern.lineno if isinstance(node, ast.match_case) else node.lineno
+            yield first, max(first, body[0].lineno - 1)
         else:
             yield node.lineno, node.end_lineno or node.lineno

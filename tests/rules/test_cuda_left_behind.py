@@ -119,3 +119,11 @@ def test_cuda_only_library_alone_is_reported_by_the_default_rules(src):
 def test_a_noqa_comment_does_not_hide_a_site_but_an_ignore_for_another_rule_does():
     assert len(sweep_only("backend = 'nccl'  # noqa: E501\n")) == 1
     assert sweep_only("backend = 'nccl'  # npu-migrate: ignore[NPU140]\n") == []
+
+
+def test_match_statements_are_swept_like_any_other_block():
+    # a `case` clause has no line of its own in `ast` (torch/_dynamo/variables/builder.py used to
+    # end in an internal error here)
+    src = T + "def f(kind):\n    match kind:\n        case 'gpu':\n            return torch.version.cuda\n"
+    outcome = with_defaults(src)
+    assert [(d.code, d.line) for d in outcome.diagnostics if d.code == "NPU599"] == [("NPU599", 5)]
