@@ -22,6 +22,15 @@ _SECTION = re.compile(r"^## (.+)$", re.M)
 _TARGET = re.compile(r"^- \*\*([\w-]+)\*\*: (.+)$", re.M)
 
 
+def unindent(text: str) -> str:
+    """A case's text without the indentation common to its non-blank lines. Case texts may be
+    indented to sit inside the CASES list, so that no line of an example reads as a top-level
+    statement of the rule module (an example's `import torch_npu` is not an import of ours)."""
+    lines = text.splitlines(keepends=True)
+    cut = min((len(line) - len(line.lstrip(" ")) for line in lines if line.strip()), default=0)
+    return "".join(line[min(cut, len(line) - len(line.lstrip(" "))):] for line in lines)
+
+
 @dataclass(frozen=True)
 class Valid:
     """Source the rule must leave unchanged, with no edit and no diagnostic of its code."""
@@ -30,6 +39,9 @@ class Valid:
     path: str = "example.py"  # the suffix picks the language: `.sh` for shell rules
     with_rules: tuple[str, ...] = ()  # other rules to run alongside (NPU100 acts on their edits)
     options: tuple[tuple[str, str], ...] = ()  # rule options, e.g. (("target", "portable"),)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source", unindent(self.source))
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,11 @@ class Invalid:
     path: str = "example.py"
     with_rules: tuple[str, ...] = ()
     options: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source", unindent(self.source))
+        if self.after is not None:
+            object.__setattr__(self, "after", unindent(self.after))
 
 
 def cases_of(rule: type[Any]) -> list[Valid | Invalid]:

@@ -53,21 +53,21 @@ class AddTorchNpuImport(Rule):
 CASES = [
     Invalid(
         """\
-import torch
-x = torch.ones(2).cuda()
+    import torch
+    x = torch.ones(2).cuda()
 """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-x = torch.ones(2).npu()
+    import torch
+    import torch_npu  # noqa: F401
+    x = torch.ones(2).npu()
 """,
         codes=('NPU100', 'NPU101'),
         with_rules=('NPU101',),
     ),
     Valid(
         """\
-import torch
-x = torch.ones(2).npu()
+    import torch
+    x = torch.ones(2).npu()
 """,
         with_rules=('NPU101',),
     ),

@@ -64,27 +64,27 @@ class CudaMemorySubmodule(NameMapRule):
 CASES = [
     Invalid(
         """\
-import os
-import torch
-from torch.cuda.memory import _record_memory_history
-used = torch.cuda.memory.memory_allocated(0)
-free, total = torch.cuda.memory.mem_get_info()
+    import os
+    import torch
+    from torch.cuda.memory import _record_memory_history
+    used = torch.cuda.memory.memory_allocated(0)
+    free, total = torch.cuda.memory.mem_get_info()
 """,
         after="""\
-import os
-import torch
-from torch_npu.npu.memory import _record_memory_history
-used = torch.npu.memory.memory_allocated(0)
-free, total = torch.npu.mem_get_info()
+    import os
+    import torch
+    from torch_npu.npu.memory import _record_memory_history
+    used = torch.npu.memory.memory_allocated(0)
+    free, total = torch.npu.mem_get_info()
 """,
     ),
     Valid(
         """\
-import os
-import torch
-from torch_npu.npu.memory import _record_memory_history
-used = torch.npu.memory.memory_allocated(0)
-free, total = torch.npu.mem_get_info()
+    import os
+    import torch
+    from torch_npu.npu.memory import _record_memory_history
+    used = torch.npu.memory.memory_allocated(0)
+    free, total = torch.npu.mem_get_info()
 """,
     ),
 ]

@@ -84,30 +84,30 @@ class NvtxToMstx(NameMapRule):
 CASES = [
     Invalid(
         """\
-import os
-import torch
-from torch.cuda import nvtx
-nvtx.range_start("forward")
-with nvtx.range("step"):
-    ...
+    import os
+    import torch
+    from torch.cuda import nvtx
+    nvtx.range_start("forward")
+    with nvtx.range("step"):
+        ...
 """,
         after="""\
-import os
-import torch
-from torch_npu.npu import mstx as nvtx
-nvtx.range_start("forward")
-with nvtx.annotate("step"):
-    ...
+    import os
+    import torch
+    from torch_npu.npu import mstx as nvtx
+    nvtx.range_start("forward")
+    with nvtx.annotate("step"):
+        ...
 """,
     ),
     Valid(
         """\
-import os
-import torch
-from torch_npu.npu import mstx as nvtx
-nvtx.range_start("forward")
-with nvtx.annotate("step"):
-    ...
+    import os
+    import torch
+    from torch_npu.npu import mstx as nvtx
+    nvtx.range_start("forward")
+    with nvtx.annotate("step"):
+        ...
 """,
     ),
 ]

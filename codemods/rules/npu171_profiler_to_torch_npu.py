@@ -84,32 +84,32 @@ class ProfilerToTorchNpu(NameMapRule):
 CASES = [
     Invalid(
         """\
-import os
-import torch
-from torch.profiler import profile, record_function, ProfilerActivity
-with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-    with record_function("forward"):
-        ...
+    import os
+    import torch
+    from torch.profiler import profile, record_function, ProfilerActivity
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with record_function("forward"):
+            ...
 """,
         after="""\
-import os
-import torch
-from torch.profiler import record_function
-from torch_npu.profiler import profile, ProfilerActivity
-with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.NPU]) as prof:
-    with record_function("forward"):
-        ...
+    import os
+    import torch
+    from torch.profiler import record_function
+    from torch_npu.profiler import profile, ProfilerActivity
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.NPU]) as prof:
+        with record_function("forward"):
+            ...
 """,
     ),
     Valid(
         """\
-import os
-import torch
-from torch.profiler import record_function
-from torch_npu.profiler import profile, ProfilerActivity
-with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.NPU]) as prof:
-    with record_function("forward"):
-        ...
+    import os
+    import torch
+    from torch.profiler import record_function
+    from torch_npu.profiler import profile, ProfilerActivity
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.NPU]) as prof:
+        with record_function("forward"):
+            ...
 """,
     ),
 ]

@@ -332,30 +332,30 @@ class ModuleDeviceConstant(CoverageRule):
 CASES = [
     Invalid(
         """\
-import os
-import torch
-DEVICE = "cuda"
-x = torch.zeros(8, device=DEVICE)
-model.to(f"{DEVICE}:{rank}")
+    import os
+    import torch
+    DEVICE = "cuda"
+    x = torch.zeros(8, device=DEVICE)
+    model.to(f"{DEVICE}:{rank}")
 """,
         after="""\
-import os
-import torch
-import torch_npu  # noqa: F401
-DEVICE = "npu"
-x = torch.zeros(8, device=DEVICE)
-model.to(f"{DEVICE}:{rank}")
+    import os
+    import torch
+    import torch_npu  # noqa: F401
+    DEVICE = "npu"
+    x = torch.zeros(8, device=DEVICE)
+    model.to(f"{DEVICE}:{rank}")
 """,
         codes=('NPU100', 'NPU190'),
     ),
     Valid(
         """\
-import os
-import torch
-import torch_npu  # noqa: F401
-DEVICE = "npu"
-x = torch.zeros(8, device=DEVICE)
-model.to(f"{DEVICE}:{rank}")
+    import os
+    import torch
+    import torch_npu  # noqa: F401
+    DEVICE = "npu"
+    x = torch.zeros(8, device=DEVICE)
+    model.to(f"{DEVICE}:{rank}")
 """,
     ),
 ]

@@ -56,21 +56,21 @@ class FlashAttn(ThirdPartyRule):
 CASES = [
     Invalid(
         """\
-import os
-import torch
-import flash_attn
-out = flash_attn.flash_attn_func(q, k, v, dropout_p=0.1, causal=True)
+    import os
+    import torch
+    import flash_attn
+    out = flash_attn.flash_attn_func(q, k, v, dropout_p=0.1, causal=True)
 """,
     ),
     Valid(
         """\
-import os
-import torch
-import torch_npu
-mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), diagonal=1)
-out = torch_npu.npu_fusion_attention(
-    q, k, v, q.shape[2], "BSND", atten_mask=mask, sparse_mode=3,
-    scale=q.shape[-1] ** -0.5, keep_prob=1 - 0.1)[0]
+    import os
+    import torch
+    import torch_npu
+    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), diagonal=1)
+    out = torch_npu.npu_fusion_attention(
+        q, k, v, q.shape[2], "BSND", atten_mask=mask, sparse_mode=3,
+        scale=q.shape[-1] ** -0.5, keep_prob=1 - 0.1)[0]
 """,
     ),
 ]

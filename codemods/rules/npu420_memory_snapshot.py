@@ -357,59 +357,59 @@ def _enumerate_index(loop: cst.CSTNode) -> str | None:
 CASES = [
     Invalid(
         """\
-import os
-import torch
-def train(model, loader, opt):
-    for x, y in loader:
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
+    import os
+    import torch
+    def train(model, loader, opt):
+        for x, y in loader:
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
 
-if __name__ == "__main__":
-    main()
+    if __name__ == "__main__":
+        main()
 """,
         after="""\
-import os
-import torch
-import torch_npu  # noqa: F401
-import atexit
-def train(model, loader, opt):
-    for npu_migrate_step, (x, y) in enumerate(loader):
-        with torch.profiler.record_function(f"ProfilerStep#{npu_migrate_step}"): pass  # step marker (npu-migrate)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
+    import os
+    import torch
+    import torch_npu  # noqa: F401
+    import atexit
+    def train(model, loader, opt):
+        for npu_migrate_step, (x, y) in enumerate(loader):
+            with torch.profiler.record_function(f"ProfilerStep#{npu_migrate_step}"): pass  # step marker (npu-migrate)
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
 
-if __name__ == "__main__":
-    if os.environ.get("NPU_MIGRATE_SNAPSHOT"):  # memory snapshot (npu-migrate)
-        torch_npu.npu.memory._record_memory_history(
-            enabled="all", context="all", stacks="python", max_entries=100000)
-        atexit.register(torch_npu.npu.memory._dump_snapshot,
-            os.environ["NPU_MIGRATE_SNAPSHOT"].replace("{rank}", os.environ.get("RANK", "0")))
-    main()
+    if __name__ == "__main__":
+        if os.environ.get("NPU_MIGRATE_SNAPSHOT"):  # memory snapshot (npu-migrate)
+            torch_npu.npu.memory._record_memory_history(
+                enabled="all", context="all", stacks="python", max_entries=100000)
+            atexit.register(torch_npu.npu.memory._dump_snapshot,
+                os.environ["NPU_MIGRATE_SNAPSHOT"].replace("{rank}", os.environ.get("RANK", "0")))
+        main()
 """,
         codes=('NPU100', 'NPU420'),
     ),
     Valid(
         """\
-import os
-import torch
-import torch_npu  # noqa: F401
-import atexit
-def train(model, loader, opt):
-    for npu_migrate_step, (x, y) in enumerate(loader):
-        with torch.profiler.record_function(f"ProfilerStep#{npu_migrate_step}"): pass  # step marker (npu-migrate)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
+    import os
+    import torch
+    import torch_npu  # noqa: F401
+    import atexit
+    def train(model, loader, opt):
+        for npu_migrate_step, (x, y) in enumerate(loader):
+            with torch.profiler.record_function(f"ProfilerStep#{npu_migrate_step}"): pass  # step marker (npu-migrate)
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
 
-if __name__ == "__main__":
-    if os.environ.get("NPU_MIGRATE_SNAPSHOT"):  # memory snapshot (npu-migrate)
-        torch_npu.npu.memory._record_memory_history(
-            enabled="all", context="all", stacks="python", max_entries=100000)
-        atexit.register(torch_npu.npu.memory._dump_snapshot,
-            os.environ["NPU_MIGRATE_SNAPSHOT"].replace("{rank}", os.environ.get("RANK", "0")))
-    main()
+    if __name__ == "__main__":
+        if os.environ.get("NPU_MIGRATE_SNAPSHOT"):  # memory snapshot (npu-migrate)
+            torch_npu.npu.memory._record_memory_history(
+                enabled="all", context="all", stacks="python", max_entries=100000)
+            atexit.register(torch_npu.npu.memory._dump_snapshot,
+                os.environ["NPU_MIGRATE_SNAPSHOT"].replace("{rank}", os.environ.get("RANK", "0")))
+        main()
 """,
     ),
 ]

@@ -75,3 +75,15 @@ def test_page_example_is_what_the_default_rules_do(rule, before, after, path) ->
     outcome = migrate(header + before, codes, path)
     result = outcome.new_text if outcome.new_text is not None else header + before
     assert _code_lines(result) == _code_lines(header + after)
+
+
+def test_case_texts_may_be_indented_inside_the_cases_list():
+    from codemods.framework.cases import Invalid, unindent
+
+    case = Invalid("""\
+    import torch
+
+    x = 1
+""", after="    import torch\n")
+    assert case.source == "import torch\n\nx = 1\n" and case.after == "import torch\n"
+    assert unindent("a = 1\n  b\n") == "a = 1\n  b\n"  # a text at column 0 is left as it is
