@@ -106,9 +106,13 @@ def scan(text: str) -> list[Site]:
     # the project's own functions and classes are not CUDA constructs, whatever their names say
     # (`def is_cudnn_snafu`, `class CudaModule`): what their bodies do is scanned
     own = set(re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.MULTILINE))
+    opening = ""  # the first token of the current statement
     for i, tok in enumerate(tokens):
         before = tokens[i - 1] if i else None
         after = tokens[i + 1] if i + 1 < len(tokens) else None
+        if before is None or before.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT) \
+                or before.string == ";":
+            opening = tok.string
         if tok.type == tokenize.OP and tok.string in "([{":
             calls.append(before.string if before is not None and before.type == tokenize.NAME else "")
             continue
@@ -127,6 +131,8 @@ def scan(text: str) -> list[Site]:
                 sites.append(Site(line, f"import {after.string}"))
             elif name == "cuda" and after is not None and after.string in ("(", ".") and (dotted or after.string == "."):
                 sites.append(Site(line, "cuda" + after.string))
+            elif name == "cudnn" and opening in ("import", "from"):
+                pass  # importing torch.backends.cudnn is harmless on NPU; its flags are sites where set
             elif name == "is_cuda" and dotted:
                 sites.append(Site(line, ".is_cuda"))
             elif (_CUDA_WORD.search(name) and (dotted or (after is not None and after.string in ("(", ".")))) or _CUDA_CLASS.fullmatch(name):

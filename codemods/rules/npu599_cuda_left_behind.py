@@ -40,7 +40,7 @@ class CudaLeftBehind(Rule):
 
     ## Why
 
-    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (`codemods/framework/cudasites.py`, an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement or the line carries an `npu-migrate: ignore` comment. Comments, docstrings, log/help text and paths are never sites. Lines point at the original file.
+    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (`codemods/framework/cudasites.py`, an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement or the line carries an `npu-migrate: ignore` comment. Comments, docstrings, log/help text and paths are never sites, nor is `import torch.backends.cudnn` (harmless on NPU; the flags it sets are NPU161). Lines point at the original file.
 
     ## Example
 
