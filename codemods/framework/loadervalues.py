@@ -141,8 +141,9 @@ def pinned_loaders(tree: ast.Module, qualify: Qualify, imported: Collection[str]
     def starts(value: ast.AST | None) -> bool:
         if isinstance(value, ast.Call):
             parts = ast_dotted_parts(value.func)
-            return bool(parts) and (qualify(parts) in loaders or ".".join(parts) in imported) \
-                or _key(value.func) in grounded_helpers
+            if parts and qualify(parts) in loaders:
+                return will_pin(value)
+            return (bool(parts) and ".".join(parts) in imported) or _key(value.func) in grounded_helpers
         return _key(value) in grounded
 
     changed = True
