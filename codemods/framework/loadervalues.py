@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from codemods.framework.data import load_data
 from codemods.framework.devicevalues import module_names, parse_source, read_source
@@ -26,7 +27,7 @@ LOADER_INDEX_OPTION = "loader_index"  # RuleContext.options key: {abspath: [call
 Qualify = Callable[[list[str]], "str | None"]
 
 
-def _insertion_data() -> dict:
+def _insertion_data() -> dict[str, Any]:
     return load_data("insertion.json")
 
 
@@ -94,8 +95,8 @@ def pinned_loaders(tree: ast.Module, qualify: Qualify, imported: Collection[str]
                         if isinstance(inner, ast.Name):
                             bindings.setdefault(inner.id, []).append(None)
         elif isinstance(node, (ast.For, ast.comprehension, ast.withitem)):
-            target = node.optional_vars if isinstance(node, ast.withitem) else node.target
-            for inner in ast.walk(target) if target is not None else ():
+            bound = node.optional_vars if isinstance(node, ast.withitem) else node.target
+            for inner in ast.walk(bound) if bound is not None else ():
                 if isinstance(inner, ast.Name):
                     bindings.setdefault(inner.id, []).append(None)
     for call in calls:  # parameters take the values visible calls pass in
@@ -143,7 +144,7 @@ def pinned_loaders(tree: ast.Module, qualify: Qualify, imported: Collection[str]
             parts = ast_dotted_parts(value.func)
             if parts and qualify(parts) in loaders:
                 return will_pin(value)
-            return (bool(parts) and ".".join(parts) in imported) or _key(value.func) in grounded_helpers
+            return (parts is not None and ".".join(parts) in imported) or _key(value.func) in grounded_helpers
         return _key(value) in grounded
 
     changed = True
