@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from functools import cached_property
 
 import libcst as cst
@@ -23,6 +24,7 @@ from codemods.framework.base import Fix, Rule, dotted_parts
 from codemods.framework.cases import Invalid
 from codemods.framework.loadervalues import LOADER_INDEX_OPTION, PinnedLoaders, pinned_loaders
 from codemods.framework.loops import (
+    Site,
     append_elements,
     calls_in,
     insertion_data,
@@ -67,7 +69,8 @@ class InsertPinMemory(Rule):
     `DataLoader(...)` that pins, to a call of a helper whose every `return` is such a loader, or
     parameters that every visible call fills with one (`train(model, loader)` into
     `def train(model, train_loader)`); a loop may also iterate the helper's call directly
-    (`for batch in self.train_dataloader():`). Helpers defined in another module of the project
+    (`for batch in self.train_dataloader():`), and one batch may be taken with
+    `x, y = next(iter(loader))` (its copies later in the same block count). Helpers defined in another module of the project
     count too (`from data import build_loader`, `import data as d; d.build_loader()`, relative
     imports): `apply` indexes them over every discovered file before `--shard`/`--changed-since`
     narrow the set. A name also bound to anything else is not trusted.
@@ -194,8 +197,26 @@ class InsertPinMemory(Rule):
     def visit_For(self, node: cst.For) -> None:
         if self.pinned is None or not _iterates(node.iter, self.pinned):
             return
-        derived = target_names(node.target)
-        for site in walk(node.body):
+        self._mark_copies(walk(node.body), target_names(node.target))
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._next_batches(node)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._next_batches(node)
+
+    def _next_batches(self, block: cst.Module | cst.IndentedBlock) -> None:
+        """`x, y = next(iter(loader))`: the copies of that batch later in the block."""
+        if self.pinned is None:
+            return
+        for index, stmt in enumerate(block.body):
+            batch = _next_batch(stmt, self.pinned)
+            if batch:
+                self._mark_copies(walk(block, start=index + 1), batch)
+
+    def _mark_copies(self, sites: Iterable[Site], derived: set[str]) -> None:
+        """Mark the batch copies among `sites`, following what stays the batch (`derived`)."""
+        for site in sites:
             stmt = site.stmt
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
@@ -241,6 +262,18 @@ class InsertPinMemory(Rule):
         if not parts or self.resolve(node) is not None:  # torch.float16 and the like
             return False
         return bool(re.search(insertion_data()["device_like_names"], parts[-1]))
+
+
+def _next_batch(stmt: cst.CSTNode, pinned: PinnedLoaders) -> set[str]:
+    """The names `x, y = next(iter(loader))` binds, when the loader pins."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Assign)):
+        return set()
+    value = stmt.body[0].value
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "next"
+            and value.args and _iterates(value.args[0].value, pinned)):
+        return set()
+    return set().union(*(target_names(t.target) for t in stmt.body[0].targets))
 
 
 def _compound(stmt: cst.CSTNode) -> bool:

@@ -54,6 +54,15 @@ SAME_MODULE = [
      for x in loader:
          x.cuda()
      """, "x.cuda(non_blocking=True)"),
+    # one batch taken with next(iter(...)) outside any loop
+    ("""\
+     def make_loader(ds):
+         return DataLoader(ds, pin_memory=True)
+
+     def show(ds, device):
+         images, labels = next(iter(make_loader(ds)))
+         images = images.to(device)
+     """, "images = images.to(device, non_blocking=True)"),
 ]
 
 
@@ -97,6 +106,8 @@ UNTOUCHED = [
     HEADER + "def make(ds):\n    return DataLoader(ds, pin_memory=True)\n"
              "for x in make(ds):\n    out = model(x)\n    out = out.to(device)\n    x.to('cpu')\n"
              "    x.to(torch.float16)\n",
+    # next() of something that is not a pinning loader
+    HEADER + "images, labels = next(iter(batches))\nimages = images.to(device)\n",
     # an imported function the index does not name
     "from data import build_dataset\nfor x in build_dataset(cfg):\n    x = x.to(device)\n",
 ]
@@ -161,3 +172,24 @@ def test_apply_uses_the_loader_index_under_shards(tmp_path, monkeypatch):
             edited[os.path.basename(entry["path"])] = [e["message"] for e in entry["edits"]]
     assert sum("non_blocking" in message for message in edited["train.py"]) == 2
     assert any("pin_memory=True" in message for message in edited["data.py"])
+
+
+def test_amp_evaluation_loops_over_a_loader_helper():
+    """NPU400 recognises an evaluation loop over what a loader helper returns."""
+    src = dedent("""\
+        import torch
+
+        class Runner:
+            @torch.no_grad()
+            def evaluate(self, model):
+                for x, y in self.val_dataloader():
+                    pred = model(x)
+
+            @torch.no_grad()
+            def evaluate_all(self, model):
+                for x in self.compute_metrics():
+                    pred = model(x)
+        """)
+    text = rule_cases.migrate(src, ["NPU100"], "train.py", enable=("amp",)).new_text
+    assert text.count("torch.autocast(") == 1
+    assert text.index("torch.autocast(") < text.index("def evaluate_all")
