@@ -218,21 +218,18 @@ class InsertPinMemory(Rule):
         """Mark the batch copies among `sites`, following what stays the batch (`derived`)."""
         for site in sites:
             stmt = site.stmt
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign):
-                        names = set().union(*(target_names(t.target) for t in small.targets))
-                        # `x = x.to(device)` keeps x the batch; `x = model(x)` makes it an output
-                        if _derives(small.value, derived):
-                            derived |= names
-                        else:
-                            derived -= names
             for comp in m.findall(stmt, m.CompFor()):
                 if _root_names(comp.iter) & derived:
                     derived |= target_names(comp.target)
+            # the calls of a statement see the names as they were before it binds any
             for call in calls_in(stmt) if not _compound(stmt) else []:
                 if self._is_batch_copy(call, derived):
                     self.copies.add(id(call))
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign):
+                        for target in small.targets:
+                            _bind(target.target, small.value, derived)
 
     def _is_batch_copy(self, call: cst.Call, derived: set[str]) -> bool:
         name = method_name(call)
@@ -262,6 +259,22 @@ class InsertPinMemory(Rule):
         if not parts or self.resolve(node) is not None:  # torch.float16 and the like
             return False
         return bool(re.search(insertion_data()["device_like_names"], parts[-1]))
+
+
+def _bind(target: cst.BaseExpression, value: cst.BaseExpression, derived: set[str]) -> None:
+    """`x = x.to(device)` keeps x the batch, `x = model(x)` makes it an output; a tuple assigned a
+    tuple of the same length is followed element by element (`pred, y = pred.to(d), y.to(d)`)."""
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+            and len(target.elements) == len(value.elements) \
+            and not any(isinstance(e, cst.StarredElement) for e in [*target.elements, *value.elements]):
+        for name, part in zip(target.elements, value.elements):
+            _bind(name.value, part.value, derived)
+        return
+    names = target_names(target)
+    if _derives(value, derived):
+        derived |= names
+    else:
+        derived -= names
 
 
 def _next_batch(stmt: cst.CSTNode, pinned: PinnedLoaders) -> set[str]:

@@ -118,6 +118,15 @@ def test_untouched(src):
     assert "non_blocking" not in after(src, imported=["build_loader"])
 
 
+def test_a_model_output_copied_beside_the_batch_stays_blocking():
+    # pytorch/examples distributed/rpc/parameter_server: the names of a statement are bound after
+    # its calls, element by element
+    src = (HEADER + "def make(ds):\n    return DataLoader(ds, pin_memory=True)\n"
+           "for data, target in make(ds):\n    pred = model(data).argmax(1)\n"
+           "    pred, target = pred.to(device), target.to(device)\n")
+    assert "pred, target = pred.to(device), target.to(device, non_blocking=True)" in after(src)
+
+
 def write(root, name, text):
     path = root / name
     path.parent.mkdir(parents=True, exist_ok=True)
