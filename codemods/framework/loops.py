@@ -607,6 +607,11 @@ def append_elements(elements: list[Any], new: list[Any],
     else:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     trailing = last.comma if isinstance(last.comma, cst.Comma) else None
+    closing = getattr(last, "whitespace_after_arg", None)
+    if trailing is None and isinstance(closing, cst.ParenthesizedWhitespace):
+        # `f(\n    a, b\n)`: the line break before `)` stays before `)`, after the new arguments
+        last = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+        new = [*new[:-1], new[-1].with_changes(whitespace_after_arg=closing)]
     result = list(elements[:-1]) + [last.with_changes(comma=separator)]
     for item in new[:-1]:
         result.append(item.with_changes(comma=separator))

@@ -127,6 +127,13 @@ def test_a_model_output_copied_beside_the_batch_stays_blocking():
     assert "pred, target = pred.to(device), target.to(device, non_blocking=True)" in after(src)
 
 
+def test_arguments_on_one_line_with_the_bracket_below_keep_that_layout():
+    # Lightning's examples/fabric/build_your_own_trainer/run.py
+    src = HEADER + "loader = DataLoader(\n    ds, batch_size=64, num_workers=4\n)\n"
+    assert after(src) == HEADER + ("loader = DataLoader(\n    ds, batch_size=64, num_workers=4, pin_memory=True, "
+                                   "persistent_workers=True\n)\n")
+
+
 def write(root, name, text):
     path = root / name
     path.parent.mkdir(parents=True, exist_ok=True)
