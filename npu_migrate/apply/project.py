@@ -1,10 +1,15 @@
 """Facts about the whole project that single-file rules need, computed once per run.
 
+- the device-value index (`codemods.framework.devicevalues.project_device_index`), which says how
+  other modules use a module's CUDA device constants (NPU500);
+- the project's CUDA-only modules (`codemods.framework.cudaonly.project_cuda_only_modules`), whose
+  functions a CUDA guard may select (NPU511);
+- the loader index (`codemods.framework.loadervalues.project_loader_index`): helpers of other
+  modules that return a pinning DataLoader (NPU410).
+
 Also which `.json` files the code passes to DeepSpeed (`deepspeed_config_references`, NPU540).
 
-Today: the loader index (`codemods.framework.loadervalues.project_loader_index`: helpers
-that return a pinning DataLoader, for NPU410) and the device-value index (`codemods.framework.devicevalues.project_device_index`), which
-says how other modules use a module's CUDA device constants. It is computed over *every*
+Each is computed over *every*
 discovered file, before `--changed-since` and `--shard` narrow the set to migrate, so a file's
 result does not depend on which subset of the project a run looks at. It travels to the
 workers in the run plan's rule options, so it is also part of the cache key: a change to how
@@ -18,36 +23,45 @@ import ast
 import itertools
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
+from codemods.framework.cudaonly import PROJECT_OPTION, project_cuda_only_modules
 from codemods.framework.devicevalues import INDEX_OPTION, parse_source, project_device_index, read_source
 from codemods.framework.facts import FileFacts, ast_dotted_parts
 from codemods.framework.loadervalues import LOADER_INDEX_OPTION, project_loader_index
 from npu_migrate.apply.runner import RunPlan
 
-NEEDS_INDEX = frozenset({"NPU500"})  # the rules that read the device index
-NEEDS_LOADERS = frozenset({"NPU410"})  # ... and the loader index
 
-
-def attach_project_facts(plans: Iterable[RunPlan], files: Sequence[str], root: str) -> None:
-    """Put the project facts the selected rules read into each plan's rule options (computed
-    once, over `files`, for every plan that needs them)."""
-    plans = list(plans)
-    for needs, option, build in ((NEEDS_INDEX, INDEX_OPTION, _device_index),
-                                 (NEEDS_LOADERS, LOADER_INDEX_OPTION, project_loader_index)):
-        wanting = [plan for plan in plans if needs & set(plan.codes)]
-        index = build(files, os.path.abspath(root)) if wanting else None
-        if not index:
-            continue
-        for plan in wanting:
-            plan.options = {**plan.options, option: index}
-            plan._rulesets.clear()  # rule sets built before carry the old options
-
-
-def _device_index(files: Sequence[str], root: str) -> dict:
+def _device_index(files: Sequence[str], root: str) -> dict[str, Any]:
     from codemods.framework.devicevalues import device_places
 
     return project_device_index(files, root, device_places())
+
+
+# (the rule that reads it, its rule-options key, how to compute it over the discovered files)
+FACTS: list[tuple[str, str, Callable[[Sequence[str], str], dict[str, Any]]]] = [
+    ("NPU500", INDEX_OPTION, _device_index),
+    ("NPU511", PROJECT_OPTION, project_cuda_only_modules),
+    ("NPU410", LOADER_INDEX_OPTION, project_loader_index),
+]
+
+
+def attach_project_facts(groups: Iterable[tuple[RunPlan, Callable[[], Sequence[str]], str]]) -> None:
+    """Put the project facts the selected rules read into each plan's rule options. A group is a
+    plan, the files its facts are computed over (called only if some fact is needed) and the
+    project root they are relative to; groups sharing a root share the computation."""
+    computed: dict[tuple[str, str], dict[str, Any]] = {}
+    for plan, files, root in groups:
+        root = os.path.abspath(root)
+        for code, key, compute in FACTS:
+            if code not in set(plan.codes):
+                continue
+            if (key, root) not in computed:
+                computed[(key, root)] = compute(files(), root)
+            if computed[(key, root)]:
+                plan.options = {**plan.options, key: computed[(key, root)]}
+                plan._rulesets.clear()  # rule sets built before carry the old options
 
 
 # -- DeepSpeed configuration files the code points at (NPU540) -----------------------------------
@@ -68,7 +82,6 @@ def deepspeed_config_references(files: Sequence[str], root: str) -> set[str]:
         if not path.endswith((".py", ".sh", ".bash")):
             continue
         data = read_source(path)
-        # plain substring tests: a case-insensitive regex over every file costs more than the rest
         # plain substring tests first (a case-insensitive regex over every file costs more than the
         # rest): a reference names a .json file and says deepspeed or ds_config somewhere
         if data is None or b".json" not in data or not (
