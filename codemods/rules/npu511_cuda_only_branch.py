@@ -44,7 +44,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch or in the function or class around it, directly or through the project's own code: a function of the file that reaches such a library, or a module of the project that imports one when it is imported (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
 
     ## Example
 
@@ -78,6 +78,7 @@ class CudaOnlyBranch(Rule):
         super().__init__(context)
         self._uses: dict[int, str | None] = {}
         self._names: CudaOnlyNames | None = None
+        self._local: CudaOnlyNames | None = None
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
         if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
@@ -109,10 +110,15 @@ class CudaOnlyBranch(Rule):
         if module is None or not self._file_reaches_cuda_only():
             return None  # the file imports no CUDA-only code: no scope can use any
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
-        names = self._cuda_only_names()
+        # the scope around counts with what this file itself imports and defines; through other
+        # modules only what the branch calls counts (`_cuda_only_use`): a `main()` that reaches
+        # timm, whose fast_norm tries apex, does not make every CUDA guard in it a CUDA-only path
+        if self._local is None:
+            self._local = CudaOnlyNames.of(self.context.facts.tree, self.context.path, {})
+        names = self._local
         for scope in _scopes_around(self.context.facts.tree, line):
             if id(scope) not in self._uses:
-                self._uses[id(scope)] = names.reason_in(scope, self.context.path, self._project())
+                self._uses[id(scope)] = names.reason_in(scope, self.context.path, {})
             if self._uses[id(scope)] is not None:
                 return self._uses[id(scope)]
         return None
