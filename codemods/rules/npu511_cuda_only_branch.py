@@ -139,7 +139,13 @@ class CudaOnlyBranch(Rule):
             for stmt in iter_statements(self.context.facts.tree.body))
 
     def _cuda_only_use(self, body: cst.CSTNode) -> str | None:
+        # a name after a dot or before `=` in a call is no reference to the file's own names
+        # (`torch.backends.cudnn.benchmark` is not timm's `benchmark()`)
+        not_references = {id(a.attr) for a in m.findall(body, m.Attribute()) if isinstance(a, cst.Attribute)}
+        not_references |= {id(a.keyword) for a in m.findall(body, m.Arg()) if isinstance(a, cst.Arg) and a.keyword}
         for node in m.findall(body, m.Name() | m.Attribute() | m.SimpleString() | m.Import() | m.ImportFrom()):
+            if id(node) in not_references:
+                continue
             if isinstance(node, cst.SimpleString):
                 if _string(node) == _TENSORRT:
                     return "ONNX Runtime's TensorRT provider"

@@ -42,3 +42,16 @@ def test_only_the_branch_that_calls_cuda_only_code_stays_on_cuda(tmp_path: Path,
     # ... the branch that calls the Triton kernel keeps its CUDA guard and is reported
     assert "    if torch.cuda.is_available():\n        y = fused(y)\n" in text
     assert [line.split(":")[1] for line in result.stdout.splitlines() if " NPU511 " in line] == ["10"]
+
+
+def test_an_attribute_named_like_a_cuda_only_function_is_no_call_of_it(tmp_path: Path, monkeypatch) -> None:
+    # timm's benchmark.py defines `benchmark()` (reaching apex) and sets `cudnn.benchmark`
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "kernels.py").write_text(KERNELS)
+    script = tmp_path / "bench.py"
+    script.write_text("import torch\nfrom pkg.kernels import fused\n\n\ndef benchmark(x):\n    return fused(x)\n\n\n"
+                      "if torch.cuda.is_available():\n    torch.backends.cudnn.benchmark = True\n")
+    monkeypatch.chdir(tmp_path)
+    CliRunner().invoke(command, ["--isolated", "--no-cache", "."], catch_exceptions=False)
+    assert "if torch.npu.is_available():\n" in script.read_text()
