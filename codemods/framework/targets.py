@@ -82,8 +82,15 @@ def plan_rules(rules: Sequence[type[Any]], target: str,
     return running, reporting
 
 
-def report_instead(edit: Edit, path: str) -> Diagnostic:
-    """An npu rewrite that `--target portable` does not make, as a warning at the same place."""
+def report_instead(edit: Edit, path: str, rule: Any = None) -> Diagnostic:
+    """An npu rewrite that `--target portable` does not make, at the same place: a warning, or,
+    for a rule that states why its CUDA code may stay in portable code (`Rule.portable_keeps`:
+    the code is harmless on other devices, or no device-generic form exists by design), an
+    info line with that reason."""
+    keeps = getattr(rule, "portable_keeps", None)
+    if keeps:
+        return Diagnostic(edit.code, f"kept under --target portable: {keeps} (the npu target would: "
+                          f"{edit.message})", path, edit.line, edit.col, Severity.INFO)
     return Diagnostic(edit.code, f"left as is under --target portable (the npu target would: "
                       f"{edit.message}); no device-generic rewrite for this yet: make it generic "
                       "by hand or keep it", path, edit.line, edit.col, Severity.WARNING)
