@@ -46,10 +46,11 @@ class LightningAccelerator(Rule):
     ## Targets
 
     - **npu**: reports it with the route (no fix)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU520"
+    supported_targets = frozenset({"npu", "portable"})
     name = "lightning-cuda-accelerator"
     summary = "Lightning/Fabric `accelerator=\"cuda\"|\"gpu\"`, `gpus=` and `CUDAAccelerator` are reported with the NPU route"
     fix = Fix.NONE
