@@ -63,6 +63,23 @@ def too_old(options: Mapping[str, Any], api: str) -> str:
             f"{options.get('target_version')}")
 
 
+@functools.cache
+def _npu_rows() -> dict[str, str]:
+    """torch_npu name -> its row of the API table (rows with `names`)."""
+    return {name: api for api, row in api_table().items() for name in row.get("names", ())}
+
+
+def npu_too_new(options: Mapping[str, Any], npu_name: str) -> str | None:
+    """Why the npu target may not write `npu_name` for the configured target-version (the
+    oldest torch_npu pins that torch), or None when it may."""
+    api = _npu_rows().get(npu_name)
+    if api is None or version_allows(options, api):
+        return None
+    return (f"`{npu_name}` is not in torch_npu {options.get('target_version')} (it needs "
+            f"{api_table()[api]['since']}, codemods/data/api_versions.json): kept; use it once "
+            "target-version allows, or drop it")
+
+
 def plan_rules(rules: Sequence[type[Any]], target: str,
                catalogue: Sequence[type[Any]] = ()) -> tuple[list[type[Any]], list[type[Any]]]:
     """(rules that run, rules that only report) for `target`, in the given order. Under
