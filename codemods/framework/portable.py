@@ -250,3 +250,47 @@ def generic_device_collection(context: Any, node: cst.BaseExpression) -> cst.Bas
         changed |= new is not None
         elements.append(element.with_changes(value=new) if new is not None else element)
     return node.with_changes(elements=elements) if changed else None
+
+
+# -- launch environments: both clusters' visible-device variables ---------------------------------
+CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
+ASCEND_VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
+TWIN_MESSAGE = (f"`{ASCEND_VISIBLE}` set beside `{CUDA_VISIBLE}` (each runtime reads its own, the other "
+                "ignores it: the launch serves CUDA and Ascend hosts)")
+
+
+def shell_visible_twins(text: str) -> list[Any]:
+    """`envmap.Change`s that set `ASCEND_RT_VISIBLE_DEVICES` beside each assignment or unset of
+    `CUDA_VISIBLE_DEVICES` in shell `text`, keeping the CUDA one: `X=0,1 cmd` ->
+    `ASCEND_RT_VISIBLE_DEVICES=0,1 X=0,1 cmd`, `export X=..` -> `export ASCEND..=.. X=..`,
+    `docker -e X=0` -> `-e ASCEND..=0 -e X=0`, `unset X` -> `unset ASCEND.. X`. A command that
+    already names the Ascend variable is left alone (a second run changes nothing); a literal
+    list that torch_npu cannot read is reported as for the npu target."""
+    from codemods.framework import envmap
+    from codemods.framework.shellwords import lex
+
+    changes: list[Any] = []
+    for words in lex(text):
+        literals = [w.literal(text) for w in words]
+        if any(ASCEND_VISIBLE in text[w.start:w.end] for w in words):
+            continue
+        head = next((lit for lit in literals if not (lit and re.match(r"\w+=", lit))), None)
+        if head in ("echo", "printf"):
+            continue
+        for i, word in enumerate(words):
+            raw = text[word.start:word.end]
+            literal = literals[i]
+            option = literals[i - 1] if i and literals[i - 1] in ("-x", "-e", "--env") else None
+            at = words[i - 1].start if option else word.start
+            prefix = f"{option} " if option else ""
+            if re.match(rf"""["']?{CUDA_VISIBLE}=""", raw):
+                twin = raw.replace(CUDA_VISIBLE, ASCEND_VISIBLE, 1)
+                changes.append(envmap.Change("device_list", at, at, f"{prefix}{twin} ", TWIN_MESSAGE))
+                value = literal.split("=", 1)[1] if literal else None
+                for problem in envmap.check_device_list(ASCEND_VISIBLE, value) if value is not None else ():
+                    changes.append(envmap.Change("device_list", word.start, severity=problem.severity,
+                                                 message=problem.message))
+            elif literal == CUDA_VISIBLE and head == "unset":
+                changes.append(envmap.Change("device_list", word.start, word.start, f"{ASCEND_VISIBLE} ",
+                                             TWIN_MESSAGE))
+    return changes
