@@ -9,7 +9,10 @@ twice into a scratch folder, runs `python -m npu_migrate apply --target portable
   `tokenize` scanner, not the rules' sweep); silent must be 0;
 - npu code: Ascend-specific Python the migration *added* (`torch_npu`, `.npu(`, `torch.npu`,
   `"npu"`/`"npu:N"`, `"hccl"`, `ASCEND_*`/`HCCL_*` names, the CANN provider), not counting a
-  guarded optional `import torch_npu` (`try: ... except ImportError`); must be 0;
+  guarded optional `import torch_npu` (`try: ... except ImportError`) nor the twins; must be 0;
+- twins: Ascend names written *beside* their CUDA twin, which stays -- `ASCEND_RT_VISIBLE_DEVICES`
+  next to `CUDA_VISIBLE_DEVICES`, `"CANNExecutionProvider"` next to `"CUDAExecutionProvider"`
+  (each runtime reads its own and ignores the other: device-generic in effect, counted apart);
 - entry points: scripts with an `if __name__ == "__main__"` block or named train*.py / main.py.
   Each one is imported (run with `__name__` other than `"__main__"`, `sys.argv` = the script
   alone, cwd its folder) on this machine's plain CPU torch, in a fork of one worker that has
@@ -21,7 +24,13 @@ twice into a scratch folder, runs `python -m npu_migrate apply --target portable
     trains, loads data or parses required arguments at top level);
   - broken: the original imports (or fails otherwise) and the migrated copy fails: must be 0.
 
-    python bench/portable_projects.py [--corpus /work/corpus] [--only NAME] [--list]
+    python bench/portable_projects.py [--corpus /work/corpus] [--only NAME] [--list] [--python PY]
+
+`--python` is the interpreter the entry points are imported with (default: this one). To import
+more of them than the packages installed here allow, give it a virtual environment that shares
+this torch: `python -m venv --system-site-packages /tmp/pp-venv && /tmp/pp-venv/bin/pip install
+einops tqdm lightning-utilities omegaconf hydra-core pandas gymnasium matplotlib
+opencv-python-headless pillow torchmetrics` (torchvision is left out: its wheels pin a torch build).
 """
 
 from __future__ import annotations
@@ -43,12 +52,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from no_silent_miss import PROJECTS, Tally, _commit, _diagnostic_lines, notebook_code, tally_file  # noqa: E402
+from no_silent_miss import PROJECTS, Tally, _commit, _diagnostic_lines, notebook_code, tally_file
 
 REPO = Path(__file__).resolve().parent.parent
 IMPORT_TIMEOUT_S = 30
 
 # -- Ascend-specific code, by tokens ---------------------------------------------------------------
+TWINS = frozenset({"ASCEND_RT_VISIBLE_DEVICES", "'ASCEND_RT_VISIBLE_DEVICES'", "'CANNExecutionProvider'"})
 _NPU_STRING = re.compile(r"npu(:\d*)?|npu:\{[^{}]*\}|hccl|HCCL|(ASCEND|HCCL)_[A-Z0-9_]+|CANNExecutionProvider")
 
 
@@ -185,10 +195,10 @@ for root, relative in jobs:
 '''
 
 
-def import_all(root: Path, scripts: list[str]) -> dict[str, dict]:
+def import_all(root: Path, scripts: list[str], python: str) -> dict[str, dict]:
     if not scripts:
         return {}
-    result = subprocess.run([sys.executable, "-c", WORKER, str(IMPORT_TIMEOUT_S)],
+    result = subprocess.run([python, "-c", WORKER, str(IMPORT_TIMEOUT_S)],
                             input=json.dumps([[str(root), s] for s in scripts]), capture_output=True,
                             text=True, check=False, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
                                                          "CUDA_VISIBLE_DEVICES": ""})
@@ -239,7 +249,7 @@ def _copy(folder: Path, to: Path) -> Path:
     return to
 
 
-def run_project(folder: Path) -> tuple[Tally, Counter[str], Imports, float, list[str]]:
+def run_project(folder: Path, python: str) -> tuple[Tally, Counter[str], Imports, float, list[str]]:
     with tempfile.TemporaryDirectory(prefix="portable-") as scratch:
         original = _copy(folder, Path(scratch) / "original" / folder.name)
         migrated = _copy(folder, Path(scratch) / "migrated" / folder.name)
@@ -271,7 +281,7 @@ def run_project(folder: Path) -> tuple[Tally, Counter[str], Imports, float, list
             npu_code += added
             where += [f"{relative}: {what} x{count}" for what, count in added.items()]
         scripts = entry_points(migrated)
-        imports = compare_imports(import_all(original, scripts), import_all(migrated, scripts))
+        imports = compare_imports(import_all(original, scripts, python), import_all(migrated, scripts, python))
     return tally, npu_code, imports, seconds, where
 
 
@@ -280,12 +290,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", default="/work/corpus", help="folder holding the clones (OWNER+NAME)")
     parser.add_argument("--only", action="append", default=[], help="run only projects whose folder contains this")
     parser.add_argument("--list", action="store_true", help="list silent sites, npu code, broken and failing imports")
+    parser.add_argument("--python", default=sys.executable, help="interpreter to import the entry points with")
     args = parser.parse_args(argv)
     corpus = Path(args.corpus)
-    print("| project | commit | files | changed | CUDA sites | rewritten | reported | silent | npu code | "
+    print("| project | commit | files | changed | CUDA sites | rewritten | reported | silent | npu code | twins | "
           "entry points | ok | missing | same | broken | apply |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    total, total_npu, total_imports, details = Tally(), 0, Imports(), []
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    total, total_npu, total_twins, total_imports, details = Tally(), 0, 0, Imports(), []
     for folder_name, repo, commit, _why in PROJECTS:
         if args.only and not any(o in folder_name for o in args.only):
             continue
@@ -296,17 +307,19 @@ def main(argv: list[str] | None = None) -> int:
         if _commit(folder) != commit:
             print(f"skipped {repo}: {folder} is not at the pinned {commit}")
             continue
-        tally, npu_code, imports, seconds, where = run_project(folder)
+        tally, npu_code, imports, seconds, where = run_project(folder, args.python)
         for name in ("sites", "rewritten", "reported", "silent", "files", "changed"):
             setattr(total, name, getattr(total, name) + getattr(tally, name))
         for name in ("ok", "missing", "same", "broken"):
             setattr(total_imports, name, getattr(total_imports, name) + getattr(imports, name))
         total_imports.missing_modules += imports.missing_modules
-        npu_count = sum(npu_code.values())
+        twins = sum(count for what, count in npu_code.items() if what in TWINS)
+        npu_count = sum(npu_code.values()) - twins
         total_npu += npu_count
+        total_twins += twins
         points = imports.ok + imports.missing + imports.same + imports.broken
         print(f"| {repo} | {commit[:7]} | {tally.files} | {tally.changed} | {tally.sites} | {tally.rewritten} | "
-              f"{tally.reported} | **{tally.silent}** | **{npu_count}** | {points} | {imports.ok} | "
+              f"{tally.reported} | **{tally.silent}** | **{npu_count}** | {twins} | {points} | {imports.ok} | "
               f"{imports.missing} | {imports.same} | **{imports.broken}** | {seconds:.2f} s |", flush=True)
         details += [f"silent: {repo}: {s}" for s in tally.silent_sites]
         details += [f"npu code: {repo}: {w}" for w in where]
@@ -314,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         details += [f"same: {repo}: {s}" for s in imports.same_list]
     points = total_imports.ok + total_imports.missing + total_imports.same + total_imports.broken
     print(f"| **total** | | {total.files} | {total.changed} | {total.sites} | {total.rewritten} | {total.reported} | "
-          f"**{total.silent}** | **{total_npu}** | {points} | {total_imports.ok} | {total_imports.missing} | "
+          f"**{total.silent}** | **{total_npu}** | {total_twins} | {points} | {total_imports.ok} | {total_imports.missing} | "
           f"{total_imports.same} | **{total_imports.broken}** | |")
     if total_imports.missing_modules:
         print("missing modules (entry points): " + ", ".join(

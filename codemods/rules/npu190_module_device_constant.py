@@ -317,8 +317,9 @@ class ModuleDeviceConstant(CoverageRule):
             return updated_node
         action, why = self.flow.decision(target.value)
         if action == "report":
+            to = "`DEVICE.type`" if self.target == "portable" else "\"npu\""
             self.report(original_node, f"`{target.value}` holds a CUDA device but is not only used as one "
-                        f"({why}): set it to \"npu\" by hand if that use is a device too")
+                        f"({why}): set it to {to} by hand if that use is a device too")
             return updated_node
         if action != "rewrite":
             return updated_node

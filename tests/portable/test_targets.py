@@ -145,16 +145,20 @@ def test_analyze_judges_by_the_target(tmp_path) -> None:
     assert "1 rewritten by apply, 1 reported" in reports["portable"]
 
 
-def test_launch_scripts_only_report_under_portable() -> None:
-    """Shell rules have no portable form yet: the script stays, each would-be edit is a warning."""
+def test_launch_scripts_under_portable_serve_both_clusters() -> None:
+    """A launch script keeps CUDA_VISIBLE_DEVICES and gets ASCEND_RT_VISIBLE_DEVICES beside it
+    (NPU251); `--backend nccl` has no portable form yet and is a warning; a second run changes
+    nothing."""
     src = "export CUDA_VISIBLE_DEVICES=0,1\ntorchrun --nproc_per_node 2 train.py --backend nccl\n"
     rules = select_rules(all_rules(), select=[])
-    npu = migrate_text(src, "run.sh", RuleSet(rules, {}))
-    assert npu.new_text is not None and npu.edits
     outcome = migrate_text(src, "run.sh", RuleSet(rules, {"target": "portable"}))
-    assert outcome.new_text is None and outcome.edits == []
-    assert sorted(d.code for d in outcome.diagnostics) == sorted(e.code for e in npu.edits)
-    assert all("--target portable" in d.message for d in outcome.diagnostics)
+    assert outcome.new_text == ("export ASCEND_RT_VISIBLE_DEVICES=0,1 CUDA_VISIBLE_DEVICES=0,1\n"
+                                "torchrun --nproc_per_node 2 train.py --backend nccl\n")
+    assert [e.code for e in outcome.edits] == ["NPU251"]
+    assert [d.code for d in outcome.diagnostics] == ["NPU256"]
+    assert "--target portable" in outcome.diagnostics[0].message
+    again = migrate_text(outcome.new_text, "run.sh", RuleSet(rules, {"target": "portable"}))
+    assert again.new_text is None and again.edits == []
 
 
 NPU_SPELLING = re.compile(r"\bnpu\b|\bhccl\b|torch_npu|mstx|\bhf32\b", re.I)
