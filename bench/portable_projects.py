@@ -158,6 +158,7 @@ for root, relative in jobs:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.setsid()  # its own process group: whatever the script starts goes with it
         os.close(read)
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 0); os.dup2(devnull, 1); os.dup2(devnull, 2)
@@ -180,7 +181,7 @@ for root, relative in jobs:
     while True:
         ready, _, _ = select.select([read], [], [], deadline)
         if not ready:
-            os.kill(pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
             result = {"outcome": "timeout", "detail": f"over {timeout:.0f} s", "kind": "timeout"}
             break
         chunk = os.read(read, 65536)
@@ -190,9 +191,28 @@ for root, relative in jobs:
             break
         chunks.append(chunk)
     os.close(read)
+    try:
+        os.killpg(pid, signal.SIGKILL)  # what the script left running
+    except ProcessLookupError:
+        pass
     os.waitpid(pid, 0)
     print(json.dumps({"script": relative, **result}), flush=True)
 '''
+
+
+def _sealed_env(scratch: Path) -> dict[str, str]:
+    """The environment scripts are imported in: no installing. Some scripts install what they
+    miss at import time (yolov5's check_requirements runs `pip install`): a `pip` that refuses
+    comes first on PATH, and `python -m pip` finds no index and no local wheels."""
+    shims = scratch / "no-pip"
+    shims.mkdir(exist_ok=True)
+    for name in ("pip", "pip3", f"pip3.{sys.version_info.minor}", "uv", "conda"):
+        shim = shims / name
+        shim.write_text("#!/bin/sh\necho 'installing is blocked by bench/portable_projects.py' >&2\nexit 1\n")
+        shim.chmod(0o755)
+    return {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PIP_NO_INDEX": "1", "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "",
+            "YOLOv5_AUTOINSTALL": "false", "PYTHONDONTWRITEBYTECODE": "1", "CUDA_VISIBLE_DEVICES": ""}
 
 
 def import_all(root: Path, scripts: list[str], python: str) -> dict[str, dict]:
@@ -200,8 +220,7 @@ def import_all(root: Path, scripts: list[str], python: str) -> dict[str, dict]:
         return {}
     result = subprocess.run([python, "-c", WORKER, str(IMPORT_TIMEOUT_S)],
                             input=json.dumps([[str(root), s] for s in scripts]), capture_output=True,
-                            text=True, check=False, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
-                                                         "CUDA_VISIBLE_DEVICES": ""})
+                            text=True, check=False, env=_sealed_env(root.parent.parent))
     found = {}
     for line in result.stdout.splitlines():
         item = json.loads(line)
@@ -279,7 +298,8 @@ def run_project(folder: Path, python: str) -> tuple[Tally, Counter[str], Imports
                        path.suffix == ".ipynb")
             added = added_npu_code(old, new, path)
             npu_code += added
-            where += [f"{relative}: {what} x{count}" for what, count in added.items()]
+            where += [f"{'twin' if what in TWINS else 'npu code'}: {relative}: {what} x{count}"
+                      for what, count in added.items()]
         scripts = entry_points(migrated)
         imports = compare_imports(import_all(original, scripts, python), import_all(migrated, scripts, python))
     return tally, npu_code, imports, seconds, where
@@ -322,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{tally.reported} | **{tally.silent}** | **{npu_count}** | {twins} | {points} | {imports.ok} | "
               f"{imports.missing} | {imports.same} | **{imports.broken}** | {seconds:.2f} s |", flush=True)
         details += [f"silent: {repo}: {s}" for s in tally.silent_sites]
-        details += [f"npu code: {repo}: {w}" for w in where]
+        details += [f"{w.split(': ', 1)[0]}: {repo}: {w.split(': ', 1)[1]}" for w in where]
         details += [f"broken: {repo}: {b}" for b in imports.broken_list]
         details += [f"same: {repo}: {s}" for s in imports.same_list]
     points = total_imports.ok + total_imports.missing + total_imports.same + total_imports.broken
