@@ -10,7 +10,7 @@ import libcst as cst
 from codemods.framework import envmap
 from codemods.framework.base import dotted_name
 from codemods.framework.cases import Invalid
-from codemods.framework.families.env_vars import _PLACEHOLDER, EnvVarRule, _subscript_key
+from codemods.framework.families.env_vars import PLACEHOLDER, EnvVarRule, subscript_key
 from codemods.framework.nodes import code_of, verbatim_string
 from codemods.framework.portable import ASCEND_VISIBLE, CUDA_VISIBLE, TWIN_MESSAGE, shell_visible_twins
 from npu_migrate.core.diagnostics import Severity
@@ -108,7 +108,7 @@ class VisibleDevices(EnvVarRule):
         target = line.body[0].targets[0].target
         if not (isinstance(target, cst.Subscript) and dotted_name(target.value) in ("os.environ", "environ")):
             return None
-        key = _subscript_key(target)
+        key = subscript_key(target)
         return key if key is not None and verbatim_string(key) == CUDA_VISIBLE else None
 
     def _occurrence(self, original_key: cst.CSTNode, key: cst.SimpleString, value: cst.CSTNode | None,
@@ -149,7 +149,7 @@ class VisibleDevices(EnvVarRule):
                     return node
                 texts.append(part.value)
             else:
-                texts.append(_PLACEHOLDER % index)
+                texts.append(PLACEHOLDER % index)
         joined = "".join(texts)
         new = self._shell(original, joined)
         if new == joined or node.end in new:
