@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.families.cuda_method import RenameRule
 from codemods.framework.portable import device_type, portable_ok
+from npu_migrate.core.diagnostics import Severity
 
 
 class IsCuda(RenameRule):
@@ -70,6 +73,11 @@ class IsCuda(RenameRule):
     def _portable(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         """`x.is_cuda` -> `(x.device.type == DEVICE.type != "cpu")`: on the run's accelerator;
         False for CPU tensors and on a machine without one, as before."""
+        if re.search(r"\.is_cuda\s*(?::[^=\n]*)?=(?!=)", self.context.source):
+            self.report(original, "`.is_cuda` is an attribute this file sets itself (`x.is_cuda = ...`): "
+                                  "left alone under --target portable; it means what the file makes it mean",
+                        severity=Severity.INFO)
+            return updated
         kind = device_type(self.context) if portable_ok(self.context.options) else None
         if kind is None:
             self.report(original, "`.is_cuda`: under --target portable test `x.device.type != \"cpu\"` by hand")
@@ -84,6 +92,17 @@ class IsCuda(RenameRule):
 
 
 CASES = [
+    Invalid(  # the file sets `.is_cuda` itself: its own attribute, left alone
+        """\
+import torch
+class Loader:
+    def __init__(self, device):
+        self.is_cuda = device.type == "cuda"
+    def go(self):
+        return self.is_cuda
+""",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import torch
