@@ -7,18 +7,19 @@ nothing."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from codemods.framework.registry import all_rules, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
-from npu_migrate.emulation import emulated
+
+REPO = Path(__file__).resolve().parents[2]
 
 ORIGINAL = '''\
 import argparse
@@ -55,13 +56,6 @@ def _migrate(text: str) -> str | None:
     return outcome.new_text
 
 
-def _run(text: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(text, "train.py", "exec"), {"__name__": "__main__"})
-    return out.getvalue().strip()
-
-
 @pytest.fixture(scope="module")
 def migrated() -> str:
     text = _migrate(ORIGINAL)
@@ -77,31 +71,42 @@ def test_no_cuda_code_is_left_and_a_second_apply_changes_nothing(migrated: str) 
     assert _migrate(migrated) is None
 
 
-# a fresh interpreter: the emulation, once used in this process, leaves PrivateUse1 registered
-_ON_CPU = """
+# One fresh interpreter (the emulation, once used in a process, leaves PrivateUse1 registered):
+# the original and the migrated script on plain CPU torch, then the migrated one emulated.
+_RUNS = """
 import contextlib, io, json, sys, torch
+from npu_migrate.emulation import emulated
 assert torch.accelerator.current_accelerator() is None, "not plain CPU torch"
-outputs = []
-for text in json.load(sys.stdin):
+original, migrated = json.load(sys.stdin)
+def run(text):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(text, "train.py", "exec"), {"__name__": "__main__"})
-    outputs.append(out.getvalue().strip())
+    return out.getvalue().strip()
+outputs = [run(original), run(migrated)]
+with emulated():
+    outputs.append(run(migrated))
 print(json.dumps(outputs))
 """
 
 
-def test_the_same_result_on_plain_cpu_torch(migrated: str) -> None:
-    run = subprocess.run([sys.executable, "-c", _ON_CPU], input=json.dumps([ORIGINAL, migrated]),
-                         capture_output=True, text=True, timeout=300, check=False)
+@pytest.fixture(scope="module")
+def outputs(migrated: str) -> list[list[str]]:
+    run = subprocess.run([sys.executable, "-W", "ignore", "-c", _RUNS], input=json.dumps([ORIGINAL, migrated]),
+                         capture_output=True, text=True, timeout=300, check=False,
+                         env=dict(os.environ, PYTHONPATH=str(REPO), TORCH_DEVICE_BACKEND_AUTOLOAD="0"))
     assert run.returncode == 0, run.stderr[-2000:]
-    original, portable = (line.split() for line in json.loads(run.stdout))
+    return [line.split() for line in json.loads(run.stdout)]
+
+
+def test_the_same_result_on_plain_cpu_torch(outputs: list[list[str]]) -> None:
+    original, portable, _ = outputs
     assert portable[:4] == original[:4] == [original[0], "cpu", "cpu", "cpu"]
     assert portable[4] == "gloo" and original[4] == "nccl"  # the device's own backend
 
 
-def test_placed_on_the_npu_under_the_emulation(migrated: str) -> None:
-    with emulated():  # (the emulation backs npu tensors with CPU ones: x.device.type says cpu)
-        value, device_type, option, _, backend = _run(migrated).split()
+def test_the_npu_branch_under_the_emulation(outputs: list[list[str]]) -> None:
+    # (the emulation backs npu tensors with CPU ones: x.device.type says cpu there)
+    original, _, (value, device_type, option, _, backend) = outputs
     assert (device_type, option, backend) == ("npu", "npu", "hccl")
-    assert float(value) == pytest.approx(float(_run(ORIGINAL).split()[0]), abs=1e-3)
+    assert float(value) == pytest.approx(float(original[0]), abs=1e-3)
