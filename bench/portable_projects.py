@@ -11,7 +11,8 @@ twice into a scratch folder, runs `python -m npu_migrate apply --target portable
   `"npu"`/`"npu:N"`, `"hccl"`, `ASCEND_*`/`HCCL_*` names, the CANN provider), not counting a
   guarded optional `import torch_npu` (`try: ... except ImportError`) nor the twins; must be 0;
 - twins: Ascend names written *beside* their CUDA twin, which stays -- `ASCEND_RT_VISIBLE_DEVICES`
-  next to `CUDA_VISIBLE_DEVICES`, `"CANNExecutionProvider"` next to `"CUDAExecutionProvider"`
+  next to `CUDA_VISIBLE_DEVICES`, `"CANNExecutionProvider"` next to `"CUDAExecutionProvider"`,
+  `"npugraphs"` next to `"cudagraphs"` in a backend chosen by device type
   (each runtime reads its own and ignores the other: device-generic in effect, counted apart);
 - entry points: scripts with an `if __name__ == "__main__"` block or named train*.py / main.py.
   Each one is imported (run with `__name__` other than `"__main__"`, `sys.argv` = the script
@@ -58,8 +59,9 @@ REPO = Path(__file__).resolve().parent.parent
 IMPORT_TIMEOUT_S = 30
 
 # -- Ascend-specific code, by tokens ---------------------------------------------------------------
-TWINS = frozenset({"ASCEND_RT_VISIBLE_DEVICES", "'ASCEND_RT_VISIBLE_DEVICES'", "'CANNExecutionProvider'"})
-_NPU_STRING = re.compile(r"npu(:\d*)?|npu:\{[^{}]*\}|hccl|HCCL|(ASCEND|HCCL)_[A-Z0-9_]+|CANNExecutionProvider")
+TWINS = frozenset({"ASCEND_RT_VISIBLE_DEVICES", "'ASCEND_RT_VISIBLE_DEVICES'", "'CANNExecutionProvider'",
+                   "'npugraphs'"})
+_NPU_STRING = re.compile(r"npu(:\d*)?|npugraphs|npugraph_ex|npu:\{[^{}]*\}|hccl|HCCL|(ASCEND|HCCL)_[A-Z0-9_]+|CANNExecutionProvider")
 
 
 def _guarded_import_lines(text: str) -> set[int]:
