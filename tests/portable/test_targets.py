@@ -181,3 +181,13 @@ def test_no_rule_writes_npu_code_under_portable(rule, source, path) -> None:
     assert outcome.error is None, outcome.error
     result = outcome.new_text or source
     assert len(NPU_SPELLING.findall(result)) <= len(NPU_SPELLING.findall(source)), result
+
+
+def test_a_report_only_rule_adds_no_import_under_portable() -> None:
+    """NPU171 plans `import torch_npu` on the way down (visit_Attribute); under portable it only
+    reports, so the import must not reach the file (nanoGPT's bench.py got one)."""
+    src = ("import torch\ntorch.cuda.synchronize()\n"
+           "with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:\n    pass\n")
+    text = text_of(src)
+    assert "torch_npu" not in text and "torch.accelerator.synchronize()" in text
+    assert "NPU171" in reported(src)
