@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, cast
 
 import libcst as cst
 
@@ -145,7 +145,8 @@ def _typed(device_type: cst.BaseExpression, rest: str, quote: str) -> cst.Format
     parts: list[cst.BaseFormattedStringContent] = [cst.FormattedStringExpression(device_type)]
     if rest:
         parts.append(cst.FormattedStringText(rest.replace("{", "{{").replace("}", "}}")))
-    return cst.FormattedString(parts=parts, start=f"f{quote}", end=quote)
+    end = cast(Literal['"', "'", '"""', "'''"], quote)
+    return cst.FormattedString(parts=parts, start=f"f{quote}", end=end)
 
 
 def _plain(node: cst.SimpleString) -> str | None:

@@ -114,8 +114,9 @@ class OnnxRuntimeCann(Rule):
         elements = []
         for element in updated.elements:
             elements.append(element)
-            if isinstance(element, cst.Element) and _string(element.value) == _PROVIDER:
-                twin = element.value.with_changes(value=element.value.value.replace(_PROVIDER, _CANN))
+            value = element.value if isinstance(element, cst.Element) else None
+            if isinstance(value, cst.SimpleString) and _string(value) == _PROVIDER:
+                twin = value.with_changes(value=value.value.replace(_PROVIDER, _CANN))
                 comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
                 elements[-1] = element.with_changes(comma=comma)
                 elements.append(element.with_changes(value=twin))
