@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 
 import libcst as cst
@@ -262,36 +262,56 @@ TWIN_MESSAGE = (f"`{ASCEND_VISIBLE}` set beside `{CUDA_VISIBLE}` (each runtime r
 
 def shell_visible_twins(text: str) -> list[Any]:
     """`envmap.Change`s that set `ASCEND_RT_VISIBLE_DEVICES` beside each assignment or unset of
-    `CUDA_VISIBLE_DEVICES` in shell `text`, keeping the CUDA one: `X=0,1 cmd` ->
-    `ASCEND_RT_VISIBLE_DEVICES=0,1 X=0,1 cmd`, `export X=..` -> `export ASCEND..=.. X=..`,
-    `docker -e X=0` -> `-e ASCEND..=0 -e X=0`, `unset X` -> `unset ASCEND.. X`. A command that
-    already names the Ascend variable is left alone (a second run changes nothing); a literal
-    list that torch_npu cannot read is reported as for the npu target."""
+    `CUDA_VISIBLE_DEVICES` in shell `text`, keeping the CUDA one (see `shell_env_twins`); a
+    literal list that torch_npu cannot read is reported as for the npu target."""
+    return shell_env_twins(text, lambda name: ASCEND_VISIBLE if name == CUDA_VISIBLE else None,
+                           check_lists=True)
+
+
+def shell_rename_twins(text: str) -> list[Any]:
+    """The same for the plainly renamed variables (NPU252: `TORCH_NCCL_BLOCKING_WAIT` ->
+    `TORCH_HCCL_BLOCKING_WAIT`, `CUDA_LAUNCH_BLOCKING` -> `ASCEND_LAUNCH_BLOCKING`, ...)."""
+    from codemods.framework import envmap
+
+    def twin(name: str) -> str | None:
+        entry = envmap.lookup(name)
+        return entry.npu if entry is not None and entry.kind == "rename" and entry.npu and \
+            not entry.cuda.endswith("*") else None
+    return shell_env_twins(text, twin, check_lists=False)
+
+
+def shell_env_twins(text: str, twin_of: Callable[[str], str | None], check_lists: bool) -> list[Any]:
+    """`envmap.Change`s that set each variable's Ascend twin beside its assignments and unsets,
+    keeping the CUDA one: `X=0,1 cmd` -> `TWIN=0,1 X=0,1 cmd`, `export X=..` -> `export TWIN=..
+    X=..`, `docker -e X=0` -> `-e TWIN=0 -e X=0`, `unset X` -> `unset TWIN X`. A command that
+    already names the twin is left alone (a second run changes nothing)."""
     from codemods.framework import envmap
     from codemods.framework.shellwords import lex
 
     changes: list[Any] = []
     for words in lex(text):
         literals = [w.literal(text) for w in words]
-        if any(ASCEND_VISIBLE in text[w.start:w.end] for w in words):
-            continue
         head = next((lit for lit in literals if not (lit and re.match(r"\w+=", lit))), None)
         if head in ("echo", "printf"):
             continue
         for i, word in enumerate(words):
             raw = text[word.start:word.end]
             literal = literals[i]
+            found = re.match(r"""["']?([A-Za-z_]\w*)=""", raw)
+            name = found.group(1) if found else (literal if head == "unset" else None)
+            twin = twin_of(name) if name else None
+            if twin is None or any(twin in text[w.start:w.end] for w in words):
+                continue
+            message = (f"`{twin}` set beside `{name}` (each runtime reads its own, the other ignores it: "
+                       "the launch serves CUDA and Ascend hosts)")
+            if found is None:  # `unset X`
+                changes.append(envmap.Change("twin", word.start, word.start, f"{twin} ", message))
+                continue
             option = literals[i - 1] if i and literals[i - 1] in ("-x", "-e", "--env") else None
             at = words[i - 1].start if option else word.start
             prefix = f"{option} " if option else ""
-            if re.match(rf"""["']?{CUDA_VISIBLE}=""", raw):
-                twin = raw.replace(CUDA_VISIBLE, ASCEND_VISIBLE, 1)
-                changes.append(envmap.Change("device_list", at, at, f"{prefix}{twin} ", TWIN_MESSAGE))
-                value = literal.split("=", 1)[1] if literal else None
-                for problem in envmap.check_device_list(ASCEND_VISIBLE, value) if value is not None else ():
-                    changes.append(envmap.Change("device_list", word.start, severity=problem.severity,
-                                                 message=problem.message))
-            elif literal == CUDA_VISIBLE and head == "unset":
-                changes.append(envmap.Change("device_list", word.start, word.start, f"{ASCEND_VISIBLE} ",
-                                             TWIN_MESSAGE))
+            changes.append(envmap.Change("twin", at, at, f"{prefix}{raw.replace(name, twin, 1)} ", message))
+            value = literal.split("=", 1)[1] if literal else None
+            for problem in envmap.check_device_list(twin, value) if check_lists and value is not None else ():
+                changes.append(envmap.Change("twin", word.start, severity=problem.severity, message=problem.message))
     return changes

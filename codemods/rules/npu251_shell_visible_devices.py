@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from codemods.framework import envmap
 from codemods.framework.portable import shell_visible_twins
-from codemods.framework.shellwords import LineIndex
 from codemods.framework.cases import Invalid
 from codemods.framework.families.shell import ShellRule
 from npu_migrate.core.diagnostics import Severity
@@ -55,16 +54,7 @@ class ShellVisibleDevices(ShellRule):
     def rewrite_text(self, text: str) -> str:
         if self.target != "portable":
             return super().rewrite_text(text)
-        index = LineIndex(text)
-        edits = []
-        for change in shell_visible_twins(text):
-            line, col = index.position(change.offset)
-            if change.replacement is None:
-                self.report_at(line, col, change.message, change.severity)
-            elif not self.context.suppressions.suppresses(self.code, line):
-                edits.append(change)
-                self.fixed_at(line, col, change.message)
-        return envmap.apply_changes(text, edits)
+        return self.apply_twins(text, shell_visible_twins(text))
 
 
 CASES = [
