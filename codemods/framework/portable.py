@@ -298,9 +298,9 @@ def shell_env_twins(text: str, twin_of: Callable[[str], str | None], check_lists
             raw = text[word.start:word.end]
             literal = literals[i]
             found = re.match(r"""["']?([A-Za-z_]\w*)=""", raw)
-            name = found.group(1) if found else (literal if head == "unset" else None)
+            name: str | None = found.group(1) if found else (literal if head == "unset" else None)
             twin = twin_of(name) if name else None
-            if twin is None or any(twin in text[w.start:w.end] for w in words):
+            if name is None or twin is None or any(twin in text[w.start:w.end] for w in words):
                 continue
             message = (f"`{twin}` set beside `{name}` (each runtime reads its own, the other ignores it: "
                        "the launch serves CUDA and Ascend hosts)")
