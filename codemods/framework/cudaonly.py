@@ -62,6 +62,27 @@ def _top_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom
                 stack.extend(getattr(node, name, None) or [])
 
 
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _required_imports(statements: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Imports a module cannot be imported without: unconditional ones at module level, and those
+    in a `try` whose import-error handler raises again (whisper's `triton_ops.py`). An import under
+    an `if`, or in a `try` that falls back (timm's `except ImportError: amp = None`), is optional:
+    the module works without the library, so it is not CUDA-only."""
+    for node in statements:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.Try):
+            catching = [h for h in node.handlers if h.type is None or any(
+                isinstance(n, ast.Name) and n.id in _IMPORT_ERRORS for n in ast.walk(h.type))]
+            if all(h.body and isinstance(h.body[-1], ast.Raise) for h in catching):
+                yield from _required_imports(node.body)
+            yield from _required_imports(node.finalbody)
+        elif isinstance(node, ast.With):
+            yield from _required_imports(node.body)
+
+
 def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict[str, str]]:
     """`{"files": {abspath: why}, "modules": {dotted name: why}}` for the project's files that
     import a CUDA-only library when they are imported, directly or through another such file
@@ -99,7 +120,7 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
 
 def _imports_cuda_only(tree: ast.Module, path: str, by_module: Mapping[str, set[str]],
                        found: Mapping[str, str], root: str) -> str | None:
-    for node in _top_level_imports(tree):
+    for node in _required_imports(tree.body):
         for module in _imported_modules(node):
             library = cuda_only_library(module) if not isinstance(node, ast.ImportFrom) or not node.level else None
             if library:

@@ -68,6 +68,23 @@ def test_the_index_follows_module_level_imports_only(tmp_path):
     assert index["modules"]["pkg.kernels"] == index["modules"]["kernels"] == "`triton` (in `pkg/kernels.py`)"
 
 
+def test_an_optional_import_does_not_make_a_module_cuda_only(tmp_path):
+    """timm's `utils/cuda.py` tries apex and falls back: it works without apex, so calling into it
+    selects nothing CUDA-only. A `try` whose handler raises again (whisper) still requires it."""
+    texts = {
+        "optional.py": "try:\n    from apex import amp\n    has_apex = True\nexcept ImportError:\n    amp = None\n",
+        "conditional.py": "import os\nif os.environ.get('USE_TRITON'):\n    import triton\n",
+        "required.py": "try:\n    import triton\nexcept ImportError:\n    raise RuntimeError('needs triton')\n",
+        "other_error.py": "try:\n    import triton\nexcept KeyError:\n    pass\n",
+    }
+    paths = []
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+        paths.append(str(tmp_path / name))
+    index = project_cuda_only_modules(paths, str(tmp_path))
+    assert {os.path.basename(p) for p in index["files"]} == {"required.py", "other_error.py"}
+
+
 def test_functions_reaching_cuda_only_code_are_followed_within_a_file(tmp_path):
     import ast
 
