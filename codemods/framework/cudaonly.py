@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from codemods.framework.devicevalues import module_names
+from codemods.framework.devicevalues import module_names, parse_source, read_source
 
 # the top-level modules of libraries that run on NVIDIA GPUs only
 CUDA_ONLY_LIBRARIES = frozenset({
@@ -102,10 +102,10 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
         for path in python:
             if path in found:
                 continue
-            data = _read(path)
+            data = read_source(path)
             if data is None or not pattern.search(data):
                 continue
-            tree = _parse(data)
+            tree = parse_source(data)
             why = tree and _imports_cuda_only(tree, path, by_module, found, root)
             if why:
                 new[path] = why
@@ -149,25 +149,6 @@ def _relative_targets(node: ast.ImportFrom, path: str) -> list[str]:
     """The files `from .m import a` can mean: `m` itself, or `m.a` where `a` is a submodule."""
     submodules = [f"{node.module}.{alias.name}" if node.module else alias.name for alias in node.names]
     return [target for module in [node.module, *submodules] for target in relative_target(path, node.level, module)]
-
-
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
-def _parse(data: bytes) -> ast.Module | None:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
 
 
 # -- one file: names and functions that lead to CUDA-only code -------------------------------------

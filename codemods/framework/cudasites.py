@@ -25,14 +25,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from codemods.framework.cudaonly import CUDA_ONLY_LIBRARIES
 from codemods.framework.facts import FileFacts, ast_dotted_parts, iter_statements
 
-# the top-level modules of libraries that run on NVIDIA GPUs only
-CUDA_ONLY_LIBRARIES = frozenset({
-    "apex", "tensorrt", "torch_tensorrt", "pycuda", "cupy", "cupyx", "bitsandbytes", "xformers",
-    "flash_attn", "flash_attn_2_cuda", "triton", "pynvml", "nvidia_smi", "GPUtil", "gpustat",
-    "transformer_engine", "nvidia", "cudf", "cuml", "numba.cuda",
-})
 # the frameworks whose CUDA-named API the sweep knows to be CUDA-specific
 KNOWN_ROOTS = frozenset({"torch", "torchvision", "torchaudio", "lightning", "pytorch_lightning", "lightning_fabric",
                          "transformers", "accelerate", "deepspeed", "timm", "numba", "onnxruntime"})
