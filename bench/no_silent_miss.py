@@ -63,6 +63,13 @@ PROJECTS = [
      "bddbc24b82ab6ccfa6243e815a49dc5bfe8d4144", "Lightning project"),
     ("Lightning-AI+pytorch-lightning", "Lightning-AI/pytorch-lightning",
      "7f0c3436cd3f6ad3753125672024fc415cbcb414", "Lightning itself; tests mock CUDA"),
+    # added after the round's merges, untuned: tried as a new user would, then kept
+    ("facebookresearch+dinov2", "facebookresearch/dinov2", "b8931f7bf91576930313be2c6d6af376033b35f0",
+     "self-supervised ViT, xFormers, distributed, notebooks"),
+    ("openai+whisper", "openai/whisper", "c0d2f624c09dc18e709e37c2ad90c039a4eb72a2",
+     "speech; Triton kernels behind is_cuda guards, CUDA-marked tests, notebooks"),
+    ("lucidrains+denoising-diffusion-pytorch", "lucidrains/denoising-diffusion-pytorch",
+     "faed4db28e724735323fa91c70aa9b28a6e1cbac", "diffusion, AMP decorators, device properties"),
 ]
 
 # -- the independent scanner ---------------------------------------------------------------------
