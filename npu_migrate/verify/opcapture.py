@@ -299,6 +299,41 @@ class SeedWatcher:
         return seeded
 
 
+class MoveWatcher:
+    """Records the user's own device moves (`t.to(device)`, `.cuda()`, `.npu()` called from a line
+    of the tree): a tensor the migrated code leaves on the CPU is then traced to the line where the
+    original moved it (on a CPU reference a move to the CPU is no op, so no aten op shows it)."""
+
+    def __init__(self, record: Record, sites: Sites) -> None:
+        self.record, self.sites = record, sites
+
+    def install(self) -> None:
+        for name in ("to", "cuda", "npu"):
+            original = getattr(torch.Tensor, name, None)
+            if original is not None:
+                setattr(torch.Tensor, name, self._wrap(original, name))
+
+    def _wrap(self, original: Any, name: str) -> Any:
+        watcher, root = self, self.sites.root
+
+        def moved(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            caller = sys._getframe(1)
+            if caller.f_code.co_filename.startswith(root) and (name != "to" or _names_a_device(args, kwargs)):
+                watcher.record.add({"kind": "move", "name": f"Tensor.{name}",
+                                    "site": f"{caller.f_code.co_filename[len(root):]}:{caller.f_lineno}",
+                                    "shape": list(tensor.shape) if isinstance(tensor, torch.Tensor) else None})
+            return original(tensor, *args, **kwargs)
+
+        moved.__name__ = name
+        return moved
+
+
+def _names_a_device(args: tuple, kwargs: dict) -> bool:
+    if "device" in kwargs:
+        return True
+    return bool(args) and (isinstance(args[0], (str, torch.device, int, torch.Tensor)) and not isinstance(args[0], bool))
+
+
 class PrintTee(io.TextIOBase):
     """stdout that keeps each printed line with the user's line that printed it."""
 

@@ -90,6 +90,7 @@ class ScriptOutcome:
             found += [op.get("mapped_site") for op in first.missing_ops[:1]]
         if self.error:
             found.append(self.error.get("location"))
+            found += [move["mapped_site"] for move in self.error.get("missing_moves", [])[:1]]
             root = str(Path(self.data.get("migrated_root", ".")).resolve()) + os.sep
             chain = re.search(r"made at ([^)]*)", self.error.get("message", ""))
             for made in (chain.group(1).split(" < ") if chain else []):
@@ -118,7 +119,7 @@ class ScriptOutcome:
                 "only_original_ops": comparison.only_reference if comparison else 0,
                 "only_migrated_ops": comparison.only_migrated if comparison else 0,
                 "worst_ratio_to_tolerance": comparison.worst_ratio if comparison else None,
-                "findings": [d.to_dict() for d in self.findings()], **self.data}
+                "findings": [d.to_dict() for d in self.findings()], "sites": self.sites(), **self.data}
 
     def report(self) -> Report:
         summary: dict[str, Any] = {"verdict": self.verdict.upper(), "reason": self.reason}
@@ -214,7 +215,19 @@ def _job(options: ScriptOptions, side: str, root: Path, out: Path) -> dict[str, 
     return {"side": side, "root": str(Path(root).resolve()), "script": options.script, "args": options.args,
             "steps": options.steps, "seed": options.seed, "reference": options.reference,
             "backing": options.backing, "rng": options.rng, "device_precision": options.device_precision,
-            "out": str(out)}
+            "original_root": str(Path(options.original).resolve()), "out": str(out)}
+
+
+def _in_tree(entry: str, original_root: str | None, root: str) -> str:
+    """A PYTHONPATH entry inside the original tree, seen from the side running `root`: the same
+    folder in that tree (so the migrated side imports the migrated copy of the user's packages)."""
+    if not original_root:
+        return entry
+    try:
+        inner = Path(entry).resolve().relative_to(original_root)
+    except ValueError:
+        return entry
+    return str(Path(root) / inner)
 
 
 def run_side(job: dict[str, Any], options: ScriptOptions, workdir: Path) -> dict[str, Any]:
@@ -223,7 +236,9 @@ def run_side(job: dict[str, Any], options: ScriptOptions, workdir: Path) -> dict
     job_file.write_text(json.dumps(job))
     env = dict(os.environ)
     package_parent = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    user_path = [_in_tree(entry, job.get("original_root"), job["root"])
+                 for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    env["PYTHONPATH"] = os.pathsep.join([package_parent, *user_path])
     env.update(options.env or {})
     started = time.perf_counter()
     try:
@@ -269,7 +284,9 @@ def verify_script(options: ScriptOptions, cache: dict[tuple, dict[str, Any]] | N
             # the original under the device precision the migrated run had (all of it on a device)
             classes = target.get("hf32_used")
             classes = ["conv", "matmul"] if classes is None else classes
-            noise = reference if not classes else cache.get(("noise", tuple(classes), *base))
+            # (the reference itself when the device rounded nothing and ran no autocast region)
+            amp = bool(target.get("amp_used"))
+            noise = reference if not classes and not amp else cache.get(("noise", tuple(classes), *base))
             if noise is None:
                 job = dict(_job(options, "noise", options.original, workdir / "noise.pt"), hf32=classes)
                 noise = cache[("noise", tuple(classes), *base)] = run_side(job, options, workdir)
@@ -281,13 +298,21 @@ def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, An
     if target.get("error", {}) and target["error"].get("phase") == "setup":
         return ScriptOutcome("error", f"migrated side: {target['error']['message']}")
     noise_events = noise["record"] if noise and not noise.get("error") else None
-    comparison = compare_records(reference["record"], target.get("record", []), noise_events,
-                                 options.noise_factor)
+    amp = bool(noise_events is not None and noise.get("amp_used"))
+    if amp:
+        # AMP: the float32 reference and the device's autocast differ in dtype op by op; the
+        # migrated run is compared with the original under the device's autocast lists (the noise
+        # run), and the tolerance is that run's distance from float32
+        comparison = compare_records(noise_events, target.get("record", []), reference["record"],
+                                     options.noise_factor)
+    else:
+        comparison = compare_records(reference["record"], target.get("record", []), noise_events,
+                                     options.noise_factor)
     data = {"migrated_root": str(options.migrated), "original_root": str(options.original),
             "reference": reference.get("backend"),
-            "noise": (noise.get("backend") if noise is not reference else "the reference itself (no HF32 used)")
+            "noise": (noise.get("backend") if noise is not reference else "the reference itself (no HF32 or autocast used)")
             if noise else "none (per-op-class tolerances)",
-            "target": target.get("backend"), "steps": options.steps,
+            "target": target.get("backend"), "steps": options.steps, "amp": amp,
             "steps_run": target.get("steps_run")}
     if str(target.get("backend", "")).startswith("emulation"):
         data["scope"] = EMULATION_SCOPE
@@ -306,6 +331,13 @@ def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comp
         for op in comparison.first.missing_ops:
             op["mapped_site"] = map_line(data["original_root"], data["migrated_root"], op.get("site"))
     error = target.get("error")
+    if error and _is_placement(error):
+        error["missing_moves"] = missing_moves(reference["record"], target.get("record", []),
+                                               data["original_root"], data["migrated_root"])
+        if error["missing_moves"]:
+            move = error["missing_moves"][0]
+            error["message"] += (f"; the original moves a tensor {move['shape']} to the device at {move['site']}, "
+                                 f"the migrated code does not (migrated {move['mapped_site']})")
     if target.get("timed_out"):
         return ScriptOutcome("error", (error or {}).get("message", "the migrated run timed out"),
                              comparison, error, data)
@@ -321,6 +353,27 @@ def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comp
                                      f"{reference.get('steps_run')}", comparison, None, data)
     return ScriptOutcome("pass", f"{comparison.matched} ops and {target.get('steps_run')} losses match "
                                  f"within the measured noise", comparison, None, data)
+
+
+def _is_placement(error: dict[str, Any]) -> bool:
+    message = error.get("message", "")
+    return "placement audit" in message or "same device" in message
+
+
+def missing_moves(reference: list[dict[str, Any]], migrated: list[dict[str, Any]], original_root: str,
+                  migrated_root: str) -> list[dict[str, Any]]:
+    """The original's device moves (`.to(device)`, `.cuda()`) whose line, mapped into the migrated
+    tree, moves nothing there, in the original's order: where a tensor was left on the CPU."""
+    moved_there = {event["site"] for event in migrated if event["kind"] == "move"}
+    found, seen = [], set()
+    for event in reference:
+        if event["kind"] != "move" or event["site"] in seen:
+            continue
+        seen.add(event["site"])
+        mapped = map_line(Path(original_root), Path(migrated_root), event["site"])
+        if mapped and mapped not in moved_there:
+            found.append({"site": event["site"], "mapped_site": mapped, "shape": event.get("shape")})
+    return found
 
 
 def _error_line(prefix: str, error: dict[str, Any], root: Path) -> str:

@@ -27,6 +27,7 @@ import torch
 
 from .opcapture import (
     ModuleTracker,
+    MoveWatcher,
     OpCapture,
     PrintTee,
     Record,
@@ -75,7 +76,7 @@ def _setup(job: dict[str, Any]) -> str:
             from npu_migrate.emulation import device_precision
 
             classes = job.get("hf32", ["matmul", "conv"])
-            device_precision(matmul="matmul" in classes, conv="conv" in classes)
+            device_precision(matmul="matmul" in classes, conv="conv" in classes, autocast_from="cuda")
             backend += f" + HF32 {'/'.join(sorted(classes)) or 'nothing'}"
         return backend
     from npu_migrate import emulation
@@ -114,8 +115,11 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         random.seed(seed)
         torch.manual_seed(seed)
     SeedWatcher(record, sites).install()
+    MoveWatcher(record, sites).install()
     os.chdir(root)
-    sys.path.insert(0, str(script.parent))
+    # the script's folder first, as `python train.py` has it; then the tree's root, as an installed
+    # (`pip install -e .`) project has it, so `from mypackage import ...` finds this tree's copy
+    sys.path[:0] = [str(script.parent)] + ([str(root)] if script.parent != root else [])
     sys.argv = [str(script), *job.get("args", [])]
     stdout = sys.stdout
     sys.stdout = PrintTee(record, sites, echo=None)
@@ -139,6 +143,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     result["steps_run"] = record.step + 1
     result["hf32_used"] = _hf32_used(result.get("backend") or "")
     result["truncated"] = record.truncated
+    result["amp_used"] = _amp_used(job["side"])
     return result
 
 
@@ -150,6 +155,14 @@ def _hf32_used(backend: str) -> list[str] | None:
     from npu_migrate.emulation import hf32_used
 
     return hf32_used()
+
+
+def _amp_used(side: str) -> bool:
+    """Whether the code entered an enabled autocast region of the device (the noise run: of the
+    original's "cuda", run with the device's autocast lists; the target: of the npu)."""
+    from npu_migrate.emulation._state import STATE
+
+    return bool(STATE.amp_used) if side != "reference" else False
 
 
 def main(argv: list[str]) -> int:
