@@ -42,12 +42,13 @@ def _words(count: int, seed: int) -> str:
     """Deterministic English-looking text: a small vocabulary, lines of 8-16 words."""
     vocabulary = ("the of and to in a is that for it as was with be by on not he i this are or his from at "
                   "which but have an they you were her she there one all we can their has been if more when "
-                  "will would who so no time only new some could").split()
+                  "will would who so no time only new some could")
+    words = vocabulary.split(" ")
     rng = random.Random(seed)
     lines, left = [], count
     while left > 0:
         n = min(left, rng.randint(8, 16))
-        lines.append(" ".join(rng.choice(vocabulary) for _ in range(n)))
+        lines.append(" ".join(rng.choice(words) for _ in range(n)))
         left -= n
     return "\n".join(lines) + "\n"
 
