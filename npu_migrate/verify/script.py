@@ -28,10 +28,10 @@ EXIT = {"pass": 0, "fail": 1, "error": 2}
 
 EMULATION_SCOPE = (
     "Emulated PASS: the migrated script runs, places every tensor on the device (audited), seeds and "
-    "computes the same numbers as the original within the noise the device's precision (HF32) "
-    "causes. It does not prove the device's own kernels, fp16 accumulation, the NPU autocast op "
-    "lists, memory, speed, or multi-device collectives: run on an Ascend device (or compare an "
-    "msprobe dump taken there) for those.")
+    "computes the same numbers as the original within the noise the device's precision causes (HF32; "
+    "under autocast, the device's op lists, taken to be CUDA's). It does not prove the device's own "
+    "kernels, fp16 accumulation, memory, speed, or multi-device collectives: run on an Ascend device "
+    "(or compare an msprobe dump taken there) for those.")
 
 
 class ScriptError(Exception):
@@ -55,6 +55,8 @@ class ScriptOptions:
     timeout: float = 600.0
     dump: Path | None = None
     env: dict[str, str] | None = None
+    portable: bool = False  # one tree: the reference runs it on plain CPU torch, as it is
+    target_device: str = "npu"  # "npu" (a device or the emulation) or "cuda" (a GPU; portable code)
 
 
 @dataclass
@@ -209,13 +211,16 @@ def check(options: ScriptOptions) -> None:
         raise ScriptError(f"--steps {options.steps}: must be at least 1")
     if options.rng not in ("align", "device"):
         raise ScriptError(f"--rng {options.rng}: 'align' or 'device'")
+    if options.target_device not in ("npu", "cuda") or (options.target_device == "cuda" and not options.portable):
+        raise ScriptError(f"device {options.target_device!r}: the migrated side runs on 'npu' (or 'cuda' for portable code)")
 
 
 def _job(options: ScriptOptions, side: str, root: Path, out: Path) -> dict[str, Any]:
     return {"side": side, "root": str(Path(root).resolve()), "script": options.script, "args": options.args,
             "steps": options.steps, "seed": options.seed, "reference": options.reference,
             "backing": options.backing, "rng": options.rng, "device_precision": options.device_precision,
-            "original_root": str(Path(options.original).resolve()), "out": str(out)}
+            "original_root": str(Path(options.original).resolve()), "portable": options.portable,
+            "target_device": options.target_device, "out": str(out)}
 
 
 def _in_tree(entry: str, original_root: str | None, root: str) -> str:
@@ -270,7 +275,7 @@ def verify_script(options: ScriptOptions, cache: dict[tuple, dict[str, Any]] | N
     with tempfile.TemporaryDirectory(prefix="npu-migrate-verify-") as tmp:
         workdir = Path(tmp)
         base = (str(Path(options.original).resolve()), options.script, tuple(options.args), options.steps,
-                options.seed, options.reference)
+                options.seed, options.reference, options.portable)
         if ("reference", *base) not in cache:
             cache[("reference", *base)] = run_side(_job(options, "reference", options.original,
                                                         workdir / "reference.pt"), options, workdir)
@@ -361,18 +366,29 @@ def _is_placement(error: dict[str, Any]) -> bool:
 
 
 def missing_moves(reference: list[dict[str, Any]], migrated: list[dict[str, Any]], original_root: str,
-                  migrated_root: str) -> list[dict[str, Any]]:
-    """The original's device moves (`.to(device)`, `.cuda()`) whose line, mapped into the migrated
-    tree, moves nothing there, in the original's order: where a tensor was left on the CPU."""
-    moved_there = {event["site"] for event in migrated if event["kind"] == "move"}
-    found, seen = [], set()
+                  migrated_root: str, limit: int = 3) -> list[dict[str, Any]]:
+    """The original's device moves (`.to(device)`, `.cuda()`) that the migrated code does not make
+    at the same place (the line mapped into the migrated tree, the same shape), in the original's
+    order: where a tensor was left on the CPU. The first is the earliest; the migrated run stops at
+    its placement error, so the moves the original makes after that point are left out by `limit`."""
+    from collections import Counter
+
+    made = Counter((event["site"], tuple(event.get("shape") or ())) for event in migrated if event["kind"] == "move")
+    mapped_sites: dict[str, str | None] = {}
+    found = []
     for event in reference:
-        if event["kind"] != "move" or event["site"] in seen:
+        if event["kind"] != "move":
             continue
-        seen.add(event["site"])
-        mapped = map_line(Path(original_root), Path(migrated_root), event["site"])
-        if mapped and mapped not in moved_there:
-            found.append({"site": event["site"], "mapped_site": mapped, "shape": event.get("shape")})
+        site = event["site"]
+        if site not in mapped_sites:
+            mapped_sites[site] = map_line(Path(original_root), Path(migrated_root), site)
+        key = (mapped_sites[site], tuple(event.get("shape") or ()))
+        if made[key] > 0:
+            made[key] -= 1
+        elif key[0]:
+            found.append({"site": site, "mapped_site": key[0], "shape": event.get("shape")})
+            if len(found) >= limit:
+                break
     return found
 
 

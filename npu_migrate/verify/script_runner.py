@@ -59,7 +59,9 @@ def _foreach_as_on_a_gpu() -> None:
 def _setup(job: dict[str, Any]) -> str:
     """Prepare this process's device side; returns the backend name."""
     side = job["side"]
-    if side in ("reference", "noise"):
+    if side in ("reference", "noise") and job.get("portable"):
+        backend = "cpu (plain torch, the code's own CPU path)"
+    elif side in ("reference", "noise"):
         if job.get("reference") == "cuda":
             if not torch.cuda.is_available():
                 raise RuntimeError("--reference cuda: no CUDA device is available")
@@ -72,13 +74,20 @@ def _setup(job: dict[str, Any]) -> str:
                 torch.cuda.device_count = lambda: 1
                 _foreach_as_on_a_gpu()
             backend = "cpu"
-        if side == "noise":
-            from npu_migrate.emulation import device_precision
+    if side in ("reference", "noise") and job.get("portable"):
+        _foreach_as_on_a_gpu()  # the same optimizer kernels as on the device
+    if side == "noise":
+        from npu_migrate.emulation import device_precision
 
-            classes = job.get("hf32", ["matmul", "conv"])
-            device_precision(matmul="matmul" in classes, conv="conv" in classes, autocast_from="cuda")
-            backend += f" + HF32 {'/'.join(sorted(classes)) or 'nothing'}"
+        classes = job.get("hf32", ["matmul", "conv"])
+        device_precision(matmul="matmul" in classes, conv="conv" in classes, autocast_from="cuda")
+        backend += f" + HF32 {'/'.join(sorted(classes)) or 'nothing'}"
+    if side in ("reference", "noise"):
         return backend
+    if job.get("target_device") == "cuda":  # portable code on a GPU: it picks the device itself
+        if not torch.cuda.is_available():
+            raise RuntimeError("device cuda: no CUDA device is available")
+        return "cuda"
     from npu_migrate import emulation
 
     if emulation.real_torch_npu_available():
