@@ -93,6 +93,7 @@ class ScriptOutcome:
         if self.error:
             found.append(self.error.get("location"))
             found += [move["mapped_site"] for move in self.error.get("missing_moves", [])[:1]]
+            found.append((self.error.get("missing_before") or {}).get("mapped_site"))
             root = str(Path(self.data.get("migrated_root", ".")).resolve()) + os.sep
             chain = re.search(r"made at ([^)]*)", self.error.get("message", ""))
             for made in (chain.group(1).split(" < ") if chain else []):
@@ -165,6 +166,19 @@ def _diagnostic(code: str, message: str, root: str, site: str | None) -> Diagnos
     path = file if os.path.isabs(file) else f"{root}/{file}"
     line = line.partition("-")[0]
     return Diagnostic(code, message, path, int(line) if line.isdigit() else 0, 0, Severity.ERROR)
+
+
+def line_unchanged(original_root: Path | str, migrated_root: Path | str, site: str) -> bool:
+    """Whether the original's line `site` (file:line) is kept as it is in the migrated tree."""
+    file, _, line = site.rpartition(":")
+    try:
+        before = (Path(original_root) / file).read_text().splitlines()
+        after = (Path(migrated_root) / file).read_text().splitlines()
+    except OSError:
+        return True
+    target = int(line) - 1
+    return any(tag == "equal" and i1 <= target < i2 for tag, i1, i2, _, _ in
+               difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes())
 
 
 def map_line(original_root: Path, migrated_root: Path, site: str | None) -> str | None:
@@ -343,6 +357,18 @@ def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comp
             move = error["missing_moves"][0]
             error["message"] += (f"; the original moves a tensor {move['shape']} to the device at {move['site']}, "
                                  f"the migrated code does not (migrated {move['mapped_site']})")
+    elif error and comparison.first is None:
+        missing = missing_before_error(reference["record"], target.get("record", []))
+        if missing:
+            # the innermost of its lines that the migration changed (the call it dropped), else its own
+            changed = [site for site in missing["stack"]
+                       if not line_unchanged(data["original_root"], data["migrated_root"], site)]
+            missing["site"] = (changed or [missing["site"]])[0]
+            missing["mapped_site"] = map_line(data["original_root"], data["migrated_root"], missing["site"])
+            if missing["mapped_site"]:
+                error["missing_before"] = missing
+                error["message"] += (f"; just before it the original runs {missing['name']} at {missing['site']}, "
+                                     f"the migrated code does not (migrated {missing['mapped_site']})")
     if target.get("timed_out"):
         return ScriptOutcome("error", (error or {}).get("message", "the migrated run timed out"),
                              comparison, error, data)
@@ -358,6 +384,25 @@ def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comp
                                      f"{reference.get('steps_run')}", comparison, None, data)
     return ScriptOutcome("pass", f"{comparison.matched} ops and {target.get('steps_run')} losses match "
                                  f"within the measured noise", comparison, None, data)
+
+
+def missing_before_error(reference: list[dict[str, Any]], migrated: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """When the migrated run raised: the last ops the original runs that the migrated code did not,
+    before the point where the migrated run stopped (its first op, with the original's line)."""
+    from .opcompare import _aligned, _ops
+
+    ref_ops, tgt_ops = _ops(reference), _ops(migrated)
+    if not tgt_ops:
+        return None
+    last = None
+    for tag, i1, _, j1, _ in _aligned(ref_ops, tgt_ops):
+        if j1 >= len(tgt_ops):
+            break
+        if tag == "delete":
+            last = ref_ops[i1]
+    if last is None or not last.get("site"):
+        return None
+    return {"name": last["name"], "site": last["site"], "stack": last.get("stack") or [last["site"]]}
 
 
 def _is_placement(error: dict[str, Any]) -> bool:
