@@ -56,6 +56,25 @@ def _foreach_as_on_a_gpu() -> None:
         optimizer_module._get_foreach_kernels_supported_devices = supported
 
 
+def _data_in_process() -> None:
+    """DataLoader workers run in the main process (num_workers=0) on both sides: the dataset's ops
+    (normalisation, augmentation) are then captured at their lines, not hidden in a worker. The
+    batches are the same; the sampler's order comes from the main process either way."""
+    from torch.utils.data import DataLoader
+
+    original = DataLoader.__init__
+
+    def init(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) > 5:  # num_workers is the 6th positional parameter
+            args = (*args[:5], 0, *args[6:])
+        kwargs.update({"num_workers": 0} if len(args) <= 5 else {})
+        kwargs.pop("persistent_workers", None)
+        kwargs.pop("prefetch_factor", None)
+        original(self, *args, **kwargs)
+
+    DataLoader.__init__ = init
+
+
 def _setup(job: dict[str, Any]) -> str:
     """Prepare this process's device side; returns the backend name."""
     side = job["side"]
@@ -115,6 +134,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         result["error"] = {"type": type(error).__name__, "message": str(error), "phase": "setup",
                            "location": None}
         return result
+    _data_in_process()
     sites = Sites(str(root))
     modules = ModuleTracker(sites)
     modules.install()
