@@ -192,9 +192,12 @@ def map_line(original_root: Path, migrated_root: Path, site: str | None) -> str 
     except OSError:
         return None
     target = int(line) - 1
-    for tag, i1, i2, j1, _ in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
         if i1 <= target < i2 or (i1 == i2 == target):
             mapped = j1 + (target - i1 if tag == "equal" else 0)
+            if tag == "replace":  # the most similar of the lines that replaced it
+                mapped = max(range(j1, j2), key=lambda j: difflib.SequenceMatcher(
+                    None, before[target], after[j], autojunk=False).ratio())
             return f"{file}:{min(mapped, max(len(after) - 1, 0)) + 1}"
     return None
 
