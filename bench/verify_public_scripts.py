@@ -111,8 +111,8 @@ SCRIPTS = [
              "x, y = x.pin_memory(), ")],
            data=_tokens),
     Script("nanogpt-amp", "karpathy+nanoGPT", "", "train.py", NANOGPT_ARGS,  # dtype bfloat16: torch.amp.autocast
-           [("attention softmax in bf16 (AMP)", "model.py", "att = F.softmax(att, dim=-1)",
-             "att = F.softmax(att.bfloat16(), dim=-1).to(att.dtype)")],
+           [("LayerNorm input rounded to bf16 (AMP)", "model.py", "return F.layer_norm(input, self.weight.shape",
+             "return F.layer_norm(input.bfloat16(), self.weight.shape")],
            data=_tokens),
 ]
 
