@@ -248,3 +248,18 @@ def test_portable_code_runs_on_cpu_and_on_the_emulated_npu_with_the_same_numbers
     outcome = json.loads(result.output)["npu"]
     assert outcome["verdict"] == "pass" and outcome["matched_ops"] > 20
     assert outcome["reference"].startswith("cpu (plain torch") and outcome["target"].startswith("emulation")
+
+
+def test_memory_findings_name_the_module_that_grew():
+    from npu_migrate.verify.analysis import module_growth
+
+    def side(dtype):
+        return {"tensors": {"act/encoder#0/out": torch.zeros(8, 16), "act/encoder.fc#0/out": torch.zeros(8, 16),
+                            "act/head#0/out": torch.zeros(8, 4, dtype=dtype), "param/head.weight": torch.zeros(4, 16),
+                            "loss/step0": torch.zeros(())},
+                "modules": {"head": {"class": "Linear", "file": "models.py", "line": 12}}}
+
+    grew = module_growth(side(torch.float32), side(torch.float64))
+    assert (grew["module"], grew["class"], grew["location"], grew["bytes"]) == ("head", "Linear", "models.py:12", 128)
+    assert grew["text"] == "activations +128 B"
+    assert module_growth(side(torch.float32), side(torch.float32)) is None
