@@ -68,7 +68,7 @@ def _autocast_on_cpu(mapped: str) -> None:
             STATE.amp_used = STATE.amp_used or bool(enabled)
         original(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
-    cls.__init__ = init
+    cls.__init__ = init  # type: ignore[method-assign]
 
 
 def hf32_used() -> list[str]:

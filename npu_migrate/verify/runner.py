@@ -101,7 +101,7 @@ def _install_cuda_shim() -> None:
     # the GPU the original was written for has bf16 (an A100 or later); the NPU has it too
     torch.cuda.is_bf16_supported = lambda *args, **kwargs: True
     # pinned host memory needs an accelerator; on the CPU reference it is the memory itself
-    torch.Tensor.pin_memory = lambda self, device=None: self
+    torch.Tensor.pin_memory = lambda self, device=None: self  # type: ignore[method-assign,assignment,return-value]
 
 
 def seed_everything(seed: int) -> None:

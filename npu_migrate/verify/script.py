@@ -320,8 +320,8 @@ def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, An
     if target.get("error", {}) and target["error"].get("phase") == "setup":
         return ScriptOutcome("error", f"migrated side: {target['error']['message']}")
     noise_events = noise["record"] if noise and not noise.get("error") else None
-    amp = bool(noise_events is not None and noise.get("amp_used"))
-    if amp:
+    amp = bool(noise_events is not None and noise is not None and noise.get("amp_used"))
+    if amp and noise_events is not None:
         # AMP: the float32 reference and the device's autocast differ in dtype op by op; the
         # migrated run is compared with the original under the device's autocast lists (the noise
         # run), and the tolerance is that run's distance from float32
