@@ -33,7 +33,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "engine")]
+from process_table import alive, children  # the signal tests read processes the same way
 ENV = dict(os.environ, PYTHONPATH=ROOT)
 COMMAND = [sys.executable, "-m", "npu_migrate", "apply", "--isolated", "-j", "2"]
 STOP = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL]
@@ -87,28 +88,6 @@ class Tree:
                     count += 1
             dirs[:] = [d for d in dirs if not d.startswith(".npu-migrate")]
         return count
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid and fields[0] != "Z":
-                found.append(int(entry))
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def orphans_of(workers: set[int]) -> int:

@@ -21,3 +21,13 @@ settings.register_profile(
     "explore", derandomize=False, deadline=None, max_examples=500,
     suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("NPU_MIGRATE_HYPOTHESIS", "ci"))
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (pyproject's addopts): one worker per CPU this process may run on, at most 4.
+    The CPUs the scheduler allows, not the machine's (a container limited to 2 CPUs on a big host
+    gets 2), and a cap because every worker imports torch and runs subprocesses that do too."""
+    override = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if override and override.isdigit():
+        return int(override)
+    return max(1, min(4, len(os.sched_getaffinity(0))))

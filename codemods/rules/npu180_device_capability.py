@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import libcst as cst
 
 from codemods.framework.base import Fix
 from codemods.framework.cases import Invalid, Valid
+from codemods.framework.facts import ast_dotted_parts
 from codemods.framework.namemap import CoverageRule
 from npu_migrate.core.diagnostics import Severity
 
@@ -35,8 +37,9 @@ class DeviceCapability(CoverageRule):
     `torch.cuda.get_device_capability()[0] >= 8` raises `TypeError` after the port (fact sheet §2.6).
     The rule reports every call (CUDA, `torch.npu`, `torch_npu.npu` or `torch.accelerator` spelling):
     a **warning** where the result is compared, indexed, unpacked or used in arithmetic, an info note
-    elsewhere. `get_device_properties(i).major/.minor` is reported too: those are not compute
-    capabilities on NPU. Gate features on what they need (`torch.npu.is_bf16_supported()`, ...)
+    elsewhere. `get_device_properties(i).major/.minor` is reported too, also where the properties
+    are kept in a name first (`props = torch.cuda.get_device_properties(0)` ... `props.major`): those
+    are not compute capabilities on NPU. Gate features on what they need (`torch.npu.is_bf16_supported()`, ...)
     instead.
 
     ## Example
@@ -64,11 +67,25 @@ class DeviceCapability(CoverageRule):
     summary = "`get_device_capability()` returns None on NPU: comparing, indexing or unpacking it crashes"
     fix = Fix.NONE
     severity = Severity.WARNING
-    prefilter = r"get_device_capability|get_device_properties"
+    prefilter = r"get_device_capability|get_device_properties|\.(?:major|minor)\b"
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self.used: dict[int, str] = {}  # id of an expression -> how its value is used
+        self._properties: frozenset[str] | None = None
+
+    @property
+    def properties(self) -> frozenset[str]:
+        """Names the file assigns a get_device_properties(...) result (its `ast`, once per file: the
+        engine may hand the assignment and the `.major` read over in different pieces)."""
+        if self._properties is None:
+            facts = self.context.facts
+            self._properties = frozenset(
+                target.id for node in ast.walk(facts.tree)
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and (parts := ast_dotted_parts(node.value.func)) and facts.qualify(parts) in _PROPERTIES
+                for target in node.targets if isinstance(target, ast.Name))
+        return self._properties
 
     def visit_Module(self, node: cst.Module) -> None:
         self.used.clear()
@@ -103,8 +120,9 @@ class DeviceCapability(CoverageRule):
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> Any:
         # torch.cuda.get_device_properties(i).major / .minor: no compute capability on NPU
         value = original_node.value
-        if (original_node.attr.value in ("major", "minor") and isinstance(value, cst.Call)
-                and self.resolve(value.func) in _PROPERTIES):
+        properties = ((isinstance(value, cst.Call) and self.resolve(value.func) in _PROPERTIES)
+                      or (isinstance(value, cst.Name) and value.value in self.properties))
+        if original_node.attr.value in ("major", "minor") and properties:
             self.report(original_node, f"`.{original_node.attr.value}` of the NPU device properties is no "
                         "CUDA compute capability (only name, total_memory, L2_cache_size, cube_core_num and "
                         "vector_core_num are documented): do not gate features on it",
@@ -113,6 +131,13 @@ class DeviceCapability(CoverageRule):
 
 
 CASES = [
+    Invalid(
+        """\
+import torch
+props = torch.cuda.get_device_properties(torch.device("cuda"))
+version = f"{props.major}.{props.minor}"
+""",
+    ),
     Invalid(
         """\
 import os

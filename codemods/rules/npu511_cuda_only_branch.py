@@ -7,16 +7,13 @@ import re
 from typing import Any
 import libcst as cst
 import libcst.matchers as m
-from codemods.framework.base import Fix, Rule, dotted_parts
+from codemods.framework.base import Fix, Rule
+from codemods.framework.cudaonly import PROJECT_OPTION, CudaOnlyNames, cuda_only_library, import_reason
 from codemods.framework.facts import iter_statements
 from codemods.framework.positions import node_positions
 from npu_migrate.core.diagnostics import Severity
 
 from codemods.framework.cases import Invalid, Valid
-
-
-CUDA_ONLY = frozenset({"tensorrt", "torch_tensorrt", "triton", "bitsandbytes", "xformers", "flash_attn",
-                       "apex", "cupy", "cupyx", "pynvml", "transformer_engine", "pycuda"})
 
 
 _CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
@@ -33,22 +30,6 @@ def _scopes_around(tree: ast.Module, line: int) -> list[ast.stmt]:
     return sorted(around, key=lambda s: s.lineno, reverse=True)
 
 
-def _ast_cuda_only_use(scope: ast.AST, aliases: dict[str, str]) -> str | None:
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] in CUDA_ONLY:
-                    return f"`{alias.name}`"
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            if node.module.split(".")[0] in CUDA_ONLY:
-                return f"`{node.module}`"
-        elif isinstance(node, ast.Name):
-            target = aliases.get(node.id)
-            if target and target.split(".")[0] in CUDA_ONLY:
-                return f"`{target.split('.')[0]}`"
-    return None
-
-
 def _string(node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value
@@ -63,7 +44,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch or in the function or class around it. The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch or in the function or class around it, directly or through the project's own code: a function of the file that reaches such a library, or a module of the project that imports one when it is imported (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
 
     ## Example
 
@@ -90,11 +71,13 @@ class CudaOnlyBranch(Rule):
     summary = "A CUDA guard around a CUDA-only library stays a CUDA guard (never half-migrated) and is reported"
     fix = Fix.NONE
     severity = Severity.WARNING
-    prefilter = "|".join(sorted(CUDA_ONLY | {_TENSORRT}))
+    # every guard names CUDA; what it selects may be in another file (the project's CUDA-only modules)
+    prefilter = "cuda"
+
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self._uses: dict[int, str | None] = {}
-        self._file_imports: bool | None = None
+        self._names: CudaOnlyNames | None = None
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
         if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
@@ -123,23 +106,31 @@ class CudaOnlyBranch(Rule):
         imports included): there the guard selects that library's code path. Found in the
         file's `ast`, so it works whichever piece of the file the engine handed over."""
         module = self.context.module
-        if module is None or not self._imports_cuda_only():
-            return None  # the file imports no CUDA-only library: no scope can use one
+        if module is None or not self._file_reaches_cuda_only():
+            return None  # the file imports no CUDA-only code: no scope can use any
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
+        names = self._cuda_only_names()
         for scope in _scopes_around(self.context.facts.tree, line):
             if id(scope) not in self._uses:
-                self._uses[id(scope)] = _ast_cuda_only_use(scope, self.context.facts.aliases)
+                self._uses[id(scope)] = names.reason_in(scope, self.context.path, self._project())
             if self._uses[id(scope)] is not None:
                 return self._uses[id(scope)]
         return None
 
-    def _imports_cuda_only(self) -> bool:
-        if self._file_imports is None:
-            self._file_imports = any(
-                (isinstance(stmt, ast.Import) and any(a.name.split(".")[0] in CUDA_ONLY for a in stmt.names))
-                or (isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] in CUDA_ONLY)
-                for stmt in iter_statements(self.context.facts.tree.body))
-        return self._file_imports
+    def _project(self) -> dict[str, dict[str, str]]:
+        return self.context.options.get(PROJECT_OPTION) or {}
+
+    def _cuda_only_names(self) -> CudaOnlyNames:
+        """The file's names and functions that lead to CUDA-only code (its `ast`, once per file)."""
+        if self._names is None:
+            self._names = CudaOnlyNames.of(self.context.facts.tree, self.context.path, self._project())
+        return self._names
+
+    def _file_reaches_cuda_only(self) -> bool:
+        names = self._cuda_only_names()
+        return bool(names) or any(
+            isinstance(stmt, (ast.Import, ast.ImportFrom)) and names.reason_in(stmt, self.context.path, self._project())
+            for stmt in iter_statements(self.context.facts.tree.body))
 
     def _cuda_only_use(self, body: cst.CSTNode) -> str | None:
         for node in m.findall(body, m.Name() | m.Attribute() | m.SimpleString() | m.Import() | m.ImportFrom()):
@@ -148,16 +139,32 @@ class CudaOnlyBranch(Rule):
                     return "ONNX Runtime's TensorRT provider"
                 continue
             if isinstance(node, (cst.Import, cst.ImportFrom)):
-                modules = ([dotted_parts(a.name) for a in node.names] if isinstance(node, cst.Import)
-                           else [dotted_parts(node.module) if node.module else None])
-                for parts in modules:
-                    if parts and parts[0] in CUDA_ONLY:
-                        return f"`{'.'.join(parts)}`"
+                why = self._import_reason(node)
+                if why:
+                    return why
                 continue
+            if isinstance(node, cst.Name):
+                names = self._cuda_only_names()
+                if node.value in names.names:
+                    return names.names[node.value]
+                if node.value in names.functions:
+                    return f"`{node.value}`, which uses {names.functions[node.value]}"
             qualified = self.resolve(node)
-            if qualified and qualified.split(".")[0] in CUDA_ONLY:
-                return f"`{qualified.split('.')[0]}`"
+            library = cuda_only_library(qualified) if qualified else None
+            if library:
+                return f"`{library}`"
         return None
+
+    def _import_reason(self, node: cst.Import | cst.ImportFrom) -> str | None:
+        """Why an import in the branch brings in CUDA-only code (read with `ast`, which resolves
+        relative imports the same way as the project index)."""
+        text = cst.Module(body=[cst.SimpleStatementLine(body=[node])]).code
+        try:
+            statement = ast.parse(text.strip()).body[0]
+        except SyntaxError:
+            return None
+        assert isinstance(statement, (ast.Import, ast.ImportFrom))
+        return import_reason(statement, self.context.path, self._project())
 
     def _forget_edits_in(self, test: cst.BaseExpression) -> None:
         """Drop what other rules recorded about the guard's rewrite, which is undone here."""

@@ -254,9 +254,8 @@ def _files(paths: Sequence[str], finder: SettingsFinder, exclude: Sequence[str],
         if file not in explicit and not file.endswith(suffixes):
             continue  # no selected rule reads this kind of file
         chosen.append((file, settings))
-    # project facts (issue 14) come from every discovered file, before the set is narrowed
-    attach_project_facts({id(s): plan_for(s) for _, s in chosen}.values(), [f for f, _ in chosen],
-                         chosen[0][1].root if chosen else ".")
+    # project facts (issue 14) come from the whole project, before the set is narrowed
+    attach_project_facts(_project_groups(chosen, exclude, plan_for))
     if since:
         changed = changed_since(since, paths)
         chosen = [(f, s) for f, s in chosen if os.path.abspath(f) in changed]
@@ -265,6 +264,29 @@ def _files(paths: Sequence[str], finder: SettingsFinder, exclude: Sequence[str],
         chosen = [(f, s) for f, s in chosen
                   if shard([f], k, n, s.root if s.source else ".")]
     return chosen
+
+
+def _project_groups(chosen: list[tuple[str, Settings]], exclude: Sequence[str],
+                    plan_for: Any) -> list[tuple[RunPlan, Any, str]]:
+    """What each plan's project facts are computed over. A configured project (a pyproject.toml or
+    npu-migrate.toml) is its whole folder, so a file's result does not depend on which of its
+    project's files a run was given (pre-commit passes only the staged ones); files under no
+    configuration bring only the files of this run."""
+    groups: dict[int, tuple[RunPlan, Any, str]] = {}
+    for _, settings in chosen:
+        if id(settings) in groups:
+            continue
+        if settings.source:
+            def files(settings: Settings = settings) -> list[str]:
+                return discover([settings.root], [*exclude, *settings.exclude], PYTHON_SUFFIXES,
+                                settings.respect_gitignore, root=settings.root)
+            root = settings.root
+        else:
+            def files(settings: Settings = settings) -> list[str]:
+                return [f for f, s in chosen if not s.source]
+            root = "."
+        groups[id(settings)] = (plan_for(settings), files, root)
+    return list(groups.values())
 
 
 def _groups(files: list[tuple[str, Settings]], plans: dict[int, RunPlan]) -> list[tuple[RunPlan, list[str]]]:

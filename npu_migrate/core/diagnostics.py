@@ -7,14 +7,28 @@ formats (text, JSON, SARIF, markdown) are written once.
 from __future__ import annotations
 
 import enum
+import functools
+import importlib.metadata
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 DOCS_RULES = "docs/rules"
-# Where the project's sources are published. Doc URLs name a release tag (`v` + version), so a
-# SARIF log keeps pointing at the page of the version that wrote it.
-# TODO(lead): the published repository's address (none is recorded anywhere in the project yet).
-PROJECT_URL = "https://github.com/npu-migrate/npu-migrate"
+DISTRIBUTION = "npu-migrate"
+
+
+@functools.cache
+def project_url() -> str | None:
+    """Where the sources are published: the `Repository` entry of `[project.urls]` in pyproject.toml,
+    read from the installed metadata (one place to change it). None when not installed."""
+    try:
+        entries: list[str] = importlib.metadata.metadata(DISTRIBUTION).get_all("Project-URL") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for entry in entries:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "repository":
+            return url.strip().rstrip("/")
+    return None
 
 
 class Severity(str, enum.Enum):
@@ -41,9 +55,11 @@ def doc_link(code: str) -> str:
 def doc_url(code: str, version: str) -> str | None:
     """The versioned web address of a built-in code's page (SARIF `helpUri`); None for a
     plugin's code, whose pages are not published with ours."""
-    if not code.startswith(BUILTIN_PREFIXES):
+    base = project_url()
+    if base is None or not code.startswith(BUILTIN_PREFIXES):
         return None
-    return f"{PROJECT_URL}/blob/v{version}/{DOCS_RULES}/{code}.md"
+    # a release tag (`v` + version): the log keeps pointing at the page of the version that wrote it
+    return f"{base}/blob/v{version}/{DOCS_RULES}/{code}.md"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,6 @@
 """NPU130: CUDA AMP becomes the device-generic torch.amp API with "npu"."""
 
 
-import pytest
 import rule_cases
 
 from codemods.framework.data import load_data
@@ -85,21 +84,7 @@ UNCHANGED = [
 ]
 
 
-@pytest.mark.parametrize(("before", "expected"), REWRITES)
-def test_rewrites(before, expected):
-    assert after(before) == expected
-
-
-@pytest.mark.parametrize(("before", "expected"), REWRITES)
-def test_idempotent(before, expected):
-    assert after(expected) == expected
-
-
-@pytest.mark.parametrize("before", UNCHANGED)
-def test_unchanged(before):
-    outcome = migrate(before)
-    assert outcome.new_text is None
-    assert outcome.edits == []
+test_rewrites, test_idempotent, test_unchanged = rule_cases.table_tests(_RULES, REWRITES, UNCHANGED)
 
 
 def test_imported_name_used_without_a_call_blocks_the_move_and_is_reported():

@@ -99,21 +99,7 @@ UNCHANGED = [
 ]
 
 
-@pytest.mark.parametrize(("before", "expected"), REWRITES)
-def test_rewrites(before, expected):
-    assert after(before) == expected
-
-
-@pytest.mark.parametrize(("before", "expected"), REWRITES)
-def test_idempotent(before, expected):
-    assert after(expected) == expected
-
-
-@pytest.mark.parametrize("before", UNCHANGED)
-def test_unchanged(before):
-    outcome = migrate(before)
-    assert outcome.new_text is None
-    assert outcome.edits == []
+test_rewrites, test_idempotent, test_unchanged = rule_cases.table_tests(_RULES, REWRITES, UNCHANGED)
 
 
 @pytest.mark.parametrize("src", [

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 import json
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -91,7 +93,9 @@ def test_sarif_help_uri_is_a_versioned_page(tmp_path, monkeypatch):
     sarif = json.loads(apply("--check", "--output-format", "sarif", "a.py", cwd=tmp_path,
                              monkeypatch=monkeypatch).stdout)
     rules = {r["id"]: r for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
-    assert rules["NPU201"]["helpUri"].endswith(f"/blob/v{__version__}/docs/rules/NPU201.md")
+    # the address comes from pyproject.toml's [project.urls] Repository, the one place it is written
+    repository = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]["urls"]
+    assert rules["NPU201"]["helpUri"] == f"{repository['Repository']}/blob/v{__version__}/docs/rules/NPU201.md"
     assert "npu-migrate rules NPU201" in rules["NPU201"]["help"]["text"]
 
 

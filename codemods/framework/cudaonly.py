@@ -1,0 +1,214 @@
+"""CUDA-only code: the libraries that run on NVIDIA GPUs only, and the project's own modules and
+functions that reach them.
+
+A guard such as `if x.is_cuda: return dtw_cuda(x)` selects CUDA-only code even when the branch
+names no CUDA-only library itself: `dtw_cuda` may import `.triton_ops`, a module of the project
+that imports `triton`. NPU511 keeps such a guard on CUDA. What it needs from other files comes
+from `project_cuda_only_modules`, computed once per run over every discovered file (so a file's
+result does not depend on which files a run migrates), and handed to the rule in its options.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from codemods.framework.devicevalues import module_names
+
+# the top-level modules of libraries that run on NVIDIA GPUs only
+CUDA_ONLY_LIBRARIES = frozenset({
+    "apex", "tensorrt", "torch_tensorrt", "pycuda", "cupy", "cupyx", "bitsandbytes", "xformers",
+    "flash_attn", "flash_attn_2_cuda", "triton", "pynvml", "nvidia_smi", "GPUtil", "gpustat",
+    "transformer_engine", "nvidia", "cudf", "cuml", "numba.cuda",
+})
+PROJECT_OPTION = "cuda_only_modules"  # the rule-options key holding the project's CUDA-only modules
+_LIBRARY_IMPORT = re.compile(
+    rb"^[ \t]*(?:import|from)[ \t]+(?:" + b"|".join(re.escape(name.encode()) for name in sorted(CUDA_ONLY_LIBRARIES))
+    + rb")\b", re.MULTILINE)
+
+
+def cuda_only_library(module: str) -> str | None:
+    """The CUDA-only library a dotted module name belongs to (`triton.language` -> `triton`)."""
+    for library in CUDA_ONLY_LIBRARIES:
+        if module == library or module.startswith(library + "."):
+            return library
+    return None
+
+
+# -- the project: which of its modules import CUDA-only code at module level -----------------------
+
+def relative_target(path: str, level: int, module: str | None) -> list[str]:
+    """The files a relative import in `path` can mean (`from ..a.b import c` -> `../a/b.py`,
+    `../a/b/__init__.py`), as absolute paths."""
+    base = os.path.dirname(os.path.abspath(path))
+    for _ in range(level - 1):
+        base = os.path.dirname(base)
+    stem = os.path.join(base, *module.split(".")) if module else base
+    return [stem + ".py", os.path.join(stem, "__init__.py")]
+
+
+def _top_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Imports that run when the module is imported: not those inside functions or classes."""
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in ("body", "orelse", "finalbody", "handlers"):
+                stack.extend(getattr(node, name, None) or [])
+
+
+def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict[str, str]]:
+    """`{"files": {abspath: why}, "modules": {dotted name: why}}` for the project's files that
+    import a CUDA-only library when they are imported, directly or through another such file
+    (followed until nothing new is found). `why` names the library and the file: "`triton` (in
+    `pkg/triton_ops.py`)". Cheap: only files whose text mentions a library import, then the names
+    of files found so far, are parsed."""
+    root = os.path.abspath(root)
+    python = [os.path.abspath(p) for p in paths if p.endswith(".py")]
+    by_module: dict[str, set[str]] = {}
+    for path in python:
+        for name in module_names(path, root):
+            by_module.setdefault(name, set()).add(path)
+    found: dict[str, str] = {}
+    pattern: re.Pattern[bytes] | None = _LIBRARY_IMPORT
+    while pattern is not None:
+        new: dict[str, str] = {}
+        for path in python:
+            if path in found:
+                continue
+            data = _read(path)
+            if data is None or not pattern.search(data):
+                continue
+            tree = _parse(data)
+            why = tree and _imports_cuda_only(tree, path, by_module, found, root)
+            if why:
+                new[path] = why
+        found.update(new)
+        stems = sorted({os.path.splitext(os.path.basename(p))[0] if not p.endswith("__init__.py")
+                        else os.path.basename(os.path.dirname(p)) for p in new})
+        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(s.encode()) for s in stems) + rb")\b") if stems else None
+    modules = {name: found[path] for name, paths_of in by_module.items() if len(paths_of) == 1
+               for path in paths_of if path in found}
+    return {"files": found, "modules": modules} if found else {}
+
+
+def _imports_cuda_only(tree: ast.Module, path: str, by_module: Mapping[str, set[str]],
+                       found: Mapping[str, str], root: str) -> str | None:
+    for node in _top_level_imports(tree):
+        for module in _imported_modules(node):
+            library = cuda_only_library(module) if not isinstance(node, ast.ImportFrom) or not node.level else None
+            if library:
+                return f"`{library}` (in `{os.path.relpath(path, root)}`)"
+        for target in _project_targets(node, path, by_module):
+            if target in found:
+                return found[target]
+    return None
+
+
+def _imported_modules(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    module = node.module or ""
+    return [module] + [f"{module}.{alias.name}" for alias in node.names if module]
+
+
+def _project_targets(node: ast.Import | ast.ImportFrom, path: str, by_module: Mapping[str, set[str]]) -> list[str]:
+    if isinstance(node, ast.ImportFrom) and node.level:
+        return _relative_targets(node, path)
+    return [p for module in _imported_modules(node) if len(by_module.get(module, ())) == 1
+            for p in by_module[module]]
+
+
+def _relative_targets(node: ast.ImportFrom, path: str) -> list[str]:
+    """The files `from .m import a` can mean: `m` itself, or `m.a` where `a` is a submodule."""
+    submodules = [f"{node.module}.{alias.name}" if node.module else alias.name for alias in node.names]
+    return [target for module in [node.module, *submodules] for target in relative_target(path, node.level, module)]
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _parse(data: bytes) -> ast.Module | None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+
+# -- one file: names and functions that lead to CUDA-only code -------------------------------------
+
+@dataclass
+class CudaOnlyNames:
+    """In one file: local names bound to CUDA-only code (imported from a CUDA-only library or
+    project module) and module-level functions whose bodies reach CUDA-only code, each with why."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    functions: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.functions)
+
+    @classmethod
+    def of(cls, tree: ast.Module, path: str, project: Mapping[str, Mapping[str, str]]) -> CudaOnlyNames:
+        result = cls()
+        for node in _top_level_imports(tree):
+            why = import_reason(node, path, project)
+            if why:
+                for alias in node.names:
+                    result.names[(alias.asname or alias.name).split(".")[0]] = why
+        functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        changed = True
+        while changed:  # a function that calls a CUDA-only function is CUDA-only too
+            changed = False
+            for name, function in functions.items():
+                if name not in result.functions:
+                    why = result.reason_in(function, path, project)
+                    if why:
+                        result.functions[name] = why
+                        changed = True
+        return result
+
+    def reason_in(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:
+        """Why `scope` (a function, a class, a statement) reaches CUDA-only code, or None."""
+        for node in ast.walk(scope):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                why = import_reason(node, path, project)
+                if why:
+                    return why
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                why = self.names.get(node.id) or self.functions.get(node.id)
+                if why:
+                    return why if node.id in self.names else f"`{node.id}`, which uses {why}"
+        return None
+
+
+def import_reason(node: ast.Import | ast.ImportFrom, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:
+    """Why an import brings in CUDA-only code: a CUDA-only library, or a project module that imports one."""
+    if not (isinstance(node, ast.ImportFrom) and node.level):
+        for module in _imported_modules(node):
+            library = cuda_only_library(module)
+            if library:
+                return f"`{library}`"
+            why = project.get("modules", {}).get(module)
+            if why:
+                return why
+        return None
+    files = project.get("files", {})
+    for target in _relative_targets(node, path):
+        if target in files:
+            return files[target]
+    return None

@@ -1,0 +1,109 @@
+"""NPU511 across files: a CUDA guard that selects the project's own CUDA-only code (a function
+that imports a module of the project that imports Triton) stays on CUDA and is reported, in a
+real `apply` run over a project on disk. The shape is openai/whisper's `timing.py`, where
+`x.is_cuda` selects Triton kernels from `triton_ops.py`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from codemods.framework.cudaonly import CudaOnlyNames, project_cuda_only_modules
+from npu_migrate.commands.apply import command
+
+KERNELS = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef kernel(x):\n    pass\n"
+TIMING = '''\
+import torch
+
+
+def filter_cuda(x):
+    from .kernels import kernel
+    return kernel(x)
+
+
+def median(x):
+    if x.is_cuda:
+        return filter_cuda(x)
+    return x.median()
+
+
+def smooth(x):
+    if x.is_cuda:
+        from .kernels import kernel
+        return kernel(x)
+    return x
+
+
+def place(x):
+    if x.is_cuda:
+        from .plain import helper
+        return helper(x)
+    return x.cuda()
+'''
+PLAIN = "import torch\n\n\ndef helper(x):\n    return x + 1\n"
+
+
+def _project(root: Path) -> dict[str, Path]:
+    files = {"kernels": root / "pkg" / "kernels.py", "timing": root / "pkg" / "timing.py",
+             "plain": root / "pkg" / "plain.py", "init": root / "pkg" / "__init__.py",
+             "reexport": root / "pkg" / "fast.py", "lazy": root / "pkg" / "lazy.py"}
+    texts = {"kernels": KERNELS, "timing": TIMING, "plain": PLAIN, "init": "",
+             "reexport": "from .kernels import kernel as fast_kernel\n",
+             "lazy": "def later():\n    from . import kernels\n    return kernels\n"}
+    for name, path in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(texts[name])
+    return files
+
+
+def test_the_index_follows_module_level_imports_only(tmp_path):
+    files = _project(tmp_path)
+    index = project_cuda_only_modules([str(p) for p in files.values()], str(tmp_path))
+    found = {os.path.basename(p) for p in index["files"]}
+    # kernels imports triton; fast re-exports it at import time; lazy imports it only when called
+    assert found == {"kernels.py", "fast.py"}
+    assert index["files"][str(files["reexport"])] == "`triton` (in `pkg/kernels.py`)"
+    assert index["modules"]["pkg.kernels"] == index["modules"]["kernels"] == "`triton` (in `pkg/kernels.py`)"
+
+
+def test_functions_reaching_cuda_only_code_are_followed_within_a_file(tmp_path):
+    import ast
+
+    files = _project(tmp_path)
+    index = project_cuda_only_modules([str(p) for p in files.values()], str(tmp_path))
+    names = CudaOnlyNames.of(ast.parse(TIMING), str(files["timing"]), index)
+    # median calls filter_cuda, which imports the kernels: both reach Triton, place does not
+    assert set(names.functions) == {"filter_cuda", "median", "smooth"}
+    assert CudaOnlyNames.of(ast.parse(TIMING), str(files["timing"]), {}).functions == {}
+
+
+def test_guards_selecting_project_cuda_only_code_stay_on_cuda(tmp_path, monkeypatch):
+    files = _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(command, ["--isolated", "--no-cache", "pkg"], catch_exceptions=False)
+    text = files["timing"].read_text()
+    # the two guards in front of Triton code keep their CUDA test (the NPU takes the fallback) ...
+    assert text.count("if x.is_cuda:") == 2 and "if x.is_npu:" in text
+    lines = {int(line.split(":")[1]): line for line in result.stdout.splitlines() if " NPU511 " in line}
+    assert sorted(lines) == [10, 16]
+    assert "`filter_cuda`, which uses `triton` (in `pkg/kernels.py`)" in lines[10]
+    assert "`triton` (in `pkg/kernels.py`)" in lines[16]
+    # ... while the guard in front of plain project code is migrated with the rest of the function
+    assert "    return x.npu()\n" in text
+
+
+def test_the_same_file_alone_gives_the_same_result(tmp_path, monkeypatch):
+    """In a configured project the index is built over the whole project folder, so migrating
+    one file (as pre-commit does with the staged ones) reaches the same verdict as migrating all."""
+    files = _project(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.npu-migrate]\n")
+    monkeypatch.chdir(tmp_path)
+    CliRunner().invoke(command, ["--no-cache", "pkg/timing.py"], catch_exceptions=False)
+    alone = files["timing"].read_text()
+    files = _project(tmp_path / "again")
+    monkeypatch.chdir(tmp_path / "again")
+    (tmp_path / "again" / "pyproject.toml").write_text("[tool.npu-migrate]\n")
+    CliRunner().invoke(command, ["--no-cache", "pkg"], catch_exceptions=False)
+    assert "if x.is_cuda:" in alone and alone == files["timing"].read_text() == files["timing"].read_text()
