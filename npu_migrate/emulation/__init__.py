@@ -33,13 +33,16 @@ def real_torch_npu_available() -> bool:
         return False
 
 
-def device_precision(matmul: bool, conv: bool, autocast_from: str | None = None) -> object:
+def device_precision(matmul: bool, conv: bool, autocast_from: str | None = None, kernel_noise: bool = False) -> object:
     """Enter HF32 rounding of matmul and/or convolution inputs in this process, without the rest
     of the emulation (the verifier's noise run of the original code); returns the mode.
 
     `autocast_from="cuda"`: the code's `torch.autocast("cuda")` regions run on the CPU with the
     device's autocast op lists (as the migrated code's regions run on an NPU), instead of
-    disabling themselves on a machine without CUDA."""
+    disabling themselves on a machine without CUDA. `kernel_noise=True`: float32 matmul and
+    convolution outputs are rounded to 20 mantissa bits, the size of a device kernel's other
+    accumulation order, so that the run shows how that noise grows (an Adam step turns it into
+    sign flips of near-zero gradients)."""
     import types
 
     from ._autocast import install as install_autocast
@@ -49,7 +52,7 @@ def device_precision(matmul: bool, conv: bool, autocast_from: str | None = None)
         _autocast_on_cpu(autocast_from)
         install_autocast("cpu")
 
-    mode = DevicePrecision()
+    mode = DevicePrecision(kernel_noise=kernel_noise)
     mode.matmul = types.SimpleNamespace(allow_hf32=matmul)
     mode.conv = types.SimpleNamespace(allow_hf32=conv)
     mode.__enter__()

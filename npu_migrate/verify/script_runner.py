@@ -99,8 +99,9 @@ def _setup(job: dict[str, Any]) -> str:
         from npu_migrate.emulation import device_precision
 
         classes = job.get("hf32", ["matmul", "conv"])
-        device_precision(matmul="matmul" in classes, conv="conv" in classes, autocast_from="cuda")
-        backend += f" + HF32 {'/'.join(sorted(classes)) or 'nothing'}"
+        device_precision(matmul="matmul" in classes, conv="conv" in classes, autocast_from="cuda",
+                         kernel_noise=True)
+        backend += f" + HF32 {'/'.join(sorted(classes)) or 'nothing'} + kernel noise (matmul/conv outputs at 2^-21)"
     if side in ("reference", "noise"):
         return backend
     if job.get("target_device") == "cuda":  # portable code on a GPU: it picks the device itself
