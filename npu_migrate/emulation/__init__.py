@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from ._state import INTERNAL_OPS, STATE, EmulationError, RealTorchNpuError
 
-__all__ = ["INTERNAL_OPS", "EmulationError", "RealTorchNpuError", "activate", "deactivate",
+__all__ = ["INTERNAL_OPS", "EmulationError", "RealTorchNpuError", "activate", "amp_used", "deactivate",
            "device_precision", "emulated", "hf32_used", "is_active", "real_torch_npu_available"]
 
 
@@ -72,6 +72,12 @@ def _autocast_on_cpu(mapped: str) -> None:
         original(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
     cls.__init__ = init  # type: ignore[method-assign]
+
+
+def amp_used() -> bool:
+    """Whether this process entered an enabled autocast region of the emulated npu (or, in a
+    `device_precision(autocast_from=...)` run, of the mapped device)."""
+    return bool(STATE.amp_used)
 
 
 def hf32_used() -> list[str]:

@@ -190,9 +190,9 @@ def _hf32_used(backend: str) -> list[str] | None:
 def _amp_used(side: str) -> bool:
     """Whether the code entered an enabled autocast region of the device (the noise run: of the
     original's "cuda", run with the device's autocast lists; the target: of the npu)."""
-    from npu_migrate.emulation._state import STATE
+    from npu_migrate.emulation import amp_used
 
-    return bool(STATE.amp_used) if side != "reference" else False
+    return amp_used() if side != "reference" else False
 
 
 def main(argv: list[str]) -> int:
