@@ -137,6 +137,9 @@ class Rule:
     # engine runs it report-only; a portable rule names the npu rules it stands in for
     supported_targets: ClassVar[frozenset[str]] = frozenset({"npu"})
     replaces: ClassVar[tuple[str, ...]] = ()
+    # why its CUDA code may stay as it is under `portable` (harmless elsewhere, or nothing
+    # device-generic exists): its would-be npu rewrites are then info lines saying so
+    portable_keeps: ClassVar[str | None] = None
     METADATA_DEPENDENCIES: ClassVar[tuple[Any, ...]] = ()
 
     def __init__(self, context: RuleContext) -> None:
@@ -195,13 +198,13 @@ class Rule:
 _IMPORTS = (cst.Import, cst.ImportFrom)
 
 
-def _as_report(make: Callable[[int, int], Any], path: str) -> Callable[[int, int], Any]:
-    """A recorded edit of a report-only rule, turned into a warning at the same place."""
+def _as_report(make: Callable[[int, int], Any], path: str, rule: Rule) -> Callable[[int, int], Any]:
+    """A recorded edit of a report-only rule, turned into a diagnostic at the same place."""
     from codemods.framework.targets import report_instead
 
     def made(line: int, col: int) -> Any:
         item = make(line, col)
-        return report_instead(item, path) if isinstance(item, Edit) else item
+        return report_instead(item, path, rule) if isinstance(item, Edit) else item
     return made
 
 
@@ -250,10 +253,16 @@ class RuleRunner(cst.CSTTransformer):
         assert context is not None
         context._pending = []
         for method in methods:
+            rule = cast(Rule, method.__self__)
+            # a report-only rule may plan its rewrite on the way down (NPU171 asks for
+            # `import torch_npu` there): nothing of a rewrite it will not make may stay
+            kept = (set(context.imports), set(context.definitions)) if rule.report_only else None
             try:
                 method(node)
             except Exception as exc:
-                raise RuleCrash(cast(Rule, method.__self__).code, exc) from exc
+                raise RuleCrash(rule.code, exc) from exc
+            if kept is not None:
+                context.imports, context.definitions = kept
         # keep what visit_ methods report (on_leave collects only what leave_ methods say)
         self._accepted.extend(context._pending)
         context._pending = []
@@ -280,7 +289,7 @@ class RuleRunner(cst.CSTTransformer):
             if imports is not None and result is not updated_node:
                 context.imports, context.definitions = imports  # report-only: nothing of the rewrite stays
                 result = updated_node
-                pending = [(node, _as_report(make, context.path)) for node, make in pending]
+                pending = [(node, _as_report(make, context.path, rule)) for node, make in pending]
             if result is not updated_node and self._suppressed(rule.code, original_node):
                 continue  # drop the change and what the rule said about it
             self._accepted.extend(pending)

@@ -173,7 +173,8 @@ SCHEMAS: dict[str, Any] = {
                                           optional={"cuda_when_missing": bool}))},
         optional=_ABOUT),
     "api_versions.json": Record(
-        required={"apis": MapOf(Record(required={"since": str, "older": (str, None), "source": str}))},
+        required={"apis": MapOf(Record(required={"since": str, "older": (str, None), "source": str},
+                                       optional={"names": STRINGS}))},
         optional=_ABOUT),
     "coverage_backends.json": COVERAGE,
     "coverage_devices.json": COVERAGE,

@@ -20,6 +20,7 @@ import libcst as cst
 
 from codemods.framework.base import Rule, dotted_expr, dotted_name, dotted_parts
 from codemods.framework.data import load_data
+from codemods.framework.targets import npu_too_new
 from npu_migrate.core.diagnostics import Severity
 
 
@@ -242,6 +243,10 @@ class NameMapRule(CoverageRule):
         if new_name is None:
             self.plans[id(node)] = ("report", (self.no_member(qualified, key, entry), Severity.WARNING))
             return
+        too_new = npu_too_new(self.context.options, new_name)
+        if too_new is not None:  # target-version: the oldest torch_npu lacks it
+            self.plans[id(node)] = ("report", (too_new, Severity.WARNING))
+            return
         new_bound = self.names.renamed(bound) or bound
         if new_name.startswith(new_bound + "."):
             text = parts[0] + new_name[len(new_bound):]
@@ -307,6 +312,9 @@ class NameMapRule(CoverageRule):
         new_name = self.names.renamed(bound)
         if new_name is None:
             return self.no_member(bound, key, entry)
+        too_new = npu_too_new(self.context.options, new_name)
+        if too_new is not None:
+            return too_new
         if new_name.startswith("torch.npu."):  # import from the real package, not the alias
             new_name = "torch_npu" + new_name[len("torch"):]
         module, _, name = new_name.rpartition(".")

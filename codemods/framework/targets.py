@@ -63,6 +63,23 @@ def too_old(options: Mapping[str, Any], api: str) -> str:
             f"{options.get('target_version')}")
 
 
+@functools.cache
+def _npu_rows() -> dict[str, str]:
+    """torch_npu name -> its row of the API table (rows with `names`)."""
+    return {name: api for api, row in api_table().items() for name in row.get("names", ())}
+
+
+def npu_too_new(options: Mapping[str, Any], npu_name: str) -> str | None:
+    """Why the npu target may not write `npu_name` for the configured target-version (the
+    oldest torch_npu pins that torch), or None when it may."""
+    api = _npu_rows().get(npu_name)
+    if api is None or version_allows(options, api):
+        return None
+    return (f"`{npu_name}` is not in torch_npu {options.get('target_version')} (it needs "
+            f"{api_table()[api]['since']}, codemods/data/api_versions.json): kept; use it once "
+            "target-version allows, or drop it")
+
+
 def plan_rules(rules: Sequence[type[Any]], target: str,
                catalogue: Sequence[type[Any]] = ()) -> tuple[list[type[Any]], list[type[Any]]]:
     """(rules that run, rules that only report) for `target`, in the given order. Under
@@ -82,8 +99,15 @@ def plan_rules(rules: Sequence[type[Any]], target: str,
     return running, reporting
 
 
-def report_instead(edit: Edit, path: str) -> Diagnostic:
-    """An npu rewrite that `--target portable` does not make, as a warning at the same place."""
+def report_instead(edit: Edit, path: str, rule: Any = None) -> Diagnostic:
+    """An npu rewrite that `--target portable` does not make, at the same place: a warning, or,
+    for a rule that states why its CUDA code may stay in portable code (`Rule.portable_keeps`:
+    the code is harmless on other devices, or no device-generic form exists by design), an
+    info line with that reason."""
+    keeps = getattr(rule, "portable_keeps", None)
+    if keeps:
+        return Diagnostic(edit.code, f"kept under --target portable: {keeps} (the npu target would: "
+                          f"{edit.message})", path, edit.line, edit.col, Severity.INFO)
     return Diagnostic(edit.code, f"left as is under --target portable (the npu target would: "
                       f"{edit.message}); no device-generic rewrite for this yet: make it generic "
                       "by hand or keep it", path, edit.line, edit.col, Severity.WARNING)

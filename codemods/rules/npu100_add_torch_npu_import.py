@@ -39,10 +39,11 @@ class AddTorchNpuImport(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: never adds `import torch_npu` (torch_npu registers itself through autoload, torch >= 2.5); with a target-version below 2.5 the engine adds the guarded optional import `try: import torch_npu` / `except ImportError: pass` instead (docs/targets.md)
     """
 
     code = "NPU100"
+    supported_targets = frozenset({"npu", "portable"})
     name = "add-torch-npu-import"
     summary = "Add `import torch_npu` once, right after `import torch`, where the rewrite needs it"
     fix = Fix.SAFE

@@ -6,7 +6,14 @@ import libcst as cst
 
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.families.cuda_method import RenameRule
-from codemods.framework.portable import portable_ok, require_device
+from codemods.framework.nodes import code_of
+from codemods.framework.portable import (
+    generic_device_value,
+    indexed_device,
+    is_device_index,
+    portable_ok,
+    require_device,
+)
 
 
 class CudaMethod(RenameRule):
@@ -54,7 +61,7 @@ class CudaMethod(RenameRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: `.cuda(non_blocking=...)` becomes `.to(DEVICE, non_blocking=...)` (docs/targets.md: one DEVICE per file, CPU when no accelerator); a device index is reported
+    - **portable**: `.cuda(non_blocking=...)` becomes `.to(DEVICE, non_blocking=...)` (docs/targets.md: one DEVICE per file, CPU when no accelerator); `.cuda(1)`, `.cuda(rank)` become `.to(torch.device(DEVICE.type, 1))` (on CPU `cpu:1` is the CPU), `.cuda("cuda:1")` becomes `.to(f"{DEVICE.type}:1")`; another device argument is reported
     """
 
     code = "NPU101"
@@ -82,20 +89,33 @@ class CudaMethod(RenameRule):
 
 
     def _portable(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        """`.cuda(non_blocking=...)` -> `.to(DEVICE, non_blocking=...)`; a device index is reported."""
+        """`.cuda(non_blocking=...)` -> `.to(DEVICE, non_blocking=...)`; `.cuda(1)`,
+        `.cuda(rank)` -> `.to(torch.device(DEVICE.type, 1))`; `.cuda("cuda:1")` ->
+        `.to(f"{DEVICE.type}:1")`; any other device argument is reported."""
         func = updated.func
         assert isinstance(func, cst.Attribute)
-        positional = any(arg.keyword is None for arg in updated.args)
-        device = None if positional or not portable_ok(self.context.options) else require_device(self.context)
+        device_at = next((i for i, arg in enumerate(updated.args)
+                          if arg.keyword is None or arg.keyword.value == "device"), None)
+        rest = [arg for i, arg in enumerate(updated.args) if i != device_at]
+        device = self._device(updated.args[device_at].value) if device_at is not None else (
+            require_device(self.context) if portable_ok(self.context.options) else None)
         if device is None:
-            self.report(original, "`.cuda(...)` with a device index (or a file binding DEVICE, or a "
-                                  "target-version without torch.accelerator): move it with "
-                                  "`.to(<device>)` by hand")
+            self.report(original, "`.cuda(...)` with a device argument that is neither an index nor a "
+                                  "`cuda:N` string (or a file binding DEVICE, or a target-version without "
+                                  "torch.accelerator): move it with `.to(<device>)` by hand")
             return updated
-        self.fixed(original, "`.cuda()` → `.to(DEVICE)`")
-        args = [cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if updated.args
-                        else cst.MaybeSentinel.DEFAULT), *updated.args]
+        self.fixed(original, f"`.cuda()` → `.to({code_of(device)})`")
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args = [cst.Arg(device, comma=comma if rest else cst.MaybeSentinel.DEFAULT), *rest]
         return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
+
+    def _device(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
+        if not portable_ok(self.context.options):
+            return None
+        if is_device_index(value):
+            return indexed_device(self.context, value.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                                  if hasattr(value, "comma") else value)
+        return generic_device_value(self.context, value)
 
 
 CASES = [
@@ -114,10 +134,27 @@ x = batch.to(DEVICE, non_blocking=True)
         codes=("NPU100", "NPU101"),
         options=(("target", "portable"),),
     ),
-    Invalid(  # a device index: no generic spelling chosen for it, reported
+    Invalid(  # a device index: that device of the run's accelerator (cpu:1 is the CPU)
         """\
 import torch
 x = batch.cuda(1)
+y = batch.cuda(args.gpu, non_blocking=True)
+z = batch.cuda("cuda:0")
+""",
+        after="""\
+import torch
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+x = batch.to(torch.device(DEVICE.type, 1))
+y = batch.to(torch.device(DEVICE.type, args.gpu), non_blocking=True)
+z = batch.to(f"{DEVICE.type}:0")
+""",
+        codes=("NPU100", "NPU101"),
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # a device argument of unknown kind (an int, a string or a device?): reported
+        """\
+import torch
+x = batch.cuda(device)
 """,
         options=(("target", "portable"),),
     ),

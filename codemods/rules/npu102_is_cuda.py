@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.families.cuda_method import RenameRule
+from codemods.framework.portable import device_type, portable_ok
+from npu_migrate.core.diagnostics import Severity
 
 
 class IsCuda(RenameRule):
@@ -42,12 +46,13 @@ class IsCuda(RenameRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: `x.is_cuda` becomes `(x.device.type == DEVICE.type != "cpu")`: on the run's accelerator, False for CPU tensors and on a machine without one, as before
     """
 
     code = "NPU102"
     name = "is-cuda"
     summary = "`x.is_cuda` becomes `x.is_npu`"
+    supported_targets = frozenset({"npu", "portable"})
     prefilter = r"\.is_cuda\b"
 
     def leave_Attribute(self, original_node: cst.Attribute,
@@ -59,11 +64,60 @@ class IsCuda(RenameRule):
             return updated_node  # `somemodule.is_cuda`: a module attribute, not a tensor property
         if self.defined_here("is_cuda", original_node):
             return updated_node
+        if self.target == "portable":
+            return self._portable(original_node, updated_node)
         self.fixed(original_node, "`.is_cuda` → `.is_npu`")
         return updated_node.with_changes(attr=cst.Name("is_npu"))
 
 
+    def _portable(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        """`x.is_cuda` -> `(x.device.type == DEVICE.type != "cpu")`: on the run's accelerator;
+        False for CPU tensors and on a machine without one, as before."""
+        if re.search(r"\.is_cuda\s*(?::[^=\n]*)?=(?!=)", self.context.source):
+            self.report(original, "`.is_cuda` is an attribute this file sets itself (`x.is_cuda = ...`): "
+                                  "left alone under --target portable; it means what the file makes it mean",
+                        severity=Severity.INFO)
+            return updated
+        kind = device_type(self.context) if portable_ok(self.context.options) else None
+        if kind is None:
+            self.report(original, "`.is_cuda`: under --target portable test `x.device.type != \"cpu\"` by hand")
+            return updated
+        self.fixed(original, "`.is_cuda` → on the run's accelerator")
+        device_kind = cst.Attribute(value=cst.Attribute(value=updated.value, attr=cst.Name("device")),
+                                    attr=cst.Name("type"))
+        return cst.Comparison(left=device_kind, comparisons=[
+            cst.ComparisonTarget(cst.Equal(), kind),
+            cst.ComparisonTarget(cst.NotEqual(), cst.SimpleString('"cpu"'))],
+            lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
 CASES = [
+    Invalid(  # the file sets `.is_cuda` itself: its own attribute, left alone
+        """\
+import torch
+class Loader:
+    def __init__(self, device):
+        self.is_cuda = device.type == "cuda"
+    def go(self):
+        return self.is_cuda
+""",
+        options=(("target", "portable"),),
+    ),
+    Invalid(
+        """\
+import torch
+if x.is_cuda:
+    y = x.pin_memory()
+""",
+        after="""\
+import torch
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+if (x.device.type == DEVICE.type != "cpu"):
+    y = x.pin_memory()
+""",
+        codes=("NPU100", "NPU102"),
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import os

@@ -74,7 +74,7 @@ class DeviceString(DeviceRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: a `"cuda"` device value becomes `DEVICE.type` (also as the branch of `... if <available> else "cpu"`); other CUDA device strings are reported
+    - **portable**: a `"cuda"` device value becomes `DEVICE.type` (also as the branch of `... if <available> else "cpu"`); `"cuda:1"`, `f"cuda:{i}"`, `"cuda:%d" % i` keep their index with the run's type: `f"{DEVICE.type}:1"` (a string stays a string; on CPU `cpu:1` is the CPU); other CUDA device strings are reported
     """
 
     code = "NPU103"
@@ -272,10 +272,31 @@ x = torch.zeros(2, device=DEVICE.type)
         codes=("NPU100", "NPU103"),
         options=(("target", "portable"),),
     ),
-    Invalid(  # a device index has no generic spelling here: reported
+    Invalid(  # an index is kept, the type is the run's: a string stays a string
         """\
 import torch
 x = torch.zeros(2, device="cuda:1")
+y = x.to(f"cuda:{rank}", non_blocking=True)
+z = x.to("cuda:%d" % i)
+w = torch.device("cuda", local_rank)
+v = x.to("cuda:{}".format(rank))
+""",
+        after="""\
+import torch
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+x = torch.zeros(2, device=f"{DEVICE.type}:1")
+y = x.to(f"{DEVICE.type}:{rank}", non_blocking=True)
+z = x.to(f"{DEVICE.type}:%d" % i)
+w = torch.device(DEVICE.type, local_rank)
+v = x.to((DEVICE.type + ":{}").format(rank))
+""",
+        codes=("NPU100", "NPU103"),
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # not a plain device string: reported
+        """\
+import torch
+x = torch.zeros(2, device="cuda:all")
 """,
         options=(("target", "portable"),),
     ),

@@ -55,7 +55,7 @@ class DeviceComparison(DeviceRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: `x.type == "cuda"` becomes `x.type != "cpu"` (and `!=` becomes `== "cpu"`): "on an accelerator", false on CPU as before; other CUDA comparisons are reported
+    - **portable**: `x.type == "cuda"` becomes `x.type != "cpu"` (and `!=` becomes `== "cpu"`), `"cuda" in device` becomes `"cpu" not in device`: "on an accelerator", false on CPU as before; other CUDA comparisons are reported
     """
 
     code = "NPU104"
@@ -96,6 +96,8 @@ class DeviceComparison(DeviceRule):
         if not collection_mentions_cuda(string):
             return updated
         current = target.operator
+        if isinstance(current, (cst.In, cst.NotIn)) and string is updated.left:
+            return self._portable_in(original, updated)
         flipped = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}.get(type(current))
         if flipped is None or not isinstance(current, (cst.Equal, cst.NotEqual)) or not (
                 isinstance(string, cst.SimpleString) and string.evaluated_value == "cuda"):
@@ -109,6 +111,27 @@ class DeviceComparison(DeviceRule):
         if string is target.comparator:
             return updated.with_changes(comparisons=[target.with_changes(operator=operator, comparator=cpu)])
         return updated.with_changes(left=cpu, comparisons=[target.with_changes(operator=operator)])
+
+    def _portable_in(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
+        """`"cuda" in device` (a device string) asks "on an accelerator?" too: `"cpu" not in
+        device` (False for "cpu", as before; True for "cuda:0", "npu:1")."""
+        target = updated.comparisons[0]
+        string = updated.left
+        if not (isinstance(string, cst.SimpleString) and string.evaluated_value == "cuda"):
+            self.report(original, f"`{code_of(original)}`: a CUDA device test; under --target portable "
+                                  "compare with \"cpu\" (or DEVICE.type) by hand")
+            return updated
+        current = target.operator
+        if isinstance(current, cst.In):
+            operator: cst.BaseCompOp = cst.NotIn(whitespace_before=current.whitespace_before,
+                                                 whitespace_after=current.whitespace_after)
+        else:
+            assert isinstance(current, cst.NotIn)
+            operator = cst.In(whitespace_before=current.whitespace_before,
+                              whitespace_after=current.whitespace_after)
+        self.fixed(original, f"`{code_of(original)}` → accelerator test against \"cpu\"")
+        return updated.with_changes(left=string.with_changes(value=string.value.replace("cuda", "cpu")),
+                                    comparisons=[target.with_changes(operator=operator)])
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         """`str(x.device).startswith("cuda")`."""
@@ -138,6 +161,19 @@ on_cpu = device.type != "cuda"
 import torch
 use_amp = device.type != "cpu"
 on_cpu = device.type == "cpu"
+""",
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # a device string: "on an accelerator?" without naming one
+        """\
+import torch
+device_type = "cuda" if "cuda" in device else "cpu"
+pinned = "cuda" not in args.device
+""",
+        after="""\
+import torch
+device_type = "cuda" if "cpu" not in device else "cpu"
+pinned = "cpu" in args.device
 """,
         options=(("target", "portable"),),
     ),

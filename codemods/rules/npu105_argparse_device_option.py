@@ -40,12 +40,13 @@ class ArgparseDevice(DeviceRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: `default="cuda"` becomes `default=DEVICE.type` (the run's device, the CPU without an accelerator) and `choices=["cuda", "cpu"]` becomes `[DEVICE.type, "cpu"]` (the same set on a CUDA machine)
     """
 
     code = "NPU105"
     name = "argparse-device-option"
     summary = "`default=` and `choices=` of an argparse `--device` option name NPU devices"
+    supported_targets = frozenset({"npu", "portable"})
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         func = updated_node.func
@@ -80,6 +81,19 @@ class ArgparseDevice(DeviceRule):
 
 
 CASES = [
+    Invalid(
+        """\
+import torch
+parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cuda or cpu")
+""",
+        after="""\
+import torch
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+parser.add_argument("--device", default=DEVICE.type, choices=[DEVICE.type, "cpu"], help="cuda or cpu")
+""",
+        codes=("NPU100", "NPU105"),
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import os

@@ -7,7 +7,7 @@ import libcst as cst
 from codemods.framework.base import Fix, Rule, dotted_expr, dotted_name
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.families.torch_cuda_api import PREFILTER, AliasUse, alias_uses, cuda_names
-from codemods.framework.nodes import alias_asname, split_import
+from codemods.framework.nodes import alias_asname, code_of, split_import
 from codemods.framework.portable import generic_name
 from npu_migrate.core.diagnostics import Severity
 
@@ -18,6 +18,18 @@ def _npu_module(node: cst.BaseExpression) -> cst.BaseExpression:
     """`torch.cuda` (as written in an import) -> `torch.npu`."""
     assert isinstance(node, cst.Attribute)
     return node.with_changes(attr=cst.Name("npu"))
+
+
+# what a CPU build's torch.cuda.<name>() answers (the generic spellings raise without an accelerator)
+CPU_ANSWERS = {"memory_allocated": "0", "max_memory_allocated": "0", "memory_reserved": "0",
+               "max_memory_reserved": "0", "empty_cache": "None", "memory_stats": "{}",
+               "is_bf16_supported": "False"}
+
+
+def _tests_accelerator(test: cst.BaseExpression) -> bool:
+    """Whether a condition asks for an accelerator (`torch.cuda.is_available()`, a device count)."""
+    text = code_of(test)
+    return "is_available" in text or "device_count" in text
 
 
 class TorchCudaApi(Rule):
@@ -80,7 +92,7 @@ class TorchCudaApi(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: `torch.accelerator.<name>` where torch.accelerator has it, seeds → `torch.manual_seed`, else `torch.get_device_module().<name>` (by target-version); imports of torch.cuda are reported
+    - **portable**: `torch.accelerator.<name>` where torch.accelerator has it, seeds → `torch.manual_seed`, else `torch.get_device_module().<name>` (by target-version); an unguarded call that a CPU build answers (`memory_allocated()` 0, `empty_cache()`, `memory_stats()`, `is_bf16_supported()`) becomes `(... if torch.accelerator.is_available() else <that answer>)`, since torch.accelerator raises without an accelerator; imports of torch.cuda are reported
     """
 
     code = "NPU120"
@@ -119,6 +131,45 @@ class TorchCudaApi(Rule):
         self.fixed(original_node, f"`torch.cuda.{name}` → `torch.npu.{new}`")
         return updated_node.with_changes(value=value.with_changes(attr=cst.Name("npu")),
                                          attr=updated_node.attr.with_changes(value=new))
+
+    # -- portable: calls that CPU torch answers without an accelerator --------------------------
+    # torch.cuda.memory_allocated() is 0 and empty_cache() does nothing on a CPU build, while
+    # torch.accelerator's raise there: an unguarded call keeps the CPU answer
+    def visit_If(self, node: cst.If) -> None:
+        self.tree.setdefault("guards", []).append(_tests_accelerator(node.test))
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        self.tree.setdefault("guards", [False]).pop()
+        return updated_node
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.tree.setdefault("guards", []).append(_tests_accelerator(node.test))
+
+    def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
+        self.tree.setdefault("guards", [False]).pop()
+        return updated_node
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        self.tree.setdefault("guards", []).append(isinstance(node.operator, cst.And) and _tests_accelerator(node.left))
+
+    def leave_BooleanOperation(self, original_node: cst.BooleanOperation,
+                               updated_node: cst.BooleanOperation) -> cst.BaseExpression:
+        self.tree.setdefault("guards", [False]).pop()
+        return updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if self.target != "portable" or any(self.tree.get("guards", ())):
+            return updated_node
+        qualified = self.resolve(original_node.func) or ""
+        name = qualified.removeprefix(f"{CUDA}.")
+        available = generic_name("is_available", self.context.options)
+        if name not in CPU_ANSWERS or qualified != f"{CUDA}.{name}" or available is None \
+                or updated_node.func is original_node.func:
+            return updated_node
+        self.fixed(original_node, f"`torch.cuda.{name}()` keeps its CPU answer (`{CPU_ANSWERS[name]}`) without an accelerator")
+        return cst.IfExp(test=cst.Call(func=cst.parse_expression(available)), body=updated_node,
+                         orelse=cst.parse_expression(CPU_ANSWERS[name]),
+                         lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
     def _portable(self, original: cst.Attribute, updated: cst.Attribute, name: str) -> cst.BaseExpression:
         generic = generic_name(name, self.context.options)
@@ -243,6 +294,25 @@ class TorchCudaApi(Rule):
 
 
 CASES = [
+    Invalid(  # CPU torch answers these without CUDA: unguarded, they keep that answer
+        """\
+import torch
+torch.cuda.empty_cache()
+print(torch.cuda.memory_allocated())
+if torch.cuda.is_available():
+    print(torch.cuda.max_memory_allocated())
+bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+""",
+        after="""\
+import torch
+(torch.accelerator.empty_cache() if torch.accelerator.is_available() else None)
+print((torch.accelerator.memory_allocated() if torch.accelerator.is_available() else 0))
+if torch.accelerator.is_available():
+    print(torch.accelerator.max_memory_allocated())
+bf16 = torch.accelerator.is_available() and torch.get_device_module().is_bf16_supported()
+""",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import torch

@@ -46,10 +46,11 @@ class TorchCudaNoCounterpart(Rule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU121"
+    supported_targets = frozenset({"npu", "portable"})
     name = "torch-cuda-no-counterpart"
     summary = "`torch.cuda` names with no NPU counterpart are reported with what to use instead"
     fix = Fix.NONE

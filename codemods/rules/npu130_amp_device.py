@@ -181,6 +181,10 @@ class AmpDevice(Rule):
     prefilter = PREFILTER
     needs_torch_npu = True
 
+    def _advised_device(self) -> str:
+        """The AMP device named in advice: "npu", or `DEVICE.type` under --target portable."""
+        return "`DEVICE.type`" if self.target == "portable" else f"\"{self.table.device}\""
+
     def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
         super().__init__(context)
         self.table = amp_table()
@@ -236,7 +240,7 @@ class AmpDevice(Rule):
         if self.resolve(node) == f"{CUDA_AMP}.{node.attr.value}" and not isinstance(node.value, cst.Name):
             self.report(node, f"`{code_of(node)}` is used without being called; write "
                               f"`torch.amp.{self.table.cuda_amp[node.attr.value]['target']}` with the "
-                              f"device \"{self.table.device}\" by hand")
+                              f"device {self._advised_device()} by hand")
 
     # -- calls -----------------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -322,7 +326,7 @@ class AmpDevice(Rule):
         new = _device_of(self, "cuda") if self.target == "portable" else device_expr(value)
         if new is None:
             self.report(original, f"`{code_of(value)}`: not a plain CUDA device string; set the AMP "
-                                  f"device to \"{self.table.device}\" by hand")
+                                  f"device to {self._advised_device()} by hand")
             return updated
         self.fixed(original, f"`{code_of(value)}` → `{code_of(new)}` (AMP device of `{qualified}`)")
         args[slot] = args[slot].with_changes(value=new)

@@ -82,6 +82,10 @@ def _last_name(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def _is_nccl(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and node.value.strip("\"'") == "nccl"
+
+
 class NcclBackend(DistRule):
     """## What it does
 
@@ -131,7 +135,7 @@ class NcclBackend(DistRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: a plain `"nccl"` backend argument becomes `torch.distributed.get_default_backend_for_device(DEVICE)` (torch >= 2.6); other NCCL mentions are reported
+    - **portable**: `"nccl"` as the backend argument, `backend=`, a backend name's value or default (also as the branch of `"nccl" if ... else "gloo"`) becomes `torch.distributed.get_default_backend_for_device(DEVICE)` (torch >= 2.6: nccl on CUDA, hccl on Ascend, gloo on CPU); comparisons with "nccl" and other NCCL mentions are reported
     """
 
     code = "NPU140"
@@ -154,18 +158,27 @@ class NcclBackend(DistRule):
 
     def _portable(self, original: cst.BaseExpression, updated: cst.BaseExpression,
                   where: str) -> cst.BaseExpression:
-        """Under --target portable the backend argument names the device's default backend."""
+        """Under --target portable a backend value names the device's default backend: the
+        backend argument, `backend=`, a backend name's value or default, also as the `"nccl"`
+        branch of `"nccl" if ... else "gloo"`. A comparison with "nccl" is reported (on CPU the
+        default backend is gloo, so `backend == <default>` would turn true there)."""
         api = "torch.distributed.get_default_backend_for_device"
-        plain = isinstance(updated, cst.SimpleString) and updated.value.strip("\"'") == "nccl"
+        values = ("the backend argument", "`backend=`", "an assignment to a backend name", "a backend parameter default")
         device = None
-        if plain and where in ("the backend argument", "`backend=`") and version_allows(self.context.options, api):
+        if where in values and version_allows(self.context.options, api) and (
+                _is_nccl(updated) or (isinstance(updated, cst.IfExp)
+                                      and (_is_nccl(updated.body) or _is_nccl(updated.orelse)))):
             device = require_device(self.context)
         if device is None:
             self.report(original, f"`{code_of(original)}` in {where}: NCCL exists on CUDA only; under "
                                   f"--target portable use `{api}(DEVICE)` by hand")
             return updated
-        self.fixed(original, f"`{code_of(updated)}` → `{api}(DEVICE)` (the device's own backend)")
-        return cst.Call(func=dotted_expr(api), args=[cst.Arg(device)])
+        default = cst.Call(func=dotted_expr(api), args=[cst.Arg(device)])
+        new: cst.BaseExpression = default
+        if isinstance(updated, cst.IfExp):
+            new = updated.with_changes(body=default) if _is_nccl(updated.body) else updated.with_changes(orelse=default)
+        self.fixed(original, f"`{code_of(updated)}` → `{code_of(new)}` (the device's own backend)")
+        return new
 
     def _backend_names(self, node: cst.BaseExpression) -> bool:
         last = _last_name(node)
@@ -282,6 +295,30 @@ DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
 dist.init_process_group(backend=torch.distributed.get_default_backend_for_device(DEVICE))
 """,
         codes=("NPU100", "NPU140"),
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # a backend setting and a conditional backend: the device's own
+        """\
+import torch
+import torch.distributed as dist
+backend = 'nccl'
+dist.init_process_group(backend="nccl" if args.cuda else "gloo")
+""",
+        after="""\
+import torch
+import torch.distributed as dist
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+backend = torch.distributed.get_default_backend_for_device(DEVICE)
+dist.init_process_group(backend=torch.distributed.get_default_backend_for_device(DEVICE) if args.cuda else "gloo")
+""",
+        codes=("NPU100", "NPU140"),
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # a comparison: on CPU the default backend is gloo, so it would turn true there
+        """\
+import torch
+ddp = backend == "nccl"
+""",
         options=(("target", "portable"),),
     ),
     Invalid(  # torch 2.5 has no get_default_backend_for_device: reported

@@ -6,7 +6,10 @@ import libcst as cst
 
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.families.distributed import DistRule
+from codemods.framework.base import dotted_expr
 from codemods.framework.nodes import code_of
+from codemods.framework.portable import require_device
+from codemods.framework.targets import version_allows
 
 
 class NcclBackendConstant(DistRule):
@@ -37,10 +40,11 @@ class NcclBackendConstant(DistRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: `Backend.NCCL` becomes `torch.distributed.get_default_backend_for_device(DEVICE)` (torch >= 2.6; else reported)
     """
 
     code = "NPU141"
+    supported_targets = frozenset({"npu", "portable"})
     name = "nccl-backend-constant"
     summary = "`Backend.NCCL` becomes `Backend.HCCL` (defined when torch_npu registers hccl)"
 
@@ -52,12 +56,40 @@ class NcclBackendConstant(DistRule):
         new = self.table.constants.get(qualified or "")
         if new is None:
             return updated_node
+        if self.target == "portable":
+            return self._portable(original_node, updated_node)
         new_node = updated_node.with_changes(attr=cst.Name(new))
         self.fixed(original_node, f"`{code_of(original_node)}` → `{code_of(new_node)}`")
         return new_node
 
 
+    def _portable(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        """`Backend.NCCL` -> the device's default backend (nccl, hccl or gloo)."""
+        api = "torch.distributed.get_default_backend_for_device"
+        device = require_device(self.context) if version_allows(self.context.options, api) else None
+        if device is None:
+            self.report(original, f"`{code_of(original)}`: under --target portable use `{api}(DEVICE)` by hand")
+            return updated
+        self.fixed(original, f"`{code_of(original)}` → `{api}(DEVICE)` (the device's own backend)")
+        return cst.Call(func=dotted_expr(api), args=[cst.Arg(device)])
+
+
 CASES = [
+    Invalid(
+        """\
+import torch
+import torch.distributed as dist
+dist.init_process_group(dist.Backend.NCCL)
+""",
+        after="""\
+import torch
+import torch.distributed as dist
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+dist.init_process_group(torch.distributed.get_default_backend_for_device(DEVICE))
+""",
+        codes=("NPU100", "NPU141"),
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import torch.distributed as dist

@@ -37,10 +37,11 @@ class ProcessGroupNccl(DistRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU143"
+    supported_targets = frozenset({"npu", "portable"})
     name = "process-group-nccl"
     summary = "`ProcessGroupNCCL` is reported: torch_npu's class is `ProcessGroupHCCL`"
     fix = Fix.NONE

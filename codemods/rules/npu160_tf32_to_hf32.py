@@ -42,10 +42,11 @@ class Tf32ToHf32(NameMapRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: kept (info): the flag is accepted by every torch build and ignored off CUDA, so the line stays; the NPU's HF32 switches are NPU-only and are named in the message
     """
 
     code = "NPU160"
+    portable_keeps = ('`allow_tf32` is a CUDA precision switch that every torch build accepts: on CPU it does nothing, and on Ascend torch_npu ignores it, so matmuls and convolutions stay in full fp32 there (Ascend\'s HF32 is the NPU-only `torch.npu.matmul.allow_hf32` / `torch.npu.conv.allow_hf32`: set it on a `DEVICE.type == "npu"` branch if you want it)')
     name = "tf32-to-hf32"
     summary = "`torch.backends.cuda.matmul.allow_tf32` / `cudnn.allow_tf32` become `torch.npu.matmul/conv.allow_hf32`"
     fix = Fix.SAFE

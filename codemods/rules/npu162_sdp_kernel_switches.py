@@ -42,10 +42,11 @@ class SdpKernelSwitches(NameMapRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU162"
+    supported_targets = frozenset({"npu", "portable"})
     name = "sdp-kernel-switches"
     summary = "`torch.backends.cuda.sdp_kernel` / `enable_*_sdp` are unsupported on NPU: use `sdpa_kernel`"
     fix = Fix.NONE

@@ -38,10 +38,11 @@ class CudaBuildQueries(NameMapRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU164"
+    supported_targets = frozenset({"npu", "portable"})
     name = "cuda-build-queries"
     summary = "Queries about cuDNN/cuBLAS (`cudnn.is_available()`, `cudnn.version()`, ...) answer 'no' on NPU"
     fix = Fix.NONE

@@ -61,10 +61,11 @@ class ProfilerToTorchNpu(NameMapRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: kept (info): `torch.profiler` with `ProfilerActivity.CUDA` runs on every build (CPU traces off CUDA); Ascend device traces need `torch_npu.profiler`, which is NPU-only
     """
 
     code = "NPU171"
+    portable_keeps = ('`torch.profiler` takes `ProfilerActivity.CUDA` on every build and records CPU activity where there is no CUDA; device traces on Ascend need `torch_npu.profiler`, which is NPU-only code, so it is not written')
     name = "profiler-to-torch-npu"
     summary = "`torch.profiler.profile` and friends become `torch_npu.profiler.*`; `ProfilerActivity.CUDA` → `.NPU`"
     fix = Fix.SAFE

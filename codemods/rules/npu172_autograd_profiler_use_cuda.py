@@ -47,10 +47,11 @@ class AutogradProfilerUseCuda(CoverageRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: kept (info): `use_cuda=True` runs on every build (CPU profiling off CUDA); `use_device="npu"` would fail off Ascend
     """
 
     code = "NPU172"
+    portable_keeps = ('`use_cuda=True` is accepted on every build and profiles the CPU where there is no CUDA; the npu target\'s `use_device="npu"` fails off Ascend')
     name = "autograd-profiler-use-cuda"
     summary = "`torch.autograd.profiler.profile(use_cuda=True)` becomes `use_device=\"npu\"`"
     fix = Fix.SAFE

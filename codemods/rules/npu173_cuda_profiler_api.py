@@ -38,10 +38,11 @@ class CudaProfilerApi(NameMapRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU173"
+    supported_targets = frozenset({"npu", "portable"})
     name = "cuda-profiler-api"
     summary = "CUDA-only profiler entry points (`torch.cuda.profiler`, `emit_nvtx`) are reported"
     fix = Fix.NONE

@@ -7,6 +7,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
+from codemods.framework.portable import device_type, portable_ok
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.data import load_data
 from codemods.framework.namemap import CoverageRule
@@ -52,10 +53,11 @@ class CompileBackend(CoverageRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: `backend="cudagraphs"` becomes `{"cuda": "cudagraphs", "npu": "npugraphs"}.get(DEVICE.type, "eager")`: each device's graph backend, and "eager" elsewhere (what cudagraphs does with CPU tensors); TensorRT backends are reported as for npu
     """
 
     code = "NPU175"
+    supported_targets = frozenset({"npu", "portable"})
     name = "compile-backend"
     summary = "`torch.compile(backend=\"cudagraphs\")` becomes `backend=\"npugraphs\"`"
     fix = Fix.SAFE
@@ -79,6 +81,15 @@ class CompileBackend(CoverageRule):
             value = string_value(orig.value) if is_backend else None
             if value in self.flags:
                 self.report(orig.value, self.flags[value], severity=Severity.WARNING)
+            elif value in self.backends and isinstance(arg.value, cst.SimpleString) and self.target == "portable":
+                chosen = self._by_device(arg.value, value)
+                if chosen is None:
+                    self.report(orig.value, f"backend `\"{value}\"` is CUDA's: under --target portable choose the "
+                                            "backend by `DEVICE.type` by hand", severity=Severity.WARNING)
+                    return updated_node
+                args[index] = arg.with_changes(value=chosen)
+                self.fixed(orig.value, f"backend `\"{value}\"` → chosen by the device type")
+                return updated_node.with_changes(args=args)
             elif value in self.backends and isinstance(arg.value, cst.SimpleString):
                 args[index] = arg.with_changes(value=with_string(arg.value, self.backends[value]))
                 self.fixed(orig.value, f"backend `\"{value}\"` → `\"{self.backends[value]}\"`")
@@ -86,7 +97,34 @@ class CompileBackend(CoverageRule):
         return updated_node
 
 
+    def _by_device(self, string: cst.SimpleString, value: str) -> cst.BaseExpression | None:
+        """`{"cuda": "cudagraphs", "npu": "npugraphs"}.get(DEVICE.type, "eager")`: each device's
+        graph backend; elsewhere "eager", which is what cudagraphs does with CPU tensors."""
+        kind = device_type(self.context) if portable_ok(self.context.options) else None
+        if kind is None:
+            return None
+        quote = string.quote
+        table = cst.parse_expression(f'{{{quote}cuda{quote}: {quote}{value}{quote}, '
+                                     f'{quote}npu{quote}: {quote}{self.backends[value]}{quote}}}')
+        return cst.Call(func=cst.Attribute(value=table, attr=cst.Name("get")),
+                        args=[cst.Arg(kind, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                              cst.Arg(cst.SimpleString(f"{quote}eager{quote}"))])
+
+
 CASES = [
+    Invalid(
+        """\
+import torch
+model = torch.compile(model, backend="cudagraphs")
+""",
+        after="""\
+import torch
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+model = torch.compile(model, backend={"cuda": "cudagraphs", "npu": "npugraphs"}.get(DEVICE.type, "eager"))
+""",
+        codes=("NPU100", "NPU175"),
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import os

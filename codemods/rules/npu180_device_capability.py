@@ -59,10 +59,11 @@ class DeviceCapability(CoverageRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU180"
+    supported_targets = frozenset({"npu", "portable"})
     name = "device-capability"
     summary = "`get_device_capability()` returns None on NPU: comparing, indexing or unpacking it crashes"
     fix = Fix.NONE

@@ -17,6 +17,7 @@ from codemods.framework.devices import (
 )
 from codemods.framework.facts import ast_dotted_parts
 from codemods.framework.namemap import CoverageRule
+from codemods.framework.portable import generic_device_value
 from codemods.framework.nodes import string_value
 from npu_migrate.core.diagnostics import Severity
 
@@ -273,12 +274,13 @@ class ModuleDeviceConstant(CoverageRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: the constant becomes the run's device, `DEVICE.type` (`f"{DEVICE.type}:1"` for an index; `PORTABLE_DEVICE` where the file binds `DEVICE` itself), when every use is a device and the file imports torch; otherwise reported
     """
 
     code = "NPU190"
     name = "module-device-constant"
     summary = "`DEVICE = \"cuda\"` at module level becomes `\"npu\"` when every use of it is a device"
+    supported_targets = frozenset({"npu", "portable"})
     fix = Fix.SAFE
     # `import torch_npu` is asked for only where the file uses torch: a settings module holding
     # nothing but `DEVICE = "cuda"` should not start importing the NPU backend
@@ -315,11 +317,14 @@ class ModuleDeviceConstant(CoverageRule):
             return updated_node
         action, why = self.flow.decision(target.value)
         if action == "report":
+            to = "`DEVICE.type`" if self.target == "portable" else "\"npu\""
             self.report(original_node, f"`{target.value}` holds a CUDA device but is not only used as one "
-                        f"({why}): set it to \"npu\" by hand if that use is a device too")
+                        f"({why}): set it to {to} by hand if that use is a device too")
             return updated_node
         if action != "rewrite":
             return updated_node
+        if self.target == "portable":
+            return self._portable(original_node, updated_node, target.value, why)
         new = device_expr(updated_node.value)
         if new is None:
             return updated_node
@@ -329,7 +334,48 @@ class ModuleDeviceConstant(CoverageRule):
         return updated_node.with_changes(value=new)
 
 
+    def _portable(self, original: cst.Assign, updated: cst.Assign, name: str, why: str) -> Any:
+        """`device = "cuda"` -> `device = DEVICE.type`: the run's device, the CPU without an
+        accelerator. A file that does not import torch (a settings module) is reported: the
+        device value would make it import torch."""
+        uses_torch = any(t == "torch" or t.startswith("torch.") for t in self.context.facts.aliases.values())
+        new = generic_device_value(self.context, updated.value) if uses_torch else None
+        if new is None:
+            self.report(original, f"`{name}` holds a CUDA device ({why}); under --target portable set it "
+                                  "from `torch.accelerator.current_accelerator()` by hand")
+            return updated
+        self.fixed(original, f"`{name}` → the run's device ({why})")
+        return updated.with_changes(value=new)
+
+
 CASES = [
+    Invalid(  # the run's device: the GPU, the NPU, or the CPU where there is no accelerator
+        """\
+    import torch
+    device = "cuda"
+    DEVICE = "cuda:0"
+    x = torch.zeros(8, device=device)
+    y = torch.ones(2).to(DEVICE)
+""",
+        after="""\
+    import torch
+    PORTABLE_DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+    device = PORTABLE_DEVICE.type
+    DEVICE = f"{PORTABLE_DEVICE.type}:0"
+    x = torch.zeros(8, device=device)
+    y = torch.ones(2).to(DEVICE)
+""",
+        codes=("NPU100", "NPU190"),
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # a settings module without torch: reported, no torch import is added
+        """\
+    DEVICE = "cuda"
+    def place(x):
+        return x.to(DEVICE)
+""",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
     import os

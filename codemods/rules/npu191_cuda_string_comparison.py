@@ -48,10 +48,11 @@ class CudaStringComparison(CoverageRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU191"
+    supported_targets = frozenset({"npu", "portable"})
     name = "cuda-string-comparison"
     summary = "Comparisons with `\"cuda\"` that no device rule could prove to be about a device are reported"
     fix = Fix.NONE

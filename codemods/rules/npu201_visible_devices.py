@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import libcst as cst
+
 from codemods.framework import envmap
+from codemods.framework.base import dotted_name
 from codemods.framework.cases import Invalid
-from codemods.framework.families.env_vars import EnvVarRule
+from codemods.framework.families.env_vars import PLACEHOLDER, EnvVarRule, subscript_key
+from codemods.framework.nodes import code_of, verbatim_string
+from codemods.framework.portable import ASCEND_VISIBLE, CUDA_VISIBLE, TWIN_MESSAGE, shell_visible_twins
 from npu_migrate.core.diagnostics import Severity
 
 
@@ -60,7 +68,7 @@ class VisibleDevices(EnvVarRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: `os.environ["CUDA_VISIBLE_DEVICES"] = v` stays and is followed by `os.environ["ASCEND_RT_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]`; commands in strings get the variable beside the CUDA one as in NPU251; reads stay (info: portable launches set both); other writes (dict keys, `setdefault`, argv lists) are reported. A file that already names `ASCEND_RT_VISIBLE_DEVICES` gets no second twin
     """
 
     code = "NPU201"
@@ -69,9 +77,128 @@ class VisibleDevices(EnvVarRule):
     severity = Severity.ERROR
     kinds = frozenset({"device_list"})
     prefilter = envmap.names_pattern(kinds)
+    supported_targets = frozenset({"npu", "portable"})
+
+    # -- portable: set ASCEND_RT_VISIBLE_DEVICES beside CUDA_VISIBLE_DEVICES, keep the CUDA one --
+    def _twinned(self) -> bool:
+        """A file that names the Ascend variable already has its twins (a second run)."""
+        return ASCEND_VISIBLE in self.context.source
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if self.target == "portable" and self._environ_write(node) is not None and not self._twinned():
+            self.tree.nodes("twinned").add(self._environ_write(node))  # type: ignore[arg-type]
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine) -> Any:
+        key = self._environ_write(original_node)
+        if key is None or key not in self.tree.nodes("twinned"):
+            return updated_node
+        assign = original_node.body[0]
+        assert isinstance(assign, cst.Assign) and isinstance(assign.targets[0].target, cst.Subscript)
+        environ = code_of(assign.targets[0].target.value)
+        twin = cst.parse_statement(f'{environ}["{ASCEND_VISIBLE}"] = {environ}["{CUDA_VISIBLE}"]\n')
+        self.fixed(key, TWIN_MESSAGE)
+        return cst.FlattenSentinel([updated_node, twin])
+
+    @staticmethod
+    def _environ_write(line: cst.SimpleStatementLine) -> cst.SimpleString | None:
+        """The key of `os.environ["CUDA_VISIBLE_DEVICES"] = ...` when that is the whole line."""
+        if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign) or len(line.body[0].targets) != 1:
+            return None
+        target = line.body[0].targets[0].target
+        if not (isinstance(target, cst.Subscript) and dotted_name(target.value) in ("os.environ", "environ")):
+            return None
+        key = subscript_key(target)
+        return key if key is not None and verbatim_string(key) == CUDA_VISIBLE else None
+
+    def _occurrence(self, original_key: cst.CSTNode, key: cst.SimpleString, value: cst.CSTNode | None,
+                    write: bool) -> tuple[cst.SimpleString, cst.CSTNode | None]:
+        if self.target != "portable":
+            return super()._occurrence(original_key, key, value, write)
+        if verbatim_string(key) != CUDA_VISIBLE or original_key in self.tree.nodes("twinned"):
+            return key, value
+        if not write or self._twinned():
+            self.report(original_key, f"`{CUDA_VISIBLE}` kept under --target portable: portable launches set "
+                                      f"`{ASCEND_VISIBLE}` beside it (NPU251), so it reads the same on CUDA and Ascend hosts",
+                        severity=Severity.INFO)
+        else:
+            self.report(original_key, f"`{CUDA_VISIBLE}` set here: under --target portable set `{ASCEND_VISIBLE}` "
+                                      "to the same value beside it by hand", severity=Severity.WARNING)
+        return key, value
+
+    def _shell(self, original: cst.CSTNode, text: str) -> str:
+        if self.target != "portable":
+            return super()._shell(original, text)
+        changes = shell_visible_twins(text)
+        for change in changes:
+            if change.replacement is None:
+                self.report(original, change.message, severity=change.severity)
+        edits = [c for c in changes if c.replacement is not None]
+        if edits:
+            self.fixed(original, TWIN_MESSAGE)
+        return envmap.apply_changes(text, edits)
+
+    def _fstring(self, original: cst.CSTNode, node: cst.FormattedString) -> cst.FormattedString:
+        """As for npu, but the twin repeats the value's `{expressions}`."""
+        if self.target != "portable":
+            return super()._fstring(original, node)
+        texts = []
+        for index, part in enumerate(node.parts):
+            if isinstance(part, cst.FormattedStringText):
+                if "\\" in part.value:
+                    return node
+                texts.append(part.value)
+            else:
+                texts.append(PLACEHOLDER % index)
+        joined = "".join(texts)
+        new = self._shell(original, joined)
+        if new == joined or node.end in new:
+            return node
+        parts: list[cst.BaseFormattedStringContent] = []
+        for piece in re.split(r"(\$\{__npu_migrate_\d+__\})", new):
+            found = re.fullmatch(r"\$\{__npu_migrate_(\d+)__\}", piece)
+            if found:
+                parts.append(node.parts[int(found.group(1))])
+            elif piece:
+                parts.append(cst.FormattedStringText(piece))
+        return node.with_changes(parts=parts)
+
+    def _argv(self, original: cst.CSTNode, node: cst.List | cst.Tuple) -> cst.BaseExpression:
+        if self.target != "portable":
+            return super()._argv(original, node)
+        if any(CUDA_VISIBLE in (verbatim_string(e.value) or "") for e in node.elements):
+            self.report(original, f"`{CUDA_VISIBLE}` in an argument list: under --target portable add "
+                                  f"`{ASCEND_VISIBLE}=<same ids>` beside it by hand", severity=Severity.WARNING)
+        return node
 
 
 CASES = [
+    Invalid(
+        """\
+import os
+import subprocess
+os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"
+subprocess.run(f"CUDA_VISIBLE_DEVICES={rank} python train.py", shell=True)
+ids = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+""",
+        after="""\
+import os
+import subprocess
+os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"
+os.environ["ASCEND_RT_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+subprocess.run(f"ASCEND_RT_VISIBLE_DEVICES={rank} CUDA_VISIBLE_DEVICES={rank} python train.py", shell=True)
+ids = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+""",
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # the second run: the twins are there, nothing changes (the CUDA name is noted)
+        """\
+import os
+os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"
+os.environ["ASCEND_RT_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+""",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import os

@@ -46,10 +46,11 @@ class EnvNoCounterpart(EnvVarRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU205"
+    supported_targets = frozenset({"npu", "portable"})
     name = "env-var-no-counterpart"
     summary = "CUDA/NCCL variables with no verified NPU counterpart are reported (NCCL_*, CUDA_*, ...)"
     fix = Fix.NONE

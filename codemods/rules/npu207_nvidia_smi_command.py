@@ -34,10 +34,11 @@ class NvidiaSmiCommand(EnvVarRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU207"
+    supported_targets = frozenset({"npu", "portable"})
     name = "nvidia-smi-command"
     summary = "`nvidia-smi` in subprocess commands is reported (Ascend hosts have `npu-smi`)"
     fix = Fix.NONE

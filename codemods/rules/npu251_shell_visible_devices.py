@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from codemods.framework import envmap
+from codemods.framework.portable import shell_visible_twins
 from codemods.framework.cases import Invalid
 from codemods.framework.families.shell import ShellRule
 from npu_migrate.core.diagnostics import Severity
@@ -39,7 +40,7 @@ class ShellVisibleDevices(ShellRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: `ASCEND_RT_VISIBLE_DEVICES` is set beside every assignment (and `unset`) of `CUDA_VISIBLE_DEVICES`, which stays: one launch script serves CUDA and Ascend hosts, each runtime reading its own variable (reads of `$CUDA_VISIBLE_DEVICES` keep working, as both are set); a literal list torch_npu cannot read is reported as for npu
     """
 
     code = "NPU251"
@@ -48,9 +49,43 @@ class ShellVisibleDevices(ShellRule):
     severity = Severity.ERROR
     kinds = frozenset({"device_list"})
     prefilter = envmap.names_pattern(kinds)
+    supported_targets = frozenset({"npu", "portable"})
+
+    def rewrite_text(self, text: str) -> str:
+        if self.target != "portable":
+            return super().rewrite_text(text)
+        return self.apply_twins(text, shell_visible_twins(text))
 
 
 CASES = [
+    Invalid(
+        """\
+export CUDA_VISIBLE_DEVICES=0,1,2,3
+CUDA_VISIBLE_DEVICES=$LOCAL_RANK python train.py
+docker run -e CUDA_VISIBLE_DEVICES=0 image
+unset CUDA_VISIBLE_DEVICES
+echo "using $CUDA_VISIBLE_DEVICES"
+""",
+        after="""\
+export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3 CUDA_VISIBLE_DEVICES=0,1,2,3
+ASCEND_RT_VISIBLE_DEVICES=$LOCAL_RANK CUDA_VISIBLE_DEVICES=$LOCAL_RANK python train.py
+docker run -e ASCEND_RT_VISIBLE_DEVICES=0 -e CUDA_VISIBLE_DEVICES=0 image
+unset ASCEND_RT_VISIBLE_DEVICES CUDA_VISIBLE_DEVICES
+echo "using $CUDA_VISIBLE_DEVICES"
+""",
+        path="launch.sh",
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # not ascending: torch_npu would see no device
+        """\
+CUDA_VISIBLE_DEVICES=1,0 torchrun --nproc_per_node=2 train.py
+""",
+        after="""\
+ASCEND_RT_VISIBLE_DEVICES=1,0 CUDA_VISIBLE_DEVICES=1,0 torchrun --nproc_per_node=2 train.py
+""",
+        path="launch.sh",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 export CUDA_VISIBLE_DEVICES=0,1,2,3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from codemods.framework import envmap
+from codemods.framework.portable import shell_rename_twins
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.families.shell import ShellRule
 
@@ -34,7 +35,7 @@ class ShellEnvVarRename(ShellRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: the NPU name is set beside the CUDA one, which stays (`export TORCH_HCCL_BLOCKING_WAIT=1 TORCH_NCCL_BLOCKING_WAIT=1`), as NPU251 does for the visible devices: one launch script for CUDA and Ascend hosts
     """
 
     code = "NPU252"
@@ -42,9 +43,27 @@ class ShellEnvVarRename(ShellRule):
     summary = "Launch scripts: CUDA/NCCL variables with an exact NPU counterpart are renamed"
     kinds = frozenset({"rename"})
     prefilter = envmap.names_pattern(kinds)
+    supported_targets = frozenset({"npu", "portable"})
+
+    def rewrite_text(self, text: str) -> str:
+        if self.target != "portable":
+            return super().rewrite_text(text)
+        return self.apply_twins(text, shell_rename_twins(text))
 
 
 CASES = [
+    Invalid(
+        """\
+export TORCH_NCCL_BLOCKING_WAIT=1
+CUDA_LAUNCH_BLOCKING=1 python train.py
+""",
+        after="""\
+export TORCH_HCCL_BLOCKING_WAIT=1 TORCH_NCCL_BLOCKING_WAIT=1
+ASCEND_LAUNCH_BLOCKING=1 CUDA_LAUNCH_BLOCKING=1 python train.py
+""",
+        path="launch.sh",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 export CUDA_LAUNCH_BLOCKING=1 TORCH_NCCL_ASYNC_ERROR_HANDLING=1

@@ -33,10 +33,11 @@ class ShellEnvNoCounterpart(ShellRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU255"
+    supported_targets = frozenset({"npu", "portable"})
     name = "shell-env-var-no-counterpart"
     summary = "Launch scripts: CUDA/NCCL variables with no verified NPU counterpart are reported"
     fix = Fix.NONE

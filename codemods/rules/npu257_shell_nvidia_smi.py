@@ -33,10 +33,11 @@ class ShellNvidiaSmi(ShellRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU257"
+    supported_targets = frozenset({"npu", "portable"})
     name = "shell-nvidia-smi"
     summary = "Launch scripts: `nvidia-smi` is reported (Ascend hosts have `npu-smi`)"
     fix = Fix.NONE

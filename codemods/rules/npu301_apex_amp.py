@@ -47,10 +47,11 @@ class ApexAmp(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU301"
+    supported_targets = frozenset({"npu", "portable"})
     name = "apex-amp"
     summary = "apex (amp and the package as a whole) is CUDA-only: native AMP with torch.autocast('npu') + GradScaler('npu')"
     prefilter = library_prefilter("NPU301")

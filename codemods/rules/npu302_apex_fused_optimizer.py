@@ -39,10 +39,11 @@ class ApexFusedOptimizer(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU302"
+    supported_targets = frozenset({"npu", "portable"})
     name = "apex-fused-optimizer"
     summary = "apex FusedAdam/FusedLAMB/FusedSGD are CUDA kernels: use torch.optim"
     prefilter = library_prefilter("NPU302")

@@ -39,10 +39,11 @@ class ApexParallel(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU303"
+    supported_targets = frozenset({"npu", "portable"})
     name = "apex-parallel"
     summary = "apex DistributedDataParallel/SyncBatchNorm: use torch DDP (hccl) and torch.nn.SyncBatchNorm"
     prefilter = library_prefilter("NPU303")

@@ -38,10 +38,11 @@ class ApexFusedLayers(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU304"
+    supported_targets = frozenset({"npu", "portable"})
     name = "apex-fused-layers"
     summary = "apex fused layers (FusedLayerNorm, FusedRMSNorm, contrib): use torch.nn layers or torch_npu fused ops"
     prefilter = library_prefilter("NPU304")

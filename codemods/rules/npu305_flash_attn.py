@@ -44,10 +44,11 @@ class FlashAttn(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU305"
+    supported_targets = frozenset({"npu", "portable"})
     name = "flash-attn"
     summary = "flash-attn: use torch_npu.npu_fusion_attention (layout, scale, keep_prob and mask spelled out) or SDPA"
     prefilter = library_prefilter("NPU305")

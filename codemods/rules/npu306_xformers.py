@@ -37,10 +37,11 @@ class Xformers(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU306"
+    supported_targets = frozenset({"npu", "portable"})
     name = "xformers"
     summary = "xformers attention: use torch_npu.npu_fusion_attention or scaled_dot_product_attention"
     prefilter = library_prefilter("NPU306")

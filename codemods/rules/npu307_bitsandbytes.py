@@ -36,10 +36,11 @@ class Bitsandbytes(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU307"
+    supported_targets = frozenset({"npu", "portable"})
     name = "bitsandbytes"
     summary = "bitsandbytes has no NPU backend: torch.optim and fp16/bf16 layers"
     prefilter = library_prefilter("NPU307")

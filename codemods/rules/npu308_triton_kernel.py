@@ -40,10 +40,11 @@ class TritonKernel(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU308"
+    supported_targets = frozenset({"npu", "portable"})
     name = "triton-kernel"
     summary = "hand-written Triton kernels do not run on NPU: PyTorch ops or an Ascend C operator"
     prefilter = library_prefilter("NPU308")

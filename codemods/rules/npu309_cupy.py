@@ -35,10 +35,11 @@ class Cupy(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU309"
+    supported_targets = frozenset({"npu", "portable"})
     name = "cupy"
     summary = "CuPy arrays and kernels are CUDA-only: torch tensors on the NPU or numpy"
     prefilter = library_prefilter("NPU309")

@@ -43,10 +43,11 @@ class Nvml(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU310"
+    supported_targets = frozenset({"npu", "portable"})
     name = "nvml"
     summary = "pynvml/GPUtil/gpustat query NVIDIA's driver (NVML, nvidia-smi): use torch.npu.device_count/mem_get_info/utilization"
     prefilter = library_prefilter("NPU310")

@@ -67,10 +67,11 @@ class CudaExtension(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU311"
+    supported_targets = frozenset({"npu", "portable"})
     name = "cuda-extension"
     summary = "CUDAExtension and cpp_extension.load(...) of .cu sources cannot build for NPU: Ascend C operator"
     prefilter = library_prefilter("NPU311")

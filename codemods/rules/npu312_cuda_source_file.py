@@ -39,10 +39,11 @@ class CudaSourceFile(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU312"
+    supported_targets = frozenset({"npu", "portable"})
     name = "cuda-source-file"
     summary = "`.cu`/`.cuh` files in the tree cannot be compiled for NPU (reported by file discovery)"
     language = "cuda"  # a text rule over CUDA sources: the engine hands it `.cu`/`.cuh` files

@@ -36,10 +36,11 @@ class ChannelsLast(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU313"
+    supported_targets = frozenset({"npu", "portable"})
     name = "channels-last"
     summary = "`torch.channels_last` is unsupported by Ascend's auto-migration: drop it unless measured on NPU"
     prefilter = library_prefilter("NPU313")

@@ -37,10 +37,11 @@ class OtherCudaLibrary(ThirdPartyRule):
     ## Targets
 
     - **npu**: reports (diagnostic only)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU314"
+    supported_targets = frozenset({"npu", "portable"})
     name = "cuda-only-library"
     summary = "Other CUDA-only libraries (PyCUDA, numba.cuda, TensorRT, Transformer Engine) have no NPU path"
     prefilter = library_prefilter("NPU314")

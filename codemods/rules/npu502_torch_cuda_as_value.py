@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 import libcst as cst
-from codemods.framework.base import Fix, Rule
+from codemods.framework.base import Fix, Rule, dotted_expr
+from codemods.framework.targets import too_old, version_allows
 from codemods.framework.families.torch_cuda_api import cuda_names
 from npu_migrate.core.diagnostics import Severity
 
@@ -39,10 +40,11 @@ class TorchCudaAsValue(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: `getattr(torch.cuda, name)` / `hasattr(...)` look the name up on `torch.get_device_module()`, the run's device module (torch.cuda, torch.npu, or torch.cpu without an accelerator), computed names included (torch >= 2.3, else reported)
     """
 
     code = "NPU502"
+    supported_targets = frozenset({"npu", "portable"})
     name = "torch-cuda-as-value"
     summary = "`getattr(torch.cuda, \"name\")` / `hasattr(...)` use `torch.npu`; a computed name is reported"
     fix = Fix.SAFE
@@ -60,6 +62,8 @@ class TorchCudaAsValue(Rule):
         attribute = original_node.args[1].value
         name = attribute.evaluated_value if isinstance(attribute, cst.SimpleString) else None
         rewrites = cuda_names().rewrites
+        if self.target == "portable":
+            return self._portable(original_node, updated_node, func.value)
         if not isinstance(name, str):
             self.report(original_node, f"`{func.value}(torch.cuda, <computed name>)`: torch.npu has most "
                                        "torch.cuda names; use torch.npu if every name it can look up exists there")
@@ -73,7 +77,35 @@ class TorchCudaAsValue(Rule):
         return updated_node.with_changes(args=[first, *updated_node.args[1:]])
 
 
+    def _portable(self, original: cst.Call, updated: cst.Call, function: str) -> Any:
+        """`getattr(torch.cuda, name)` -> `getattr(torch.get_device_module(), name)`: the run's
+        device module (torch.cuda, torch.npu, or torch.cpu without an accelerator), so a computed
+        name works too."""
+        if not version_allows(self.context.options, "torch.get_device_module"):
+            self.report(original, f"`{function}(torch.cuda, ...)`: " + too_old(self.context.options, "torch.get_device_module"))
+            return updated
+        module = cst.Call(func=dotted_expr(f"{self.local_torch()}.get_device_module"))
+        self.fixed(original, f"`{function}(torch.cuda, ...)` → `{function}(torch.get_device_module(), ...)`")
+        return updated.with_changes(args=[updated.args[0].with_changes(value=module), *updated.args[1:]])
+
+    def local_torch(self) -> str:
+        return next((local for local, bound in self.context.facts.aliases.items() if bound == "torch"), "torch")
+
+
 CASES = [
+    Invalid(
+        """\
+import torch
+f = getattr(torch.cuda, "synchronize")
+ok = hasattr(torch.cuda, name)
+""",
+        after="""\
+import torch
+f = getattr(torch.get_device_module(), "synchronize")
+ok = hasattr(torch.get_device_module(), name)
+""",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import torch

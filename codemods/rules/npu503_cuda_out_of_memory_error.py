@@ -7,6 +7,7 @@ import libcst as cst
 from codemods.framework.base import Fix, Rule
 
 from codemods.framework.cases import Invalid, Valid
+from codemods.framework.targets import too_old, version_allows
 
 
 class CudaOutOfMemory(Rule):
@@ -41,10 +42,11 @@ class CudaOutOfMemory(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: the same rewrite (`torch.OutOfMemoryError` is device-generic); both targets keep `torch.cuda.OutOfMemoryError` and report it below torch 2.5 (target-version)
     """
 
     code = "NPU503"
+    supported_targets = frozenset({"npu", "portable"})
     name = "cuda-out-of-memory-error"
     summary = "`torch.cuda.OutOfMemoryError` becomes the device-neutral `torch.OutOfMemoryError` (the same class)"
     fix = Fix.SAFE
@@ -57,11 +59,24 @@ class CudaOutOfMemory(Rule):
         owner = updated_node.value
         if not isinstance(owner, cst.Attribute):
             return updated_node  # `cuda.OutOfMemoryError` through a module alias: left to the sweep
+        if not version_allows(self.context.options, "torch.OutOfMemoryError"):
+            self.report(original_node, too_old(self.context.options, "torch.OutOfMemoryError") + ": kept")
+            return updated_node
         self.fixed(original_node, "`torch.cuda.OutOfMemoryError` → `torch.OutOfMemoryError` (the same class)")
         return updated_node.with_changes(value=owner.value)
 
 
 CASES = [
+    Invalid(  # torch 2.4 has no torch.OutOfMemoryError: kept and reported (either target)
+        """\
+import torch
+try:
+    step()
+except torch.cuda.OutOfMemoryError:
+    pass
+""",
+        options=(("target_version", "2.4"),),
+    ),
     Invalid(
         """\
 import torch

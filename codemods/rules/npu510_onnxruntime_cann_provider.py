@@ -11,6 +11,7 @@ from codemods.framework.cases import Invalid, Valid
 
 
 _PROVIDER = "CUDAExecutionProvider"
+_CANN = "CANNExecutionProvider"
 
 
 _TENSORRT = "TensorrtExecutionProvider"
@@ -51,10 +52,11 @@ class OnnxRuntimeCann(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: a provider list that names `"CUDAExecutionProvider"` gets `"CANNExecutionProvider"` right after it (ONNX Runtime skips, with a warning, the providers its build lacks, so one list serves CUDA, Ascend and CPU builds); the provider string elsewhere is reported
     """
 
     code = "NPU510"
+    supported_targets = frozenset({"npu", "portable"})
     name = "onnxruntime-cann-provider"
     summary = "ONNX Runtime `CUDAExecutionProvider` becomes `CANNExecutionProvider`; the TensorRT provider is reported"
     fix = Fix.SAFE
@@ -68,6 +70,12 @@ class OnnxRuntimeCann(Rule):
         value = _string(updated_node)
         if value not in (_PROVIDER, _TENSORRT) or not self._uses_onnxruntime():
             return updated_node
+        if self.target == "portable" and value == _PROVIDER:
+            if original_node not in self.tree.nodes("listed"):
+                self.report(original_node, '"CUDAExecutionProvider" outside a provider list: under --target portable '
+                                           'list "CANNExecutionProvider" beside it by hand (ONNX Runtime skips '
+                                           'providers its build lacks)')
+            return updated_node
         if value == _TENSORRT:
             self.report(original_node, "ONNX Runtime's TensorRT provider has no Ascend counterpart: drop it "
                                        "(CANNExecutionProvider runs the model on the NPU)")
@@ -76,7 +84,61 @@ class OnnxRuntimeCann(Rule):
         return updated_node.with_changes(value=updated_node.value.replace(_PROVIDER, "CANNExecutionProvider"))
 
 
+    # -- portable: a provider list names both, ONNX Runtime uses the one its build has -------------
+    def visit_List(self, node: cst.List) -> None:
+        self._mark(node)
+
+    def visit_Tuple(self, node: cst.Tuple) -> None:
+        self._mark(node)
+
+    def _mark(self, node: cst.List | cst.Tuple) -> None:
+        if self.target == "portable":
+            self.tree.nodes("listed").update(
+                e.value for e in node.elements if isinstance(e, cst.Element) and _string(e.value) == _PROVIDER)
+
+    def leave_List(self, original_node: cst.List, updated_node: cst.List) -> Any:
+        return self._twin(original_node, updated_node)
+
+    def leave_Tuple(self, original_node: cst.Tuple, updated_node: cst.Tuple) -> Any:
+        return self._twin(original_node, updated_node)
+
+    def _twin(self, original: cst.List | cst.Tuple, updated: Any) -> Any:
+        """`["CUDAExecutionProvider", "CPUExecutionProvider"]` -> `["CUDAExecutionProvider",
+        "CANNExecutionProvider", "CPUExecutionProvider"]`: ONNX Runtime skips (with a warning)
+        the providers its build lacks, so the list runs on a CUDA, an Ascend or a CPU build."""
+        if self.target != "portable" or not self._uses_onnxruntime():
+            return updated
+        names = [_string(e.value) for e in updated.elements if isinstance(e, cst.Element)]
+        if _PROVIDER not in names or _CANN in names:
+            return updated
+        elements = []
+        for element in updated.elements:
+            elements.append(element)
+            value = element.value if isinstance(element, cst.Element) else None
+            if isinstance(value, cst.SimpleString) and _string(value) == _PROVIDER:
+                twin = value.with_changes(value=value.value.replace(_PROVIDER, _CANN))
+                comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                elements[-1] = element.with_changes(comma=comma)
+                elements.append(element.with_changes(value=twin))
+        self.fixed(original, '"CANNExecutionProvider" listed beside "CUDAExecutionProvider" (ONNX Runtime uses '
+                             'the one its build has)')
+        return updated.with_changes(elements=elements)
+
+
 CASES = [
+    Invalid(
+        """\
+import onnxruntime as ort
+providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if cuda else ["CPUExecutionProvider"]
+session = ort.InferenceSession("m.onnx", providers=("CUDAExecutionProvider",))
+""",
+        after="""\
+import onnxruntime as ort
+providers = ["CUDAExecutionProvider", "CANNExecutionProvider", "CPUExecutionProvider"] if cuda else ["CPUExecutionProvider"]
+session = ort.InferenceSession("m.onnx", providers=("CUDAExecutionProvider", "CANNExecutionProvider",))
+""",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 import onnxruntime as ort

@@ -63,10 +63,11 @@ class CudaOnlyBranch(Rule):
     ## Targets
 
     - **npu**: reports it with the route (no fix)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
     """
 
     code = "NPU511"
+    supported_targets = frozenset({"npu", "portable"})
     name = "cuda-only-branch"
     summary = "A CUDA guard around a CUDA-only library stays a CUDA guard (never half-migrated) and is reported"
     fix = Fix.NONE

@@ -16,6 +16,10 @@ _ENTRY_POINTS = frozenset({"Trainer", "Fabric"})
 _CUDA_ACCELERATORS = frozenset({"cuda", "gpu"})
 
 
+# under --target portable: what keeps one Trainer call right on every cluster
+_PORTABLE_ROUTE = ("for one code base use `accelerator=\"auto\"` (CUDA where there is a GPU, else CPU); Lightning "
+                   "has no built-in NPU accelerator, so on Ascend pass a registered one (subclass "
+                   "`lightning.pytorch.accelerators.Accelerator` on torch.accelerator) chosen at run time")
 _ROUTE = ("Lightning has no built-in NPU accelerator: register one (subclass "
           "`lightning.pytorch.accelerators.Accelerator` on top of torch.npu, Lightning's \"add a new "
           "accelerator\" guide) and pass it as `accelerator=`; with DDP also pass "
@@ -46,15 +50,21 @@ class LightningAccelerator(Rule):
     ## Targets
 
     - **npu**: reports it with the route (no fix)
-    - **portable**: not yet
+    - **portable**: the same report (nothing is rewritten: Lightning's own tests pin CUDA on purpose), advising `accelerator="auto"` for one code base and a registered accelerator on Ascend
     """
 
     code = "NPU520"
+    supported_targets = frozenset({"npu", "portable"})
     name = "lightning-cuda-accelerator"
     summary = "Lightning/Fabric `accelerator=\"cuda\"|\"gpu\"`, `gpus=` and `CUDAAccelerator` are reported with the NPU route"
     fix = Fix.NONE
     severity = Severity.WARNING
     prefilter = r"accelerator\s*=|gpus\s*=|CUDAAccelerator"  # no leading \b: literals scan fast
+
+    def _route(self) -> str:
+        if self.target == "portable":
+            return _PORTABLE_ROUTE
+        return _ROUTE
 
     def visit_Call(self, node: cst.Call) -> None:
         if not lightning_name(self.resolve(node.func), _ENTRY_POINTS):
@@ -64,18 +74,18 @@ class LightningAccelerator(Rule):
             chosen = [text_of(v) for v in branches(arg.value)]
             cuda = [c for c in chosen if (c or "").lower() in _CUDA_ACCELERATORS]
             if keyword == "accelerator" and cuda:
-                self.report(arg, f"`accelerator={cuda[0]!r}` selects CUDA: {_ROUTE}")
+                self.report(arg, f"`accelerator={cuda[0]!r}` selects CUDA: {self._route()}")
             elif keyword == "gpus":
-                self.report(arg, f"`gpus=` (Lightning < 2.0) selects CUDA devices: {_ROUTE}")
+                self.report(arg, f"`gpus=` (Lightning < 2.0) selects CUDA devices: {self._route()}")
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "CUDAAccelerator" and lightning_name(self.resolve(node), frozenset({"CUDAAccelerator"})):
-            self.report(node, f"`CUDAAccelerator` runs on CUDA only: {_ROUTE}")
+            self.report(node, f"`CUDAAccelerator` runs on CUDA only: {self._route()}")
 
     def visit_Name(self, node: cst.Name) -> None:
         if (node.value == "CUDAAccelerator" and not self.context.in_import
                 and lightning_name(self.resolve(node), frozenset({"CUDAAccelerator"}))):
-            self.report(node, f"`CUDAAccelerator` runs on CUDA only: {_ROUTE}")
+            self.report(node, f"`CUDAAccelerator` runs on CUDA only: {self._route()}")
 
 
 CASES = [

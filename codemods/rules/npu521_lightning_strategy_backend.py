@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 import libcst as cst
-from codemods.framework.base import Fix, Rule
+from codemods.framework.base import Fix, Rule, dotted_expr
+from codemods.framework.nodes import code_of
+from codemods.framework.portable import require_device
+from codemods.framework.targets import version_allows
 from codemods.framework.families.lightning import lightning_name, text_of
 
 from codemods.framework.cases import Invalid, Valid
@@ -42,10 +45,11 @@ class LightningBackend(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: `process_group_backend="nccl"` becomes `torch.distributed.get_default_backend_for_device(DEVICE)` (torch >= 2.6; else reported)
     """
 
     code = "NPU521"
+    supported_targets = frozenset({"npu", "portable"})
     name = "lightning-strategy-backend"
     summary = "`process_group_backend=\"nccl\"` of Lightning strategies becomes \"hccl\""
     fix = Fix.SAFE
@@ -59,13 +63,42 @@ class LightningBackend(Rule):
             if arg.keyword and arg.keyword.value == "process_group_backend" and text_of(arg.value) == "nccl":
                 value = arg.value
                 assert isinstance(value, cst.SimpleString)
-                args[i] = arg.with_changes(value=value.with_changes(value=value.value.replace("nccl", "hccl")))
-                self.fixed(original_node.args[i], "`process_group_backend=\"nccl\"` → \"hccl\"")
+                new = self._portable(original_node.args[i]) if self.target == "portable" else \
+                    value.with_changes(value=value.value.replace("nccl", "hccl"))
+                if new is None:
+                    continue
+                args[i] = arg.with_changes(value=new)
+                self.fixed(original_node.args[i], f"`process_group_backend=\"nccl\"` → `{code_of(new)}`")
                 changed = True
         return updated_node.with_changes(args=args) if changed else updated_node
 
 
+    def _portable(self, arg: cst.Arg) -> cst.BaseExpression | None:
+        """The device's default backend (nccl on CUDA, hccl on Ascend, gloo on CPU)."""
+        api = "torch.distributed.get_default_backend_for_device"
+        device = require_device(self.context) if version_allows(self.context.options, api) else None
+        if device is None:
+            self.report(arg, f"`process_group_backend=\"nccl\"`: under --target portable use `{api}(DEVICE)` by hand")
+            return None
+        return cst.Call(func=dotted_expr(api), args=[cst.Arg(device)])
+
+
 CASES = [
+    Invalid(
+        """\
+import torch
+from lightning.pytorch.strategies import DDPStrategy
+s = DDPStrategy(process_group_backend="nccl")
+""",
+        after="""\
+import torch
+from lightning.pytorch.strategies import DDPStrategy
+DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+s = DDPStrategy(process_group_backend=torch.distributed.get_default_backend_for_device(DEVICE))
+""",
+        codes=("NPU100", "NPU521"),
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 from lightning.pytorch.strategies import DDPStrategy

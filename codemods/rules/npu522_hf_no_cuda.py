@@ -37,10 +37,11 @@ class HuggingFaceNoCuda(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: the same rewrite (`use_cpu=` is device-generic)
     """
 
     code = "NPU522"
+    supported_targets = frozenset({"npu", "portable"})
     name = "hf-no-cuda"
     summary = "Hugging Face `TrainingArguments(no_cuda=...)` becomes `use_cpu=...`"
     fix = Fix.SAFE

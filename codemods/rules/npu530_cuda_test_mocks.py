@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 import libcst as cst
-from codemods.framework.base import Fix, Rule
+from codemods.framework.base import Fix, Rule, dotted_expr
 from codemods.framework.families.torch_cuda_api import cuda_names
+from codemods.framework.portable import generic_name
 from npu_migrate.core.diagnostics import Severity
 
 from codemods.framework.cases import Invalid, Valid
@@ -46,10 +47,11 @@ class CudaTestMocks(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: not yet
+    - **portable**: the patch target follows the portable rewrite of the code under test: `"torch.cuda.is_available"` becomes `"torch.accelerator.is_available"`, `patch.object(torch.cuda, "current_device")` `patch.object(torch.accelerator, "current_device_index")`; a member the portable code reaches through `torch.get_device_module()` is reported
     """
 
     code = "NPU530"
+    supported_targets = frozenset({"npu", "portable"})
     name = "cuda-test-mocks"
     summary = "`mock.patch(\"torch.cuda.X\")`, `patch.object(torch.cuda, \"X\")`, `monkeypatch.setattr(torch.cuda, ...)` move to torch.npu"
     fix = Fix.SAFE
@@ -69,6 +71,8 @@ class CudaTestMocks(Rule):
             if not target.startswith("torch.cuda."):
                 return updated_node
             member = target.removeprefix("torch.cuda.").split(".")[0]
+            if self.target == "portable":
+                return self._portable_string(original_node, updated_node, target)
             if rewrites.get(member) != member:
                 self.report(original_node, f"the test patches `{target}`, which torch.npu lacks: patch what the migrated code calls")
                 return updated_node
@@ -82,6 +86,8 @@ class CudaTestMocks(Rule):
         member_node = original_node.args[1].value
         value = member_node.evaluated_value if isinstance(member_node, cst.SimpleString) else None
         looked_up = value if isinstance(value, str) else None
+        if self.target == "portable":
+            return self._portable_object(original_node, updated_node, looked_up)
         if looked_up is None or rewrites.get(looked_up) != looked_up:
             self.report(original_node, "the test patches an attribute of `torch.cuda` that torch.npu may lack: "
                                        "patch what the migrated code calls")
@@ -93,7 +99,73 @@ class CudaTestMocks(Rule):
         return updated_node.with_changes(args=[arg, *updated_node.args[1:]])
 
 
+    # -- portable: patch what the portable code calls (torch.accelerator.X, torch.manual_seed) -------
+    def _generic(self, member: str | None) -> str | None:
+        name = generic_name(member, self.context.options) if member else None
+        return name if name is not None and "(" not in name else None  # get_device_module() is a call
+
+    def _portable_string(self, original: cst.Call, updated: cst.Call, target: str) -> Any:
+        rest = target.removeprefix("torch.cuda.")
+        member, _, tail = rest.partition(".")
+        generic = self._generic(member)
+        if generic is None:
+            self.report(original, f"the test patches `{target}`; under --target portable the code calls "
+                                  "`torch.get_device_module()` or nothing generic for it: patch what the migrated code calls")
+            return updated
+        new_target = generic + (f".{tail}" if tail else "")
+        string = updated.args[0].value
+        assert isinstance(string, cst.SimpleString)
+        self.fixed(original, f"patch target `{target}` → `{new_target}`")
+        arg = updated.args[0].with_changes(value=string.with_changes(value=string.value.replace(target, new_target, 1)))
+        return updated.with_changes(args=[arg, *updated.args[1:]])
+
+    def _portable_object(self, original: cst.Call, updated: cst.Call, member: str | None) -> Any:
+        generic = self._generic(member)
+        if generic is None or member is None:
+            self.report(original, "the test patches an attribute of `torch.cuda`; under --target portable patch "
+                                  "what the migrated code calls (`torch.accelerator.<name>`)")
+            return updated
+        owner, _, name = generic.rpartition(".")
+        first = updated.args[0].value
+        assert isinstance(first, cst.Attribute)
+        args = list(updated.args)
+        args[0] = args[0].with_changes(value=first.with_changes(attr=cst.Name(owner.split(".")[-1]))
+                                       if owner == "torch.accelerator" else dotted_expr(owner))
+        member_arg = args[1].value
+        assert isinstance(member_arg, cst.SimpleString)
+        args[1] = args[1].with_changes(value=member_arg.with_changes(value=f"{member_arg.quote}{name}{member_arg.quote}"))
+        self.fixed(original, f"patched `torch.cuda.{member}` → `{generic}`")
+        return updated.with_changes(args=args)
+
+
 CASES = [
+    Invalid(
+        """\
+import torch
+from unittest import mock
+@mock.patch("torch.cuda.is_available", return_value=True)
+@mock.patch("torch.cuda.device_count", return_value=2)
+def test_a(m, n):
+    pass
+def test_b(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    with mock.patch("torch.cuda.get_device_properties"):
+        pass
+""",
+        after="""\
+import torch
+from unittest import mock
+@mock.patch("torch.accelerator.is_available", return_value=True)
+@mock.patch("torch.accelerator.device_count", return_value=2)
+def test_a(m, n):
+    pass
+def test_b(monkeypatch):
+    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
+    with mock.patch("torch.cuda.get_device_properties"):
+        pass
+""",
+        options=(("target", "portable"),),
+    ),
     Invalid(
         """\
 from unittest import mock

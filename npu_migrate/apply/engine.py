@@ -245,7 +245,7 @@ def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
         if cls in ruleset.report_only:  # its rewrite is dropped; what it would do is reported
             made = len(context.edits)
             cls(context).rewrite_text(new_text)
-            context.diagnostics += [report_instead(edit, path) for edit in context.edits[made:]]
+            context.diagnostics += [report_instead(edit, path, cls) for edit in context.edits[made:]]
             del context.edits[made:]
             continue
         new_text = cls(context).rewrite_text(new_text)

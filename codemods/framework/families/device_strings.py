@@ -23,7 +23,7 @@ from codemods.framework.devices import (
     mentions_cuda,
 )
 from codemods.framework.nodes import code_of
-from codemods.framework.portable import generic_device_value
+from codemods.framework.portable import generic_device_collection, generic_device_value
 from npu_migrate.core.diagnostics import Severity
 
 PREFILTER = r"""['"]cuda\b"""
@@ -44,7 +44,8 @@ class DeviceRule(Rule):
         """Rewrite one device position; record the edit, or report a CUDA string we cannot
         prove to be a plain device string."""
         if self.target == "portable":
-            new = None if collection else generic_device_value(self.context, updated)
+            new = generic_device_collection(self.context, updated) if collection else generic_device_value(
+                self.context, updated)
         else:
             new = device_collection(updated) if collection else device_expr(updated)
         if new is None:

@@ -39,7 +39,7 @@ COMMAND_FUNCS = {
 }
 
 
-_PLACEHOLDER = "${__npu_migrate_%d__}"
+PLACEHOLDER = "${__npu_migrate_%d__}"
 
 
 _PLACEHOLDER_RE = re.compile(r"\$\{__npu_migrate_\d+__\}")
@@ -104,10 +104,10 @@ class EnvVarRule(Rule):
                 self.tree.nodes("write_targets").add(target.target)
 
     def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript) -> cst.BaseExpression:
-        key = _subscript_key(updated_node)
+        key = subscript_key(updated_node)
         if key is None or original_node in self.tree.nodes("write_targets"):
             return updated_node
-        new_key, _ = self._occurrence(_subscript_key(original_node), key, None, write=False)
+        new_key, _ = self._occurrence(subscript_key(original_node), key, None, write=False)
         return _with_subscript_key(updated_node, new_key) if new_key is not key else updated_node
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
@@ -115,9 +115,9 @@ class EnvVarRule(Rule):
         targets = list(updated_node.targets)
         for index, (orig_target, target) in enumerate(zip(original_node.targets, targets)):
             if orig_target.target in self.tree.nodes("write_targets") and isinstance(target.target, cst.Subscript):
-                key = _subscript_key(target.target)
+                key = subscript_key(target.target)
                 if key is not None:
-                    new_key, value = self._occurrence(_subscript_key(orig_target.target), key, value, write=True)
+                    new_key, value = self._occurrence(subscript_key(orig_target.target), key, value, write=True)
                     targets[index] = target.with_changes(target=_with_subscript_key(target.target, new_key))
         if isinstance(original_node.value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString,
                                             cst.BinaryOperation, cst.List, cst.Tuple)):
@@ -239,7 +239,7 @@ class EnvVarRule(Rule):
                     return node
                 texts.append(part.value)
             else:
-                texts.append(_PLACEHOLDER % index)
+                texts.append(PLACEHOLDER % index)
         joined = "".join(texts)
         new = self._shell(original, joined)
         if new == joined:
@@ -284,7 +284,7 @@ class EnvVarRule(Rule):
         return node.with_changes(elements=elements)
 
 
-def _subscript_key(node: cst.Subscript) -> cst.SimpleString | None:
+def subscript_key(node: cst.Subscript) -> cst.SimpleString | None:
     if len(node.slice) == 1 and m.matches(node.slice[0], m.SubscriptElement(slice=m.Index(value=m.SimpleString()))):
         key: cst.SimpleString = node.slice[0].slice.value
         return key

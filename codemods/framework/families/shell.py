@@ -36,3 +36,17 @@ class ShellRule(Rule):
                     self.fixed_at(line, col, change.message)
         return envmap.apply_changes(text, edits)
 
+
+    def apply_twins(self, text: str, changes: list[envmap.Change]) -> str:
+        """Under --target portable: insert the twins `changes` describes (codemods/framework/
+        portable.py) and report what they report."""
+        index = LineIndex(text)
+        edits = []
+        for change in changes:
+            line, col = index.position(change.offset)
+            if change.replacement is None:
+                self.report_at(line, col, change.message, change.severity)
+            elif not self.context.suppressions.suppresses(self.code, line):
+                edits.append(change)
+                self.fixed_at(line, col, change.message)
+        return envmap.apply_changes(text, edits)
