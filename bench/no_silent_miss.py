@@ -15,6 +15,12 @@ that the final sweep NPU599 uses), so the count does not grade the tool with its
 `--list-silent` prints every silent site; `--hunks N` writes a seeded sample of N changed hunks
 to review (bench/hunk_review.md keeps the reviewed list).
 
+Then every migrated entry point (a changed script with an `if __name__ == "__main__":` block or a
+train/main-like name; not tests) is imported, not run, under `python -m npu_migrate.emulation`
+(bench/emulated_import.py, one process each, --import-timeout seconds; third-party packages not
+installed here are stubbed) and classified: ok, ok with stubs, failing the same way without the
+migration (the original imported with plain python and the same stubs), or ours. `--no-imports` skips this; `--list-imports` prints every verdict.
+
     python bench/no_silent_miss.py [--corpus /work/corpus] [--repeat 3] [--list-silent]
                                    [--baseline OTHER_CHECKOUT] [--hunks 220]
 """
@@ -106,9 +112,13 @@ def scan(text: str) -> list[Site]:
     # the project's own functions and classes are not CUDA constructs, whatever their names say
     # (`def is_cudnn_snafu`, `class CudaModule`): what their bodies do is scanned
     own = set(re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.MULTILINE))
+    opening = ""  # the first token of the current statement
     for i, tok in enumerate(tokens):
         before = tokens[i - 1] if i else None
         after = tokens[i + 1] if i + 1 < len(tokens) else None
+        if before is None or before.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT) \
+                or before.string == ";":
+            opening = tok.string
         if tok.type == tokenize.OP and tok.string in "([{":
             calls.append(before.string if before is not None and before.type == tokenize.NAME else "")
             continue
@@ -127,6 +137,8 @@ def scan(text: str) -> list[Site]:
                 sites.append(Site(line, f"import {after.string}"))
             elif name == "cuda" and after is not None and after.string in ("(", ".") and (dotted or after.string == "."):
                 sites.append(Site(line, "cuda" + after.string))
+            elif name == "cudnn" and opening in ("import", "from"):
+                pass  # importing torch.backends.cudnn is harmless on NPU; its flags are sites where set
             elif name == "is_cuda" and dotted:
                 sites.append(Site(line, ".is_cuda"))
             elif (_CUDA_WORD.search(name) and (dotted or (after is not None and after.string in ("(", ".")))) or _CUDA_CLASS.fullmatch(name):
@@ -278,8 +290,11 @@ def _apply(source: Path, folder: Path, copy: Path) -> tuple[float, dict]:
 
 
 def run_project(folder: Path, repeat: int, hunks: list[tuple[str, str]] | None,
-                baseline: Path | None = None) -> tuple[Tally, float, float | None]:
+                baseline: Path | None = None, imports: dict | None = None
+                ) -> tuple[Tally, float, float | None, ImportTally | None]:
+    """`imports`: options of the emulation import check ({"timeout": s, "jobs": n}), or None."""
     times, base_times = [], []
+    changed_python: list[str] = []
     payload: dict = {}
     with tempfile.TemporaryDirectory(prefix="nsm-") as scratch:
         copy = Path(scratch) / "out"
@@ -303,11 +318,31 @@ def run_project(folder: Path, repeat: int, hunks: list[tuple[str, str]] | None,
             entry = by_path.get(relative, {})
             tally.files += 1
             tally.changed += old != new
+            if old != new and path.suffix == ".py":
+                changed_python.append(relative)
             tally_file(relative, old, new, _diagnostic_lines(entry), tally, path.suffix == ".ipynb")
             if hunks is not None and old != new and path.suffix == ".py":
                 for hunk in _hunks(old, new, f"{folder.name}/{relative}"):
                     hunks.append((folder.name, hunk))
-    return tally, statistics.median(times), statistics.median(base_times) if base_times else None
+        checked = None
+        if imports is not None:
+            _complete_copy(folder, copy)
+            checked = check_imports(folder, copy, entry_points(copy, changed_python), imports["timeout"],
+                                    imports["jobs"])
+    return tally, statistics.median(times), statistics.median(base_times) if base_times else None, checked
+
+
+def _complete_copy(folder: Path, copy: Path) -> None:
+    """`--output-dir` holds the migrated files; the import check needs the rest of the project too
+    (unchanged modules, data files next to the code)."""
+    for path in folder.rglob("*"):
+        relative = path.relative_to(folder)
+        if any(p.startswith(".") for p in relative.parts) or not path.is_file():
+            continue
+        target = copy / relative
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
 
 
 def _hunks(old: str, new: str, name: str) -> list[str]:
@@ -321,6 +356,87 @@ def _hunks(old: str, new: str, name: str) -> list[str]:
     if current:
         hunks.append("\n".join(current))
     return hunks
+
+
+# -- the emulation import check of migrated entry points -------------------------------------------
+_GUARD = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]", re.MULTILINE)
+_ENTRY_NAME = re.compile(r"(train|main|run|pretrain|finetune|fine_tune|sample|inference|infer|eval|evaluate|"
+                         r"predict|detect|val|demo|benchmark)\w*\.py")
+_NOT_ENTRIES = {"setup.py", "conftest.py", "__init__.py", "__main__.py"}
+DRIVER = Path(__file__).resolve().parent / "emulated_import.py"
+
+
+@dataclass
+class ImportTally:
+    entries: int = 0
+    ok: int = 0
+    stubbed: int = 0  # imported, with stubs standing for third-party packages not installed here
+    packages: set[str] = field(default_factory=set)  # those packages
+    before: int = 0  # the original entry fails the same way without the migration
+    ours: int = 0  # only the migrated entry fails: our fault
+    details: list[str] = field(default_factory=list)
+
+
+def entry_points(folder: Path, changed: list[str]) -> list[str]:
+    """Migrated (changed) scripts that are entry points: an `if __name__ == "__main__":` block, or a
+    train/main-like name; not tests, not packaging."""
+    found = []
+    for relative in changed:
+        parts = Path(relative).parts
+        name = parts[-1]
+        if name in _NOT_ENTRIES or name.startswith("test_") or any(p in ("tests", "test", "docs") for p in parts):
+            continue
+        text = (folder / relative).read_text(encoding="utf-8", errors="replace")
+        if _GUARD.search(text) or _ENTRY_NAME.fullmatch(name):
+            found.append(relative)
+    return found
+
+
+def _import_once(project: Path, entry: Path, emulated: bool, timeout: float) -> dict:
+    command = [sys.executable] + (["-m", "npu_migrate.emulation"] if emulated else []) + [str(DRIVER), str(project), str(entry)]
+    # belt and braces with the driver's own blocking: pip refuses to install outside a venv
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg",
+           "PIP_REQUIRE_VIRTUALENV": "1", "PIP_NO_INDEX": "1", "HF_HUB_OFFLINE": "1", "YOLO_OFFLINE": "1"}
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, cwd=project, env=env, timeout=timeout,
+                                check=False, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"status": "failed", "type": "Timeout", "message": f"still importing after {timeout:.0f} s"}
+    for line in reversed(result.stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                break
+    return {"status": "failed", "type": f"exit {result.returncode}", "message": result.stderr.strip()[-300:]}
+
+
+def check_imports(original: Path, migrated: Path, entries: list[str], timeout: float, jobs: int) -> ImportTally:
+    """Import each migrated entry point under `python -m npu_migrate.emulation` (module body, not
+    `__main__`; stubs for third-party packages not installed here); a failure is classified: the
+    same failure in the original entry without the migration (plain python, same stubs), or ours."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tally = ImportTally(entries=len(entries))
+
+    def one(relative: str) -> tuple[str, str, str, list[str]]:
+        result = _import_once(migrated, migrated / relative, True, timeout)
+        stubs = result.get("stubbed") or []
+        if result["status"] == "ok":
+            return relative, "stubbed" if stubs else "ok", result.get("mode", ""), stubs
+        before = _import_once(original, original / relative, False, timeout)
+        what = f"{result.get('type')}: {result.get('message', '')[:160]} ({result.get('where')})"
+        if before["status"] != "ok" and before.get("type") == result.get("type") \
+                and before.get("missing") == result.get("missing"):
+            return relative, "before", what, stubs
+        return relative, "ours", what, stubs
+
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        for relative, verdict, why, stubs in pool.map(one, entries):
+            setattr(tally, verdict, getattr(tally, verdict) + 1)
+            tally.packages.update(stubs)
+            tally.details.append(f"{verdict}: {relative}: {why}" + (f" [stubs: {', '.join(stubs)}]" if stubs else ""))
+    return tally
 
 
 def _commit(folder: Path) -> str | None:
@@ -338,8 +454,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hunks-out", default="bench/results/hunk_sample.md")
     parser.add_argument("--baseline", help="another checkout of npu-migrate (e.g. before issue 14) to time on "
                                            "the same projects, interleaved with ours")
+    parser.add_argument("--no-imports", action="store_true",
+                        help="skip the emulation import check of the migrated entry points")
+    parser.add_argument("--import-timeout", type=float, default=90.0, help="seconds per entry point import")
+    parser.add_argument("--import-jobs", type=int, default=2, help="entry points imported at once")
+    parser.add_argument("--list-imports", action="store_true", help="print the verdict of every entry point")
     args = parser.parse_args(argv)
     corpus = Path(args.corpus)
+    imports = None if args.no_imports else {"timeout": args.import_timeout, "jobs": args.import_jobs}
+    checks: list[tuple[str, ImportTally]] = []
     rows, all_hunks = [], ([] if args.hunks else None)
     baseline = Path(args.baseline).resolve() if args.baseline else None
     extra = " baseline time | ratio |" if baseline else ""
@@ -357,8 +480,10 @@ def main(argv: list[str] | None = None) -> int:
         if head != commit:
             print(f"skipped {repo}: {folder} is at {head}, not the pinned {commit}")
             continue
-        tally, seconds, base = run_project(folder, args.repeat, all_hunks, baseline)
+        tally, seconds, base, checked = run_project(folder, args.repeat, all_hunks, baseline, imports)
         rows.append((repo, tally))
+        if checked is not None:
+            checks.append((repo, checked))
         for name in ("sites", "rewritten", "reported", "silent", "files", "changed"):
             setattr(total, name, getattr(total, name) + getattr(tally, name))
         print(f"| {repo} | {commit[:7]} | {tally.files} | {tally.changed} | {tally.sites} | {tally.rewritten} | "
@@ -366,6 +491,17 @@ def main(argv: list[str] | None = None) -> int:
               + (f" {base:.2f} s | {seconds / base:.2f} |" if base else ""), flush=True)
     print(f"| **total** | | {total.files} | {total.changed} | {total.sites} | {total.rewritten} | "
           f"{total.reported} | **{total.silent}** | |")
+    if checks:
+        print("\n| project | migrated entry points | import ok | ok with stubs | fails before migration too | ours "
+              "| stubbed packages |")
+        print("|---|---|---|---|---|---|---|")
+        for repo, checked in checks:
+            print(f"| {repo} | {checked.entries} | {checked.ok} | {checked.stubbed} | {checked.before} | "
+                  f"**{checked.ours}** | {', '.join(sorted(checked.packages)) or '-'} |")
+        for repo, checked in checks:
+            for line in checked.details:
+                if args.list_imports or line.startswith("ours"):
+                    print(f"import: {repo}: {line}")
     if args.list_silent:
         for repo, tally in rows:
             for site in tally.silent_sites:
@@ -377,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text("\n\n".join(f"### {i + 1}. {project}\n```diff\n{hunk}\n```" for i, (project, hunk)
                                    in enumerate(sample)) + "\n", encoding="utf-8")
         print(f"{len(sample)} of {len(all_hunks)} changed hunks written to {out}")
-    return 1 if total.silent else 0
+    return 1 if total.silent or any(c.ours for _, c in checks) else 0
 
 
 if __name__ == "__main__":

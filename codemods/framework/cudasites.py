@@ -9,7 +9,8 @@ argument of print/logging or an argparse `help=` text.
 
 Kinds of site:
 - `api`: a name reached through an import whose path names CUDA (`torch.cuda.X`,
-  `torch.backends.cudnn`, `torch.version.cuda`, `CUDAExtension`, `CUDAAccelerator`, `nccl`);
+  `torch.backends.cudnn.X`, `torch.version.cuda`, `CUDAExtension`, `CUDAAccelerator`, `nccl`;
+  importing `torch.backends.cudnn` itself is harmless on NPU and no site: its flags are, where set);
 - `method`: `x.cuda(...)` calls and `x.is_cuda`;
 - `string`: the device/backend/env/provider/target strings above;
 - `library`: imports of CUDA-only libraries (apex, TensorRT, PyCUDA, CuPy, bitsandbytes, ...);
@@ -45,6 +46,9 @@ _TARGET = re.compile(r"torch\.(cuda|backends\.cudnn|backends\.cuda)(\.[\w.]*)?")
 _TEXT_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception",
                          "log", "write", "echo", "secho", "format_exc", "assertIn", "fail", "skip"})
 _TEXT_KEYWORDS = frozenset({"help", "msg", "message", "description", "reason", "desc", "title", "label"})
+# modules whose import is harmless on NPU: `torch.backends.cudnn` exists in every torch build and its
+# flags are reported where they are set (NPU161); the import itself is no site
+_HARMLESS_IMPORTS = frozenset({"torch.backends.cudnn"})
 _CUDA_KEYWORDS = {"accelerator": re.compile(r"cuda|gpu|auto"), "gpus": None, "no_cuda": None,
                   "use_cuda": None}
 
@@ -135,10 +139,14 @@ class _Scanner(ast.NodeVisitor):
         if self._import(node, node.module):
             return
         for alias in node.names:
+            if f"{node.module}.{alias.name}" in _HARMLESS_IMPORTS:
+                continue
             if node.module.split(".")[0] in KNOWN_ROOTS and _CUDA_PART.search(alias.name):
                 self.add(node, "api", f"from {node.module} import {alias.name}")
 
     def _import(self, node: ast.stmt, module: str) -> bool:
+        if module in _HARMLESS_IMPORTS:
+            return True  # handled: not a site, and nothing imported from it is either
         top = module.split(".")[0]
         if top in CUDA_ONLY_LIBRARIES or module.startswith("numba.cuda"):
             self.add(node, "library", f"import {module}")

@@ -479,10 +479,10 @@ def project_device_index(paths: Iterable[str], root: str, places: DevicePlaces) 
     exported: dict[str, tuple[str, str]] = {}  # "module.NAME" -> (abspath, NAME)
     ambiguous: set[str] = set()
     for path in python:
-        data = _read(path)
+        data = read_source(path)
         if data is None or not _CONSTANT_LINE.search(data):
             continue
-        tree = _parse(data)
+        tree = parse_source(data)
         if tree is None:
             continue
         constants = FileFacts.from_tree(tree).constants
@@ -501,10 +501,10 @@ def project_device_index(paths: Iterable[str], root: str, places: DevicePlaces) 
     pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
     index: dict[str, dict[str, Any]] = {}
     for path in python:
-        data = _read(path)
+        data = read_source(path)
         if data is None or not pattern.search(data):
             continue
-        tree = _parse(data)
+        tree = parse_source(data)
         if tree is None:
             continue
         facts = FileFacts.from_tree(tree)
@@ -546,7 +546,7 @@ def _nested_loads(flow: FileFlow, name: str) -> list[ast.Name]:
             for n in nodes if name not in flow.locals.get(scope, ())]
 
 
-def _read(path: str) -> bytes | None:
+def read_source(path: str) -> bytes | None:
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -554,7 +554,7 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def _parse(data: bytes) -> ast.Module | None:
+def parse_source(data: bytes) -> ast.Module | None:
     import warnings
 
     with warnings.catch_warnings():

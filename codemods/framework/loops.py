@@ -444,9 +444,13 @@ def find_eval_loops(module: cst.Module, resolve: Resolve) -> list[EvalLoop]:
 
 
 def _iterates_data(expr: cst.CSTNode) -> bool:
-    """`loader`, `self.val_loader`, `enumerate(tqdm(test_dl))`: a loop over batches, by name."""
+    """`loader`, `self.val_loader`, `enumerate(tqdm(test_dl))`: a loop over batches, by name; also
+    over what a loader helper returns (`self.val_dataloader()`, `make_loader(ds)`)."""
     while isinstance(expr, cst.Call) and expr.args and code_of(expr.func) in insertion_data()["loader_wrappers"]:
         expr = expr.args[0].value
+    if isinstance(expr, cst.Call) and (isinstance(expr.func, cst.Name)
+                                       or (isinstance(expr.func, cst.Attribute) and not expr.args)):
+        expr = expr.func
     if isinstance(expr, cst.Name):
         last = expr.value
     elif isinstance(expr, cst.Attribute):
@@ -603,6 +607,11 @@ def append_elements(elements: list[Any], new: list[Any],
     else:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     trailing = last.comma if isinstance(last.comma, cst.Comma) else None
+    closing = getattr(last, "whitespace_after_arg", None)
+    if trailing is None and isinstance(closing, cst.ParenthesizedWhitespace):
+        # `f(\n    a, b\n)`: the line break before `)` stays before `)`, after the new arguments
+        last = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+        new = [*new[:-1], new[-1].with_changes(whitespace_after_arg=closing)]
     result = list(elements[:-1]) + [last.with_changes(comma=separator)]
     for item in new[:-1]:
         result.append(item.with_changes(comma=separator))

@@ -10,7 +10,7 @@ from typing import Any
 from codemods.framework import coverage
 from codemods.framework.cases import Invalid, Valid, cases_of, doc_of, sections
 
-_FENCE = {".py": "python", ".sh": "bash", ".bash": "bash", ".cu": "cuda", ".cuh": "cuda"}
+_FENCE = {".py": "python", ".sh": "bash", ".bash": "bash", ".cu": "cuda", ".cuh": "cuda", ".json": "json"}
 FIX_WORDS = {"safe": "Safe: the rewrite keeps the program's meaning.",
              "unsafe": "Unsafe: the rewrite may change behaviour; review it.",
              "none": "No fix: a diagnostic only."}

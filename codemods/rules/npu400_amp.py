@@ -62,7 +62,7 @@ class InsertAmp(Rule):
       outside.
     - **Evaluation loop**: a `for` loop over batches (the iterable, possibly inside
       `enumerate`/`tqdm`/`iter`, is named like `loader`, `val_loader`, `test_dl`, `batches`, `dataset`,
-      `data`), that runs with gradients disabled (`with torch.no_grad()` / `torch.inference_mode()`
+      `data`, or is a call of a helper named so: `self.val_dataloader()`, `make_loader(ds)`), that runs with gradients disabled (`with torch.no_grad()` / `torch.inference_mode()`
       around it or as the first statement of its body, or `@torch.no_grad()` on the function), and
       feeds the batch to a model (`model(x)`, `self.net(batch)`: a local callable, not an imported
       function, given a loop variable); autocast wraps its simple statements after the batch

@@ -4,15 +4,17 @@ Opt-in. `DataLoader(...)` without `pin_memory` gets `pin_memory=True` and, when 
 `persistent_workers=True`; inside a loop over a loader that pins memory, the host→device copies
 of the batch get `non_blocking=True`. A loader with no workers gets a diagnostic.
 
-Which loop iterates a pinned loader is decided on the whole file (Python's `ast`, computed once):
-names bound to a pinning `DataLoader(...)`, to a local helper that returns one, or to a
+Which loop iterates a pinned loader is decided on the whole file (Python's `ast`, computed once,
+`codemods/framework/loadervalues.py`): names bound to a pinning `DataLoader(...)`, to a helper
+that returns one (in this module, or in another one through the project index), or to a
 function parameter that every visible call fills with one.
 """
 
 from __future__ import annotations
 
-import ast
+import os
 import re
+from collections.abc import Iterable
 from functools import cached_property
 
 import libcst as cst
@@ -20,8 +22,9 @@ import libcst.matchers as m
 
 from codemods.framework.base import Fix, Rule, dotted_parts
 from codemods.framework.cases import Invalid
-from codemods.framework.facts import ast_dotted_parts
+from codemods.framework.loadervalues import LOADER_INDEX_OPTION, PinnedLoaders, pinned_loaders
 from codemods.framework.loops import (
+    Site,
     append_elements,
     calls_in,
     insertion_data,
@@ -63,9 +66,14 @@ class InsertPinMemory(Rule):
       outputs, copies to `"cpu"` and dtype conversions (`x.to(torch.float16)`) are not touched.
 
     Which loops iterate a pinning loader is decided on the whole file: names bound to a
-    `DataLoader(...)` that pins, to a call of a local helper whose every `return` is such a loader, or
+    `DataLoader(...)` that pins, to a call of a helper whose every `return` is such a loader, or
     parameters that every visible call fills with one (`train(model, loader)` into
-    `def train(model, train_loader)`). A name also bound to anything else is not trusted.
+    `def train(model, train_loader)`); a loop may also iterate the helper's call directly
+    (`for batch in self.train_dataloader():`), and one batch may be taken with
+    `x, y = next(iter(loader))` (its copies later in the same block count). Helpers defined in another module of the project
+    count too (`from data import build_loader`, `import data as d; d.build_loader()`, relative
+    imports): `apply` indexes them over every discovered file before `--shard`/`--changed-since`
+    narrow the set. A name also bound to anything else is not trusted.
 
     Loaders built with a custom `sampler`/`batch_sampler`, a `collate_fn` returning non-tensors, or
     an `IterableDataset` are handled the same way: pinning copies every tensor found in the batch
@@ -176,32 +184,52 @@ class InsertPinMemory(Rule):
 
     # -- batch copies inside loops over pinned loaders ---------------------------------------------
     @cached_property
-    def pinned(self) -> set[str]:
-        if "DataLoader" not in self.context.source:
-            return set()
-        return pinned_loader_names(self.context.facts.tree, self.context.facts.qualify)
+    def pinned(self) -> PinnedLoaders | None:
+        """The loaders of this file that pin; helpers from other modules come from the project
+        index (`codemods/framework/loadervalues.py`)."""
+        index = self.context.options.get(LOADER_INDEX_OPTION) or {}
+        imported = index.get(os.path.abspath(self.context.path), ()) if index else ()
+        if "DataLoader" not in self.context.source and not imported:
+            return None
+        found = pinned_loaders(self.context.facts.tree, self.context.facts.qualify, imported)
+        return found if found.names or found.helpers or found.imported else None
 
     def visit_For(self, node: cst.For) -> None:
-        if not self.pinned or not _iterates(node.iter, self.pinned):
+        if self.pinned is None or not _iterates(node.iter, self.pinned):
             return
-        derived = target_names(node.target)
-        for site in walk(node.body):
+        self._mark_copies(walk(node.body), target_names(node.target))
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._next_batches(node)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._next_batches(node)
+
+    def _next_batches(self, block: cst.Module | cst.IndentedBlock) -> None:
+        """`x, y = next(iter(loader))`: the copies of that batch later in the block."""
+        if self.pinned is None:
+            return
+        for index, stmt in enumerate(block.body):
+            batch = _next_batch(stmt, self.pinned)
+            if batch:
+                self._mark_copies(walk(block, start=index + 1), batch)
+
+    def _mark_copies(self, sites: Iterable[Site], derived: set[str]) -> None:
+        """Mark the batch copies among `sites`, following what stays the batch (`derived`)."""
+        for site in sites:
             stmt = site.stmt
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign):
-                        names = set().union(*(target_names(t.target) for t in small.targets))
-                        # `x = x.to(device)` keeps x the batch; `x = model(x)` makes it an output
-                        if _derives(small.value, derived):
-                            derived |= names
-                        else:
-                            derived -= names
             for comp in m.findall(stmt, m.CompFor()):
                 if _root_names(comp.iter) & derived:
                     derived |= target_names(comp.target)
+            # the calls of a statement see the names as they were before it binds any
             for call in calls_in(stmt) if not _compound(stmt) else []:
                 if self._is_batch_copy(call, derived):
                     self.copies.add(id(call))
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign):
+                        for target in small.targets:
+                            _bind(target.target, small.value, derived)
 
     def _is_batch_copy(self, call: cst.Call, derived: set[str]) -> bool:
         name = method_name(call)
@@ -233,6 +261,34 @@ class InsertPinMemory(Rule):
         return bool(re.search(insertion_data()["device_like_names"], parts[-1]))
 
 
+def _bind(target: cst.BaseExpression, value: cst.BaseExpression, derived: set[str]) -> None:
+    """`x = x.to(device)` keeps x the batch, `x = model(x)` makes it an output; a tuple assigned a
+    tuple of the same length is followed element by element (`pred, y = pred.to(d), y.to(d)`)."""
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+            and len(target.elements) == len(value.elements) \
+            and not any(isinstance(e, cst.StarredElement) for e in [*target.elements, *value.elements]):
+        for name, part in zip(target.elements, value.elements):
+            _bind(name.value, part.value, derived)
+        return
+    names = target_names(target)
+    if _derives(value, derived):
+        derived |= names
+    else:
+        derived -= names
+
+
+def _next_batch(stmt: cst.CSTNode, pinned: PinnedLoaders) -> set[str]:
+    """The names `x, y = next(iter(loader))` binds, when the loader pins."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Assign)):
+        return set()
+    value = stmt.body[0].value
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "next"
+            and value.args and _iterates(value.args[0].value, pinned)):
+        return set()
+    return set().union(*(target_names(t.target) for t in stmt.body[0].targets))
+
+
 def _compound(stmt: cst.CSTNode) -> bool:
     return not isinstance(stmt, cst.SimpleStatementLine)
 
@@ -253,115 +309,17 @@ def _derives(value: cst.CSTNode, derived: set[str]) -> bool:
                + insertion_data()["container_methods"] for c in calls_in(value))
 
 
-def _iterates(expr: cst.CSTNode, pinned: set[str]) -> bool:
-    if isinstance(expr, cst.Call) and expr.args:
+def _iterates(expr: cst.CSTNode, pinned: PinnedLoaders) -> bool:
+    """A loop over a pinning loader: a name bound to one, a call of a helper returning one
+    (`for batch in make_loader(ds)`, `self.train_dataloader()`, an imported `data.build_loader()`),
+    through `enumerate`/`tqdm`/`iter`."""
+    if isinstance(expr, cst.Call):
         parts = dotted_parts(expr.func)
         if parts and ".".join(parts) in insertion_data()["loader_wrappers"]:
-            return _iterates(expr.args[0].value, pinned)
-        return False
+            return bool(expr.args) and _iterates(expr.args[0].value, pinned)
+        return bool(parts) and (".".join(parts) in pinned.imported or parts[-1] in pinned.helpers)
     parts = dotted_parts(expr)
-    return bool(parts) and parts[-1] in pinned
-
-
-# -- which names hold pinning loaders (whole file, `ast`) -------------------------------------------
-
-def _key(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
-
-
-def _will_pin(call: ast.Call) -> bool:
-    """Pins after this rule ran: `pin_memory=True`, or no pin_memory at all (the rule adds it)."""
-    for kw in call.keywords:
-        if kw.arg == "pin_memory":
-            return isinstance(kw.value, ast.Constant) and kw.value.value is True
-        if kw.arg is None:
-            return False
-    position = insertion_data()["dataloader_pin_memory_position"]
-    if len(call.args) > position:
-        arg = call.args[position]
-        return isinstance(arg, ast.Constant) and arg.value is True
-    return True
-
-
-def pinned_loader_names(tree: ast.Module, qualify) -> set[str]:
-    loaders = set(insertion_data()["dataloaders"])
-    functions: dict[str, ast.FunctionDef] = {}
-    bindings: dict[str, list[ast.AST | None]] = {}
-    calls: list[ast.Call] = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions[node.name] = node if node.name not in functions else None
-        elif isinstance(node, ast.Call):
-            calls.append(node)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                key = _key(target)
-                if key:
-                    bindings.setdefault(key, []).append(node.value)
-                else:
-                    for inner in ast.walk(target):
-                        if isinstance(inner, ast.Name):
-                            bindings.setdefault(inner.id, []).append(None)
-        elif isinstance(node, (ast.For, ast.comprehension, ast.withitem)):
-            target = node.optional_vars if isinstance(node, ast.withitem) else node.target
-            for inner in ast.walk(target) if target is not None else ():
-                if isinstance(inner, ast.Name):
-                    bindings.setdefault(inner.id, []).append(None)
-    for call in calls:  # parameters take the values visible calls pass in
-        key = _key(call.func)
-        func = functions.get(key) if key else None
-        if func is None:
-            continue
-        params = [a.arg for a in func.args.posonlyargs + func.args.args]
-        if isinstance(call.func, ast.Attribute) and params[:1] in (["self"], ["cls"]):
-            params = params[1:]
-        for param, value in zip(params, call.args):
-            bindings.setdefault(param, []).append(None if isinstance(value, ast.Starred) else value)
-        for kw in call.keywords:
-            if kw.arg:
-                bindings.setdefault(kw.arg, []).append(kw.value)
-
-    # greatest fixpoint: a name stays pinned while every value bound to it pins (names passed on
-    # to themselves, `train(loader)` into `def train(loader)`, are consistent)
-    pinned = {key for key, values in bindings.items() if values}
-    helpers = {name for name, func in functions.items() if func is not None}
-
-    def pins(value: ast.AST | None) -> bool:
-        if isinstance(value, ast.Call):
-            parts = ast_dotted_parts(value.func)
-            if parts and qualify(parts) in loaders:
-                return _will_pin(value)
-            return _key(value.func) in helpers
-        return value is not None and _key(value) in pinned
-
-    while True:
-        new_helpers = {name for name in helpers if _returns_pinned(functions[name], pins)}
-        new_pinned = {key for key in pinned if all(pins(v) for v in bindings[key])}
-        if new_helpers == helpers and new_pinned == pinned:
-            break
-        helpers, pinned = new_helpers, new_pinned
-    # ... and is grounded: some chain of bindings starts at a DataLoader(...) call
-    grounded: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for key in pinned - grounded:
-            if any(isinstance(v, ast.Call) or _key(v) in grounded for v in bindings[key]):
-                grounded.add(key)
-                changed = True
-    return grounded
-
-
-def _returns_pinned(func: ast.FunctionDef, pins) -> bool:
-    returns = [n.value for n in ast.walk(func) if isinstance(n, ast.Return)]
-    return bool(returns) and all(pins(v) for v in returns)
+    return bool(parts) and parts[-1] in pinned.names
 
 
 CASES = [

@@ -44,7 +44,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch or in the function or class around it, directly or through the project's own code: a function of the file that reaches such a library, or a module of the project that imports one when it is imported (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
 
     ## Example
 
@@ -79,6 +79,7 @@ class CudaOnlyBranch(Rule):
         super().__init__(context)
         self._uses: dict[int, str | None] = {}
         self._names: CudaOnlyNames | None = None
+        self._local: CudaOnlyNames | None = None
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
         if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
@@ -110,10 +111,15 @@ class CudaOnlyBranch(Rule):
         if module is None or not self._file_reaches_cuda_only():
             return None  # the file imports no CUDA-only code: no scope can use any
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
-        names = self._cuda_only_names()
+        # the scope around counts with what this file itself imports and defines; through other
+        # modules only what the branch calls counts (`_cuda_only_use`): a `main()` that reaches
+        # timm, whose fast_norm tries apex, does not make every CUDA guard in it a CUDA-only path
+        if self._local is None:
+            self._local = CudaOnlyNames.of(self.context.facts.tree, self.context.path, {})
+        names = self._local
         for scope in _scopes_around(self.context.facts.tree, line):
             if id(scope) not in self._uses:
-                self._uses[id(scope)] = names.reason_in(scope, self.context.path, self._project())
+                self._uses[id(scope)] = names.reason_in(scope, self.context.path, {})
             if self._uses[id(scope)] is not None:
                 return self._uses[id(scope)]
         return None
@@ -134,7 +140,13 @@ class CudaOnlyBranch(Rule):
             for stmt in iter_statements(self.context.facts.tree.body))
 
     def _cuda_only_use(self, body: cst.CSTNode) -> str | None:
+        # a name after a dot or before `=` in a call is no reference to the file's own names
+        # (`torch.backends.cudnn.benchmark` is not timm's `benchmark()`)
+        not_references = {id(a.attr) for a in m.findall(body, m.Attribute()) if isinstance(a, cst.Attribute)}
+        not_references |= {id(a.keyword) for a in m.findall(body, m.Arg()) if isinstance(a, cst.Arg) and a.keyword}
         for node in m.findall(body, m.Name() | m.Attribute() | m.SimpleString() | m.Import() | m.ImportFrom()):
+            if id(node) in not_references:
+                continue
             if isinstance(node, cst.SimpleString):
                 if _string(node) == _TENSORRT:
                     return "ONNX Runtime's TensorRT provider"

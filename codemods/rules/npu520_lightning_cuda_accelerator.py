@@ -59,7 +59,11 @@ class LightningAccelerator(Rule):
     summary = "Lightning/Fabric `accelerator=\"cuda\"|\"gpu\"`, `gpus=` and `CUDAAccelerator` are reported with the NPU route"
     fix = Fix.NONE
     severity = Severity.WARNING
-    prefilter = r"accelerator\s*=|gpus\s*=|CUDAAccelerator"  # no leading \b: literals scan fast
+    # a CUDA accelerator literal right after `accelerator=` (or on a line with a conditional
+    # value), `gpus=`, `CUDAAccelerator`: Lightning's own code passes `accelerator=` hundreds of
+    # times with other values, and every matching statement costs a LibCST parse
+    prefilter = (r"accelerator\s*=\s*\(?\s*[\"'](?i:cuda|gpu)[\"']|accelerator\s*=[^\n]*\bif\b|gpus(?<!\wgpus)\s*=|"
+                 r"CUDAAccelerator")
 
     def _route(self) -> str:
         if self.target == "portable":

@@ -53,7 +53,7 @@ class LightningBackend(Rule):
     name = "lightning-strategy-backend"
     summary = "`process_group_backend=\"nccl\"` of Lightning strategies becomes \"hccl\""
     fix = Fix.SAFE
-    prefilter = r"process_group_backend"
+    prefilter = r"process_group_backend\s*=\s*[\"']nccl[\"']"  # only the literal is rewritten
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         if not lightning_name(self.resolve(original_node.func), _STRATEGIES):

@@ -40,7 +40,7 @@ class CudaLeftBehind(Rule):
 
     ## Why
 
-    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (`codemods/framework/cudasites.py`, an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement or the line carries an `npu-migrate: ignore` comment. Comments, docstrings, log/help text and paths are never sites. Lines point at the original file.
+    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (`codemods/framework/cudasites.py`, an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement or the line carries an `npu-migrate: ignore` comment. Comments, docstrings, log/help text and paths are never sites, nor is `import torch.backends.cudnn` (harmless on NPU; the flags it sets are NPU161). Lines point at the original file.
 
     ## Example
 
@@ -68,10 +68,11 @@ class CudaLeftBehind(Rule):
     # the engine runs this rule once per file, after all others, on the migrated text
     final_sweep: ClassVar[bool] = True
 
-    def sweep(self, new_text: str) -> None:
-        """Append an NPU599 diagnostic for every site of `new_text` nothing else covers."""
+    def sweep(self, new_text: str, new_tree: ast.Module | None = None) -> None:
+        """Append an NPU599 diagnostic for every site of `new_text` nothing else covers
+        (`new_tree`: its tree, when the engine has parsed it already)."""
         context = self.context
-        tree = context.facts.tree if new_text == context.source else _parse(new_text)
+        tree = context.facts.tree if new_text == context.source else (new_tree or _parse(new_text))
         if tree is None:
             return  # the engine reports a rewrite that does not parse
         facts = context.facts if tree is context.facts.tree else FileFacts.from_tree(tree)

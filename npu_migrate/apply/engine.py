@@ -204,12 +204,13 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
         new_text, line = define_device(new_text, context.definitions)
         if line:
             context.edits.append(Edit("NPU100", "defined the portable device value", line, 1))
+    # the rewrite is parsed once: to check it, and for the sweep to read
+    new_tree, problem = _reparse(new_text) if new_text != text else (None, None)
     for cls in sweeps:
-        cls(context).sweep(new_text)  # type: ignore[attr-defined]
+        cls(context).sweep(new_text, new_tree)  # type: ignore[attr-defined]
     outcome.edits = sorted(context.edits, key=lambda e: (e.line, e.col))
     outcome.diagnostics = _unsuppressed(context)
     if new_text != text:
-        problem = _reparse_problem(new_text)
         if problem:
             outcome.error = (f"{path}:{problem}: the rewrite would not parse; file left untouched "
                              "(please report this as a bug)")
@@ -293,14 +294,17 @@ def _parse_ast(text: str, path: str, outcome: FileOutcome) -> ast.Module | None:
     return None
 
 
-def _reparse_problem(text: str) -> str | None:
+def _reparse(text: str) -> tuple[ast.Module | None, str | None]:
+    """The rewritten text's tree (None if this Python cannot parse it) and, if it is not valid
+    Python at all, where it breaks."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            ast.parse(text)
+            return ast.parse(text), None
         except SyntaxError as exc:
-            return None if grammar.is_valid_python(text) else f"{exc.lineno or 0}:{exc.offset or 0}"
-    return None
+            return None, None if grammar.is_valid_python(text) else f"{exc.lineno or 0}:{exc.offset or 0}"
+        except (ValueError, RecursionError, MemoryError):
+            return None, None
 
 
 @dataclass

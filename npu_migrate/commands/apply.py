@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from npu_migrate.apply.cache import DEFAULT_DIR, Cache, run_key
-from npu_migrate.apply.project import attach_project_facts
+from npu_migrate.apply.project import attach_project_facts, deepspeed_config_references
 from npu_migrate.apply.runner import FileResult, RunPlan, clean_stale_temps, process_bytes, run, write_back
 from npu_migrate.apply.selection import (SelectionError, changed_since, parse_shard,
                                          resolve_rule_selectors, shard)
@@ -24,14 +24,14 @@ from npu_migrate.core import formats
 from npu_migrate.core.config import (TARGETS, ConfigError, Settings, SettingsFinder, did_you_mean,
                                      parse_table, show_settings)
 from npu_migrate.core.diffs import colourise, unified_diff
-from npu_migrate.core.discovery import (CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES, copy_ignore,
-                                        output_dir_problem,
-                                        discover)
+from npu_migrate.core.discovery import (CUDA_SUFFIXES, JSON_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES,
+                                        copy_ignore, deepspeed_config_name, discover, excluded,
+                                        output_dir_problem)
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 from npu_migrate.core.parallel import exit_status, stop_on_signals
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 1, 2
-ALL_SUFFIXES = PYTHON_SUFFIXES + (NOTEBOOK_SUFFIX,) + SHELL_SUFFIXES + CUDA_SUFFIXES
+ALL_SUFFIXES = PYTHON_SUFFIXES + (NOTEBOOK_SUFFIX,) + SHELL_SUFFIXES + CUDA_SUFFIXES + JSON_SUFFIXES
 
 
 def _split(values: Sequence[str]) -> list[str]:
@@ -234,6 +234,26 @@ def _plan_of(plans: dict[int, RunPlan], settings: Settings, select: Sequence[str
     return plans[id(settings)]
 
 
+def _deepspeed_configs(found: dict[str, None], explicit: set[str], finder: SettingsFinder) -> set[str]:
+    """The discovered .json files to check as DeepSpeed configurations: named on the command
+    line, named like one, matching the configuration's `deepspeed-configs` globs, or passed to
+    DeepSpeed by the project's code."""
+    json_files = [f for f in found if f.endswith(JSON_SUFFIXES)]
+    if not json_files:
+        return set()
+    chosen = {f for f in json_files if f in explicit or deepspeed_config_name(f)}
+    for file in json_files:
+        settings = finder.for_path(file)
+        if settings.deepspeed_configs and excluded(os.path.relpath(os.path.abspath(file), settings.root),
+                                                   settings.deepspeed_configs):
+            chosen.add(file)
+    if len(chosen) < len(json_files):
+        root = finder.for_path(json_files[0]).root
+        referenced = deepspeed_config_references(list(found), root)
+        chosen |= {f for f in json_files if os.path.abspath(f) in referenced}
+    return chosen
+
+
 def _files(paths: Sequence[str], finder: SettingsFinder, exclude: Sequence[str], plan_for: Any,
            since: str | None, shard_spec: str | None) -> list[tuple[str, Settings]]:
     """Each file with its own settings. Which files a folder yields depends only on the
@@ -246,7 +266,10 @@ def _files(paths: Sequence[str], finder: SettingsFinder, exclude: Sequence[str],
             found[file] = None
     explicit = {os.path.normpath(p) for p in paths if os.path.isfile(p)}
     chosen: list[tuple[str, Settings]] = []
+    deepspeed = _deepspeed_configs(found, explicit, finder)
     for file in sorted(found):
+        if file.endswith(JSON_SUFFIXES) and file not in deepspeed:
+            continue  # only DeepSpeed configurations among JSON files (NPU540)
         settings = finder.for_path(file)
         if settings.exclude and not discover([file], settings.exclude, root=settings.root):
             continue  # excluded by its own configuration

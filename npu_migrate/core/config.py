@@ -33,6 +33,7 @@ class Settings:
     ignore: list[str] = field(default_factory=list)
     enable: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
+    deepspeed_configs: list[str] = field(default_factory=list)  # NPU540: more DeepSpeed .json globs
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     amp_dtype: str = "bfloat16"
     target: str = "npu"  # "npu": torch_npu code; "portable": device-generic code (docs/targets.md)
@@ -54,7 +55,7 @@ def _key(name: str) -> str:
     return name.replace("_", "-")
 
 
-_LIST_KEYS = {"select", "ignore", "enable", "exclude"}
+_LIST_KEYS = {"select", "ignore", "enable", "exclude", "deepspeed-configs"}
 _KNOWN = {_key(f.name) for f in fields(Settings)} - {"source", "root"}
 
 

@@ -20,6 +20,15 @@ SKIP_DIRS = frozenset({
 PYTHON_SUFFIXES = (".py",)
 SHELL_SUFFIXES = (".sh", ".bash")
 CUDA_SUFFIXES = (".cu", ".cuh")
+JSON_SUFFIXES = (".json",)
+# JSON files that are DeepSpeed configurations by their name (others: by reference, issue 14)
+DEEPSPEED_CONFIG_NAMES = ("ds_config*.json", "ds_*config*.json", "*deepspeed*.json")
+
+
+def deepspeed_config_name(path: str) -> bool:
+    """Whether a .json file is named like a DeepSpeed configuration."""
+    name = os.path.basename(path).lower()
+    return any(fnmatch.fnmatch(name, pattern) for pattern in DEEPSPEED_CONFIG_NAMES)
 
 
 def _skipped_name(name: str) -> bool:

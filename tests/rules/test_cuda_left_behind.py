@@ -42,7 +42,7 @@ LEFT = [
     ("import lightning as L\nt = L.Trainer(accelerator='gpu')\n", 2, 'accelerator="gpu"'),
     ("from lightning.pytorch.accelerators import CUDAAccelerator\n", 1, "CUDAAccelerator"),
     ("import torch.distributed as dist\nb = dist.Backend.NCCL\n", 2, "torch.distributed.Backend.NCCL"),
-    ("import torch.backends.cudnn as cudnn\n", 1, "import torch.backends.cudnn"),
+    ("import torch.backends.cudnn as cudnn\nv = cudnn.some_future_knob\n", 2, "torch.backends.cudnn.some_future_knob"),
     ("cfg.trainer.accelerator = 'gpu'\n", 1, 'accelerator = "gpu"'),
     ("from torch.nn.attention import SDPBackend\nb = SDPBackend.CUDNN_ATTENTION\n", 2, "CUDNN_ATTENTION"),
 ]
@@ -67,6 +67,10 @@ UNTOUCHED = [
     "use_cuda = False\n",
     "cfg.trainer.accelerator = 'auto'\n",
     "x = 'Using CUDA_VISIBLE_DEVICES from the environment'\n",  # text, not the variable's name
+    # importing torch.backends.cudnn is harmless on NPU (every torch build has it)
+    "import torch.backends.cudnn as cudnn\n",
+    "import torch.backends.cudnn\n",
+    "from torch.backends import cudnn\n",
 ]
 
 
@@ -80,6 +84,12 @@ def test_nothing_left_after_rules_that_handle_everything():
     outcome = with_defaults(src)
     assert [d for d in outcome.diagnostics if d.code == "NPU599"] == []
     assert "torch.npu.synchronize()" in outcome.new_text
+
+
+@pytest.mark.parametrize("imports", ["import torch.backends.cudnn as cudnn\n", "from torch.backends import cudnn\n"])
+def test_cudnn_import_is_quiet_and_its_flags_are_npu161_info(imports):
+    outcome = with_defaults(imports + "cudnn.benchmark = True\n")
+    assert [(d.code, d.line, d.severity.value) for d in outcome.diagnostics] == [("NPU161", 2, "info")]
 
 
 def test_a_diagnostic_of_another_rule_covers_its_statement():
