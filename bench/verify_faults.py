@@ -1,10 +1,14 @@
 """Fault benchmark of `npu-migrate verify` script mode.
 
-    python bench/verify_faults.py [--steps 2] [--only ID,ID] [--clean-runs 3] [--exact]
+    python bench/verify_faults.py [--steps 2] [--only ID,ID] [--clean-runs 3] [--exact] [--corpus DIR]
 
-Models (bench/verify_models, re-implemented here from public examples, see the file headers):
-pytorch/examples mnist (CNN), word_language_model with --model LSTM and --model Transformer, and
-a nanoGPT-style GPT for the fused-op cases. Each is migrated by `apply`'s engine (the real codemods),
+Models: the real public code where a clone is present in the corpus (`--corpus`, default
+/work/corpus; folders `<owner>+<name>`, the commit used is printed): pytorch/examples
+word_language_model (main.py, model.py, data.py unmodified; --model LSTM and --model Transformer,
+on a small synthetic corpus), and karpathy/minGPT's GPT (mingpt/ unmodified, driven by a short
+training script written here, bench/verify_models/mingpt/train.py). Without a clone, and for
+mnist always (pytorch/examples mnist needs torchvision and a download), the re-implementations in
+bench/verify_models are used instead; the output says which. Each is migrated by `apply`'s engine (the real codemods),
 then one migration fault at a time is injected into the migrated tree, and the unmodified script
 runs on both sides through `verify_script` (the reference and noise runs are shared per model).
 
@@ -19,7 +23,9 @@ clean runs carry device rounding noise and the thresholds have to separate it fr
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +37,10 @@ MODELS = ROOT / "bench" / "verify_models"
 
 from npu_migrate.apply.engine import migrate_source
 from npu_migrate.verify.script import ScriptOptions, verify_script
+
+CORPUS_DEFAULT = os.environ.get("NPU_MIGRATE_CORPUS", "/work/corpus")
+WLM_REAL = ("pytorch+examples", "word_language_model")
+MINGPT_REAL = ("karpathy+minGPT", "mingpt")
 
 SCRIPTS = {
     "mnist": ("mnist", "main.py", ["--batch-size", "8", "--test-batch-size", "16", "--epochs", "1",
@@ -80,8 +90,7 @@ FAULTS = [
      "(-math.log(10000.0) / d_model)", "(-math.log(1000.0) / d_model)"),
     ("embedding scale off by 0.25%", "transformer", "model.py", "src = self.input_emb(src) * math.sqrt(self.ninp)",
      "src = self.input_emb(src) * math.sqrt(self.ninp) * 1.0025"),
-    ("attention mask flipped", "transformer", "model.py", "torch.log(torch.tril(torch.ones(sz, sz)))",
-     "torch.log(torch.triu(torch.ones(sz, sz)))"),
+    ("attention mask flipped", "transformer", "model.py", "torch.log(torch.tril(", "torch.log(torch.triu("),
     ("fp16 round trip (logits)", "transformer", "model.py", "output = self.decoder(output)",
      "output = self.decoder(output).half().float()"),
     ("changed init (normal instead of uniform)", "transformer", "model.py",
@@ -117,6 +126,57 @@ BENIGN = [
 ]
 
 
+# the same benign changes on minGPT's real model code (mingpt/model.py)
+MINGPT_ATTENTION = ("        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))\n"
+                    "        att = att.masked_fill(self.bias[:,:,:T,:T] == 0, float('-inf'))\n"
+                    "        att = F.softmax(att, dim=-1)\n        att = self.attn_dropout(att)\n"
+                    "        y = att @ v # (B, nh, T, T) x (B, nh, T, hs) -> (B, nh, T, hs)\n")
+BENIGN_MINGPT = [
+    BENIGN[0],
+    ("fused GELU (F.gelu tanh) for NewGELU", "gpt", "mingpt/model.py",
+     "return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))",
+     "return F.gelu(x, approximate='tanh')"),
+    ("fused attention (torch_npu.npu_fusion_attention)", "gpt", "mingpt/model.py", MINGPT_ATTENTION,
+     ("        y = torch_npu.npu_fusion_attention(q, k, v, self.n_head, \"BNSD\", scale=1.0 / math.sqrt(k.size(-1)),\n"
+      "                                           atten_mask=self.bias[:,:,:T,:T] == 0)[0]\n")),
+    ("renamed layer (c_attn -> qkv_proj)", "gpt", "mingpt/model.py", "self.c_attn", "self.qkv_proj"),
+]
+
+
+def _commit(repo: Path) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def sources(corpus: Path, work: Path) -> dict[str, tuple[Path, str, list[str], str]]:
+    """model -> (source tree, script, arguments, where the code comes from): the real public code
+    when its clone is in the corpus, else the re-implementation in bench/verify_models."""
+    found: dict[str, tuple[Path, str, list[str], str]] = {}
+    wlm = corpus / WLM_REAL[0] / WLM_REAL[1]
+    if (wlm / "main.py").is_file() and (wlm / "model.py").is_file() and (wlm / "data.py").is_file():
+        tree = work / "source_wlm"
+        tree.mkdir()
+        for name in ("main.py", "model.py", "data.py"):
+            shutil.copy(wlm / name, tree / name)
+        shutil.copytree(MODELS / "word_language_model" / "data", tree / "data")
+        origin = f"pytorch/examples@{_commit(wlm)} word_language_model (real code)"
+        for model in ("lstm", "transformer"):
+            args = ["--accel" if a == "--cuda" else a for a in SCRIPTS[model][2]] + ["--data", "./data/synthetic"]
+            found[model] = (tree, "main.py", args, origin)
+    mingpt = corpus / MINGPT_REAL[0] / MINGPT_REAL[1]
+    if (mingpt / "model.py").is_file():
+        tree = work / "source_mingpt"
+        shutil.copytree(mingpt, tree / "mingpt", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(MODELS / "mingpt" / "train.py", tree / "train.py")
+        found["gpt"] = (tree, "train.py", SCRIPTS["gpt"][2], f"karpathy/minGPT@{_commit(mingpt)} mingpt/model.py (real code)")
+    for model, (folder, script, args) in SCRIPTS.items():
+        found.setdefault(model, (MODELS / folder, script, args, f"bench/verify_models/{folder} (re-implementation)"))
+    return found
+
+
 def migrate(model_dir: Path, dest: Path) -> Path:
     shutil.copytree(model_dir, dest)
     for path in dest.rglob("*.py"):
@@ -149,19 +209,22 @@ def _switch(path: Path, old: str, new: str) -> None:
 
 def run(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="verify-faults-"))
-    migrated = {name: migrate(MODELS / folder, work / f"migrated_{name}")
-                for name, (folder, _, _) in SCRIPTS.items()}
+    models = sources(Path(args.corpus), work)
+    for name, (_, script, _, origin) in models.items():
+        print(f"model {name:<11} {script:<8} {origin}", flush=True)
+    migrated = {name: migrate(source, work / f"migrated_{name}") for name, (source, _, _, _) in models.items()}
     cache: dict = {}
+    benign = BENIGN_MINGPT if "minGPT" in models["gpt"][3] else BENIGN
 
     def options(model: str, tree: Path) -> ScriptOptions:
-        folder, script, script_args = SCRIPTS[model]
-        return ScriptOptions(MODELS / folder, tree, script, script_args, steps=args.steps,
+        source, script, script_args, _ = models[model]
+        return ScriptOptions(source, tree, script, script_args, steps=args.steps,
                              device_precision=not args.exact, timeout=args.timeout)
 
     only = set(args.only.split(",")) if args.only else None
     rows = []
     started = time.perf_counter()
-    for kind, cases in (("fault", FAULTS), ("benign", BENIGN)):
+    for kind, cases in (("fault", FAULTS), ("benign", benign)):
         for index, (label, model, file, old, new) in enumerate(cases):
             case_id = f"{kind[0]}{index + 1}"
             if only and case_id not in only:
@@ -211,6 +274,7 @@ def main() -> None:
     parser.add_argument("--exact", action="store_true", help="migrated side in exact float32 (no HF32)")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--reasons", action="store_true", help="print the reason of passing cases too")
+    parser.add_argument("--corpus", default=CORPUS_DEFAULT, help="folder of public clones (<owner>+<name>)")
     run(parser.parse_args())
 
 

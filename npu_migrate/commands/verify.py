@@ -12,6 +12,10 @@ import click
 @click.command("verify", context_settings={"ignore_unknown_options": True})
 @click.option("--original", default=None, type=click.Path(path_type=Path), help="Tree with the original (CUDA) code.")
 @click.option("--migrated", default=None, type=click.Path(path_type=Path), help="Tree with the migrated (NPU) code.")
+@click.option("--portable", default=None, type=click.Path(path_type=Path),
+              help="Script mode, one device-generic tree (apply --target portable): run it on each of --devices.")
+@click.option("--devices", default="cpu,npu", show_default=True,
+              help="With --portable: the reference device first (cpu), then the devices to compare with it (npu, cuda).")
 @click.option("--entry", default=None, help="Model mode: FILE.py:FUNCTION present in both trees (the build protocol).")
 @click.option("--steps", default=None, type=int, help="Training steps (backward calls) to run [model mode: 1, script mode: 2].")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed set before the code runs (the code's own seeds win).")
@@ -45,7 +49,7 @@ import click
 @click.option("--max-rows", default=50, show_default=True, type=int, help="Rows of the tensor table (0: all).")
 @click.option("--timeout", default=600.0, show_default=True, type=float, help="Seconds per side.")
 @click.argument("script", nargs=-1, type=click.UNPROCESSED)
-def command(original, migrated, entry, steps, seed, share_state, renames, rng, device_precision, no_noise_run,
+def command(original, migrated, portable, devices, entry, steps, seed, share_state, renames, rng, device_precision, no_noise_run,
             noise_factor, dump_dir, compare_dumps, reference, backing, max_peak, max_peak_ratio,
             threshold_items, thresholds_file, no_memory, fmt, max_rows, timeout, script):
     """Run ORIGINAL on the reference and MIGRATED on the NPU (or its emulation) and compare.
@@ -63,8 +67,16 @@ def command(original, migrated, entry, steps, seed, share_state, renames, rng, d
         from npu_migrate.verify.offline import compare_dump_files
 
         sys.exit(_emit(compare_dump_files(*compare_dumps, noise_factor=noise_factor), fmt))
+    if portable is not None:
+        if original is not None or migrated is not None or entry:
+            _usage_error("--portable TREE replaces --original/--migrated (and runs a script, not --entry)")
+        if not script:
+            _usage_error("nothing to run: give a script after -- (e.g. -- train.py --epochs 1)")
+        sys.exit(_portable(portable, devices, script, steps=steps or 2, seed=seed, rng=rng,
+                           device_precision=device_precision, noise_run=not no_noise_run,
+                           noise_factor=noise_factor, timeout=timeout, fmt=fmt))
     if original is None or migrated is None:
-        _usage_error("--original and --migrated are required (or --compare-dumps REF MIGRATED)")
+        _usage_error("--original and --migrated are required (or --portable TREE, or --compare-dumps REF MIGRATED)")
     if script and entry:
         _usage_error("give either --entry (model mode) or a script after -- (script mode), not both")
     if not script and not entry:
@@ -109,6 +121,30 @@ def command(original, migrated, entry, steps, seed, share_state, renames, rng, d
 
             outcome.report(max_rows).render(Console(width=160))
     sys.exit(outcome.exit_code)
+
+
+def _portable(tree: Path, devices: str, script: tuple[str, ...], fmt: str, **settings) -> int:
+    """One portable tree on the reference device and on each other device; the worst exit code."""
+    from npu_migrate.verify.script import ScriptOptions, verify_script
+
+    names = [name.strip() for name in devices.split(",") if name.strip()]
+    if len(names) < 2 or names[0] != "cpu" or any(name not in ("npu", "cuda") for name in names[1:]):
+        _usage_error(f"--devices {devices}: the reference 'cpu' first, then one or more of npu, cuda (e.g. cpu,npu)")
+    cache: dict = {}
+    outcomes = {}
+    for device in names[1:]:
+        options = ScriptOptions(tree, tree, script[0], list(script[1:]), portable=True, target_device=device,
+                                **settings)
+        outcomes[device] = verify_script(options, cache)
+    if fmt == "json":
+        click.echo(json.dumps({device: outcome.to_dict() for device, outcome in outcomes.items()}, indent=2,
+                              default=str))
+        return max(outcome.exit_code for outcome in outcomes.values())
+    for device, outcome in outcomes.items():
+        if fmt != "json" and len(outcomes) > 1:
+            click.echo(f"== cpu vs {device} ==")
+        _emit(outcome, fmt)
+    return max(outcome.exit_code for outcome in outcomes.values())
 
 
 def _usage_error(message: str) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from ._state import INTERNAL_OPS, STATE, EmulationError, RealTorchNpuError
 
-__all__ = ["INTERNAL_OPS", "EmulationError", "RealTorchNpuError", "activate", "deactivate",
+__all__ = ["INTERNAL_OPS", "EmulationError", "RealTorchNpuError", "activate", "amp_used", "deactivate",
            "device_precision", "emulated", "hf32_used", "is_active", "real_torch_npu_available"]
 
 
@@ -33,18 +33,51 @@ def real_torch_npu_available() -> bool:
         return False
 
 
-def device_precision(matmul: bool, conv: bool) -> object:
+def device_precision(matmul: bool, conv: bool, autocast_from: str | None = None, kernel_noise: bool = False) -> object:
     """Enter HF32 rounding of matmul and/or convolution inputs in this process, without the rest
-    of the emulation (the verifier's noise run of the original code); returns the mode."""
+    of the emulation (the verifier's noise run of the original code); returns the mode.
+
+    `autocast_from="cuda"`: the code's `torch.autocast("cuda")` regions run on the CPU with the
+    device's autocast op lists (as the migrated code's regions run on an NPU), instead of
+    disabling themselves on a machine without CUDA. `kernel_noise=True`: float32 matmul and
+    convolution outputs are rounded to 20 mantissa bits, the size of a device kernel's other
+    accumulation order, so that the run shows how that noise grows (an Adam step turns it into
+    sign flips of near-zero gradients)."""
     import types
 
+    from ._autocast import install as install_autocast
     from ._precision import DevicePrecision
 
-    mode = DevicePrecision()
+    if autocast_from is not None:
+        _autocast_on_cpu(autocast_from)
+        install_autocast("cpu")
+
+    mode = DevicePrecision(kernel_noise=kernel_noise)
     mode.matmul = types.SimpleNamespace(allow_hf32=matmul)
     mode.conv = types.SimpleNamespace(allow_hf32=conv)
     mode.__enter__()
     return mode
+
+
+def _autocast_on_cpu(mapped: str) -> None:
+    import torch
+
+    cls = torch.amp.autocast_mode.autocast
+    original = cls.__init__
+
+    def init(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+        if device_type == mapped:  # CUDA's default autocast dtype is float16
+            device_type, dtype = "cpu", torch.float16 if dtype is None else dtype
+            STATE.amp_used = STATE.amp_used or bool(enabled)
+        original(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    cls.__init__ = init  # type: ignore[method-assign]
+
+
+def amp_used() -> bool:
+    """Whether this process entered an enabled autocast region of the emulated npu (or, in a
+    `device_precision(autocast_from=...)` run, of the mapped device)."""
+    return bool(STATE.amp_used)
 
 
 def hf32_used() -> list[str]:
@@ -84,7 +117,7 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
         raise EmulationError(f"activate(device={device!r}): the backing device must be 'cpu' or 'cuda'")
     if device == "cuda" and not torch.cuda.is_available():
         raise EmulationError("activate(device='cuda'): no CUDA device is available")
-    from . import _accelerator, _audit, _devices, _memory, _namespace, _precision
+    from . import _accelerator, _audit, _autocast, _devices, _memory, _namespace, _precision
 
     backend_name = torch._C._get_privateuse1_backend_name()
     if backend_name not in ("privateuseone", "npu"):
@@ -100,6 +133,8 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
         if audit or separate_rng:
             _audit.install(tuple(_devices.DEVICE_KWARGS), separate_rng)
         _precision.install(enabled=precision == "device")
+        autocast = _autocast.install(device)  # the device's autocast op lists, not the CPU's
+        STATE.undo.append(lambda: autocast.__exit__(None, None, None))
         if device == "cpu" and track_memory:
             _memory.start_cpu_tracker()
     except Exception:

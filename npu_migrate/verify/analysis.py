@@ -80,8 +80,14 @@ class Outcome:
             else:
                 message = f"migrated code raised in module '{ff['module']}' ({ff['class']}): {ff['reason']}"
                 out.append(Diagnostic("VER002", message, path, int(line or 0), 0, Severity.ERROR))
+        grew = self.memory.get("grew") or {}
+        file, _, line = str(grew.get("location", "")).rpartition(":")
         for failure in self.memory.get("failures", []):
-            out.append(Diagnostic("VER003", failure, root, 0, 0, Severity.ERROR))
+            if file and file != "?" and line.isdigit():  # at the line of the module that grew most
+                path = file if file.startswith("/") else f"{root}/{file}"
+                out.append(Diagnostic("VER003", failure, path, int(line), 0, Severity.ERROR))
+            else:
+                out.append(Diagnostic("VER003", failure, root, 0, 0, Severity.ERROR))
         return out
 
 
@@ -234,6 +240,50 @@ def _memory(reference: dict[str, Any], target: dict[str, Any], options: VerifyOp
                                          "of the fp32 reference peak)")
     elif (options.max_peak or options.max_peak_ratio) and not tgt_mem:
         failures.append("peak memory of the migrated side could not be measured")
+    grew = module_growth(reference, target)
+    if grew is not None:
+        memory["grew"] = grew
+        if failures:
+            failures = [f"{failure} (grew most: module '{grew['module']}' ({grew['class']}, {grew['location']}): "
+                        f"{grew['text']})" for failure in failures]
     memory["rows"] = rows
     memory["failures"] = failures
     return memory, failures
+
+
+def _module_bytes(side: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """module -> bytes of its recorded outputs ("activations") and of its own parameters, gradients
+    and buffers ("state"), over the recorded steps."""
+    sizes: dict[str, dict[str, int]] = {}
+    for name, tensor in side.get("tensors", {}).items():
+        if not hasattr(tensor, "element_size"):  # a tensor (torch is not imported here)
+            continue
+        if name.startswith("act/") and "/out" in name:
+            module, kind = name[4:].rsplit("#", 1)[0], "activations"
+        elif name.startswith(("param/", "grad/", "buffer/")):
+            module, kind = _module_of_tensor(name), "state"
+        else:
+            continue
+        entry = sizes.setdefault(module, {"activations": 0, "state": 0})
+        entry[kind] += tensor.numel() * tensor.element_size()
+    return sizes
+
+
+def module_growth(reference: dict[str, Any], target: dict[str, Any]) -> dict[str, Any] | None:
+    """The module whose tensors grew most from the reference to the migrated side (bytes of its
+    outputs, parameters, gradients and buffers; the deepest module on a tie, since a container's
+    output is its last child's), with its class and the line that defines it; None if none grew."""
+    ref, tgt = _module_bytes(reference), _module_bytes(target)
+    best = None
+    for module, sizes in tgt.items():
+        before = ref.get(module, {"activations": 0, "state": 0})
+        growth = {kind: sizes[kind] - before[kind] for kind in sizes}
+        total = sum(growth.values())
+        rank = (total, module.count(".") + (module != "<model>"))
+        if total > 0 and (best is None or rank > best[0]):
+            best = (rank, module, growth)
+    if best is None:
+        return None
+    _, module, growth = best
+    text = ", ".join(f"{kind} +{format_bytes(value)}" for kind, value in growth.items() if value > 0)
+    return {**_location(module, target, reference), "bytes": sum(growth.values()), "text": text}

@@ -70,11 +70,14 @@ an accelerator, the profiler's allocation events on the CPU (docs/verify.md, "Pe
 
 ## Evidence
 
-The message gives the measured peak (or ratio) and the budget.
+The message gives the measured peak (or ratio) and the budget, and the module whose recorded tensors
+(outputs, parameters, gradients, buffers) grew most from the reference to the migrated side, with
+its class and line; the finding is placed at that line.
 
 ## What to do
 
-Compare the peak-memory table of both sides; AMP, activation checkpointing or a smaller batch lower
+Look at the named module first (a dtype widened to float64, an extra copy, a lost AMP region);
+compare the peak-memory table of both sides; AMP, activation checkpointing or a smaller batch lower
 the peak. Raise the budget if the growth is expected.
 """,
     "VER004": """# VER004 a CPU tensor meets an NPU tensor
@@ -93,7 +96,9 @@ placement audit gives every tensor a logical device where it is made (`device=`,
 
 ## Evidence
 
-The message names the call, the line that raised it, and the line where the CPU tensor was made.
+The message names the call, the line that raised it, and the line where the CPU tensor was made. In
+script mode it also names the original's device move (`.to(device)`, `.cuda()`) that the migrated
+code no longer makes, with the migrated line standing at its place.
 
 ## What to do
 

@@ -25,7 +25,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from npu_migrate.emulation import INTERNAL_OPS as AUDIT_INTERNAL
 
 SAMPLE = 256
-_SKIP_OPS = {"aten.detach.default", "aten.lift_fresh.default", "aten.alias.default",
+# detach makes no new numbers, but a missing one (a hidden state no longer detached) changes what
+# backward() does: it is recorded so that the comparison can point at the line that stopped running it
+_DETACH = "aten.detach.default"
+_SKIP_OPS = {"aten.lift_fresh.default", "aten.alias.default",
              "aten._local_scalar_dense.default", "aten.set_.source_Storage",
              "aten.set_.source_Storage_storage_offset", "aten.record_stream.default"}
 
@@ -93,6 +96,15 @@ class Sites:
             frame = frame.f_back
         return None
 
+    def chain(self) -> list[str]:
+        """Every frame in the tree, innermost first (the helper's line, then its callers')."""
+        lines, frame = [], sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename.startswith(self.root):
+                lines.append(f"{frame.f_code.co_filename[len(self.root):]}:{frame.f_lineno}")
+            frame = frame.f_back
+        return lines
+
 
 def _call_end(frame: Any) -> str:
     """"-END" when the call running in `frame` spans several lines (a constructor whose arguments
@@ -134,7 +146,7 @@ class OpCapture(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = str(func)
-        if func.is_view or name in _SKIP_OPS or name.startswith(_UNINITIALISED) or AUDIT_INTERNAL.depth or OWN_OPS.depth:
+        if (func.is_view and name != _DETACH) or name in _SKIP_OPS or name.startswith(_UNINITIALISED) or AUDIT_INTERNAL.depth or OWN_OPS.depth:
             return out
         produced = [t for i, t in enumerate(_leaves(out))
                     if isinstance(t, torch.Tensor) and i != _WORKSPACE.get(name)]
@@ -150,8 +162,11 @@ class OpCapture(TorchDispatchMode):
         for group in groups:
             count = self.record.op_counts.get(name, 0)
             self.record.op_counts[name] = count + 1
-            self.record.add({"kind": "op", "name": name, "index": count, "phase": self.record.phase,
-                             "site": site, "module": module, "outputs": [summarise(t) for t in group]})
+            event = {"kind": "op", "name": name, "index": count, "phase": self.record.phase,
+                     "site": site, "module": module, "outputs": [summarise(t) for t in group]}
+            if name == _DETACH:
+                event["stack"] = self.sites.chain()
+            self.record.add(event)
         return out
 
 
@@ -297,6 +312,41 @@ class SeedWatcher:
                 watcher.inside = False
 
         return seeded
+
+
+class MoveWatcher:
+    """Records the user's own device moves (`t.to(device)`, `.cuda()`, `.npu()` called from a line
+    of the tree): a tensor the migrated code leaves on the CPU is then traced to the line where the
+    original moved it (on a CPU reference a move to the CPU is no op, so no aten op shows it)."""
+
+    def __init__(self, record: Record, sites: Sites) -> None:
+        self.record, self.sites = record, sites
+
+    def install(self) -> None:
+        for name in ("to", "cuda", "npu"):
+            original = getattr(torch.Tensor, name, None)
+            if original is not None:
+                setattr(torch.Tensor, name, self._wrap(original, name))
+
+    def _wrap(self, original: Any, name: str) -> Any:
+        watcher, root = self, self.sites.root
+
+        def moved(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            caller = sys._getframe(1)
+            if caller.f_code.co_filename.startswith(root) and (name != "to" or _names_a_device(args, kwargs)):
+                watcher.record.add({"kind": "move", "name": f"Tensor.{name}",
+                                    "site": f"{caller.f_code.co_filename[len(root):]}:{caller.f_lineno}",
+                                    "shape": list(tensor.shape) if isinstance(tensor, torch.Tensor) else None})
+            return original(tensor, *args, **kwargs)
+
+        moved.__name__ = name
+        return moved
+
+
+def _names_a_device(args: tuple, kwargs: dict) -> bool:
+    if "device" in kwargs:
+        return True
+    return bool(args) and (isinstance(args[0], (str, torch.device, int, torch.Tensor)) and not isinstance(args[0], bool))
 
 
 class PrintTee(io.TextIOBase):

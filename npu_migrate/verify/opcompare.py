@@ -26,7 +26,9 @@ from typing import Any
 import torch
 
 NOISE_FACTOR = 2.0
-FLOORS = {"float64": 1e-9, "float32": 1e-5, "bfloat16": 8e-3, "float16": 1e-3}
+# float32: a reduction over ~1e5 elements in another order (a device kernel) is off by about sqrt(1e5)
+# ulps, 2e-5; the floor covers it, as the noise run measures a single sample of that noise
+FLOORS = {"float64": 1e-9, "float32": 3e-5, "bfloat16": 8e-3, "float16": 1e-3}
 # per op class, the norm-relative error a device may show with no noise run to measure it
 CLASS_NOISE = {"matmul": 2.0**-10, "conv": 2.0**-10, "reduction": 1e-5, "other": 1e-6}
 _MATMUL = re.compile(r"\b(mm|addmm|bmm|baddbmm|addbmm|matmul|linear)\b")

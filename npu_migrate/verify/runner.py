@@ -98,6 +98,10 @@ def _install_cuda_shim() -> None:
     torch.cuda.synchronize = lambda device=None: None
     torch.cuda.set_device = lambda device: None
     torch.cuda.current_device = lambda: 0
+    # the GPU the original was written for has bf16 (an A100 or later); the NPU has it too
+    torch.cuda.is_bf16_supported = lambda *args, **kwargs: True
+    # pinned host memory needs an accelerator; on the CPU reference it is the memory itself
+    torch.Tensor.pin_memory = lambda self, device=None: self  # type: ignore[method-assign,assignment,return-value]
 
 
 def seed_everything(seed: int) -> None:

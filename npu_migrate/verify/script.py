@@ -28,10 +28,10 @@ EXIT = {"pass": 0, "fail": 1, "error": 2}
 
 EMULATION_SCOPE = (
     "Emulated PASS: the migrated script runs, places every tensor on the device (audited), seeds and "
-    "computes the same numbers as the original within the noise the device's precision (HF32) "
-    "causes. It does not prove the device's own kernels, fp16 accumulation, the NPU autocast op "
-    "lists, memory, speed, or multi-device collectives: run on an Ascend device (or compare an "
-    "msprobe dump taken there) for those.")
+    "computes the same numbers as the original within the noise the device's precision causes (HF32; "
+    "under autocast, the device's op lists, taken to be CUDA's). It does not prove the device's own "
+    "kernels, fp16 accumulation, memory, speed, or multi-device collectives: run on an Ascend device "
+    "(or compare an msprobe dump taken there) for those.")
 
 
 class ScriptError(Exception):
@@ -55,6 +55,8 @@ class ScriptOptions:
     timeout: float = 600.0
     dump: Path | None = None
     env: dict[str, str] | None = None
+    portable: bool = False  # one tree: the reference runs it on plain CPU torch, as it is
+    target_device: str = "npu"  # "npu" (a device or the emulation) or "cuda" (a GPU; portable code)
 
 
 @dataclass
@@ -90,6 +92,8 @@ class ScriptOutcome:
             found += [op.get("mapped_site") for op in first.missing_ops[:1]]
         if self.error:
             found.append(self.error.get("location"))
+            found += [move["mapped_site"] for move in self.error.get("missing_moves", [])[:1]]
+            found.append((self.error.get("missing_before") or {}).get("mapped_site"))
             root = str(Path(self.data.get("migrated_root", ".")).resolve()) + os.sep
             chain = re.search(r"made at ([^)]*)", self.error.get("message", ""))
             for made in (chain.group(1).split(" < ") if chain else []):
@@ -118,7 +122,7 @@ class ScriptOutcome:
                 "only_original_ops": comparison.only_reference if comparison else 0,
                 "only_migrated_ops": comparison.only_migrated if comparison else 0,
                 "worst_ratio_to_tolerance": comparison.worst_ratio if comparison else None,
-                "findings": [d.to_dict() for d in self.findings()], **self.data}
+                "findings": [d.to_dict() for d in self.findings()], "sites": self.sites(), **self.data}
 
     def report(self) -> Report:
         summary: dict[str, Any] = {"verdict": self.verdict.upper(), "reason": self.reason}
@@ -164,6 +168,19 @@ def _diagnostic(code: str, message: str, root: str, site: str | None) -> Diagnos
     return Diagnostic(code, message, path, int(line) if line.isdigit() else 0, 0, Severity.ERROR)
 
 
+def line_unchanged(original_root: Path | str, migrated_root: Path | str, site: str) -> bool:
+    """Whether the original's line `site` (file:line) is kept as it is in the migrated tree."""
+    file, _, line = site.rpartition(":")
+    try:
+        before = (Path(original_root) / file).read_text().splitlines()
+        after = (Path(migrated_root) / file).read_text().splitlines()
+    except OSError:
+        return True
+    target = int(line) - 1
+    return any(tag == "equal" and i1 <= target < i2 for tag, i1, i2, _, _ in
+               difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes())
+
+
 def map_line(original_root: Path, migrated_root: Path, site: str | None) -> str | None:
     """The migrated tree's line that stands where `site` (file:line of the original tree) was."""
     if not site:
@@ -175,9 +192,12 @@ def map_line(original_root: Path, migrated_root: Path, site: str | None) -> str 
     except OSError:
         return None
     target = int(line) - 1
-    for tag, i1, i2, j1, _ in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
         if i1 <= target < i2 or (i1 == i2 == target):
             mapped = j1 + (target - i1 if tag == "equal" else 0)
+            if tag == "replace":  # the most similar of the lines that replaced it
+                mapped = max(range(j1, j2), key=lambda j: difflib.SequenceMatcher(
+                    None, before[target], after[j], autojunk=False).ratio())
             return f"{file}:{min(mapped, max(len(after) - 1, 0)) + 1}"
     return None
 
@@ -208,13 +228,28 @@ def check(options: ScriptOptions) -> None:
         raise ScriptError(f"--steps {options.steps}: must be at least 1")
     if options.rng not in ("align", "device"):
         raise ScriptError(f"--rng {options.rng}: 'align' or 'device'")
+    if options.target_device not in ("npu", "cuda") or (options.target_device == "cuda" and not options.portable):
+        raise ScriptError(f"device {options.target_device!r}: the migrated side runs on 'npu' (or 'cuda' for portable code)")
 
 
 def _job(options: ScriptOptions, side: str, root: Path, out: Path) -> dict[str, Any]:
     return {"side": side, "root": str(Path(root).resolve()), "script": options.script, "args": options.args,
             "steps": options.steps, "seed": options.seed, "reference": options.reference,
             "backing": options.backing, "rng": options.rng, "device_precision": options.device_precision,
-            "out": str(out)}
+            "original_root": str(Path(options.original).resolve()), "portable": options.portable,
+            "target_device": options.target_device, "out": str(out)}
+
+
+def _in_tree(entry: str, original_root: str | None, root: str) -> str:
+    """A PYTHONPATH entry inside the original tree, seen from the side running `root`: the same
+    folder in that tree (so the migrated side imports the migrated copy of the user's packages)."""
+    if not original_root:
+        return entry
+    try:
+        inner = Path(entry).resolve().relative_to(original_root)
+    except ValueError:
+        return entry
+    return str(Path(root) / inner)
 
 
 def run_side(job: dict[str, Any], options: ScriptOptions, workdir: Path) -> dict[str, Any]:
@@ -223,7 +258,9 @@ def run_side(job: dict[str, Any], options: ScriptOptions, workdir: Path) -> dict
     job_file.write_text(json.dumps(job))
     env = dict(os.environ)
     package_parent = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    user_path = [_in_tree(entry, job.get("original_root"), job["root"])
+                 for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    env["PYTHONPATH"] = os.pathsep.join([package_parent, *user_path])
     env.update(options.env or {})
     started = time.perf_counter()
     try:
@@ -255,7 +292,7 @@ def verify_script(options: ScriptOptions, cache: dict[tuple, dict[str, Any]] | N
     with tempfile.TemporaryDirectory(prefix="npu-migrate-verify-") as tmp:
         workdir = Path(tmp)
         base = (str(Path(options.original).resolve()), options.script, tuple(options.args), options.steps,
-                options.seed, options.reference)
+                options.seed, options.reference, options.portable)
         if ("reference", *base) not in cache:
             cache[("reference", *base)] = run_side(_job(options, "reference", options.original,
                                                         workdir / "reference.pt"), options, workdir)
@@ -269,7 +306,9 @@ def verify_script(options: ScriptOptions, cache: dict[tuple, dict[str, Any]] | N
             # the original under the device precision the migrated run had (all of it on a device)
             classes = target.get("hf32_used")
             classes = ["conv", "matmul"] if classes is None else classes
-            noise = reference if not classes else cache.get(("noise", tuple(classes), *base))
+            # (always run: even with nothing in HF32, a device's kernels round differently, and
+            # what that becomes after an optimizer step is what the noise run measures)
+            noise = cache.get(("noise", tuple(classes), *base))
             if noise is None:
                 job = dict(_job(options, "noise", options.original, workdir / "noise.pt"), hf32=classes)
                 noise = cache[("noise", tuple(classes), *base)] = run_side(job, options, workdir)
@@ -281,13 +320,20 @@ def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, An
     if target.get("error", {}) and target["error"].get("phase") == "setup":
         return ScriptOutcome("error", f"migrated side: {target['error']['message']}")
     noise_events = noise["record"] if noise and not noise.get("error") else None
-    comparison = compare_records(reference["record"], target.get("record", []), noise_events,
-                                 options.noise_factor)
+    amp = bool(noise_events is not None and noise is not None and noise.get("amp_used"))
+    if amp and noise_events is not None:
+        # AMP: the float32 reference and the device's autocast differ in dtype op by op; the
+        # migrated run is compared with the original under the device's autocast lists (the noise
+        # run), and the tolerance is that run's distance from float32
+        comparison = compare_records(noise_events, target.get("record", []), reference["record"],
+                                     options.noise_factor)
+    else:
+        comparison = compare_records(reference["record"], target.get("record", []), noise_events,
+                                     options.noise_factor)
     data = {"migrated_root": str(options.migrated), "original_root": str(options.original),
             "reference": reference.get("backend"),
-            "noise": (noise.get("backend") if noise is not reference else "the reference itself (no HF32 used)")
-            if noise else "none (per-op-class tolerances)",
-            "target": target.get("backend"), "steps": options.steps,
+            "noise": noise.get("backend") if noise else "none (per-op-class tolerances)",
+            "target": target.get("backend"), "steps": options.steps, "amp": amp,
             "steps_run": target.get("steps_run")}
     if str(target.get("backend", "")).startswith("emulation"):
         data["scope"] = EMULATION_SCOPE
@@ -306,6 +352,25 @@ def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comp
         for op in comparison.first.missing_ops:
             op["mapped_site"] = map_line(data["original_root"], data["migrated_root"], op.get("site"))
     error = target.get("error")
+    if error and _is_placement(error):
+        error["missing_moves"] = missing_moves(reference["record"], target.get("record", []),
+                                               data["original_root"], data["migrated_root"])
+        if error["missing_moves"]:
+            move = error["missing_moves"][0]
+            error["message"] += (f"; the original moves a tensor {move['shape']} to the device at {move['site']}, "
+                                 f"the migrated code does not (migrated {move['mapped_site']})")
+    elif error and comparison.first is None:
+        missing = missing_before_error(reference["record"], target.get("record", []))
+        if missing:
+            # the innermost of its lines that the migration changed (the call it dropped), else its own
+            changed = [site for site in missing["stack"]
+                       if not line_unchanged(data["original_root"], data["migrated_root"], site)]
+            missing["site"] = (changed or [missing["site"]])[0]
+            missing["mapped_site"] = map_line(data["original_root"], data["migrated_root"], missing["site"])
+            if missing["mapped_site"]:
+                error["missing_before"] = missing
+                error["message"] += (f"; just before it the original runs {missing['name']} at {missing['site']}, "
+                                     f"the migrated code does not (migrated {missing['mapped_site']})")
     if target.get("timed_out"):
         return ScriptOutcome("error", (error or {}).get("message", "the migrated run timed out"),
                              comparison, error, data)
@@ -321,6 +386,57 @@ def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comp
                                      f"{reference.get('steps_run')}", comparison, None, data)
     return ScriptOutcome("pass", f"{comparison.matched} ops and {target.get('steps_run')} losses match "
                                  f"within the measured noise", comparison, None, data)
+
+
+def missing_before_error(reference: list[dict[str, Any]], migrated: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """When the migrated run raised: the last ops the original runs that the migrated code did not,
+    before the point where the migrated run stopped (its first op, with the original's line)."""
+    from .opcompare import _aligned, _ops
+
+    ref_ops, tgt_ops = _ops(reference), _ops(migrated)
+    if not tgt_ops:
+        return None
+    last = None
+    for tag, i1, _, j1, _ in _aligned(ref_ops, tgt_ops):
+        if j1 >= len(tgt_ops):
+            break
+        if tag == "delete":
+            last = ref_ops[i1]
+    if last is None or not last.get("site"):
+        return None
+    return {"name": last["name"], "site": last["site"], "stack": last.get("stack") or [last["site"]]}
+
+
+def _is_placement(error: dict[str, Any]) -> bool:
+    message = error.get("message", "")
+    return "placement audit" in message or "same device" in message
+
+
+def missing_moves(reference: list[dict[str, Any]], migrated: list[dict[str, Any]], original_root: str,
+                  migrated_root: str, limit: int = 3) -> list[dict[str, Any]]:
+    """The original's device moves (`.to(device)`, `.cuda()`) that the migrated code does not make
+    at the same place (the line mapped into the migrated tree, the same shape), in the original's
+    order: where a tensor was left on the CPU. The first is the earliest; the migrated run stops at
+    its placement error, so the moves the original makes after that point are left out by `limit`."""
+    from collections import Counter
+
+    made = Counter((event["site"], tuple(event.get("shape") or ())) for event in migrated if event["kind"] == "move")
+    mapped_sites: dict[str, str | None] = {}
+    found = []
+    for event in reference:
+        if event["kind"] != "move":
+            continue
+        site = event["site"]
+        if site not in mapped_sites:
+            mapped_sites[site] = map_line(Path(original_root), Path(migrated_root), site)
+        key = (mapped_sites[site], tuple(event.get("shape") or ()))
+        if made[key] > 0:
+            made[key] -= 1
+        elif key[0]:
+            found.append({"site": site, "mapped_site": key[0], "shape": event.get("shape")})
+            if len(found) >= limit:
+                break
+    return found
 
 
 def _error_line(prefix: str, error: dict[str, Any], root: Path) -> str:

@@ -27,6 +27,7 @@ import torch
 
 from .opcapture import (
     ModuleTracker,
+    MoveWatcher,
     OpCapture,
     PrintTee,
     Record,
@@ -55,10 +56,31 @@ def _foreach_as_on_a_gpu() -> None:
         optimizer_module._get_foreach_kernels_supported_devices = supported
 
 
+def _data_in_process() -> None:
+    """DataLoader workers run in the main process (num_workers=0) on both sides: the dataset's ops
+    (normalisation, augmentation) are then captured at their lines, not hidden in a worker. The
+    batches are the same; the sampler's order comes from the main process either way."""
+    from torch.utils.data import DataLoader
+
+    original = DataLoader.__init__
+
+    def init(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) > 5:  # num_workers is the 6th positional parameter
+            args = (*args[:5], 0, *args[6:])
+        kwargs.update({"num_workers": 0} if len(args) <= 5 else {})
+        kwargs.pop("persistent_workers", None)
+        kwargs.pop("prefetch_factor", None)
+        original(self, *args, **kwargs)
+
+    DataLoader.__init__ = init
+
+
 def _setup(job: dict[str, Any]) -> str:
     """Prepare this process's device side; returns the backend name."""
     side = job["side"]
-    if side in ("reference", "noise"):
+    if side in ("reference", "noise") and job.get("portable"):
+        backend = "cpu (plain torch, the code's own CPU path)"
+    elif side in ("reference", "noise"):
         if job.get("reference") == "cuda":
             if not torch.cuda.is_available():
                 raise RuntimeError("--reference cuda: no CUDA device is available")
@@ -71,13 +93,21 @@ def _setup(job: dict[str, Any]) -> str:
                 torch.cuda.device_count = lambda: 1
                 _foreach_as_on_a_gpu()
             backend = "cpu"
-        if side == "noise":
-            from npu_migrate.emulation import device_precision
+    if side in ("reference", "noise") and job.get("portable"):
+        _foreach_as_on_a_gpu()  # the same optimizer kernels as on the device
+    if side == "noise":
+        from npu_migrate.emulation import device_precision
 
-            classes = job.get("hf32", ["matmul", "conv"])
-            device_precision(matmul="matmul" in classes, conv="conv" in classes)
-            backend += f" + HF32 {'/'.join(sorted(classes)) or 'nothing'}"
+        classes = job.get("hf32", ["matmul", "conv"])
+        device_precision(matmul="matmul" in classes, conv="conv" in classes, autocast_from="cuda",
+                         kernel_noise=True)
+        backend += f" + HF32 {'/'.join(sorted(classes)) or 'nothing'} + kernel noise (matmul/conv outputs at 2^-21)"
+    if side in ("reference", "noise"):
         return backend
+    if job.get("target_device") == "cuda":  # portable code on a GPU: it picks the device itself
+        if not torch.cuda.is_available():
+            raise RuntimeError("device cuda: no CUDA device is available")
+        return "cuda"
     from npu_migrate import emulation
 
     if emulation.real_torch_npu_available():
@@ -105,6 +135,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         result["error"] = {"type": type(error).__name__, "message": str(error), "phase": "setup",
                            "location": None}
         return result
+    _data_in_process()
     sites = Sites(str(root))
     modules = ModuleTracker(sites)
     modules.install()
@@ -114,8 +145,11 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         random.seed(seed)
         torch.manual_seed(seed)
     SeedWatcher(record, sites).install()
+    MoveWatcher(record, sites).install()
     os.chdir(root)
-    sys.path.insert(0, str(script.parent))
+    # the script's folder first, as `python train.py` has it; then the tree's root, as an installed
+    # (`pip install -e .`) project has it, so `from mypackage import ...` finds this tree's copy
+    sys.path[:0] = [str(script.parent)] + ([str(root)] if script.parent != root else [])
     sys.argv = [str(script), *job.get("args", [])]
     stdout = sys.stdout
     sys.stdout = PrintTee(record, sites, echo=None)
@@ -139,6 +173,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     result["steps_run"] = record.step + 1
     result["hf32_used"] = _hf32_used(result.get("backend") or "")
     result["truncated"] = record.truncated
+    result["amp_used"] = _amp_used(job["side"])
     return result
 
 
@@ -150,6 +185,14 @@ def _hf32_used(backend: str) -> list[str] | None:
     from npu_migrate.emulation import hf32_used
 
     return hf32_used()
+
+
+def _amp_used(side: str) -> bool:
+    """Whether the code entered an enabled autocast region of the device (the noise run: of the
+    original's "cuda", run with the device's autocast lists; the target: of the npu)."""
+    from npu_migrate.emulation import amp_used
+
+    return amp_used() if side != "reference" else False
 
 
 def main(argv: list[str]) -> int:

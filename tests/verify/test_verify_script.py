@@ -99,7 +99,7 @@ def test_clean_migration_passes_and_says_what_an_emulated_pass_proves(outcomes):
     outcome = outcomes["clean"]
     assert (outcome.verdict, outcome.exit_code) == ("pass", 0), outcome.reason
     assert outcome.data["steps_run"] == 3 and outcome.comparison.matched > 50
-    assert "does not prove" in outcome.data["scope"] and "no HF32 used" in outcome.data["noise"]
+    assert "does not prove" in outcome.data["scope"] and "kernel noise" in outcome.data["noise"]
 
 
 @pytest.mark.parametrize("name,line,code", [(c[0], c[3], c[4]) for c in CASES if c[3]])
