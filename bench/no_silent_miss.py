@@ -38,6 +38,7 @@ import re
 import shutil
 import statistics
 import subprocess
+from collections.abc import Iterator
 import sys
 import tempfile
 import time
@@ -451,6 +452,23 @@ def _commit(folder: Path) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
+def pinned_projects(corpus: Path, only: list[str] | None) -> Iterator[tuple[Path, str, str]]:
+    """(clone folder, owner/name, commit) of each project to run: those named by `only` (all when
+    empty), cloned under `corpus` at the pinned commit; the others get a line saying why not."""
+    for folder_name, repo, commit, _why in PROJECTS:
+        if only and not any(o in folder_name for o in only):
+            continue
+        folder = corpus / folder_name
+        if not folder.is_dir():
+            print(f"skipped {repo}: no clone at {folder} (git clone it at {commit})")
+            continue
+        head = _commit(folder)
+        if head != commit:
+            print(f"skipped {repo}: {folder} is at {head}, not the pinned {commit}")
+            continue
+        yield folder, repo, commit
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default="/work/corpus", help="folder holding the clones (OWNER+NAME)")
@@ -476,17 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| project | commit | files | changed | CUDA sites | rewritten | reported | silent | time |" + extra)
     print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if baseline else ""))
     total = Tally()
-    for folder_name, repo, commit, _why in PROJECTS:
-        if args.only and not any(o in folder_name for o in args.only):
-            continue
-        folder = corpus / folder_name
-        if not folder.is_dir():
-            print(f"skipped {repo}: no clone at {folder} (git clone it at {commit})")
-            continue
-        head = _commit(folder)
-        if head != commit:
-            print(f"skipped {repo}: {folder} is at {head}, not the pinned {commit}")
-            continue
+    for folder, repo, commit in pinned_projects(corpus, args.only):
         tally, seconds, base, checked = run_project(folder, args.repeat, all_hunks, baseline, imports)
         rows.append((repo, tally))
         if checked is not None:

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from no_silent_miss import PROJECTS, Tally, _commit, _diagnostic_lines, notebook_code, tally_file
+from no_silent_miss import Tally, _diagnostic_lines, notebook_code, pinned_projects, tally_file
 
 REPO = Path(__file__).resolve().parent.parent
 IMPORT_TIMEOUT_S = 30
@@ -319,16 +319,7 @@ def main(argv: list[str] | None = None) -> int:
           "entry points | ok | missing | same | broken | apply |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     total, total_npu, total_twins, total_imports, details = Tally(), 0, 0, Imports(), []
-    for folder_name, repo, commit, _why in PROJECTS:
-        if args.only and not any(o in folder_name for o in args.only):
-            continue
-        folder = corpus / folder_name
-        if not folder.is_dir():
-            print(f"skipped {repo}: no clone at {folder} (git clone it at {commit})")
-            continue
-        if _commit(folder) != commit:
-            print(f"skipped {repo}: {folder} is not at the pinned {commit}")
-            continue
+    for folder, repo, commit in pinned_projects(corpus, args.only):
         tally, npu_code, imports, seconds, where = run_project(folder, args.python)
         for name in ("sites", "rewritten", "reported", "silent", "files", "changed"):
             setattr(total, name, getattr(total, name) + getattr(tally, name))

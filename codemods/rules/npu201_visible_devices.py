@@ -10,7 +10,7 @@ import libcst as cst
 from codemods.framework import envmap
 from codemods.framework.base import dotted_name
 from codemods.framework.cases import Invalid
-from codemods.framework.families.env_vars import PLACEHOLDER, EnvVarRule, subscript_key
+from codemods.framework.families.env_vars import EnvVarRule, fstring_template, subscript_key
 from codemods.framework.nodes import code_of, verbatim_string
 from codemods.framework.portable import ASCEND_VISIBLE, CUDA_VISIBLE, TWIN_MESSAGE, shell_visible_twins
 from npu_migrate.core.diagnostics import Severity
@@ -142,15 +142,9 @@ class VisibleDevices(EnvVarRule):
         """As for npu, but the twin repeats the value's `{expressions}`."""
         if self.target != "portable":
             return super()._fstring(original, node)
-        texts = []
-        for index, part in enumerate(node.parts):
-            if isinstance(part, cst.FormattedStringText):
-                if "\\" in part.value:
-                    return node
-                texts.append(part.value)
-            else:
-                texts.append(PLACEHOLDER % index)
-        joined = "".join(texts)
+        joined = fstring_template(node)
+        if joined is None:
+            return node
         new = self._shell(original, joined)
         if new == joined or node.end in new:
             return node

@@ -49,6 +49,21 @@ def _safe_text(node: cst.SimpleString, text: str) -> bool:
     return node.quote not in text and "\\" not in text and (len(node.quote) == 3 or "\n" not in text)
 
 
+def fstring_template(node: cst.FormattedString) -> str | None:
+    """An f-string's text with each `{expression}` replaced by a numbered placeholder
+    (`PLACEHOLDER % index`), for the shell-word rewriters; None where an escape makes the text
+    differ from the value."""
+    texts = []
+    for index, part in enumerate(node.parts):
+        if isinstance(part, cst.FormattedStringText):
+            if "\\" in part.value:
+                return None
+            texts.append(part.value)
+        else:
+            texts.append(PLACEHOLDER % index)
+    return "".join(texts)
+
+
 class EnvVarRule(Rule):
     """Shared machinery; each subclass handles the envmap kinds of its code."""
 
@@ -232,15 +247,9 @@ class EnvVarRule(Rule):
         return envmap.apply_changes(text, edits)
 
     def _fstring(self, original: cst.CSTNode, node: cst.FormattedString) -> cst.FormattedString:
-        texts = []
-        for index, part in enumerate(node.parts):
-            if isinstance(part, cst.FormattedStringText):
-                if "\\" in part.value:
-                    return node
-                texts.append(part.value)
-            else:
-                texts.append(PLACEHOLDER % index)
-        joined = "".join(texts)
+        joined = fstring_template(node)
+        if joined is None:
+            return node
         new = self._shell(original, joined)
         if new == joined:
             return node
