@@ -19,6 +19,7 @@ import libcst.matchers as m
 from codemods.framework.base import Fix, Rule
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.nodes import code_of
+from codemods.framework.portable import device_name, require_device
 from codemods.framework.loops import (
     BlockPlan,
     Site,
@@ -150,10 +151,11 @@ class InsertAmp(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (unsafe fix: review the change); opt-in
-    - **portable**: not yet
+    - **portable**: the same insertion with the file's device, `torch.autocast(device_type=DEVICE.type, ..., enabled=DEVICE.type != "cpu")` and `torch.amp.GradScaler(DEVICE.type, enabled=DEVICE.type != "cpu")`: mixed precision on the GPU or NPU, the full precision a CPU run had before; opt-in
     """
 
     code = "NPU400"
+    supported_targets = frozenset({"npu", "portable"})
     name = "amp"
     summary = ("Wrap the forward pass and loss in `torch.autocast(device_type=\"npu\")` "
                "(bf16; fp16 with a GradScaler)")
@@ -214,6 +216,10 @@ class InsertAmp(Rule):
                 self.note(node.body[0] if node.body else node,
                           f"unknown amp_dtype {wanted!r}: use bfloat16 or float16", severity=Severity.ERROR)
             return
+        if self.target == "portable" and device_name(self.context.source) is None:
+            self.note(node.body[0] if node.body else node, "the file binds both DEVICE and PORTABLE_DEVICE: "
+                      "no portable device name is free for the autocast insertion", severity=Severity.WARNING)
+            return
         steps = find_training_steps(node, self.resolve)
         for step in steps:
             self._plan_training(node, step)
@@ -229,8 +235,18 @@ class InsertAmp(Rule):
             plan.notes.append((loop.block.body[start],
                                f"evaluation loop: wrapped in `{self._autocast_header()}`"))
 
+    def _device(self) -> tuple[str, str]:
+        """The device argument and the extra keywords: "npu", or the file's portable device,
+        switched off on the CPU (which ran in full precision before)."""
+        if self.target != "portable":
+            return '"npu"', ""
+        device = require_device(self.context)
+        assert device is not None  # visit_Module reports and plans nothing otherwise
+        return f"{device.value}.type", f', enabled={device.value}.type != "cpu"'
+
     def _autocast_header(self) -> str:
-        return f'{self.torch_name}.autocast(device_type="npu", dtype={self.torch_name}.{self.dtype})'
+        device, extra = self._device()
+        return f'{self.torch_name}.autocast(device_type={device}, dtype={self.torch_name}.{self.dtype}{extra})'
 
     def _autocast_maker(self):
         header = self._autocast_header()
@@ -291,10 +307,10 @@ class InsertAmp(Rule):
         outer = step.outer_loop
         assert outer is not None  # scaler_problems says so otherwise
         target, index = self._plan_for(outer)
-        target.before.setdefault(index, []).append(cst.parse_statement(
-            f'{scaler} = {self.torch_name}.amp.GradScaler("npu")\n'))
-        target.notes.append((outer.stmt, f'`{scaler} = {self.torch_name}.amp.GradScaler("npu")` '
-                                         "added before the training loop"))
+        device, extra = self._device()
+        creation = f"{scaler} = {self.torch_name}.amp.GradScaler({device}{extra})"
+        target.before.setdefault(index, []).append(cst.parse_statement(creation + "\n"))
+        target.notes.append((outer.stmt, f"`{creation}` added before the training loop"))
         for later in outer.block.body[outer.index:]:
             for found in m.findall(later, m.Dict()):
                 if any(_is_state_dict_of(e, optimizer) for e in found.elements) and not any(

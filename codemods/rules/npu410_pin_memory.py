@@ -110,10 +110,11 @@ class InsertPinMemory(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix); opt-in
-    - **portable**: not yet
+    - **portable**: the same insertion: `pin_memory=True` and `non_blocking=True` are device-generic (pinned for whichever accelerator the run has; a CPU-only build warns once and copies as before); opt-in
     """
 
     code = "NPU410"
+    supported_targets = frozenset({"npu", "portable"})
     name = "pin-memory"
     summary = ("`DataLoader` gets `pin_memory=True` (and `persistent_workers=True` with workers); "
                "batch copies get `non_blocking=True`")
