@@ -25,6 +25,7 @@ from codemods.framework.base import Fix, Rule
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.loops import Site, find_training_steps, insertion_data
 from codemods.framework.nodes import code_of
+from codemods.framework.portable import device_name, require_device
 from npu_migrate.core.diagnostics import Severity
 
 COUNTER = "npu_migrate_step"
@@ -130,10 +131,11 @@ class InsertMemorySnapshot(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix); opt-in
-    - **portable**: not yet
+    - **portable**: the same hooks on the memory module of the file's device (`torch.get_device_module(DEVICE).memory`, whose `_record_memory_history` takes these keywords on CUDA and on torch_npu), run only where the device is `cuda` or `npu`; opt-in
     """
 
     code = "NPU420"
+    supported_targets = frozenset({"npu", "portable"})
     name = "memory-snapshot"
     summary = ("Record NPU memory history when `NPU_MIGRATE_SNAPSHOT` is set, dump it at exit, and "
                "mark training steps")
@@ -165,7 +167,8 @@ class InsertMemorySnapshot(Rule):
         """A torch program that trains or evaluates, and has no memory history of its own."""
         facts = self.context.facts
         uses_torch = any(t == "torch" or t.startswith("torch.") for t in facts.aliases.values())
-        return uses_torch and bool(re.search(self.settings["entry_evidence"], self.context.source))
+        free_name = self.target != "portable" or device_name(self.context.source) is not None
+        return uses_torch and free_name and bool(re.search(self.settings["entry_evidence"], self.context.source))
 
     @cached_property
     def main_guard_line(self) -> int | None:
@@ -182,7 +185,12 @@ class InsertMemorySnapshot(Rule):
 
     @cached_property
     def memory_api(self) -> str:
-        """How the inserted code names torch_npu's memory module."""
+        """How the inserted code names torch_npu's memory module (under portable: the memory
+        module of the file's device, `torch.get_device_module(DEVICE).memory`)."""
+        if self.target == "portable":
+            device = require_device(self.context)
+            assert device is not None  # applies() is False otherwise
+            return f"{self.torch_name}.get_device_module({device.value}).memory"
         npu = self.local_name("torch_npu")
         if npu:
             return f"{npu}.npu.memory"
@@ -249,8 +257,14 @@ class InsertMemorySnapshot(Rule):
         env, api = self.settings["env"], self.memory_api
         self.context.require_import("os")
         self.context.require_import("atexit")
+        # portable: CUDA and torch_npu record a history; a CPU run has none to record
+        device = ""
+        if self.target == "portable":
+            name = require_device(self.context)
+            assert name is not None  # applies() is False otherwise
+            device = f' and {name.value}.type in ("cuda", "npu")'
         text = (
-            f'if os.environ.get("{env}"):  # memory snapshot (npu-migrate)\n'
+            f'if os.environ.get("{env}"){device}:  # memory snapshot (npu-migrate)\n'
             f"{indent}{api}._record_memory_history(\n"
             f'{indent * 2}enabled="all", context="all", stacks="{self.settings["stacks"]}", '
             f'max_entries={self.settings["max_entries"]})\n'

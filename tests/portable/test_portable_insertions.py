@@ -50,6 +50,15 @@ def _portable(dtype: str) -> str:
     return outcome.new_text
 
 
+@pytest.fixture(autouse=True)
+def plain_cpu_torch(monkeypatch):
+    """What plain CPU torch answers, whatever an in-process emulation test of this worker left
+    behind (the emulation renames the PrivateUse1 backend to "npu", which torch cannot undo)."""
+    import torch
+
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda *args, **kwargs: None)
+
+
 def _losses(text: str) -> list[str]:
     out = io.StringIO()
     with redirect_stdout(out):
@@ -70,3 +79,18 @@ def test_insertions_are_device_generic_and_keep_a_cpu_run_exact(dtype):
     rules = select_rules(all_rules(), enable=["NPU400", "NPU410"])
     again = migrate_text(text, "train.py", RuleSet(rules, {"target": "portable", "amp_dtype": dtype}))
     assert again.new_text is None  # a second apply changes nothing
+
+
+def test_memory_snapshot_hooks_use_the_devices_memory_module(tmp_path, monkeypatch):
+    """Under emulation the hooks dump an npu snapshot (checked by hand and in docs/targets.md);
+    here: the generic form, and a CPU run that records nothing and still runs."""
+    rules = select_rules(all_rules(), enable=["NPU420"])
+    outcome = migrate_text(TRAIN.replace("train()\n", 'if __name__ == "__main__":\n    train()\n'),
+                           "train.py", RuleSet(rules, {"target": "portable"}))
+    text = outcome.new_text
+    assert text is not None and not re.search(r"torch_npu|torch\.npu|torch\.cuda", text), text
+    assert 'and DEVICE.type in ("cuda", "npu"):' in text
+    assert "torch.get_device_module(DEVICE).memory._record_memory_history(" in text
+    snapshot = tmp_path / "snapshot.pickle"
+    monkeypatch.setenv("NPU_MIGRATE_SNAPSHOT", str(snapshot))
+    assert len(_losses(text)) == 4 and not snapshot.exists()
