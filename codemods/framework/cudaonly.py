@@ -86,7 +86,8 @@ def _required_imports(statements: list[ast.stmt]) -> Iterator[ast.Import | ast.I
 def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict[str, str]]:
     """`{"files": {abspath: why}, "modules": {dotted name: why}}` for the project's files that
     import a CUDA-only library when they are imported, directly or through another such file
-    (followed until nothing new is found). `why` names the library and the file: "`triton` (in
+    (followed until nothing new is found; a module of a package whose `__init__` is such a file is
+    one too). `why` names the library and the file: "`triton` (in
     `pkg/triton_ops.py`)". Cheap: only files whose text mentions a library import, then the names
     of files found so far, are parsed."""
     root = os.path.abspath(root)
@@ -95,27 +96,55 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
     for path in python:
         for name in module_names(path, root):
             by_module.setdefault(name, set()).add(path)
+    # each file's import lines, read once; a required import is at the margin or in a `try`/`with`
+    # at the margin, so a file without such a line (or without a top-level try/with) needs no parse
+    imports = {path: _import_lines(path) for path in python}
     found: dict[str, str] = {}
     pattern: re.Pattern[bytes] | None = _LIBRARY_IMPORT
     while pattern is not None:
         new: dict[str, str] = {}
         for path in python:
-            if path in found:
+            lines = imports[path]
+            if path in found or lines is None or not _may_require(lines, pattern):
                 continue
             data = read_source(path)
-            if data is None or not pattern.search(data):
-                continue
-            tree = parse_source(data)
+            tree = parse_source(data) if data is not None else None
             why = tree and _imports_cuda_only(tree, path, by_module, found, root)
             if why:
                 new[path] = why
-        found.update(new)
         stems = sorted({os.path.splitext(os.path.basename(p))[0] if not p.endswith("__init__.py")
                         else os.path.basename(os.path.dirname(p)) for p in new})
+        # importing any module of a package runs the package's `__init__` first (others reach those
+        # modules through the package's name, already among the stems)
+        packages = [os.path.dirname(p) + os.sep for p in new if p.endswith(os.sep + "__init__.py")]
+        for path in python:
+            if path not in found and path not in new:
+                inside = next((d for d in packages if path.startswith(d)), None)
+                if inside is not None:
+                    new[path] = new[inside + "__init__.py"]
+        found.update(new)
         pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(s.encode()) for s in stems) + rb")\b") if stems else None
     modules = {name: found[path] for name, paths_of in by_module.items() if len(paths_of) == 1
                for path in paths_of if path in found}
     return {"files": found, "modules": modules} if found else {}
+
+
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:import|from)[ \t][^\n]*", re.MULTILINE)
+_TOP_BLOCK = re.compile(rb"^(?:try|with)\b", re.MULTILINE)
+
+
+def _import_lines(path: str) -> tuple[list[bytes], bool] | None:
+    """A file's import lines, and whether it has a `try:`/`with` at the margin (None: unreadable)."""
+    data = read_source(path)
+    if data is None:
+        return None
+    return _IMPORT_LINE.findall(data), bool(_TOP_BLOCK.search(data))
+
+
+def _may_require(lines: tuple[list[bytes], bool], pattern: re.Pattern[bytes]) -> bool:
+    """Whether an import line that `pattern` matches can be a required import (see above)."""
+    found, top_block = lines
+    return any(pattern.search(line) and (top_block or not line[:1].isspace()) for line in found)
 
 
 def _imports_cuda_only(tree: ast.Module, path: str, by_module: Mapping[str, set[str]],

@@ -124,3 +124,15 @@ def test_the_same_file_alone_gives_the_same_result(tmp_path, monkeypatch):
     (tmp_path / "again" / "pyproject.toml").write_text("[tool.npu-migrate]\n")
     CliRunner().invoke(command, ["--no-cache", "pkg"], catch_exceptions=False)
     assert "if x.is_cuda:" in alone and alone == files["timing"].read_text() == files["timing"].read_text()
+
+
+def test_a_module_of_a_cuda_only_package_is_cuda_only(tmp_path):
+    """Importing `kernels.ops` runs `kernels/__init__.py` first, which needs Triton."""
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "__init__.py").write_text("import triton\n")
+    (tmp_path / "kernels" / "ops.py").write_text("import math\n")
+    (tmp_path / "plain.py").write_text("import math\n")
+    paths = [str(tmp_path / "kernels" / "__init__.py"), str(tmp_path / "kernels" / "ops.py"), str(tmp_path / "plain.py")]
+    index = project_cuda_only_modules(paths, str(tmp_path))
+    assert sorted(os.path.relpath(p, tmp_path) for p in index["files"]) == ["kernels/__init__.py", "kernels/ops.py"]
+    assert index["modules"]["kernels.ops"] == "`triton` (in `kernels/__init__.py`)"
