@@ -72,8 +72,9 @@ class CudaOnlyBranch(Rule):
     summary = "A CUDA guard around a CUDA-only library stays a CUDA guard (never half-migrated) and is reported"
     fix = Fix.NONE
     severity = Severity.WARNING
-    # every guard names CUDA; what it selects may be in another file (the project's CUDA-only modules)
-    prefilter = "cuda"
+    # the guards it keeps (`torch.cuda.is_available()`, `x.is_cuda`, a "cuda" device string); what
+    # they select may be in another file (the project's CUDA-only modules), so no library name here
+    prefilter = r"""is_available\(|\.is_cuda\b|['"]cuda"""
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
