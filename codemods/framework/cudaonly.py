@@ -11,6 +11,7 @@ result does not depend on which files a run migrates), and handed to the rule in
 from __future__ import annotations
 
 import ast
+import bisect
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -96,8 +97,8 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
     for path in python:
         for name in module_names(path, root):
             by_module.setdefault(name, set()).add(path)
-    # each file's import lines, read once; a required import is at the margin or in a `try`/`with`
-    # at the margin, so a file without such a line (or without a top-level try/with) needs no parse
+    # each file's import lines that can be required ones, read once: a file without a matching
+    # one needs no parse
     imports = {path: _import_lines(path) for path in python}
     found: dict[str, str] = {}
     pattern: re.Pattern[bytes] | None = _LIBRARY_IMPORT
@@ -130,21 +131,33 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
 
 
 _IMPORT_LINE = re.compile(rb"^[ \t]*(?:import|from)[ \t][^\n]*", re.MULTILINE)
-_TOP_BLOCK = re.compile(rb"^(?:try|with)\b", re.MULTILINE)
+_MARGIN_LINE = re.compile(rb"^[^\s#][^\n]*", re.MULTILINE)  # a statement line at the margin
+_BLOCK_AT_MARGIN = re.compile(rb"(?:try|with|except|else|finally)\b")
 
 
-def _import_lines(path: str) -> tuple[list[bytes], bool] | None:
-    """A file's import lines, and whether it has a `try:`/`with` at the margin (None: unreadable)."""
+def _import_lines(path: str) -> list[bytes] | None:
+    """The import lines of a file that can hold a required import: at the margin, or indented
+    under a `try`/`with` block at the margin (the nearest margin line above opens or continues
+    one); imports in functions, classes and `if` blocks never are. None: unreadable."""
     data = read_source(path)
     if data is None:
         return None
-    return _IMPORT_LINE.findall(data), bool(_TOP_BLOCK.search(data))
+    margins = [(m.start(), m.group()) for m in _MARGIN_LINE.finditer(data)]
+    starts = [start for start, _ in margins]
+    lines = []
+    for match in _IMPORT_LINE.finditer(data):
+        line = match.group()
+        if not line[:1].isspace():
+            lines.append(line)
+            continue
+        above = bisect.bisect_right(starts, match.start()) - 1
+        if above >= 0 and _BLOCK_AT_MARGIN.match(margins[above][1]):
+            lines.append(line)
+    return lines
 
 
-def _may_require(lines: tuple[list[bytes], bool], pattern: re.Pattern[bytes]) -> bool:
-    """Whether an import line that `pattern` matches can be a required import (see above)."""
-    found, top_block = lines
-    return any(pattern.search(line) and (top_block or not line[:1].isspace()) for line in found)
+def _may_require(lines: list[bytes], pattern: re.Pattern[bytes]) -> bool:
+    return any(pattern.search(line) for line in lines)
 
 
 def _imports_cuda_only(tree: ast.Module, path: str, by_module: Mapping[str, set[str]],
