@@ -168,6 +168,10 @@ for root, relative in jobs:
         os.chdir(folder)
         sys.path[:0] = [folder, root, os.path.join(root, "src")]
         sys.argv = [script]
+        if os.environ.get("PORTABLE_STUBS"):  # --stubs: packages missing here become stubs
+            sys.path.insert(0, os.environ["PORTABLE_STUBS"])
+            import emulated_import
+            sys.meta_path.append(emulated_import._StubFinder(root))
         try:
             runpy.run_path(script, run_name="__portable_import_check__")
             result = {"outcome": "ok", "detail": ""}
@@ -202,6 +206,9 @@ for root, relative in jobs:
 '''
 
 
+STUBS = False  # --stubs: bench/emulated_import.py's stubs stand in for packages not installed here
+
+
 def _sealed_env(scratch: Path) -> dict[str, str]:
     """The environment scripts are imported in: no installing. Some scripts install what they
     miss at import time (yolov5's check_requirements runs `pip install`): a `pip` that refuses
@@ -214,7 +221,8 @@ def _sealed_env(scratch: Path) -> dict[str, str]:
         shim.chmod(0o755)
     return {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ.get('PATH', '')}",
             "PIP_NO_INDEX": "1", "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "",
-            "YOLOv5_AUTOINSTALL": "false", "PYTHONDONTWRITEBYTECODE": "1", "CUDA_VISIBLE_DEVICES": ""}
+            "YOLOv5_AUTOINSTALL": "false", "PYTHONDONTWRITEBYTECODE": "1", "CUDA_VISIBLE_DEVICES": "",
+            **({"PORTABLE_STUBS": str(Path(__file__).resolve().parent)} if STUBS else {})}
 
 
 def import_all(root: Path, scripts: list[str], python: str) -> dict[str, dict]:
@@ -313,7 +321,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="run only projects whose folder contains this")
     parser.add_argument("--list", action="store_true", help="list silent sites, npu code, broken and failing imports")
     parser.add_argument("--python", default=sys.executable, help="interpreter to import the entry points with")
+    parser.add_argument("--stubs", action="store_true",
+                        help="import with stubs for packages not installed here (bench/emulated_import.py's), "
+                             "in the original and the migrated copy alike")
     args = parser.parse_args(argv)
+    global STUBS
+    STUBS = args.stubs
     corpus = Path(args.corpus)
     print("| project | commit | files | changed | CUDA sites | rewritten | reported | silent | npu code | twins | "
           "entry points | ok | missing | same | broken | apply |")
