@@ -89,8 +89,8 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
     import a CUDA-only library when they are imported, directly or through another such file
     (followed until nothing new is found; a module of a package whose `__init__` is such a file is
     one too). `why` names the library and the file: "`triton` (in
-    `pkg/triton_ops.py`)". Cheap: only files whose text mentions a library import, then the names
-    of files found so far, are parsed."""
+    `pkg/triton_ops.py`)". Cheap: only files with an import line that can be a required one and
+    names a library (then a file found so far) are parsed."""
     root = os.path.abspath(root)
     python = [os.path.abspath(p) for p in paths if p.endswith(".py")]
     by_module: dict[str, set[str]] = {}
@@ -106,7 +106,7 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
         new: dict[str, str] = {}
         for path in python:
             lines = imports[path]
-            if path in found or lines is None or not _may_require(lines, pattern):
+            if path in found or lines is None or not any(pattern.search(line) for line in lines):
                 continue
             data = read_source(path)
             tree = parse_source(data) if data is not None else None
@@ -154,10 +154,6 @@ def _import_lines(path: str) -> list[bytes] | None:
         if above >= 0 and _BLOCK_AT_MARGIN.match(margins[above][1]):
             lines.append(line)
     return lines
-
-
-def _may_require(lines: list[bytes], pattern: re.Pattern[bytes]) -> bool:
-    return any(pattern.search(line) for line in lines)
 
 
 def _imports_cuda_only(tree: ast.Module, path: str, by_module: Mapping[str, set[str]],
