@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import ast
 import bisect
-import difflib
 import warnings
 from typing import ClassVar
 from codemods.framework.base import Fix, Rule
 from codemods.framework.cudasites import cuda_sites, statement_spans
 from codemods.framework.facts import FileFacts
-from codemods.framework.imports import split_lines
+from codemods.framework.linemap import line_map
 from codemods.framework.suppression import ALL
 from npu_migrate.core.diagnostics import Diagnostic, Severity
 
@@ -79,7 +78,7 @@ class CudaLeftBehind(Rule):
         sites = cuda_sites(tree, facts, new_text)
         if not sites:
             return
-        to_old = _line_map(context.source, new_text)
+        to_old = line_map(context.source, new_text)
         covered: set[int] | None = None
         reported = {d.line for d in context.diagnostics if d.code != self.code}
         # a line where the user silenced some rule (`# npu-migrate: ignore[CODE]`) keeps its CUDA
@@ -121,23 +120,6 @@ def _parse(text: str) -> ast.Module | None:
             return ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-
-
-def _line_map(old: str, new: str):  # type: ignore[no-untyped-def]
-    """new line number -> the original line it came from (a line the rewrite added maps to the
-    original line at that place)."""
-    if old == new:
-        return lambda line: line
-    old_lines, new_lines = split_lines(old), split_lines(new)
-    mapping: dict[int, int] = {}
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        for offset, j in enumerate(range(j1, j2)):
-            if tag == "equal":
-                mapping[j + 1] = i1 + offset + 1
-            else:
-                mapping[j + 1] = min(i1 + offset, max(i1, i2 - 1)) + 1
-    return lambda line: mapping.get(line, line)
 
 
 CASES = [

@@ -18,7 +18,8 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner, compile_prefilter
+from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner
+from codemods.framework.prefilter import Prefilter
 from codemods.framework.facts import FileFacts
 from codemods.framework.imports import insert_imports, split_lines
 from codemods.framework.portable import define_device, guard_import
@@ -63,47 +64,50 @@ class RuleSet:
         running, self.report_only = plan_rules(list(rules), target_of(self.options), all_rules())
         self.rules = running + self.report_only
         self.python = [r for r in self.rules if r.language == "python"]
-        self.python_filter = compile_prefilter(self.python)
         self.text_rules = {language: [r for r in self.rules if r.language == language]
                            for language in TEXT_LANGUAGES}
-        self.text_filters = {language: compile_prefilter(rules)
+        compiled: dict[str, Prefilter] = {}  # rules sharing a prefilter share its compiled form
+        self._single = {r: (compiled.setdefault(r.prefilter, Prefilter(r.prefilter)) if r.prefilter else None)
+                        for r in self.rules}
+        self.text_filters = {language: Prefilter.union(self._single[r] for r in rules)
                              for language, rules in self.text_rules.items()}
-        self._single = {r: (re.compile(r.prefilter) if r.prefilter else None) for r in self.rules}
 
     def codes(self) -> list[str]:
         return [r.code for r in self.rules]
 
     def matching(self, rules: Iterable[type[Rule]], text: str) -> list[type[Rule]]:
-        """The rules whose prefilter matches `text`. Each distinct pattern is searched once:
-        separate simple searches beat one big alternation, which defeats `re`'s literal scan."""
+        """The rules whose prefilter matches `text`. Each distinct prefilter is searched once, and
+        each of their gate words looked for once (see `codemods.framework.prefilter`): separate
+        simple searches beat one big alternation, which defeats `re`'s literal scan."""
         found: list[type[Rule]] = []
-        seen: dict[re.Pattern[str], bool] = {}
+        hits: dict[int, bool] = {}
+        words: dict[str, bool] = {}
         for rule in rules:
-            pattern = self._single[rule]
-            if pattern is None:
+            prefilter = self._single[rule]
+            if prefilter is None:
                 found.append(rule)
                 continue
-            hit = seen.get(pattern)
+            hit = hits.get(id(prefilter))
             if hit is None:
-                hit = seen[pattern] = pattern.search(text) is not None
+                hit = hits[id(prefilter)] = prefilter.search(text, words)
             if hit:
                 found.append(rule)
         return found
 
-    def chunk_filters(self, rules: Iterable[type[Rule]], facts: FileFacts) -> dict[type[Rule], re.Pattern[str] | None]:
+    def chunk_filters(self, rules: Iterable[type[Rule]], facts: FileFacts) -> dict[type[Rule], Prefilter | None]:
         """Per-rule patterns for the pieces of one file: the rule's prefilter, or a local name
         that this file binds to something the prefilter matches (`from torch.cuda import
         synchronize` makes a bare `synchronize()` elsewhere in the file worth parsing)."""
         filters = {}
         for rule in rules:
-            pattern = self._single[rule]
-            if pattern is not None:
+            prefilter = self._single[rule]
+            if prefilter is not None:
                 aliases = [local for local, target in facts.aliases.items()
-                           if local != target and pattern.search(target)]
+                           if local != target and prefilter.search(target)]
                 if aliases:
                     names = "|".join(sorted(map(re.escape, aliases)))
-                    pattern = re.compile(f"(?:{rule.prefilter})|\\b(?:{names})\\b")
-            filters[rule] = pattern
+                    prefilter = Prefilter.union([prefilter, Prefilter(f"\\b(?:{names})\\b")])
+            filters[rule] = prefilter
         return filters
 
     def suffixes(self) -> tuple[str, ...]:
@@ -166,7 +170,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     lines = split_lines(text)
     whole = not nest or any(cls.whole_statements for cls in rules)
     chunk_filters = ruleset.chunk_filters(rules, context.facts)
-    match = _union(chunk_filters.values())
+    match = Prefilter.union(chunk_filters.values()) or _EVERYTHING
     pieces = []
     runners: dict[tuple[Rule, ...], RuleRunner] = {}
     for piece in plan_pieces(lines, tree.body, 1, len(lines) + 1, "", match, nest=not whole):
@@ -175,7 +179,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
             pieces.append(chunk)
             continue
         chosen = tuple(rule for cls, rule in rules.items()
-                       if (pattern := chunk_filters[cls]) is None or pattern.search(chunk))
+                       if (prefilter := chunk_filters[cls]) is None or prefilter.search(chunk))
         if not chosen:
             pieces.append(chunk)
             continue
@@ -220,13 +224,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     return outcome
 
 
-def _union(patterns: Iterable[re.Pattern[str] | None]) -> re.Pattern[str]:
-    parts = []
-    for pattern in patterns:
-        if pattern is None:
-            return re.compile("")
-        parts.append(f"(?:{pattern.pattern})")
-    return re.compile("|".join(parts) or r"(?!)")
+_EVERYTHING = Prefilter("")  # some rule wants every piece
 
 
 def _import_order(item: tuple[str, str | None, str | None]) -> tuple[int, str]:
@@ -236,8 +234,8 @@ def _import_order(item: tuple[str, str | None, str | None]) -> tuple[int, str]:
 def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
                         outcome: FileOutcome) -> FileOutcome:
     """Shell scripts and CUDA sources: line-based rules over the text."""
-    pattern = ruleset.text_filters[language]
-    if pattern is not None and not pattern.search(text):
+    prefilter = ruleset.text_filters[language]
+    if prefilter is not None and not prefilter.search(text):
         return outcome
     context = RuleContext(path, text, FileFacts(ast.Module(body=[], type_ignores=[])),
                           ruleset.options, Suppressions.parse(text))
@@ -326,7 +324,7 @@ _NESTABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def plan_pieces(lines: list[str], body: list[ast.stmt], start: int, end: int, indent: str,
-                match: re.Pattern[str], nest: bool = True) -> list[Piece]:
+                match: Prefilter, nest: bool = True) -> list[Piece]:
     """Cut lines [start, end) holding `body` at statement starts; comments and blank lines before
     a statement belong to it. A matching function or class is cut again into its header and body
     statements, so LibCST parses only the statements that can need a rule."""
@@ -357,7 +355,7 @@ def plan_pieces(lines: list[str], body: list[ast.stmt], start: int, end: int, in
 
 
 def _nested(lines: list[str], stmt: ast.stmt, a: int, b: int, indent: str,
-            match: re.Pattern[str]) -> list[Piece] | None:
+            match: Prefilter) -> list[Piece] | None:
     if not isinstance(stmt, _NESTABLE) or len(stmt.body) < 2:
         return None
     first = stmt.body[0]

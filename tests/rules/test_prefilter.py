@@ -1,0 +1,81 @@
+"""Prefilters gated by the words every match must contain: the same answer as the regex, on
+every rule's prefilter."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from codemods.framework.prefilter import Prefilter, required_words
+from codemods.framework.registry import all_rules
+
+
+@pytest.mark.parametrize(("pattern", "words"), [
+    (r"cuda", {"cuda"}),
+    (r"\bamp\b", {"amp"}),
+    (r"\.(?:(?<=cuda\.)nvtx\b|(?<=nvtx\.)mark\b|(?<=nvtx\.)range\b)", {"cuda.", "nvtx."}),
+    (r"(?!)", set()),  # matches nowhere
+    (r"x(?:abc)?", None),  # an optional part says nothing; "x" is too short
+    (r"(?:abcd)+y", {"abcd"}),
+    (r"(?i)cuda", None),  # case-insensitive: no plain word to look for
+    (r"gpu(?i:cuda)", {"gpu"}),
+    (r"import\s+x", None),  # a keyword is in every file; "x" is too short
+    (r"\.(?:major|minor)\b", {"ajor", "inor"}),  # `re` factors out the shared `m`
+])
+def test_required_words(pattern: str, words: set[str] | None) -> None:
+    found = required_words(pattern)
+    assert (set(found) if found is not None else None) == words
+
+
+def _texts() -> list[str]:
+    """Rule cases, plus every gate word dropped into noise with and without what the regex wants
+    around it: the places where a wrong gate would say no to a text the regex matches."""
+    texts = []
+    for rule in all_rules():
+        for case in getattr(__import__(rule.__module__, fromlist=["CASES"]), "CASES", []):
+            texts.append(case.source)
+    rng = random.Random(7)
+    words = sorted({w for rule in all_rules() if rule.prefilter
+                    for gate, _ in Prefilter(rule.prefilter).parts if gate for w in gate})
+    for word in words:
+        for around in ("{} ", "x.{}(", "torch.cuda.{}", "'{}'", "import {}", "from torch.cuda import {}\n"):
+            texts.append("noise = 1\n" + around.format(word) + f"\n# {rng.random()}\n")
+    return texts
+
+
+def test_every_rule_prefilter_agrees_with_its_regex() -> None:
+    texts = _texts()
+    assert len(texts) > 500
+    checked = 0
+    for pattern in sorted({rule.prefilter for rule in all_rules() if rule.prefilter}):
+        prefilter, regex = Prefilter(pattern), re.compile(pattern)
+        for text in texts:
+            assert prefilter.search(text) == (regex.search(text) is not None), (pattern, text)
+            checked += 1
+    assert checked > 20_000
+
+
+def test_rules_sharing_word_lookups_over_one_text_agree() -> None:
+    """The engine looks each gate word up once per text, for all prefilters together."""
+    prefilters = [(Prefilter(p), re.compile(p)) for p in sorted({r.prefilter for r in all_rules() if r.prefilter})]
+    for text in _texts()[::7]:
+        words: dict[str, bool] = {}
+        assert [p.search(text, words) for p, _ in prefilters] == [r.search(text) is not None for _, r in prefilters]
+
+
+def test_top_level_cut_keeps_character_classes_and_groups_whole() -> None:
+    prefilter = Prefilter(r"a[|\]]b|(c|d)e|[]|]f")
+    assert [regex.pattern for _, regex in prefilter.parts] == [r"a[|\]]b", "(c|d)e", "[]|]f"]
+    for text in ("a|b", "a]b", "ce", "de", "|f", "]f", "ab", "e", "f"):
+        assert prefilter.search(text) == bool(re.search(prefilter.pattern, text))
+
+
+def test_union_matches_where_any_does() -> None:
+    joined = Prefilter.union([Prefilter("autocast"), Prefilter(r"\bamp\b")])
+    assert joined is not None
+    assert joined.search("with amp:") and joined.search("autocast()") and not joined.search("example")
+    assert Prefilter.union([Prefilter("x"), None]) is None
+    never = Prefilter.union([])
+    assert never is not None and not never.search("anything")
