@@ -36,6 +36,10 @@ class Prefilter:
         self.pattern = pattern
         self.parts = parts if parts is not None else [
             (required_words(part), re.compile(part)) for part in _top_level_alternatives(pattern)]
+        # all parts' words at once: a text with none of them (most statements the engine cuts a
+        # file into) is answered by one short loop
+        gated = len(self.parts) > 1 and all(words is not None for words, _ in self.parts)
+        self.words = _minimal(frozenset().union(*(w for w, _ in self.parts if w))) if gated else None
 
     @classmethod
     def union(cls, prefilters: Iterable[Prefilter | None]) -> Prefilter | None:
@@ -53,6 +57,8 @@ class Prefilter:
     def search(self, text: str, seen: MutableMapping[str, bool] | None = None) -> bool:
         """Whether the pattern matches somewhere in `text`. `seen`: word -> present, shared by the
         prefilters run over one text, so each word is looked for once."""
+        if self.words is not None and not _any_word(self.words, text, seen):
+            return False
         for words, regex in self.parts:
             if (words is None or _any_word(words, text, seen)) and regex.search(text) is not None:
                 return True
