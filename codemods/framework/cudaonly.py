@@ -97,8 +97,8 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
     for path in python:
         for name in module_names(path, root):
             by_module.setdefault(name, set()).add(path)
-    # each file's import lines that can be required ones, read once: a file without a matching
-    # one needs no parse
+    # each file's import lines, read once: a file without a matching one that can be a required
+    # import needs no parse
     imports = {path: _import_lines(path) for path in python}
     found: dict[str, str] = {}
     pattern: re.Pattern[bytes] | None = _LIBRARY_IMPORT
@@ -106,7 +106,7 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
         new: dict[str, str] = {}
         for path in python:
             lines = imports[path]
-            if path in found or lines is None or not any(pattern.search(line) for line in lines):
+            if path in found or lines is None or not lines.any_required(pattern):
                 continue
             data = read_source(path)
             tree = parse_source(data) if data is not None else None
@@ -130,30 +130,52 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
     return {"files": found, "modules": modules} if found else {}
 
 
-_IMPORT_LINE = re.compile(rb"^[ \t]*(?:import|from)[ \t][^\n]*", re.MULTILINE)
+# each keyword alone opens with a literal, which `re` scans for fast (3x a `^[ \t]*(?:import|from)`
+# pattern over torch's sources)
+_IMPORT_KEYWORDS = (re.compile(rb"import[ \t]"), re.compile(rb"from[ \t]"))
 _MARGIN_LINE = re.compile(rb"^[^\s#][^\n]*", re.MULTILINE)  # a statement line at the margin
 _BLOCK_AT_MARGIN = re.compile(rb"(?:try|with|except|else|finally)\b")
 
 
-def _import_lines(path: str) -> list[bytes] | None:
-    """The import lines of a file that can hold a required import: at the margin, or indented
-    under a `try`/`with` block at the margin (the nearest margin line above opens or continues
-    one); imports in functions, classes and `if` blocks never are. None: unreadable."""
-    data = read_source(path)
-    if data is None:
-        return None
-    margins = [(m.start(), m.group()) for m in _MARGIN_LINE.finditer(data)]
-    starts = [start for start, _ in margins]
-    lines = []
-    for match in _IMPORT_LINE.finditer(data):
-        line = match.group()
+class _ImportLines:
+    """A file's import lines, and which of them can hold a required import: at the margin, or
+    indented under a `try`/`with` block at the margin (the nearest margin line above opens or
+    continues one); imports in functions, classes and `if` blocks never are. The margin lines are
+    found only for a file whose indented import matches: most files have none that does."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.lines = _lines_opening_with_import(data)
+        self._margins: list[tuple[int, bytes]] | None = None
+
+    def any_required(self, pattern: re.Pattern[bytes]) -> bool:
+        return any(pattern.search(line) and self._required(start, line) for start, line in self.lines)
+
+    def _required(self, start: int, line: bytes) -> bool:
         if not line[:1].isspace():
-            lines.append(line)
-            continue
-        above = bisect.bisect_right(starts, match.start()) - 1
-        if above >= 0 and _BLOCK_AT_MARGIN.match(margins[above][1]):
-            lines.append(line)
-    return lines
+            return True
+        if self._margins is None:
+            self._margins = [(m.start(), m.group()) for m in _MARGIN_LINE.finditer(self.data)]
+        above = bisect.bisect_right(self._margins, (start,)) - 1
+        return above >= 0 and _BLOCK_AT_MARGIN.match(self._margins[above][1]) is not None
+
+
+def _lines_opening_with_import(data: bytes) -> list[tuple[int, bytes]]:
+    """(offset, text) of the lines whose first word is `import` or `from`, in order."""
+    found: dict[int, bytes] = {}
+    for keyword in _IMPORT_KEYWORDS:
+        for match in keyword.finditer(data):
+            start = data.rfind(b"\n", 0, match.start()) + 1
+            if start not in found and not data[start:match.start()].strip(b" \t"):
+                end = data.find(b"\n", match.start())
+                found[start] = data[start:end if end >= 0 else len(data)]
+    return sorted(found.items())
+
+
+def _import_lines(path: str) -> _ImportLines | None:
+    """None: unreadable."""
+    data = read_source(path)
+    return _ImportLines(data) if data is not None else None
 
 
 def _imports_cuda_only(tree: ast.Module, path: str, by_module: Mapping[str, set[str]],
