@@ -27,6 +27,9 @@ import click
               help="Script mode: 'device' gives the emulated npu its own random stream, as hardware has.")
 @click.option("--device-precision", is_flag=True,
               help="Script mode, emulation: HF32 conv (and matmul when allowed) as torch_npu computes them.")
+@click.option("--fp16-accumulation", is_flag=True,
+              help="Script mode, with --device-precision: float16 matmuls accumulate in float16 (blocks of 16), "
+                   "for kernels that do; the cube accumulates in float32.")
 @click.option("--no-noise-run", is_flag=True,
               help="Script mode: skip the device-precision run of the original; judge by per-op-class tolerances.")
 @click.option("--noise-factor", default=2.0, show_default=True, type=float,
@@ -49,7 +52,7 @@ import click
 @click.option("--max-rows", default=50, show_default=True, type=int, help="Rows of the tensor table (0: all).")
 @click.option("--timeout", default=600.0, show_default=True, type=float, help="Seconds per side.")
 @click.argument("script", nargs=-1, type=click.UNPROCESSED)
-def command(original, migrated, portable, devices, entry, steps, seed, share_state, renames, rng, device_precision, no_noise_run,
+def command(original, migrated, portable, devices, entry, steps, seed, share_state, renames, rng, device_precision, fp16_accumulation, no_noise_run,
             noise_factor, dump_dir, compare_dumps, reference, backing, max_peak, max_peak_ratio,
             threshold_items, thresholds_file, no_memory, fmt, max_rows, timeout, script):
     """Run ORIGINAL on the reference and MIGRATED on the NPU (or its emulation) and compare.
@@ -81,12 +84,14 @@ def command(original, migrated, portable, devices, entry, steps, seed, share_sta
         _usage_error("give either --entry (model mode) or a script after -- (script mode), not both")
     if not script and not entry:
         _usage_error("nothing to run: give a script after -- (e.g. -- train.py --epochs 1) or --entry FILE.py:FUNCTION")
+    if fp16_accumulation and not (script and device_precision):
+        _usage_error("--fp16-accumulation applies to script mode with --device-precision")
     if script:
         from npu_migrate.verify.script import ScriptOptions, verify_script
 
         options = ScriptOptions(original, migrated, script[0], list(script[1:]), steps=steps or 2, seed=seed,
                                 reference=reference, backing=backing, rng=rng, device_precision=device_precision,
-                                noise_run=not no_noise_run, noise_factor=noise_factor, timeout=timeout,
+                                fp16_accumulation=fp16_accumulation, noise_run=not no_noise_run, noise_factor=noise_factor, timeout=timeout,
                                 dump=dump_dir)
         sys.exit(_emit(verify_script(options), fmt))
     from npu_migrate.verify import VerifyOptions, verify

@@ -33,7 +33,8 @@ def real_torch_npu_available() -> bool:
         return False
 
 
-def device_precision(matmul: bool, conv: bool, autocast_from: str | None = None, kernel_noise: bool = False) -> object:
+def device_precision(matmul: bool, conv: bool, autocast_from: str | None = None, kernel_noise: bool = False,
+                     fp16_accumulation: bool = False) -> object:
     """Enter HF32 rounding of matmul and/or convolution inputs in this process, without the rest
     of the emulation (the verifier's noise run of the original code); returns the mode.
 
@@ -42,7 +43,8 @@ def device_precision(matmul: bool, conv: bool, autocast_from: str | None = None,
     disabling themselves on a machine without CUDA. `kernel_noise=True`: float32 matmul and
     convolution outputs are rounded to 20 mantissa bits, the size of a device kernel's other
     accumulation order, so that the run shows how that noise grows (an Adam step turns it into
-    sign flips of near-zero gradients)."""
+    sign flips of near-zero gradients). `fp16_accumulation=True`: float16 matmuls accumulate in
+    float16 (see `_precision`)."""
     import types
 
     from ._autocast import install as install_autocast
@@ -52,7 +54,7 @@ def device_precision(matmul: bool, conv: bool, autocast_from: str | None = None,
         _autocast_on_cpu(autocast_from)
         install_autocast("cpu")
 
-    mode = DevicePrecision(kernel_noise=kernel_noise)
+    mode = DevicePrecision(kernel_noise=kernel_noise, fp16_accumulation=fp16_accumulation)
     mode.matmul = types.SimpleNamespace(allow_hf32=matmul)
     mode.conv = types.SimpleNamespace(allow_hf32=conv)
     mode.__enter__()
@@ -90,7 +92,7 @@ def is_active() -> bool:
 
 
 def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False,
-             separate_rng: bool = False, precision: str = "exact") -> bool:
+             separate_rng: bool = False, precision: str = "exact", fp16_accumulation: bool = False) -> bool:
     """Install the emulation in this process; `device` is the backing device type, "cpu" or "cuda".
 
     `track_memory=False` skips the CPU allocation tracker behind torch.npu.memory_* (they then
@@ -98,7 +100,9 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
     `audit=True` tracks every tensor's logical device and raises on a CPU/NPU mix, as a device
     does; `separate_rng=True` (with audit) gives npu tensors a random stream of their own.
     `precision="device"` computes matmul/conv in HF32 where torch_npu does (conv by default,
-    matmul when torch.npu.matmul.allow_hf32 is set). See docs/emulation.md.
+    matmul when torch.npu.matmul.allow_hf32 is set or torch.npu.matmul.cube_math_type asks for it);
+    with `fp16_accumulation=True` float16 matmuls also accumulate in float16 in blocks of 16, for
+    kernels that do (the cube itself accumulates in float32). See docs/emulation.md.
 
     Returns True when it was installed, False when it was already active. Raises RealTorchNpuError
     when the real torch_npu is importable, EmulationError for an unusable backing device.
@@ -113,6 +117,8 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
 
     if precision not in ("exact", "device"):
         raise EmulationError(f"activate(precision={precision!r}): 'exact' or 'device'")
+    if fp16_accumulation and precision != "device":
+        raise EmulationError("activate(fp16_accumulation=True) needs precision='device'")
     if device not in ("cpu", "cuda"):
         raise EmulationError(f"activate(device={device!r}): the backing device must be 'cpu' or 'cuda'")
     if device == "cuda" and not torch.cuda.is_available():
@@ -132,7 +138,7 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
         _accelerator.install_accelerator()  # portable code: torch.accelerator & co.
         if audit or separate_rng:
             _audit.install(tuple(_devices.DEVICE_KWARGS), separate_rng)
-        _precision.install(enabled=precision == "device")
+        _precision.install(enabled=precision == "device", fp16_accumulation=fp16_accumulation)
         autocast = _autocast.install(device)  # the device's autocast op lists, not the CPU's
         STATE.undo.append(lambda: autocast.__exit__(None, None, None))
         if device == "cpu" and track_memory:

@@ -244,7 +244,7 @@ def populate(npu: types.ModuleType, memory: types.ModuleType, make_module: Calla
     npu.NPUGraph, npu.graph, npu.MemPool, npu.NPUPluggableAllocator = NPUGraph, graph, MemPool, NPUPluggableAllocator
     npu.NpuGraphOpHandler = type("NpuGraphOpHandler", (), {})
     npu.CubeMathType = types.SimpleNamespace(KEEP_DTYPE=0, ALLOW_FP32_DOWN_PRECISION=1,
-                                             USE_FP16=2, USE_HF32=3)
+                                             USE_FP16=2, USE_HF32=3, USE_FP32_ADD=4)
     npu.ExternalStream = npu.SyncLaunchStream = stream_cls
     npu.ExternalEvent = npu.Event
     npu.default_generators = ()

@@ -50,6 +50,7 @@ class ScriptOptions:
     backing: str = "cpu"
     rng: str = "align"  # "align": the device stream follows the CPU's; "device": its own stream
     device_precision: bool = False
+    fp16_accumulation: bool = False  # with device_precision: float16 matmuls accumulate in float16
     noise_run: bool = True
     noise_factor: float = NOISE_FACTOR
     timeout: float = 600.0
@@ -236,6 +237,7 @@ def _job(options: ScriptOptions, side: str, root: Path, out: Path) -> dict[str, 
     return {"side": side, "root": str(Path(root).resolve()), "script": options.script, "args": options.args,
             "steps": options.steps, "seed": options.seed, "reference": options.reference,
             "backing": options.backing, "rng": options.rng, "device_precision": options.device_precision,
+            "fp16_accumulation": options.fp16_accumulation,
             "original_root": str(Path(options.original).resolve()), "portable": options.portable,
             "target_device": options.target_device, "out": str(out)}
 
@@ -308,10 +310,10 @@ def verify_script(options: ScriptOptions, cache: dict[tuple, dict[str, Any]] | N
             classes = ["conv", "matmul"] if classes is None else classes
             # (always run: even with nothing in HF32, a device's kernels round differently, and
             # what that becomes after an optimizer step is what the noise run measures)
-            noise = cache.get(("noise", tuple(classes), *base))
+            noise = cache.get(("noise", tuple(classes), options.fp16_accumulation, *base))
             if noise is None:
                 job = dict(_job(options, "noise", options.original, workdir / "noise.pt"), hf32=classes)
-                noise = cache[("noise", tuple(classes), *base)] = run_side(job, options, workdir)
+                noise = cache[("noise", tuple(classes), options.fp16_accumulation, *base)] = run_side(job, options, workdir)
     return judge(options, reference, noise, target)
 
 

@@ -100,7 +100,7 @@ def _setup(job: dict[str, Any]) -> str:
 
         classes = job.get("hf32", ["matmul", "conv"])
         device_precision(matmul="matmul" in classes, conv="conv" in classes, autocast_from="cuda",
-                         kernel_noise=True)
+                         kernel_noise=True, fp16_accumulation=bool(job.get("fp16_accumulation")))
         backend += f" + HF32 {'/'.join(sorted(classes)) or 'nothing'} + kernel noise (matmul/conv outputs at 2^-21)"
     if side in ("reference", "noise"):
         return backend
@@ -118,9 +118,12 @@ def _setup(job: dict[str, Any]) -> str:
                                "never shadows a real torch_npu")
         return "torch_npu"
     precision = "device" if job.get("device_precision") else "exact"
+    fp16_accumulation = precision == "device" and bool(job.get("fp16_accumulation"))
     emulation.activate(job.get("backing", "cpu"), track_memory=False, audit=True,
-                       separate_rng=job.get("rng") == "device", precision=precision)
-    return f"emulation ({job.get('backing', 'cpu')}, {precision} precision, rng {job.get('rng', 'align')})"
+                       separate_rng=job.get("rng") == "device", precision=precision,
+                       fp16_accumulation=fp16_accumulation)
+    accumulation = ", fp16 accumulation" if fp16_accumulation else ""
+    return f"emulation ({job.get('backing', 'cpu')}, {precision} precision{accumulation}, rng {job.get('rng', 'align')})"
 
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
