@@ -73,7 +73,9 @@ class DeviceCapability(CoverageRule):
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self.used: dict[int, str] = {}  # id of an expression -> how its value is used
+        self.kept: dict[int, str] = {}  # id of an assigned value -> the name it is kept in
         self._properties: frozenset[str] | None = None
+        self._capability_uses: dict[str, tuple[str, int]] | None = None
 
     @property
     def properties(self) -> frozenset[str]:
@@ -88,6 +90,27 @@ class DeviceCapability(CoverageRule):
                 for target in node.targets if isinstance(target, ast.Name))
         return self._properties
 
+    @property
+    def capability_uses(self) -> dict[str, tuple[str, int]]:
+        """Names the file assigns a get_device_capability() result, each with the first way it is
+        then used that breaks on None (compared, indexed, unpacked, arithmetic) and that line: the
+        file's `ast`, once per file, as for `properties`."""
+        if self._capability_uses is None:
+            facts = self.context.facts
+            kept = {target.id for node in ast.walk(facts.tree)
+                    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and (parts := ast_dotted_parts(node.value.func)) and facts.qualify(parts) in _CAPABILITY
+                    for target in node.targets if isinstance(target, ast.Name)}
+            uses: dict[str, tuple[str, int]] = {}
+            for node in ast.walk(facts.tree) if kept else ():
+                for operand, use in _breaking_uses(node):
+                    if isinstance(operand, ast.Name) and operand.id in kept:
+                        known = uses.get(operand.id)
+                        if known is None or node.lineno < known[1]:
+                            uses[operand.id] = (use, node.lineno)
+            self._capability_uses = uses
+        return self._capability_uses
+
     def visit_Module(self, node: cst.Module) -> None:
         self.used.clear()
 
@@ -101,6 +124,8 @@ class DeviceCapability(CoverageRule):
     def visit_Assign(self, node: cst.Assign) -> None:
         if any(isinstance(t.target, (cst.Tuple, cst.List)) for t in node.targets):
             self.used.setdefault(id(node.value), "unpacked")
+        elif len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self.kept[id(node.value)] = node.targets[0].target.value
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         self.used.setdefault(id(node.left), "used in arithmetic")
@@ -109,6 +134,10 @@ class DeviceCapability(CoverageRule):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         if self.resolve(original_node.func) in _CAPABILITY:
             use = self.used.get(id(original_node))
+            name = self.kept.get(id(original_node))
+            if not use and name in self.capability_uses:
+                how, line = self.capability_uses[name]
+                use = f"kept in `{name}`, which is {how} on line {line}"
             if use:
                 self.report(original_node, f"get_device_capability() {_CAPABILITY_HELP}, and here it is "
                             f"{use}: that raises TypeError. Test the feature instead "
@@ -131,6 +160,19 @@ class DeviceCapability(CoverageRule):
         return updated_node
 
 
+def _breaking_uses(node: ast.AST) -> list[tuple[ast.expr, str]]:
+    """The operands of `node` that it uses in a way None does not support, with how."""
+    if isinstance(node, ast.Compare) and not any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+        return [(operand, "compared") for operand in (node.left, *node.comparators)]
+    if isinstance(node, ast.Subscript):
+        return [(node.value, "indexed")]
+    if isinstance(node, ast.Assign) and any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+        return [(node.value, "unpacked")]
+    if isinstance(node, ast.BinOp):
+        return [(node.left, "used in arithmetic"), (node.right, "used in arithmetic")]
+    return []
+
+
 CASES = [
     Invalid(
         """\
@@ -145,6 +187,24 @@ import os
 import torch
 if torch.cuda.get_device_capability()[0] >= 8:   # warning: None on NPU, TypeError
     dtype = torch.bfloat16
+""",
+    ),
+    # kept in a name first, then compared (nanochat's compute-dtype probe): a warning at the call
+    Invalid(
+        """\
+import torch
+capability = torch.cuda.get_device_capability()
+if capability >= (8, 0):
+    dtype = torch.bfloat16
+""",
+    ),
+    # kept and only tested against None: nothing breaks, an info note
+    Invalid(
+        """\
+import torch
+capability = torch.cuda.get_device_capability()
+if capability is not None:
+    print(capability)
 """,
     ),
     Valid(

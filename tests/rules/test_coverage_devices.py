@@ -156,6 +156,14 @@ CAPABILITY = [
     ("major, minor = torch.cuda.get_device_capability(0)\n", "warning", "unpacked"),
     ("sm = torch.cuda.get_device_capability()\n", "info", "check that"),
     ("ok = torch.npu.get_device_capability() > (7, 0)\n", "warning", "compared"),  # after NPU120 too
+    # kept in a name, then used where None breaks (nanochat's compute-dtype probe): the line is named
+    ("cap = torch.cuda.get_device_capability()\nif cap >= (8, 0):\n    pass\n", "warning",
+     "kept in `cap`, which is compared on line 3"),
+    ("cap = torch.cuda.get_device_capability()\nprint(cap)\nsm = cap[0] * 10 + cap[1]\n", "warning",
+     "kept in `cap`, which is indexed on line 4"),
+    ("cap = torch.cuda.get_device_capability()\nmajor, minor = cap\n", "warning", "unpacked on line 3"),
+    ("cap = torch.cuda.get_device_capability()\nif cap is not None:\n    print(cap)\n", "info", "check that"),
+    ("cap = torch.cuda.get_device_capability()\nother = x[0] >= (8, 0)\n", "info", "check that"),
 ]
 
 
