@@ -18,7 +18,7 @@ _PATCHERS = frozenset({"patch", "setattr", "delattr", "object"})
 class CudaTestMocks(Rule):
     """## What it does
 
-    `mock.patch("torch.cuda.X")`, `mock.patch.object(torch.cuda, "X")` and `monkeypatch.setattr(torch.cuda, "X", ...)` move to `torch.npu`.
+    `mock.patch("torch.cuda.X")` (also through a module: `mock.patch("pkg.mod.torch.cuda.X")`), `mock.patch.object(torch.cuda, "X")` and `monkeypatch.setattr(torch.cuda, "X", ...)` move to `torch.npu`.
 
     ## Why
 
@@ -68,9 +68,11 @@ class CudaTestMocks(Rule):
         rewrites = cuda_names().rewrites
         if isinstance(first, cst.SimpleString) and isinstance(first.evaluated_value, str):
             target = first.evaluated_value
-            if not target.startswith("torch.cuda."):
+            # `torch.cuda.X`, or `pkg.mod.torch.cuda.X`: torch as the module under test sees it
+            prefix, found, rest = target.partition("torch.cuda.")
+            if not found or (prefix and not prefix.endswith(".")) or "torch.cuda." in rest:
                 return updated_node
-            member = target.removeprefix("torch.cuda.").split(".")[0]
+            member = rest.split(".")[0]
             if self.target == "portable":
                 return self._portable_string(original_node, updated_node, target)
             if rewrites.get(member) != member:
@@ -78,8 +80,9 @@ class CudaTestMocks(Rule):
                 return updated_node
             new = updated_node.args[0].value
             assert isinstance(new, cst.SimpleString)
-            self.fixed(original_node, f"patch target `{target}` → `torch.npu.{target[len('torch.cuda.'):]}`")
-            arg = updated_node.args[0].with_changes(value=new.with_changes(value=new.value.replace("torch.cuda.", "torch.npu.", 1)))
+            self.fixed(original_node, f"patch target `{target}` → `{prefix}torch.npu.{rest}`")
+            arg = updated_node.args[0].with_changes(value=new.with_changes(value=new.value.replace(
+                f"{prefix}torch.cuda.", f"{prefix}torch.npu.", 1)))
             return updated_node.with_changes(args=[arg, *updated_node.args[1:]])
         if self.resolve(first) != "torch.cuda" or not isinstance(first, cst.Attribute) or len(original_node.args) < 2:
             return updated_node
@@ -105,14 +108,14 @@ class CudaTestMocks(Rule):
         return name if name is not None and "(" not in name else None  # get_device_module() is a call
 
     def _portable_string(self, original: cst.Call, updated: cst.Call, target: str) -> Any:
-        rest = target.removeprefix("torch.cuda.")
+        prefix, _, rest = target.partition("torch.cuda.")
         member, _, tail = rest.partition(".")
         generic = self._generic(member)
         if generic is None:
             self.report(original, f"the test patches `{target}`; under --target portable the code calls "
                                   "`torch.get_device_module()` or nothing generic for it: patch what the migrated code calls")
             return updated
-        new_target = generic + (f".{tail}" if tail else "")
+        new_target = prefix + generic + (f".{tail}" if tail else "")
         string = updated.args[0].value
         assert isinstance(string, cst.SimpleString)
         self.fixed(original, f"patch target `{target}` → `{new_target}`")
@@ -180,10 +183,25 @@ def test_a(m):
     pass
 """,
     ),
+    Invalid(  # patched through the module under test's own `torch` (litgpt's tests/test_utils.py)
+        """\
+from unittest import mock
+def test_devices():
+    with mock.patch("litgpt.utils.torch.cuda.device_count", return_value=0):
+        pass
+""",
+        after="""\
+from unittest import mock
+def test_devices():
+    with mock.patch("litgpt.utils.torch.npu.device_count", return_value=0):
+        pass
+""",
+    ),
     Valid(
         """\
 from unittest import mock
 mock.patch("os.getcwd")
+mock.patch("mypkg.mytorch.cuda.helper")
 """,
     ),
 ]
