@@ -59,8 +59,10 @@ def library_prefilter(code: str) -> str:
         if parts[0] != "torch" and "import" in entry["at"]:
             words.add(re.escape(parts[0]))
         if {"call", "reference"} & set(entry["at"]) and parts[-1] not in _IGNORED_TOKENS:
-            # torch names may be imported by name (`from torch import channels_last`)
-            words.add(re.escape(parts[-1]) if parts[0] == "torch" else r"\." + re.escape(parts[-1]))
+            # torch names may be imported by name (`from torch import channels_last`), and so may a
+            # name whose import is not reported (`from transformers import BitsAndBytesConfig`)
+            by_name = parts[0] == "torch" or "import" not in entry["at"]
+            words.add(re.escape(parts[-1]) if by_name else r"\." + re.escape(parts[-1]))
     if code == "NPU311":
         words |= {r"\.cuh?[\"']", "cuda_sources", "with_cuda", "cpp_extension"}
     return "|".join(sorted(words)) if words else r"(?!)"
