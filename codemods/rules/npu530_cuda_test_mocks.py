@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 import libcst as cst
+import libcst.matchers as m
 from codemods.framework.base import Fix, Rule, dotted_expr
 from codemods.framework.families.torch_cuda_api import cuda_names
 from codemods.framework.portable import generic_name
@@ -13,6 +14,9 @@ from codemods.framework.cases import Invalid, Valid
 
 
 _PATCHERS = frozenset({"patch", "setattr", "delattr", "object"})
+# Lightning's test markers (`lightning.fabric.utilities.testing._runif_reasons`, litgpt's `_RunIf`)
+_SKIP_KEYWORDS = {"min_cuda_gpus": "that many CUDA GPUs are present (Lightning's `num_cuda_devices()`)",
+                  "bf16_cuda": "a CUDA GPU supports bfloat16"}
 
 
 class CudaTestMocks(Rule):
@@ -22,7 +26,7 @@ class CudaTestMocks(Rule):
 
     ## Why
 
-    After migration the code calls `torch.npu.X`; a test that still patches `torch.cuda.X` patches nothing the code reads. Targets move with NPU120 (names torch.npu has); a target torch.npu lacks is reported. Skip markers are plain calls NPU120 rewrites; their reason text stays.
+    After migration the code calls `torch.npu.X`; a test that still patches `torch.cuda.X` patches nothing the code reads. Targets move with NPU120 (names torch.npu has); a target torch.npu lacks is reported. Skip markers are plain calls NPU120 rewrites; their reason text stays. Lightning's `RunIf(min_cuda_gpus=N)` / `bf16_cuda=True` (litgpt's `_RunIf`) count CUDA devices only, so the migrated test would be skipped on every Ascend machine: reported, with the `torch.npu.device_count()` route.
 
     ## Example
 
@@ -57,7 +61,19 @@ class CudaTestMocks(Rule):
     fix = Fix.SAFE
     severity = Severity.WARNING
     # a patcher whose first argument names torch.cuda (as a dotted string or an object)
-    prefilter = r"cuda(?:\.\w+)*[\"']?\s*,|cuda\.\w+[\"']\s*\)"
+    # a patcher whose first argument names torch.cuda (as a dotted string or an object), or
+    # Lightning's CUDA skip keywords
+    prefilter = r"cuda(?:\.\w+)*[\"']?\s*,|cuda\.\w+[\"']\s*\)|min_cuda_gpus\s*=|bf16_cuda\s*="
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        """Lightning's `RunIf(min_cuda_gpus=N)` / `bf16_cuda=True` (`_runif_reasons`) count CUDA
+        devices only: the migrated test would be skipped on every Ascend machine, unseen."""
+        keyword = node.keyword.value if node.keyword else None
+        if keyword not in _SKIP_KEYWORDS or m.matches(node.value, m.Integer("0") | m.Name("False") | m.Name("None")):
+            return
+        self.report(node, f"`{keyword}=` skips the test unless {_SKIP_KEYWORDS[keyword]}: on an Ascend machine the "
+                          "migrated test never runs; skip on the NPU instead, e.g. `pytest.mark.skipif("
+                          "torch.npu.device_count() < N, reason=...)`")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         func = original_node.func
@@ -197,10 +213,19 @@ def test_devices():
         pass
 """,
     ),
+    Invalid(  # Lightning's RunIf counts CUDA devices: the test would be skipped on the NPU, unseen
+        """\
+from litgpt.utils import _RunIf
+@_RunIf(min_cuda_gpus=2, standalone=True)
+def test_fsdp():
+    pass
+""",
+    ),
     Valid(
         """\
 from unittest import mock
 mock.patch("os.getcwd")
+RunIf(min_cuda_gpus=0, bf16_cuda=False)
 mock.patch("mypkg.mytorch.cuda.helper")
 """,
     ),
