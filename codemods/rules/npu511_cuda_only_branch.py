@@ -10,6 +10,7 @@ import libcst.matchers as m
 from codemods.framework.base import Fix, Rule
 from codemods.framework.cudaonly import PROJECT_OPTION, CudaOnlyNames, cuda_only_library, import_reason
 from codemods.framework.facts import iter_statements
+from codemods.framework.families.lightning import CUDA_ACCELERATORS, accelerator_variables
 from codemods.framework.positions import node_positions
 from npu_migrate.core.diagnostics import Severity
 
@@ -44,7 +45,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
 
     ## Example
 
@@ -81,6 +82,7 @@ class CudaOnlyBranch(Rule):
         self._uses: dict[int, str | None] = {}
         self._names: CudaOnlyNames | None = None
         self._local: CudaOnlyNames | None = None
+        self._accelerators: frozenset[str] | None = None
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
         if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
@@ -167,6 +169,22 @@ class CudaOnlyBranch(Rule):
             library = cuda_only_library(qualified) if qualified else None
             if library:
                 return f"`{library}`"
+        return self._lightning_cuda_accelerator(body)
+
+    def _lightning_cuda_accelerator(self, body: cst.CSTNode) -> str | None:
+        """`accelerator = "cuda"` where the file passes `accelerator=accelerator` to Lightning's
+        Trainer/Fabric: the branch selects Lightning's CUDA accelerator, which has no NPU
+        counterpart (NPU520), so an NPU guard would send the NPU into it."""
+        for assign in m.findall(body, m.Assign(value=m.SimpleString())):
+            assert isinstance(assign, cst.Assign)
+            if (_string(assign.value) or "").lower() not in CUDA_ACCELERATORS:
+                continue
+            if self._accelerators is None:
+                self._accelerators = accelerator_variables(self.context.facts)
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name) and target.target.value in self._accelerators:
+                    return f"Lightning's CUDA accelerator (`{target.target.value} = {_string(assign.value)!r}` " \
+                           "is passed as `accelerator=`)"
         return None
 
     def _import_reason(self, node: cst.Import | cst.ImportFrom) -> str | None:
@@ -205,6 +223,19 @@ if torch.cuda.is_available():
 """,
         codes=("NPU306", "NPU511"),
         with_rules=("NPU120", "NPU306"),
+    ),
+    Invalid(  # litgpt api.py: the branch picks Lightning's CUDA accelerator, which the NPU cannot use
+        """\
+import torch
+import lightning as L
+if torch.cuda.is_available():
+    accelerator = "cuda"
+else:
+    accelerator = "cpu"
+fabric = L.Fabric(accelerator=accelerator, devices=1)
+""",
+        codes=("NPU511",),
+        with_rules=("NPU120",),
     ),
     Valid(
         """\

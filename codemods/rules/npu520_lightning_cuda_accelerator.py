@@ -5,15 +5,15 @@ from __future__ import annotations
 import libcst as cst
 from codemods.framework.base import Fix, Rule
 from npu_migrate.core.diagnostics import Severity
-from codemods.framework.families.lightning import branches, lightning_name, text_of
+from codemods.framework.families.lightning import (
+    CUDA_ACCELERATORS,
+    ENTRY_POINTS,
+    branches,
+    lightning_name,
+    text_of,
+)
 
 from codemods.framework.cases import Invalid, Valid
-
-
-_ENTRY_POINTS = frozenset({"Trainer", "Fabric"})
-
-
-_CUDA_ACCELERATORS = frozenset({"cuda", "gpu"})
 
 
 # under --target portable: what keeps one Trainer call right on every cluster
@@ -71,12 +71,12 @@ class LightningAccelerator(Rule):
         return _ROUTE
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not lightning_name(self.resolve(node.func), _ENTRY_POINTS):
+        if not lightning_name(self.resolve(node.func), ENTRY_POINTS):
             return
         for arg in node.args:
             keyword = arg.keyword.value if arg.keyword else None
             chosen = [text_of(v) for v in branches(arg.value)]
-            cuda = [c for c in chosen if (c or "").lower() in _CUDA_ACCELERATORS]
+            cuda = [c for c in chosen if (c or "").lower() in CUDA_ACCELERATORS]
             if keyword == "accelerator" and cuda:
                 self.report(arg, f"`accelerator={cuda[0]!r}` selects CUDA: {self._route()}")
             elif keyword == "gpus":
