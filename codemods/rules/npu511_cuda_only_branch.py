@@ -21,6 +21,14 @@ _CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
 
 
 _TENSORRT = "TensorrtExecutionProvider"
+_CAPABILITY = frozenset({"torch.cuda.get_device_capability"})
+
+
+def _and_operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`a and b and c` (nested to the left by the parser) as [a, b, c]."""
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And) and not node.lpar:
+        return _and_operands(node.left) + _and_operands(node.right)
+    return [node]
 
 
 def _scopes_around(tree: ast.Module, line: int) -> list[ast.stmt]:
@@ -45,7 +53,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA.
 
     ## Example
 
@@ -95,6 +103,27 @@ class CudaOnlyBranch(Rule):
                                    "on CUDA (so the NPU skips the branch); port the branch by hand to give the "
                                    "NPU the same feature")
         return updated_node.with_changes(test=original_node.test)
+
+    def leave_BooleanOperation(self, original_node: cst.BooleanOperation,
+                               updated_node: cst.BooleanOperation) -> Any:
+        """`torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)`: the part
+        after the guard reads a CUDA compute capability, which the NPU lacks
+        (`torch.npu.get_device_capability()` returns None, NPU180). Rewritten, the guard would
+        send the NPU into a TypeError where the test used to be False; it stays on CUDA."""
+        if not isinstance(original_node.operator, cst.And) or updated_node.deep_equals(original_node):
+            return updated_node
+        operands = _and_operands(original_node)
+        guard = next((i for i, o in enumerate(operands)
+                      if isinstance(o, cst.Call) and self.resolve(o.func) == "torch.cuda.is_available"), None)
+        if guard is None or not any(isinstance(c, cst.Call) and self.resolve(c.func) in _CAPABILITY
+                                    for o in operands[guard + 1:] for c in m.findall(o, m.Call())):
+            return updated_node
+        self._forget_edits_in(original_node)
+        self.report(original_node, "this CUDA test reads the CUDA compute capability, which the NPU lacks "
+                                   "(`torch.npu.get_device_capability()` returns None: the NPU form would raise "
+                                   "TypeError): it stays on CUDA (False on the NPU, as before); gate the feature on "
+                                   "what it needs (`torch.npu.is_bf16_supported()`, ...) by hand")
+        return original_node
 
     def _cuda_guard(self, test: cst.BaseExpression) -> bool:
         for node in m.findall(test, m.SimpleString() | m.Call() | m.Attribute()):
@@ -233,6 +262,16 @@ if torch.cuda.is_available():
 else:
     accelerator = "cpu"
 fabric = L.Fabric(accelerator=accelerator, devices=1)
+""",
+        codes=("NPU511",),
+        with_rules=("NPU120",),
+    ),
+    Invalid(  # litgpt tests/test_model.py:1483: on the NPU the rewritten test raised TypeError
+        """\
+import torch
+SUPPORTS_FLASH_ATTENTION = (
+    torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0) and not _IS_WINDOWS
+)
 """,
         codes=("NPU511",),
         with_rules=("NPU120",),
