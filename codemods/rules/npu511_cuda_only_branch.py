@@ -9,6 +9,8 @@ import libcst as cst
 import libcst.matchers as m
 from codemods.framework.base import Fix, Rule
 from codemods.framework.cudaonly import PROJECT_OPTION, CudaOnlyNames, cuda_only_library, import_reason
+from codemods.framework.constantflow import kept_device_bindings
+from codemods.framework.devices import device_positions
 from codemods.framework.facts import iter_statements
 from codemods.framework.families.lightning import CUDA_ACCELERATORS, accelerator_variables
 from codemods.framework.positions import node_positions
@@ -91,6 +93,7 @@ class CudaOnlyBranch(Rule):
         self._names: CudaOnlyNames | None = None
         self._local: CudaOnlyNames | None = None
         self._accelerators: frozenset[str] | None = None
+        self._kept: dict[str, int] | None = None
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
         if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
@@ -198,7 +201,22 @@ class CudaOnlyBranch(Rule):
             library = cuda_only_library(qualified) if qualified else None
             if library:
                 return f"`{library}`"
-        return self._lightning_cuda_accelerator(body)
+        return self._lightning_cuda_accelerator(body) or self._kept_device_value(body)
+
+    def _kept_device_value(self, body: cst.CSTNode) -> str | None:
+        """`device = "cuda"` (module level) whose value no rule rewrites (NPU190/NPU500 report it):
+        under an NPU guard the NPU would take the CUDA device the branch still sets."""
+        for assign in m.findall(body, m.Assign(targets=[m.AssignTarget(target=m.Name())])):
+            assert isinstance(assign, cst.Assign)
+            name = assign.targets[0].target
+            assert isinstance(name, cst.Name)
+            if not _CUDA_LITERAL.fullmatch(_string(assign.value) or ""):
+                continue
+            if self._kept is None:
+                self._kept = kept_device_bindings(self.context.facts, device_positions())
+            if name.value in self._kept:
+                return f"`{name.value} = {_string(assign.value)!r}`, a CUDA device that stays as written (reported there)"
+        return None
 
     def _lightning_cuda_accelerator(self, body: cst.CSTNode) -> str | None:
         """`accelerator = "cuda"` where the file passes `accelerator=accelerator` to Lightning's
@@ -265,6 +283,19 @@ fabric = L.Fabric(accelerator=accelerator, devices=1)
 """,
         codes=("NPU511",),
         with_rules=("NPU120",),
+    ),
+    Invalid(  # the branch sets a device value that stays "cuda" (NPU500 reports it): the NPU keeps the CPU
+        """\
+import torch
+if torch.cuda.is_available():
+    device = "cuda"
+else:
+    device = "cpu"
+open(device + ".txt")
+model.to(device)
+""",
+        codes=("NPU500", "NPU511"),
+        with_rules=("NPU120", "NPU500"),
     ),
     Invalid(  # litgpt tests/test_model.py:1483: on the NPU the rewritten test raised TypeError
         """\
