@@ -26,6 +26,22 @@ _TENSORRT = "TensorrtExecutionProvider"
 _CAPABILITY = frozenset({"torch.cuda.get_device_capability"})
 
 
+def _predicate_around(tree: ast.Module, line: int) -> str | None:
+    """The name of the function whose body is one `return` (after an optional docstring) on
+    `line`: a predicate such as a checker. None elsewhere."""
+    for scope in _scopes_around(tree, line):
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        body = scope.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]
+        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].lineno <= line <= (body[0].end_lineno or line):
+            return scope.name
+        return None
+    return None
+
+
 def _and_operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     """`a and b and c` (nested to the left by the parser) as [a, b, c]."""
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And) and not node.lpar:
@@ -55,7 +71,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA.
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels).
 
     ## Example
 
@@ -106,6 +122,29 @@ class CudaOnlyBranch(Rule):
                                    "on CUDA (so the NPU skips the branch); port the branch by hand to give the "
                                    "NPU the same feature")
         return updated_node.with_changes(test=original_node.test)
+
+    def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> Any:
+        """`def checker(x): return x.device.type == "cuda"` in a module that imports CUDA-only code
+        at module level (litgpt's unsloth executor registers such checkers in front of its Triton
+        kernels): a predicate asking "is this on CUDA?" there selects that code. Rewritten, it would
+        send the NPU into it; it stays on CUDA."""
+        test = original_node.value
+        if not isinstance(test, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)) \
+                or updated_node.deep_equals(original_node) or not self._cuda_guard(test):
+            return updated_node
+        names = self._cuda_only_names().names
+        module = self.context.module
+        if not names or module is None:
+            return updated_node
+        line = node_positions(module, [original_node])[id(original_node)][0] + self.context.line_offset
+        function = _predicate_around(self.context.facts.tree, line)
+        if function is None:
+            return updated_node
+        self._forget_edits_in(test)
+        self.report(test, f"`{function}()` tests for CUDA in a module that imports {next(iter(names.values()))}, "
+                          "which runs only on CUDA: the test stays on CUDA (False on the NPU, so the NPU is not "
+                          "handed that code); port the CUDA path by hand, then test for the NPU")
+        return updated_node.with_changes(value=test)
 
     def leave_BooleanOperation(self, original_node: cst.BooleanOperation,
                                updated_node: cst.BooleanOperation) -> Any:
@@ -296,6 +335,23 @@ model.to(device)
 """,
         codes=("NPU500", "NPU511"),
         with_rules=("NPU120", "NPU500"),
+    ),
+    Invalid(  # litgpt's unsloth executor: the checker puts the Triton kernels in front of CUDA tensors
+        """\
+import torch
+import triton
+def swiglu_checker(e, g) -> bool:
+    return e.device.type == "cuda" and g.device.type == "cuda"
+""",
+        codes=("NPU308", "NPU511"),
+        with_rules=("NPU104", "NPU308"),
+    ),
+    Valid(  # no CUDA-only code around: the predicate is migrated (NPU104's)
+        """\
+import torch
+def on_accelerator(x) -> bool:
+    return x.device.type == "npu"
+""",
     ),
     Invalid(  # litgpt tests/test_model.py:1483: on the NPU the rewritten test raised TypeError
         """\
