@@ -66,11 +66,15 @@ def _top_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
-def _required_imports(statements: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+def _required_imports(statements: list[ast.stmt],
+                      module: list[ast.stmt] | None = None) -> Iterator[ast.Import | ast.ImportFrom]:
     """Imports a module cannot be imported without: unconditional ones at module level, and those
     in a `try` whose import-error handler raises again (whisper's `triton_ops.py`). An import under
     an `if`, or in a `try` that falls back (timm's `except ImportError: amp = None`), is optional:
-    the module works without the library, so it is not CUDA-only."""
+    the module works without the library, so it is not CUDA-only; unless the module's own
+    top-level code uses the name anyway (litgpt's unsloth kernels: `if _TRITON_AVAILABLE: import
+    triton`, then `@triton.jit` on a top-level function), which it cannot without the library."""
+    module = statements if module is None else module
     for node in statements:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
@@ -78,10 +82,34 @@ def _required_imports(statements: list[ast.stmt]) -> Iterator[ast.Import | ast.I
             catching = [h for h in node.handlers if h.type is None or any(
                 isinstance(n, ast.Name) and n.id in _IMPORT_ERRORS for n in ast.walk(h.type))]
             if all(h.body and isinstance(h.body[-1], ast.Raise) for h in catching):
-                yield from _required_imports(node.body)
-            yield from _required_imports(node.finalbody)
+                yield from _required_imports(node.body, module)
+            yield from _required_imports(node.finalbody, module)
         elif isinstance(node, ast.With):
-            yield from _required_imports(node.body)
+            yield from _required_imports(node.body, module)
+        elif isinstance(node, ast.If):
+            guarded = [i for i in node.body if isinstance(i, (ast.Import, ast.ImportFrom))]
+            if guarded:
+                used = _loaded_at_import(module, node)
+                yield from (i for i in guarded if any((a.asname or a.name).split(".")[0] in used for a in i.names))
+
+
+def _loaded_at_import(module: list[ast.stmt], skip: ast.stmt) -> set[str]:
+    """Names the module's top-level code loads when it is imported (decorators, bases and
+    default values of its functions and classes, its other statements), `skip` left out."""
+    found: set[str] = set()
+    for stmt in module:
+        if stmt is skip or isinstance(stmt, (ast.If, ast.Try)):
+            continue  # another guarded block may use the name under the same guard
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            parts: list[ast.AST] = list(stmt.decorator_list)
+            if isinstance(stmt, ast.ClassDef):
+                parts += [*stmt.bases, *stmt.keywords]
+            else:
+                parts += [*stmt.args.defaults, *(d for d in stmt.args.kw_defaults if d is not None)]
+        else:
+            parts = [stmt]
+        found |= {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return found
 
 
 def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict[str, str]]:
@@ -134,13 +162,14 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
 # pattern over torch's sources)
 _IMPORT_KEYWORDS = (re.compile(rb"import[ \t]"), re.compile(rb"from[ \t]"))
 _MARGIN_LINE = re.compile(rb"^[^\s#][^\n]*", re.MULTILINE)  # a statement line at the margin
-_BLOCK_AT_MARGIN = re.compile(rb"(?:try|with|except|else|finally)\b")
+_BLOCK_AT_MARGIN = re.compile(rb"(?:try|with|except|else|finally|if)\b")
 
 
 class _ImportLines:
     """A file's import lines, and which of them can hold a required import: at the margin, or
     indented under a `try`/`with` block at the margin (the nearest margin line above opens or
-    continues one); imports in functions, classes and `if` blocks never are. The margin lines are
+    continues one), or under an `if` at the margin (required when the module's top-level code uses
+    the name anyway); imports in functions and classes never are. The margin lines are
     found only for a file whose indented import matches: most files have none that does."""
 
     def __init__(self, data: bytes) -> None:

@@ -243,6 +243,11 @@ class FileFlow:
             if name is not None and function is not None:
                 return self._follow_name(function, name, verdict, depth + 1, seen)
         if isinstance(parent, ast.Dict) and node in parent.values:
+            holder = self.parents.get(id(parent))
+            if isinstance(holder, ast.keyword) and holder.arg in self.places.keywords:
+                # `device_map={"": dev}`, `map_location={"cuda:1": dev}`: the values are devices
+                verdict.device.append(f"a value of `{holder.arg}=` (line {line})")
+                return None
             key = parent.keys[parent.values.index(node)]
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 return self._follow_key(key.value, verdict, depth + 1, seen, f"entry {key.value!r} (line {line})")

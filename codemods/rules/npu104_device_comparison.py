@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.framework.cases import Invalid, Valid
+from codemods.framework.constantflow import binds_in_scope, kept_device_bindings
 from codemods.framework.devices import (
     collection_mentions_cuda,
     is_device_name,
@@ -12,6 +13,7 @@ from codemods.framework.devices import (
 )
 from codemods.framework.families.device_strings import DeviceRule
 from codemods.framework.nodes import code_of
+from codemods.framework.positions import node_positions
 
 _COMPARE = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
 
@@ -32,6 +34,10 @@ class DeviceComparison(DeviceRule):
     (`device`, `device_type`, `dev`, `device_str`), such an attribute (`self.device`, `args.device`),
     `<...dev...>.type` (`x.device.type`, `torch.device(d).type`) or `str(...)` of one. The same holds
     for `str(device).startswith("cuda")`. Other comparisons with `"cuda"` are NPU191's to report.
+
+    A module-level name the file sets to a CUDA string that stays as written (NPU190 or NPU500
+    report it: some use of it is not a device) is not compared with `"npu"`: the comparison would
+    no longer match the value. It is reported and left alone.
 
     ## Example
 
@@ -58,6 +64,10 @@ class DeviceComparison(DeviceRule):
     - **portable**: `x.type == "cuda"` becomes `x.type != "cpu"` (and `!=` becomes `== "cpu"`), `"cuda" in device` becomes `"cpu" not in device`: "on an accelerator", false on CPU as before; other CUDA comparisons are reported
     """
 
+    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(context)
+        self._kept: dict[str, int] | None = None
+
     code = "NPU104"
     name = "device-comparison"
     supported_targets = frozenset({"npu", "portable"})
@@ -74,6 +84,9 @@ class DeviceComparison(DeviceRule):
         names = self.table.names
         if self.target == "portable":
             return self._portable(original_node, updated_node)
+        if self._kept_cuda(original_node.left if is_device_name(original_node.left, names)
+                           else original_node.comparisons[0].comparator, original_node):
+            return updated_node
         if is_device_name(original_node.left, names) and collection_mentions_cuda(right):
             new = self.swap(original_node.comparisons[0].comparator, right, "a device comparison",
                             collection=True)
@@ -84,6 +97,30 @@ class DeviceComparison(DeviceRule):
             if new is not left:
                 return updated_node.with_changes(left=new)
         return updated_node
+
+    def _kept_cuda(self, side: cst.BaseExpression, comparison: cst.Comparison) -> bool:
+        """`device == "cuda"` where this file sets the module-level `device` to a CUDA string no
+        rule rewrites (NPU190 or NPU500 report it instead): comparing with "npu" would no longer
+        match the value, a half-migration. Reported and left as written."""
+        if isinstance(side, cst.Call) and isinstance(side.func, cst.Name) and side.func.value == "str" \
+                and len(side.args) == 1:
+            side = side.args[0].value
+        if not isinstance(side, cst.Name) or not (collection_mentions_cuda(comparison.left)
+                                                  or collection_mentions_cuda(comparison.comparisons[0].comparator)):
+            return False
+        if self._kept is None:
+            self._kept = kept_device_bindings(self.context.facts, self.table)
+        line = self._kept.get(side.value)
+        module = self.context.module
+        if line is None or module is None:
+            return False
+        here = node_positions(module, [comparison])[id(comparison)][0] + self.context.line_offset
+        if binds_in_scope(self.context.facts.tree, here, side.value):
+            return False
+        self.report(comparison, f"`{code_of(comparison)}`: `{side.value}` is set to a CUDA device at line {line}, "
+                                "which stays as written (see the report there): comparing with \"npu\" would no "
+                                "longer match it; settle that value, then compare with \"npu\"")
+        return True
 
     def _portable(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
         """`x.type == "cuda"` asks "on an accelerator?": `x.type != "cpu"` asks it of any device
@@ -198,6 +235,28 @@ import torch
 if x.device.type == "npu":
     torch.cuda.synchronize()
 use_amp = args.device in ("npu", "xpu")
+""",
+    ),
+    Invalid(  # the module-level value stays "cuda" (NPU190 reports it): the test must keep matching it
+        """\
+import torch
+device = "cuda"
+open(device + ".txt")
+def f(x):
+    if device == "cuda":
+        return x.to(device)
+def g(x, device):
+    return device == "cuda"
+""",
+        after="""\
+import torch
+device = "cuda"
+open(device + ".txt")
+def f(x):
+    if device == "cuda":
+        return x.to(device)
+def g(x, device):
+    return device == "npu"
 """,
     ),
     Valid(

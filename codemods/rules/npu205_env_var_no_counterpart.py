@@ -20,6 +20,8 @@ class EnvNoCounterpart(EnvVarRule):
     - `NCCL_ALGO` (CANN's `HCCL_ALGO` uses another value format), `NCCL_IB_TC` / `NCCL_IB_SL` (CANN's
       `HCCL_RDMA_TC` / `HCCL_RDMA_SL`; check the accepted values): **warning**;
     - other `TORCH_NCCL_*` names (no `TORCH_HCCL_` counterpart in ProcessGroupHCCL): **warning**;
+    - `NVIDIA_TF32_OVERRIDE`, `TORCH_ALLOW_TF32_CUBLAS_OVERRIDE` (TF32 in NVIDIA's libraries; Ascend's
+      HF32 is switched in code, `torch.npu.matmul.allow_hf32` / `torch.npu.conv.allow_hf32`): **warning**;
     - `NCCL_DEBUG`, `NCCL_SOCKET_IFNAME` and every other `NCCL_*`, `NVIDIA_VISIBLE_DEVICES` (Ascend's
       container-level variable is `ASCEND_VISIBLE_DEVICES`), `CUBLAS_WORKSPACE_CONFIG` (use
       `torch.use_deterministic_algorithms(True)` and `HCCL_DETERMINISTIC`), `TORCH_CUDA_ARCH_LIST`,
@@ -65,6 +67,13 @@ import os
 import torch
 os.environ["NCCL_DEBUG"] = "INFO"
 os.environ["NCCL_ALGO"] = "Ring"
+""",
+    ),
+    Invalid(  # litgpt's tests/conftest.py: TF32 off for exact float32 results
+        """\
+import torch
+def test_exact(monkeypatch):
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
 """,
     ),
 ]

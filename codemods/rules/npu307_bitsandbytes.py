@@ -18,6 +18,9 @@ class Bitsandbytes(ThirdPartyRule):
     | Reported | Route |
     |---|---|
     | `bitsandbytes` (import) | bitsandbytes (8-bit/4-bit optimizers and quantised layers) has no NPU backend in torch_npu: use torch.optim (e.g. AdamW) and fp16/bf16 layers; drop `load_in_8bit`/`load_in_4bit` from model loading |
+    | `load_in_8bit=` / `load_in_4bit=` (a keyword of any call, unless `False`/`None`) | transformers/accelerate quantise with bitsandbytes: drop it and load in float16/bfloat16 (`torch_dtype=`) |
+    | `transformers.BitsAndBytesConfig(...)` | the same: drop `quantization_config=` and load in float16/bfloat16 |
+    | `lightning.fabric.plugins.BitsandbytesPrecision(...)` (and Lightning Trainer's) | the plugin quantises with bitsandbytes: drop it and run in bf16/fp16 precision |
 
     ## Example
 
@@ -55,11 +58,27 @@ import bitsandbytes as bnb
 opt = bnb.optim.AdamW8bit(model.parameters(), lr=1e-4)
 """,
     ),
+    Invalid(  # Hugging Face 8-bit/4-bit loading goes through bitsandbytes without importing it
+        """\
+import torch
+from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+model = AutoModelForCausalLM.from_pretrained(name, load_in_8bit=load_8bit, device_map="auto")
+config = BitsAndBytesConfig(load_in_4bit=True)
+""",
+    ),
+    Invalid(  # litgpt: `--quantize bnb.nf4` selects Lightning's bitsandbytes plugin
+        """\
+import torch
+from lightning.fabric.plugins import BitsandbytesPrecision
+plugins = BitsandbytesPrecision(quantize[4:], dtype)
+""",
+    ),
     Valid(
         """\
 import os
 import torch
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+model = AutoModelForCausalLM.from_pretrained(name, load_in_8bit=False, device_map={"": "cpu"})
 """,
     ),
 ]

@@ -17,6 +17,7 @@ rules. Log text, paths and flags are never device values: they do not reach a de
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from typing import Any
@@ -108,7 +109,7 @@ class DeviceValueFlow(Rule):
 
     @property
     def findings(self) -> dict[tuple[int, str], Finding]:
-        if self._findings is None and not _may_travel(self.context.source) \
+        if self._findings is None and not _may_travel(self.context.source, self.context.facts.tree) \
                 and not self.context.options.get(INDEX_OPTION):
             self._findings = {}  # every CUDA literal sits where NPU103/NPU104 look: no flow needed
         if self._findings is None:
@@ -179,20 +180,32 @@ class DeviceValueFlow(Rule):
 
 # CUDA literals written where NPU103/NPU104 see them directly (`device="cuda"`, `.to("cuda")`,
 # `torch.device("cuda")`, `x.type == "cuda"`, `"cuda" in device`, `torch.autocast("cuda")`)
-_DIRECT = re.compile(
-    # an indented device-named assignment (NPU103 handles those inside functions and classes) or
-    # a device keyword argument; a module-level `device = "cuda"` is NPU190's or this rule's
-    r"""^\s+\w*device\w*\s*(?::[^=\n]*)?=\s*f?['"]cuda[^'"]*['"]"""
-    r"""|[(,]\s*(?:\w*device\w*|map_location)\s*=\s*f?['"]cuda[^'"]*['"]"""
+_DIRECT_ANYWHERE = (
+    r"""[(,]\s*(?:\w*device\w*|map_location)\s*=\s*f?['"]cuda[^'"]*['"]"""
     r"""|(?:\.to|torch\.device|autocast|GradScaler)\(\s*f?['"]cuda[^'"]*['"]"""
     r"""|[!=]=\s*['"]cuda['"]|['"]cuda['"]\s*(?:[!=]=|in\b)""")
+_DIRECT_OUTSIDE = re.compile(_DIRECT_ANYWHERE)
+# inside a function or class body, a device-named assignment is NPU103's too; a module-level one
+# (`if torch.cuda.is_available(): device = "cuda"`, indented but not in a function) is NPU190's
+# or this rule's
+_DIRECT_INSIDE = re.compile(r"""^\s+\w*device\w*\s*(?::[^=\n]*)?=\s*f?['"]cuda[^'"]*['"]|""" + _DIRECT_ANYWHERE)
 _LITERAL = re.compile(r"""['"]cuda\b""")
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # how `ast` counts lines
 
 
-def _may_travel(source: str) -> bool:
+def _may_travel(source: str, tree: ast.Module) -> bool:
     """Cheap text test: is some CUDA literal written anywhere but a direct device position?
     Only then is the file's flow worth computing."""
-    return any(_LITERAL.search(_DIRECT.sub("", line)) for line in source.splitlines() if "cuda" in line)
+    inside: list[tuple[int, int]] = [
+        (min([s.lineno] + [d.lineno for d in s.decorator_list]), s.end_lineno or s.lineno)
+        for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    for number, line in enumerate(_NEWLINE.split(source), 1):
+        if "cuda" not in line:
+            continue
+        direct = _DIRECT_INSIDE if any(a <= number <= b for a, b in inside) else _DIRECT_OUTSIDE
+        if _LITERAL.search(direct.sub("", line)):
+            return True
+    return False
 
 
 def _walk_values(module: cst.Module) -> list[cst.CSTNode]:
@@ -233,6 +246,30 @@ def f(x, path):
     return x.to(d)
 """,
         codes=("NPU500",),
+    ),
+    Invalid(  # a module-level choice in an `if` (indented, yet no function's); a device_map value
+        """\
+import torch
+if torch.cuda.is_available():
+    device = "cuda"
+else:
+    device = "cpu"
+def main(model):
+    if device == "cuda":
+        model = load(device_map={"": device})
+    return model.to(device)
+""",
+        after="""\
+import torch
+if torch.cuda.is_available():
+    device = "npu"
+else:
+    device = "cpu"
+def main(model):
+    if device == "cuda":
+        model = load(device_map={"": device})
+    return model.to(device)
+""",
     ),
     Valid(
         """\

@@ -9,7 +9,10 @@ import libcst as cst
 import libcst.matchers as m
 from codemods.framework.base import Fix, Rule
 from codemods.framework.cudaonly import PROJECT_OPTION, CudaOnlyNames, cuda_only_library, import_reason
+from codemods.framework.constantflow import kept_device_bindings
+from codemods.framework.devices import device_positions
 from codemods.framework.facts import iter_statements
+from codemods.framework.families.lightning import CUDA_ACCELERATORS, accelerator_variables
 from codemods.framework.positions import node_positions
 from npu_migrate.core.diagnostics import Severity
 
@@ -20,6 +23,30 @@ _CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
 
 
 _TENSORRT = "TensorrtExecutionProvider"
+_CAPABILITY = frozenset({"torch.cuda.get_device_capability"})
+
+
+def _predicate_around(tree: ast.Module, line: int) -> str | None:
+    """The name of the function whose body is one `return` (after an optional docstring) on
+    `line`: a predicate such as a checker. None elsewhere."""
+    for scope in _scopes_around(tree, line):
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        body = scope.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]
+        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].lineno <= line <= (body[0].end_lineno or line):
+            return scope.name
+        return None
+    return None
+
+
+def _and_operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`a and b and c` (nested to the left by the parser) as [a, b, c]."""
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And) and not node.lpar:
+        return _and_operands(node.left) + _and_operands(node.right)
+    return [node]
 
 
 def _scopes_around(tree: ast.Module, line: int) -> list[ast.stmt]:
@@ -44,7 +71,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels).
 
     ## Example
 
@@ -81,6 +108,8 @@ class CudaOnlyBranch(Rule):
         self._uses: dict[int, str | None] = {}
         self._names: CudaOnlyNames | None = None
         self._local: CudaOnlyNames | None = None
+        self._accelerators: frozenset[str] | None = None
+        self._kept: dict[str, int] | None = None
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
         if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
@@ -93,6 +122,50 @@ class CudaOnlyBranch(Rule):
                                    "on CUDA (so the NPU skips the branch); port the branch by hand to give the "
                                    "NPU the same feature")
         return updated_node.with_changes(test=original_node.test)
+
+    def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> Any:
+        """`def checker(x): return x.device.type == "cuda"` in a module that imports CUDA-only code
+        at module level (litgpt's unsloth executor registers such checkers in front of its Triton
+        kernels): a predicate asking "is this on CUDA?" there selects that code. Rewritten, it would
+        send the NPU into it; it stays on CUDA."""
+        test = original_node.value
+        if not isinstance(test, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)) \
+                or updated_node.deep_equals(original_node) or not self._cuda_guard(test):
+            return updated_node
+        names = self._cuda_only_names().names
+        module = self.context.module
+        if not names or module is None:
+            return updated_node
+        line = node_positions(module, [original_node])[id(original_node)][0] + self.context.line_offset
+        function = _predicate_around(self.context.facts.tree, line)
+        if function is None:
+            return updated_node
+        self._forget_edits_in(test)
+        self.report(test, f"`{function}()` tests for CUDA in a module that imports {next(iter(names.values()))}, "
+                          "which runs only on CUDA: the test stays on CUDA (False on the NPU, so the NPU is not "
+                          "handed that code); port the CUDA path by hand, then test for the NPU")
+        return updated_node.with_changes(value=test)
+
+    def leave_BooleanOperation(self, original_node: cst.BooleanOperation,
+                               updated_node: cst.BooleanOperation) -> Any:
+        """`torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)`: the part
+        after the guard reads a CUDA compute capability, which the NPU lacks
+        (`torch.npu.get_device_capability()` returns None, NPU180). Rewritten, the guard would
+        send the NPU into a TypeError where the test used to be False; it stays on CUDA."""
+        if not isinstance(original_node.operator, cst.And) or updated_node.deep_equals(original_node):
+            return updated_node
+        operands = _and_operands(original_node)
+        guard = next((i for i, o in enumerate(operands)
+                      if isinstance(o, cst.Call) and self.resolve(o.func) == "torch.cuda.is_available"), None)
+        if guard is None or not any(isinstance(c, cst.Call) and self.resolve(c.func) in _CAPABILITY
+                                    for o in operands[guard + 1:] for c in m.findall(o, m.Call())):
+            return updated_node
+        self._forget_edits_in(original_node)
+        self.report(original_node, "this CUDA test reads the CUDA compute capability, which the NPU lacks "
+                                   "(`torch.npu.get_device_capability()` returns None: the NPU form would raise "
+                                   "TypeError): it stays on CUDA (False on the NPU, as before); gate the feature on "
+                                   "what it needs (`torch.npu.is_bf16_supported()`, ...) by hand")
+        return original_node
 
     def _cuda_guard(self, test: cst.BaseExpression) -> bool:
         for node in m.findall(test, m.SimpleString() | m.Call() | m.Attribute()):
@@ -167,6 +240,37 @@ class CudaOnlyBranch(Rule):
             library = cuda_only_library(qualified) if qualified else None
             if library:
                 return f"`{library}`"
+        return self._lightning_cuda_accelerator(body) or self._kept_device_value(body)
+
+    def _kept_device_value(self, body: cst.CSTNode) -> str | None:
+        """`device = "cuda"` (module level) whose value no rule rewrites (NPU190/NPU500 report it):
+        under an NPU guard the NPU would take the CUDA device the branch still sets."""
+        for assign in m.findall(body, m.Assign(targets=[m.AssignTarget(target=m.Name())])):
+            assert isinstance(assign, cst.Assign)
+            name = assign.targets[0].target
+            assert isinstance(name, cst.Name)
+            if not _CUDA_LITERAL.fullmatch(_string(assign.value) or ""):
+                continue
+            if self._kept is None:
+                self._kept = kept_device_bindings(self.context.facts, device_positions())
+            if name.value in self._kept:
+                return f"`{name.value} = {_string(assign.value)!r}`, a CUDA device that stays as written (reported there)"
+        return None
+
+    def _lightning_cuda_accelerator(self, body: cst.CSTNode) -> str | None:
+        """`accelerator = "cuda"` where the file passes `accelerator=accelerator` to Lightning's
+        Trainer/Fabric: the branch selects Lightning's CUDA accelerator, which has no NPU
+        counterpart (NPU520), so an NPU guard would send the NPU into it."""
+        for assign in m.findall(body, m.Assign(value=m.SimpleString())):
+            assert isinstance(assign, cst.Assign)
+            if (_string(assign.value) or "").lower() not in CUDA_ACCELERATORS:
+                continue
+            if self._accelerators is None:
+                self._accelerators = accelerator_variables(self.context.facts)
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name) and target.target.value in self._accelerators:
+                    return f"Lightning's CUDA accelerator (`{target.target.value} = {_string(assign.value)!r}` " \
+                           "is passed as `accelerator=`)"
         return None
 
     def _import_reason(self, node: cst.Import | cst.ImportFrom) -> str | None:
@@ -205,6 +309,59 @@ if torch.cuda.is_available():
 """,
         codes=("NPU306", "NPU511"),
         with_rules=("NPU120", "NPU306"),
+    ),
+    Invalid(  # litgpt api.py: the branch picks Lightning's CUDA accelerator, which the NPU cannot use
+        """\
+import torch
+import lightning as L
+if torch.cuda.is_available():
+    accelerator = "cuda"
+else:
+    accelerator = "cpu"
+fabric = L.Fabric(accelerator=accelerator, devices=1)
+""",
+        codes=("NPU511",),
+        with_rules=("NPU120",),
+    ),
+    Invalid(  # the branch sets a device value that stays "cuda" (NPU500 reports it): the NPU keeps the CPU
+        """\
+import torch
+if torch.cuda.is_available():
+    device = "cuda"
+else:
+    device = "cpu"
+open(device + ".txt")
+model.to(device)
+""",
+        codes=("NPU500", "NPU511"),
+        with_rules=("NPU120", "NPU500"),
+    ),
+    Invalid(  # litgpt's unsloth executor: the checker puts the Triton kernels in front of CUDA tensors
+        """\
+import torch
+import triton
+def swiglu_checker(e, g) -> bool:
+    return e.device.type == "cuda" and g.device.type == "cuda"
+""",
+        codes=("NPU308", "NPU511"),
+        with_rules=("NPU104", "NPU308"),
+    ),
+    Valid(  # no CUDA-only code around: the predicate is migrated (NPU104's)
+        """\
+import torch
+def on_accelerator(x) -> bool:
+    return x.device.type == "npu"
+""",
+    ),
+    Invalid(  # litgpt tests/test_model.py:1483: on the NPU the rewritten test raised TypeError
+        """\
+import torch
+SUPPORTS_FLASH_ATTENTION = (
+    torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0) and not _IS_WINDOWS
+)
+""",
+        codes=("NPU511",),
+        with_rules=("NPU120",),
     ),
     Valid(
         """\

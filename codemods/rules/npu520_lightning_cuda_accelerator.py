@@ -5,15 +5,15 @@ from __future__ import annotations
 import libcst as cst
 from codemods.framework.base import Fix, Rule
 from npu_migrate.core.diagnostics import Severity
-from codemods.framework.families.lightning import branches, lightning_name, text_of
+from codemods.framework.families.lightning import (
+    CUDA_ACCELERATORS,
+    ENTRY_POINTS,
+    branches,
+    lightning_name,
+    text_of,
+)
 
 from codemods.framework.cases import Invalid, Valid
-
-
-_ENTRY_POINTS = frozenset({"Trainer", "Fabric"})
-
-
-_CUDA_ACCELERATORS = frozenset({"cuda", "gpu"})
 
 
 # under --target portable: what keeps one Trainer call right on every cluster
@@ -29,7 +29,7 @@ _ROUTE = ("Lightning has no built-in NPU accelerator: register one (subclass "
 class LightningAccelerator(Rule):
     """## What it does
 
-    Lightning/Fabric `accelerator="cuda"|"gpu"`, `gpus=` and `CUDAAccelerator` are reported with the NPU route.
+    Lightning/Fabric `accelerator="cuda"|"gpu"`, `gpus=` and `CUDAAccelerator` are reported with the NPU route, and so is a `Trainer`/`Fabric` call that asks for `devices=` and leaves the accelerator to Lightning (none given, or `"auto"`): Lightning's automatic choice is CUDA, MPS or the CPU, so on an Ascend machine it silently runs on the CPU.
 
     ## Why
 
@@ -61,9 +61,10 @@ class LightningAccelerator(Rule):
     severity = Severity.WARNING
     # a CUDA accelerator literal right after `accelerator=` (or on a line with a conditional
     # value), `gpus=`, `CUDAAccelerator`: Lightning's own code passes `accelerator=` hundreds of
-    # times with other values, and every matching statement costs a LibCST parse
+    # times with other values, and every matching statement costs a LibCST parse; a Trainer/Fabric
+    # call that asks for `devices=` (the accelerator then chosen by Lightning)
     prefilter = (r"accelerator\s*=\s*\(?\s*[\"'](?i:cuda|gpu)[\"']|accelerator\s*=[^\n]*\bif\b|gpus(?<!\wgpus)\s*=|"
-                 r"CUDAAccelerator")
+                 r"CUDAAccelerator|(?:Fabric|Trainer)\([\s\S]*?\bdevices\s*=")
 
     def _route(self) -> str:
         if self.target == "portable":
@@ -71,16 +72,31 @@ class LightningAccelerator(Rule):
         return _ROUTE
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not lightning_name(self.resolve(node.func), _ENTRY_POINTS):
+        if not lightning_name(self.resolve(node.func), ENTRY_POINTS):
             return
         for arg in node.args:
             keyword = arg.keyword.value if arg.keyword else None
             chosen = [text_of(v) for v in branches(arg.value)]
-            cuda = [c for c in chosen if (c or "").lower() in _CUDA_ACCELERATORS]
+            cuda = [c for c in chosen if (c or "").lower() in CUDA_ACCELERATORS]
             if keyword == "accelerator" and cuda:
                 self.report(arg, f"`accelerator={cuda[0]!r}` selects CUDA: {self._route()}")
             elif keyword == "gpus":
                 self.report(arg, f"`gpus=` (Lightning < 2.0) selects CUDA devices: {self._route()}")
+        self._report_automatic(node)
+
+    def _report_automatic(self, node: cst.Call) -> None:
+        """`Fabric(devices=n)` with no accelerator (or "auto"): Lightning picks CUDA, MPS or the
+        CPU, so on an Ascend machine it runs on the CPU (n CPU processes) without a word."""
+        if self.target != "npu" or any(arg.keyword is None for arg in node.args):
+            return  # portable: "auto" is the advice; a positional or `**` argument may be the accelerator
+        keywords = {arg.keyword.value: arg for arg in node.args if arg.keyword}
+        chosen = keywords.get("accelerator")
+        if "devices" not in keywords or (chosen is not None and text_of(chosen.value) != "auto"):
+            return
+        name = self.resolve(node.func) or "Trainer"
+        self.report(chosen or node, f"`{name.rsplit('.', 1)[-1]}(devices=...)` lets Lightning pick the accelerator "
+                                    "(\"auto\": CUDA, MPS or the CPU): on an Ascend machine it runs on the CPU "
+                                    f"without a word; {self._route()}")
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "CUDAAccelerator" and lightning_name(self.resolve(node), frozenset({"CUDAAccelerator"})):
@@ -100,10 +116,21 @@ trainer = L.Trainer(accelerator="gpu", devices=2)
 """,
         codes=("NPU520",),
     ),
+    Invalid(  # litgpt: Fabric chooses the accelerator itself, which is never an NPU
+        """\
+import lightning as L
+fabric = L.Fabric(
+    devices=devices,
+    precision=precision,
+)
+""",
+    ),
     Valid(
         """\
 import lightning as L
 trainer = L.Trainer(accelerator="cpu", devices=1)
+fabric = L.Fabric(accelerator=MyNPUAccelerator(), devices=8)
+fabric = L.Fabric(accelerator="auto", devices=8)  # npu-migrate: ignore[NPU520]
 """,
     ),
 ]

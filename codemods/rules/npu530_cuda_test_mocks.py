@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 import libcst as cst
+import libcst.matchers as m
 from codemods.framework.base import Fix, Rule, dotted_expr
 from codemods.framework.families.torch_cuda_api import cuda_names
 from codemods.framework.portable import generic_name
@@ -13,16 +14,19 @@ from codemods.framework.cases import Invalid, Valid
 
 
 _PATCHERS = frozenset({"patch", "setattr", "delattr", "object"})
+# Lightning's test markers (`lightning.fabric.utilities.testing._runif_reasons`, litgpt's `_RunIf`)
+_SKIP_KEYWORDS = {"min_cuda_gpus": "that many CUDA GPUs are present (Lightning's `num_cuda_devices()`)",
+                  "bf16_cuda": "a CUDA GPU supports bfloat16"}
 
 
 class CudaTestMocks(Rule):
     """## What it does
 
-    `mock.patch("torch.cuda.X")`, `mock.patch.object(torch.cuda, "X")` and `monkeypatch.setattr(torch.cuda, "X", ...)` move to `torch.npu`.
+    `mock.patch("torch.cuda.X")` (also through a module: `mock.patch("pkg.mod.torch.cuda.X")`), `mock.patch.object(torch.cuda, "X")` and `monkeypatch.setattr(torch.cuda, "X", ...)` move to `torch.npu`.
 
     ## Why
 
-    After migration the code calls `torch.npu.X`; a test that still patches `torch.cuda.X` patches nothing the code reads. Targets move with NPU120 (names torch.npu has); a target torch.npu lacks is reported. Skip markers are plain calls NPU120 rewrites; their reason text stays.
+    After migration the code calls `torch.npu.X`; a test that still patches `torch.cuda.X` patches nothing the code reads. Targets move with NPU120 (names torch.npu has); a target torch.npu lacks is reported. Skip markers are plain calls NPU120 rewrites; their reason text stays. Lightning's `RunIf(min_cuda_gpus=N)` / `bf16_cuda=True` (litgpt's `_RunIf`) count CUDA devices only, so the migrated test would be skipped on every Ascend machine: reported, with the `torch.npu.device_count()` route.
 
     ## Example
 
@@ -57,7 +61,19 @@ class CudaTestMocks(Rule):
     fix = Fix.SAFE
     severity = Severity.WARNING
     # a patcher whose first argument names torch.cuda (as a dotted string or an object)
-    prefilter = r"cuda(?:\.\w+)*[\"']?\s*,|cuda\.\w+[\"']\s*\)"
+    # a patcher whose first argument names torch.cuda (as a dotted string or an object), or
+    # Lightning's CUDA skip keywords
+    prefilter = r"cuda(?:\.\w+)*[\"']?\s*,|cuda\.\w+[\"']\s*\)|min_cuda_gpus\s*=|bf16_cuda\s*="
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        """Lightning's `RunIf(min_cuda_gpus=N)` / `bf16_cuda=True` (`_runif_reasons`) count CUDA
+        devices only: the migrated test would be skipped on every Ascend machine, unseen."""
+        keyword = node.keyword.value if node.keyword else None
+        if keyword not in _SKIP_KEYWORDS or m.matches(node.value, m.Integer("0") | m.Name("False") | m.Name("None")):
+            return
+        self.report(node, f"`{keyword}=` skips the test unless {_SKIP_KEYWORDS[keyword]}: on an Ascend machine the "
+                          "migrated test never runs; skip on the NPU instead, e.g. `pytest.mark.skipif("
+                          "torch.npu.device_count() < N, reason=...)`")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         func = original_node.func
@@ -68,9 +84,11 @@ class CudaTestMocks(Rule):
         rewrites = cuda_names().rewrites
         if isinstance(first, cst.SimpleString) and isinstance(first.evaluated_value, str):
             target = first.evaluated_value
-            if not target.startswith("torch.cuda."):
+            # `torch.cuda.X`, or `pkg.mod.torch.cuda.X`: torch as the module under test sees it
+            prefix, found, rest = target.partition("torch.cuda.")
+            if not found or (prefix and not prefix.endswith(".")) or "torch.cuda." in rest:
                 return updated_node
-            member = target.removeprefix("torch.cuda.").split(".")[0]
+            member = rest.split(".")[0]
             if self.target == "portable":
                 return self._portable_string(original_node, updated_node, target)
             if rewrites.get(member) != member:
@@ -78,8 +96,9 @@ class CudaTestMocks(Rule):
                 return updated_node
             new = updated_node.args[0].value
             assert isinstance(new, cst.SimpleString)
-            self.fixed(original_node, f"patch target `{target}` → `torch.npu.{target[len('torch.cuda.'):]}`")
-            arg = updated_node.args[0].with_changes(value=new.with_changes(value=new.value.replace("torch.cuda.", "torch.npu.", 1)))
+            self.fixed(original_node, f"patch target `{target}` → `{prefix}torch.npu.{rest}`")
+            arg = updated_node.args[0].with_changes(value=new.with_changes(value=new.value.replace(
+                f"{prefix}torch.cuda.", f"{prefix}torch.npu.", 1)))
             return updated_node.with_changes(args=[arg, *updated_node.args[1:]])
         if self.resolve(first) != "torch.cuda" or not isinstance(first, cst.Attribute) or len(original_node.args) < 2:
             return updated_node
@@ -105,14 +124,14 @@ class CudaTestMocks(Rule):
         return name if name is not None and "(" not in name else None  # get_device_module() is a call
 
     def _portable_string(self, original: cst.Call, updated: cst.Call, target: str) -> Any:
-        rest = target.removeprefix("torch.cuda.")
+        prefix, _, rest = target.partition("torch.cuda.")
         member, _, tail = rest.partition(".")
         generic = self._generic(member)
         if generic is None:
             self.report(original, f"the test patches `{target}`; under --target portable the code calls "
                                   "`torch.get_device_module()` or nothing generic for it: patch what the migrated code calls")
             return updated
-        new_target = generic + (f".{tail}" if tail else "")
+        new_target = prefix + generic + (f".{tail}" if tail else "")
         string = updated.args[0].value
         assert isinstance(string, cst.SimpleString)
         self.fixed(original, f"patch target `{target}` → `{new_target}`")
@@ -180,10 +199,34 @@ def test_a(m):
     pass
 """,
     ),
+    Invalid(  # patched through the module under test's own `torch` (litgpt's tests/test_utils.py)
+        """\
+from unittest import mock
+def test_devices():
+    with mock.patch("litgpt.utils.torch.cuda.device_count", return_value=0):
+        pass
+""",
+        after="""\
+from unittest import mock
+def test_devices():
+    with mock.patch("litgpt.utils.torch.npu.device_count", return_value=0):
+        pass
+""",
+    ),
+    Invalid(  # Lightning's RunIf counts CUDA devices: the test would be skipped on the NPU, unseen
+        """\
+from litgpt.utils import _RunIf
+@_RunIf(min_cuda_gpus=2, standalone=True)
+def test_fsdp():
+    pass
+""",
+    ),
     Valid(
         """\
 from unittest import mock
 mock.patch("os.getcwd")
+RunIf(min_cuda_gpus=0, bf16_cuda=False)
+mock.patch("mypkg.mytorch.cuda.helper")
 """,
     ),
 ]

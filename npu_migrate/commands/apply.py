@@ -307,9 +307,24 @@ def _project_groups(chosen: list[tuple[str, Settings]], exclude: Sequence[str],
         else:
             def files(settings: Settings = settings) -> list[str]:
                 return [f for f, s in chosen if not s.source]
-            root = "."
+            root = _unconfigured_root([f for f, s in chosen if not s.source])
         groups[id(settings)] = (plan_for(settings), files, root)
     return list(groups.values())
+
+
+def _unconfigured_root(files: list[str]) -> str:
+    """What files under no configuration are a project of: the working folder when they lie in
+    it, else the folder holding them all, above any package (`apply /elsewhere/project` from
+    another folder), so their module names (`pkg.kernels`) and so the project facts do not
+    depend on where the run was started."""
+    here = os.path.abspath(".")
+    paths = [os.path.abspath(f) for f in files]
+    if all(p == here or p.startswith(here + os.sep) for p in paths):
+        return "."
+    root = os.path.commonpath([os.path.dirname(p) for p in paths])
+    while os.path.isfile(os.path.join(root, "__init__.py")) and os.path.dirname(root) != root:
+        root = os.path.dirname(root)  # a package's files are named from the folder above it
+    return root
 
 
 def _groups(files: list[tuple[str, Settings]], plans: dict[int, RunPlan]) -> list[tuple[RunPlan, list[str]]]:

@@ -85,6 +85,24 @@ def test_an_optional_import_does_not_make_a_module_cuda_only(tmp_path):
     assert {os.path.basename(p) for p in index["files"]} == {"required.py", "other_error.py"}
 
 
+def test_a_guarded_import_the_module_uses_anyway_is_required(tmp_path):
+    """litgpt's unsloth kernels: `if _TRITON_AVAILABLE: import triton`, then `@triton.jit` on a
+    top-level function (or `triton.next_power_of_2` at module level): the module cannot be
+    imported without Triton. A use under the same kind of guard, or inside a function, is not."""
+    texts = {
+        "decorated.py": "if AVAILABLE:\n    import triton\n\n@triton.jit\ndef k(x):\n    pass\n",
+        "bound.py": "if AVAILABLE:\n    import triton\nnext_power_of_2 = triton.next_power_of_2\n",
+        "guarded.py": "if AVAILABLE:\n    import triton\nif AVAILABLE:\n    @triton.jit\n    def k(x):\n        pass\n",
+        "called.py": "if AVAILABLE:\n    import triton\n\ndef f(n):\n    return triton.cdiv(n, 2)\n",
+    }
+    paths = []
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+        paths.append(str(tmp_path / name))
+    index = project_cuda_only_modules(paths, str(tmp_path))
+    assert {os.path.basename(p) for p in index["files"]} == {"decorated.py", "bound.py"}
+
+
 def test_functions_reaching_cuda_only_code_are_followed_within_a_file(tmp_path):
     import ast
 
@@ -136,3 +154,22 @@ def test_a_module_of_a_cuda_only_package_is_cuda_only(tmp_path):
     index = project_cuda_only_modules(paths, str(tmp_path))
     assert sorted(os.path.relpath(p, tmp_path) for p in index["files"]) == ["kernels/__init__.py", "kernels/ops.py"]
     assert index["modules"]["kernels.ops"] == "`triton` (in `kernels/__init__.py`)"
+
+
+def test_the_project_facts_do_not_depend_on_the_working_folder(tmp_path, monkeypatch):
+    """`apply /elsewhere/project/pkg` under no configuration: the files are a project of the folder
+    above their package, as when the run starts there. The index used to be empty (every module
+    name began with `..` relative to the working folder), so `from pkg.kernels import ...` in a
+    CUDA branch was not seen as Triton code and its guard was migrated."""
+    _project(tmp_path / "project")
+    absolute = tmp_path / "project" / "pkg" / "absolute.py"
+    absolute.write_text("import torch\n\n\ndef run(x):\n    if x.is_cuda:\n"
+                        "        from pkg.kernels import kernel\n        return kernel(x)\n    return x\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = CliRunner().invoke(command, ["--isolated", "--no-cache", "--diff", str(tmp_path / "project" / "pkg")],
+                                catch_exceptions=False)
+    reported = [line for line in result.output.splitlines() if " NPU511 [" in line]
+    assert sorted((os.path.basename(line.split(":")[0]), int(line.split(":")[1])) for line in reported) == [
+        ("absolute.py", 5), ("timing.py", 10), ("timing.py", 16)]

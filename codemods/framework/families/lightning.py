@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from codemods.framework.facts import FileFacts, ast_dotted_parts
+
 _LIGHTNING_ROOTS = ("lightning", "pytorch_lightning", "lightning_fabric")
+ENTRY_POINTS = frozenset({"Trainer", "Fabric"})  # what takes `accelerator=`
+CUDA_ACCELERATORS = frozenset({"cuda", "gpu"})  # accelerator names that select CUDA
 
 
 def lightning_name(qualified: str | None, names: frozenset[str]) -> bool:
@@ -26,3 +32,17 @@ def text_of(node: cst.BaseExpression) -> str | None:
         value = node.evaluated_value
         return value if isinstance(value, str) else None
     return None
+
+
+def accelerator_variables(facts: FileFacts) -> frozenset[str]:
+    """Names the file passes as `accelerator=<name>` to `Trainer`/`Fabric` (read with `ast`): a
+    CUDA accelerator assigned to one of them selects Lightning's CUDA accelerator."""
+    found = set()
+    for node in ast.walk(facts.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        parts = ast_dotted_parts(node.func)
+        if not parts or not lightning_name(facts.qualify(parts), ENTRY_POINTS):
+            continue
+        found |= {k.value.id for k in node.keywords if k.arg == "accelerator" and isinstance(k.value, ast.Name)}
+    return frozenset(found)

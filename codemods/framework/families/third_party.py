@@ -4,7 +4,8 @@ CuPy, NVML, CUDA extensions, channels_last, ...) is reported with its NPU route.
 Nothing here rewrites: none of these mappings is exact (argument meanings, return values or
 numerics differ), so each report says what to write instead. Entries live in
 `data/third_party.json`; an import is reported once, by the most specific entry that names it,
-and a call or attribute use where an entry asks for it. `cu_file_diagnostic` is the report for
+a call or attribute use where an entry asks for it, and a keyword argument (`load_in_8bit=`) of
+any call where an entry is "at" "keyword". `cu_file_diagnostic` is the report for
 a `.cu`/`.cuh` file found while walking a tree.
 """
 
@@ -33,7 +34,7 @@ def entries() -> tuple[dict[str, Any], ...]:
 
 @cache
 def _heads() -> frozenset[str]:
-    return frozenset(e["cuda"].split(".")[0] for e in entries() if e["at"])
+    return frozenset(e["cuda"].split(".")[0] for e in entries() if set(e["at"]) - {"keyword"})
 
 
 def best_import_entry(qualified: str) -> dict[str, Any] | None:
@@ -51,12 +52,17 @@ def library_prefilter(code: str) -> str:
     for entry in entries():
         if entry["code"] != code or not entry["at"]:
             continue
+        if "keyword" in entry["at"]:
+            words.add(re.escape(entry["cuda"]) + r"\s*=")
+            continue
         parts = entry["cuda"].split(".")
-        if parts[0] != "torch":
+        if parts[0] != "torch" and "import" in entry["at"]:
             words.add(re.escape(parts[0]))
         if {"call", "reference"} & set(entry["at"]) and parts[-1] not in _IGNORED_TOKENS:
-            # torch names may be imported by name (`from torch import channels_last`)
-            words.add(re.escape(parts[-1]) if parts[0] == "torch" else r"\." + re.escape(parts[-1]))
+            # torch names may be imported by name (`from torch import channels_last`), and so may a
+            # name whose import is not reported (`from transformers import BitsAndBytesConfig`)
+            by_name = parts[0] == "torch" or "import" not in entry["at"]
+            words.add(re.escape(parts[-1]) if by_name else r"\." + re.escape(parts[-1]))
     if code == "NPU311":
         words |= {r"\.cuh?[\"']", "cuda_sources", "with_cuda", "cpp_extension"}
     return "|".join(sorted(words)) if words else r"(?!)"
@@ -115,7 +121,21 @@ class ThirdPartyRule(Rule):
                 self._report_import(alias, f"{module}.{name}")
 
     def visit_Call(self, node: cst.Call) -> None:
-        self._report_call(node)
+        if not self._report_call(node):  # `BitsAndBytesConfig(load_in_4bit=True)`: said once
+            self._report_keywords(node)
+
+    def _report_keywords(self, node: cst.Call) -> None:
+        """`load_in_8bit=True` in any call (an entry at "keyword"): reported unless the value is
+        a literal `False`/`None`, which asks for nothing CUDA-only."""
+        wanted = self._entries("keyword")
+        if not wanted:
+            return
+        for arg in node.args:
+            if arg.keyword is None or m.matches(arg.value, m.Name("False") | m.Name("None")):
+                continue
+            for entry in wanted:
+                if entry["cuda"] == arg.keyword.value:
+                    self.report(arg, f"`{arg.keyword.value}=`: {entry['message']}")
 
     def _report_call(self, node: cst.Call) -> bool:
         """Report a call an entry names; whether one was reported."""
