@@ -232,7 +232,12 @@ class CudaOnlyNames:
             if why:
                 for alias in node.names:
                     result.names[(alias.asname or alias.name).split(".")[0]] = why
-        functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for name, why in _compiled_extensions(tree):
+            result.names.setdefault(name, why)
+        # classes count as functions do: `Op.apply(x)` of a `torch.autograd.Function` whose
+        # `forward` calls a compiled kernel selects that kernel
+        functions = {s.name: s for s in tree.body
+                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         changed = True
         while changed:  # a function that calls a CUDA-only function is CUDA-only too
             changed = False
@@ -256,6 +261,27 @@ class CudaOnlyNames:
                 if why:
                     return why if node.id in self.names else f"`{node.id}`, which uses {why}"
         return None
+
+
+# mmcv's loader of its compiled ops, `ext_loader.load_ext('_ext', [...])` (also in the many
+# projects that vendor mmcv): mmcv's guards pick these kernels over a PyTorch fallback on CUDA
+# tensors (`if not x.is_cuda: return reference(x)`); the vendored copies carry no NPU build of them
+_EXTENSION_LOADER = "ext_loader.load_ext"
+
+
+def _compiled_extensions(tree: ast.Module) -> Iterator[tuple[str, str]]:
+    """Module-level names bound to a compiled extension (`ext_module = ext_loader.load_ext(...)`)."""
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
+            continue
+        func = stmt.value.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute))):
+            continue
+        loader = ast.unparse(func)
+        if loader == _EXTENSION_LOADER or loader.endswith("." + _EXTENSION_LOADER):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, f"mmcv's compiled CUDA ops (`{target.id} = {loader}(...)`)"
 
 
 def import_reason(node: ast.Import | ast.ImportFrom, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:

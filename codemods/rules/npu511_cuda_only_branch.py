@@ -44,7 +44,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch, directly or through the project's own code (a function or class of the file that reaches such a library, such as a `torch.autograd.Function` whose `forward` calls mmcv's compiled ops, `ext_module = ext_loader.load_ext('_ext', [...])`, in mmcv and the projects that vendor it; or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
 
     ## Example
 
@@ -212,5 +212,28 @@ import torch
 if torch.npu.is_available():
     x = x.to("npu")
 """,
+    ),
+    # mmcv's ops: the guard picks the compiled kernels (reached through a Function class) over the
+    # PyTorch reference, which the NPU keeps using
+    Invalid(
+        """\
+import torch
+from torch.autograd import Function
+from ..utils import ext_loader
+ext_module = ext_loader.load_ext('_ext', ['fused_bias_leakyrelu'])
+
+
+class FusedBiasLeakyReLUFunction(Function):
+    @staticmethod
+    def forward(ctx, input, bias):
+        return ext_module.fused_bias_leakyrelu(input, bias)
+
+
+def fused_bias_leakyrelu(input, bias):
+    if not input.is_cuda:
+        return bias_leakyrelu_ref(input, bias)
+    return FusedBiasLeakyReLUFunction.apply(input, bias)
+""",
+        with_rules=("NPU102",),
     ),
 ]
