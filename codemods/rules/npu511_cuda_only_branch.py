@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from typing import Any
+
 import libcst as cst
 import libcst.matchers as m
 from codemods.framework.base import Fix, Rule
 from codemods.framework.cudaonly import PROJECT_OPTION, CudaOnlyNames, cuda_only_library, import_reason
 from codemods.framework.facts import iter_statements
 from codemods.framework.positions import node_positions
-from npu_migrate.core.diagnostics import Severity
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 
 from codemods.framework.cases import Invalid, Valid
 
 
-_CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
+_CUDA_LITERAL = re.compile(r"cuda(:\d*)?")
 
 
+_NPU_LITERAL = re.compile(r"npu(:\d*)?")
 _TENSORRT = "TensorrtExecutionProvider"
 
 
@@ -45,6 +48,8 @@ class CudaOnlyBranch(Rule):
     ## Why
 
     Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch, directly or through the project's own code (a function or class of the file that reaches such a library, such as a `torch.autograd.Function` whose `forward` calls mmcv's compiled ops, `ext_module = ext_loader.load_ext('_ext', [...])`, in mmcv and the projects that vendor it; or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
+
+    A CUDA arm of an `if`/`elif` chain that also has an NPU arm (`elif device.startswith("npu:")`, `elif torch.npu.is_available()`) is kept whole, test and body: the code already dispatches the NPU to its own arm, and turning the CUDA arm to the NPU too would shadow that arm or send the NPU where the code did not (open_clip's `if torch.cuda.is_available(): model.cuda()` / `elif device == "npu" ...: model.npu()` would move a model meant to stay on the CPU). What other rules would have rewritten in its body is reported at its place.
 
     ## Example
 
@@ -82,8 +87,23 @@ class CudaOnlyBranch(Rule):
         self._names: CudaOnlyNames | None = None
         self._local: CudaOnlyNames | None = None
 
+    def visit_If(self, node: cst.If) -> None:
+        chains = self.tree.nodes("chained")  # the `elif` arms already seen as part of a chain
+        if node in chains:
+            return
+        arms = [node]
+        while isinstance(arms[-1].orelse, cst.If):
+            arms.append(arms[-1].orelse)
+        chains.update(arms)
+        if any(self._npu_test(arm.test) for arm in arms):
+            self.tree.nodes("beside_npu").update(arms)
+
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
-        if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
+        if not self._cuda_guard(original_node.test):
+            return updated_node
+        if original_node in self.tree.nodes("beside_npu") and not self._npu_test(original_node.test):
+            return self._keep_cuda_arm(original_node, updated_node)
+        if updated_node.test.deep_equals(original_node.test):
             return updated_node
         library = self._cuda_only_use(original_node.body) or self._enclosing_use(original_node)
         if library is None:
@@ -103,6 +123,33 @@ class CudaOnlyBranch(Rule):
             if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
                 return True
         return False
+
+    def _npu_test(self, test: cst.BaseExpression) -> bool:
+        """Whether a test, as written, asks for the NPU (`"npu"`, `.startswith("npu:")`,
+        `torch.npu.is_available()`, `x.is_npu`)."""
+        for node in m.findall(test, m.SimpleString() | m.Attribute()):
+            if isinstance(node, cst.SimpleString) and _NPU_LITERAL.fullmatch(_string(node) or ""):
+                return True
+            if isinstance(node, cst.Attribute) and (
+                    node.attr.value == "is_npu" or (self.resolve(node) or "").startswith(("torch.npu.", "torch_npu."))):
+                return True
+        return False
+
+    def _keep_cuda_arm(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        """The arm of a chain that also has an NPU arm stays as written, test and body: the NPU
+        takes its own arm, and turning this one to the NPU too would shadow it (or send the NPU
+        where the code did not). What other rules would have rewritten in it is reported."""
+        self._forget_edits_in(original_node.test)  # the report below names the guard
+        in_body = _node_ids(original_node.body)
+        runner = self.runner
+        assert runner is not None
+        path, code, severity = self.context.path, self.code, self.severity
+        runner._accepted = [(node, _as_kept_report(make, path, code, severity) if id(node) in in_body else make)
+                            for node, make in runner._accepted]
+        self.report(original_node, "this CUDA branch sits beside the NPU branch of the same if/elif chain: it "
+                                   "stays as written (the NPU takes its own branch; rewriting this one too would "
+                                   "shadow it or send the NPU where the code did not)")
+        return updated_node.with_changes(test=original_node.test, body=original_node.body)
 
     def _enclosing_use(self, node: cst.If) -> str | None:
         """A CUDA-only library used by a function or class around the guard (its bases and
@@ -182,17 +229,34 @@ class CudaOnlyBranch(Rule):
 
     def _forget_edits_in(self, test: cst.BaseExpression) -> None:
         """Drop what other rules recorded about the guard's rewrite, which is undone here."""
-        inside: set[int] = set()
-
-        class Collect(cst.CSTVisitor):
-            def on_visit(self, node: cst.CSTNode) -> bool:
-                inside.add(id(node))
-                return True
-
-        test.visit(Collect())
+        inside = _node_ids(test)
         runner = self.runner
         assert runner is not None
         runner._accepted = [(node, make) for node, make in runner._accepted if id(node) not in inside]
+
+
+def _node_ids(root: cst.CSTNode) -> set[int]:
+    inside: set[int] = set()
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            inside.add(id(node))
+            return True
+
+    root.visit(Collect())
+    return inside
+
+
+def _as_kept_report(make: Callable[[int, int], Any], path: str, code: str,
+                    severity: Severity) -> Callable[[int, int], Any]:
+    """An edit in a CUDA arm kept as written, turned into a diagnostic at the same place."""
+    def made(line: int, col: int) -> Any:
+        item = make(line, col)
+        if not isinstance(item, Edit):
+            return item
+        return Diagnostic(code, f"kept on CUDA in a branch the NPU does not take (the chain has an NPU "
+                                f"branch); {item.code} would have rewritten it: {item.message}", path, line, col, severity)
+    return made
 
 
 CASES = [
@@ -212,6 +276,33 @@ import torch
 if torch.npu.is_available():
     x = x.to("npu")
 """,
+    ),
+    # a dispatch that already has an NPU branch: the CUDA branch stays whole (open_clip's
+    # distributed.py); turning it to the NPU would shadow the NPU branch
+    Invalid(
+        """\
+import torch
+def set_device(device):
+    if device.startswith('cuda:'):
+        torch.cuda.set_device(device)
+    elif device.startswith('npu:'):
+        torch.npu.set_device(device)
+""",
+        with_rules=("NPU120",),
+    ),
+    # ... and sends the NPU elsewhere than the code did: on an NPU host with device="cpu" the model
+    # stayed on the CPU (open_clip's profiler.py)
+    Invalid(
+        """\
+import torch
+def place(model, device="cpu"):
+    if torch.cuda.is_available():
+        model = model.cuda()
+    elif device == "npu" and torch.npu.is_available():
+        model = model.npu()
+    return model
+""",
+        with_rules=("NPU101", "NPU120"),
     ),
     # mmcv's ops: the guard picks the compiled kernels (reached through a Function class) over the
     # PyTorch reference, which the NPU keeps using
