@@ -17,6 +17,9 @@ class AddTorchNpuImport(Rule):
     This rule makes no edit of its own: when a rule whose edits need torch_npu changed the file,
     the engine adds `import torch_npu  # noqa: F401` once, right after the first `import torch`
     (before a `from torch.cuda import ...` that became `torch.npu`), and records it under NPU100.
+    Where that first module-level torch import comes after the first rewritten use (the use sits
+    under an `if` that imports torch itself, or in an earlier notebook cell), it goes to the top of
+    the file (after the docstring and `__future__` imports) instead.
     The `noqa` comment keeps linters from deleting an import that looks unused.
 
     ## Example
@@ -64,6 +67,30 @@ CASES = [
 """,
         codes=('NPU100', 'NPU101'),
         with_rules=('NPU101',),
+    ),
+    # the first module-level `import torch` comes after a rewritten use (segment-anything's
+    # notebook: `if using_colab: import torch ... torch.cuda.is_available()` in an early cell):
+    # the import goes to the top, above the use
+    Invalid(
+        """\
+using_colab = False
+if using_colab:
+    import torch
+    print("CUDA is available:", torch.cuda.is_available())
+import torch
+x = torch.ones(2).cuda()
+""",
+        after="""\
+import torch_npu  # noqa: F401
+using_colab = False
+if using_colab:
+    import torch
+    print("CUDA is available:", torch.npu.is_available())
+import torch
+x = torch.ones(2).npu()
+""",
+        codes=('NPU100', 'NPU101', 'NPU120'),
+        with_rules=('NPU101', 'NPU120'),
     ),
     Valid(
         """\

@@ -191,14 +191,16 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
             return outcome
         pieces.append(new_chunk)
     new_text = "".join(pieces)
-    needs_npu = target_of(ruleset.options) == "npu" and any(
-        e.code in {r.code for r in rules if r.needs_torch_npu} for e in context.edits)
+    npu_codes = {r.code for r in rules if r.needs_torch_npu}
+    npu_lines = [e.line for e in context.edits if e.code in npu_codes]
+    needs_npu = target_of(ruleset.options) == "npu" and bool(npu_lines)
     adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
     wanted = set(context.imports)
     if needs_npu and adds_import:
         wanted.add(("torch_npu", None, None))
     if wanted and context.edits:
-        new_text, added, line = insert_imports(new_text, context.facts, sorted(wanted, key=_import_order))
+        new_text, added, line = insert_imports(new_text, context.facts, sorted(wanted, key=_import_order),
+                                               min(npu_lines, default=None))
         for text_added in added:
             context.edits.append(Edit("NPU100", f"added `{text_added}`", line, 1))
             line += 1
