@@ -99,6 +99,33 @@ def test_setup_py_cuda_extension() -> None:
     assert found(text) == [("NPU311", 3)]
 
 
+def test_cuda_build_names_through_the_projects_own_wrapper() -> None:
+    """ControlNet's vendored mmcv: `CUDA_HOME` and `CUDAExtension` reach the code through mmcv's own
+    wrapper (`parrots_wrapper.py`), a local assignment and a re-export; each statement that binds
+    or uses them is reported once, and an import or call report is not doubled."""
+    text = ("from .parrots_wrapper import (BuildExtension, CppExtension,\n"
+            "                              CUDAExtension)\n"
+            "def _get_cuda_home():\n"
+            "    if TORCH_VERSION == 'parrots':\n"
+            "        from parrots.utils.build_extension import CUDA_HOME\n"
+            "    else:\n"
+            "        from torch.utils.cpp_extension import CUDA_HOME\n"
+            "    return CUDA_HOME\n"
+            "def _get_extension():\n"
+            "    CUDAExtension = partial(Extension, cuda=True)\n"
+            "    return BuildExtension, CppExtension, CUDAExtension\n"
+            "BuildExtension, CppExtension, CUDAExtension = _get_extension()\n"
+            "home = _get_cuda_home()\n"
+            "if CUDA_HOME is not None and osp.isdir(CUDA_HOME):\n"
+            "    nvcc = osp.join(CUDA_HOME, 'bin/nvcc')\n")
+    assert found(text) == [("NPU311", line) for line in (2, 5, 7, 8, 10, 11, 12, 14, 15)]
+    import_then_call = ("from torch.utils.cpp_extension import CUDAExtension\n"
+                        "import torch.utils.cpp_extension as ext\n"
+                        "a = ext.CUDAExtension('k', ['k.cpp'])\n"
+                        "b = CUDAExtension('k', ['k.cpp'])\n")
+    assert found(import_then_call) == [("NPU311", 1), ("NPU311", 3), ("NPU311", 4)]
+
+
 def test_channels_last_uses() -> None:
     text = ("import torch\nmodel = model.to(memory_format=torch.channels_last)\n"
             "x = x.contiguous(memory_format=torch.channels_last_3d)\ny = x.contiguous()\n")
