@@ -269,6 +269,11 @@ class CudaOnlyNames:
 _EXTENSION_LOADER = "ext_loader.load_ext"
 
 
+def is_extension_loader(dotted: str) -> bool:
+    """Whether a dotted callee is mmcv's `ext_loader.load_ext`, as mmcv or a vendored copy spells it."""
+    return dotted == _EXTENSION_LOADER or dotted.endswith("." + _EXTENSION_LOADER)
+
+
 def _compiled_extensions(tree: ast.Module) -> Iterator[tuple[str, str]]:
     """Module-level names bound to a compiled extension (`ext_module = ext_loader.load_ext(...)`)."""
     for stmt in tree.body:
@@ -278,7 +283,7 @@ def _compiled_extensions(tree: ast.Module) -> Iterator[tuple[str, str]]:
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute))):
             continue
         loader = ast.unparse(func)
-        if loader == _EXTENSION_LOADER or loader.endswith("." + _EXTENSION_LOADER):
+        if is_extension_loader(loader):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
                     yield target.id, f"mmcv's compiled CUDA ops (`{target.id} = {loader}(...)`)"

@@ -11,6 +11,7 @@ import libcst.matchers as m
 
 from codemods.framework.base import dotted_name
 from codemods.framework.cases import Invalid, Valid
+from codemods.framework.cudaonly import is_extension_loader
 from codemods.framework.families.third_party import (
     ThirdPartyRule,
     best_import_entry,
@@ -53,6 +54,7 @@ class CudaExtension(ThirdPartyRule):
     | `torch.utils.cpp_extension.load` (call) | this JIT build compiles CUDA sources, which cannot run on NPU: port the kernels to an Ascend C custom operator or fall back to PyTorch ops (C++-only sources still build) |
     | ``.cu` / `.cuh` paths elsewhere in Python (other calls, lists, strings)` (file discovery) | CUDA kernels cannot be built or run on NPU; port them to an Ascend C custom operator (or op-plugin), or fall back to PyTorch ops |
     | `torch.utils.cpp_extension.load_inline` (call) | `cuda_sources=` cannot be compiled for NPU: port the kernels to an Ascend C custom operator or fall back to PyTorch ops (`cpp_sources` alone still build) |
+    | `mmcv.utils.ext_loader.load_ext` (call; also a vendored copy's `ext_loader.load_ext`) | mmcv's compiled ops (`_ext`) are CUDA kernels, also where a project vendors mmcv and calls `ext_loader.load_ext`: the ops that call them have no NPU kernel here; port them to PyTorch ops or an Ascend C custom operator (a CUDA guard that picks them over a PyTorch fallback stays on CUDA, NPU511) |
     | `torch.utils.cpp_extension.CUDA_HOME` (import, reference, name) | `CUDA_HOME` is None on an Ascend host (no CUDA toolkit; CANN's location is ASCEND_HOME_PATH): code that builds CUDA kernels from it needs an NPU path (an Ascend C custom operator or op-plugin; torch_npu documents no CUDAExtension counterpart) |
 
     *name*: the bare `CUDA_HOME` / `CUDAExtension` wherever the project binds or uses it, through
@@ -87,10 +89,20 @@ class CudaExtension(ThirdPartyRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         strings = _cu_strings(node)
-        if self._report_call(node):  # its .cu strings are covered by this report
+        if self._report_call(node) or self._report_loader(node):  # its .cu strings are covered by this report
             self.tree.nodes("seen").update(m.findall(node, m.SimpleString()))
             return
         self._report_sources(node, strings, "passes")  # e.g. a project's own build helper
+
+    def _report_loader(self, node: cst.Call) -> bool:
+        """mmcv's `ext_loader.load_ext(...)`, also through a vendored copy's relative import
+        (`from ..utils import ext_loader`), which no import alias resolves."""
+        callee = dotted_name(node.func)
+        if not callee or not is_extension_loader(callee) or self._qualify(node.func) is not None:
+            return False  # an import-resolved `mmcv.utils.ext_loader.load_ext` is `_report_call`'s
+        entry = next(e for e in entries() if e["code"] == self.code and e["cuda"].endswith(".load_ext"))
+        self.report(node, entry["message"])
+        return True
 
     # the bare names of `name` entries (`CUDA_HOME`, `CUDAExtension`), wherever the project binds
     # or uses them: one report per statement, where no import or reference report covers them
@@ -198,6 +210,14 @@ def collect_env(env_info):
     CUDA_HOME = _get_cuda_home()
     if CUDA_HOME is not None and osp.isdir(CUDA_HOME):
         env_info['NVCC'] = osp.join(CUDA_HOME, 'bin/nvcc')
+""",
+    ),
+    # ControlNet's vendored mmcv (annotator/uniformer/mmcv/ops/*.py)
+    Invalid(
+        """\
+import torch
+from ..utils import ext_loader
+ext_module = ext_loader.load_ext('_ext', ['furthest_point_sampling_forward'])
 """,
     ),
     Valid(
