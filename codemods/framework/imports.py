@@ -74,6 +74,30 @@ def insertion_line(facts: FileFacts, first_use: int | None = None) -> int:
     return body[0].lineno - 1 if body else 0
 
 
+_SETTING_NODES = (ast.Assign, ast.AnnAssign, ast.Name, ast.Load, ast.Store, ast.Constant, ast.Dict,
+                  ast.List, ast.Tuple, ast.Set, ast.keyword, ast.BinOp, ast.UnaryOp, ast.operator,
+                  ast.unaryop, ast.JoinedStr, ast.FormattedValue, ast.Starred)
+
+
+def is_settings_module(facts: FileFacts) -> bool:
+    """A module of module-level assignments of plain values only (literals, names, `dict(...)`;
+    no import, no other call, no attribute), such as an mmcv / mmdet / mmengine config file:
+    the framework loads it and turns every module-level name into a setting, so an import added
+    there would become a setting too (a module object that mmcv's `Config` can neither copy nor
+    dump, and a duplicate key across `_base_` files)."""
+    body = facts.tree.body
+    if not body or not all(isinstance(stmt, (ast.Assign, ast.AnnAssign)) for stmt in body):
+        return False
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                if not (isinstance(node.func, ast.Name) and node.func.id == "dict"):
+                    return False
+            elif not isinstance(node, _SETTING_NODES):
+                return False
+    return True
+
+
 def insert_imports(text: str, facts: FileFacts, wanted: Sequence[Import],
                    first_use: int | None = None) -> tuple[str, list[str], int]:
     """Insert the missing imports of `wanted` above `first_use` (see `insertion_line`); return

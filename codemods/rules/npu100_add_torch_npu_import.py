@@ -22,6 +22,12 @@ class AddTorchNpuImport(Rule):
     the file (after the docstring and `__future__` imports) instead.
     The `noqa` comment keeps linters from deleting an import that looks unused.
 
+    A file of module-level assignments only (an mmcv / mmdet / mmengine config file, whose every
+    module-level name becomes a setting when the framework loads it) gets no import, which would
+    become a setting too (a module object mmcv's `Config` can neither copy nor dump, and a
+    duplicate key across `_base_` files); an info diagnostic says the code reading its values
+    must import torch_npu.
+
     ## Example
 
     ```python
@@ -91,6 +97,20 @@ x = torch.ones(2).npu()
 """,
         codes=('NPU100', 'NPU101', 'NPU120'),
         with_rules=('NPU101', 'NPU120'),
+    ),
+    # a config file (ControlNet's vendored mmseg `configs/_base_/default_runtime.py`): every
+    # module-level name becomes a setting, so no import is added; the reader must import torch_npu
+    Invalid(
+        """\
+log_level = 'INFO'
+dist_params = dict(backend='nccl')
+""",
+        after="""\
+log_level = 'INFO'
+dist_params = dict(backend='hccl')
+""",
+        codes=('NPU100', 'NPU140'),
+        with_rules=('NPU140',),
     ),
     Valid(
         """\

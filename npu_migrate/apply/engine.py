@@ -21,7 +21,7 @@ import libcst as cst
 from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner
 from codemods.framework.prefilter import Prefilter
 from codemods.framework.facts import FileFacts
-from codemods.framework.imports import insert_imports, split_lines
+from codemods.framework.imports import insert_imports, is_settings_module, split_lines
 from codemods.framework.portable import define_device, guard_import
 from codemods.framework.suppression import Suppressions, skips_file
 from codemods.framework.targets import plan_rules, report_instead, target_of
@@ -197,7 +197,14 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
     wanted = set(context.imports)
     if needs_npu and adds_import:
-        wanted.add(("torch_npu", None, None))
+        if is_settings_module(context.facts):  # the code that reads these values imports it
+            first = min((e for e in context.edits if e.code in npu_codes), key=lambda e: (e.line, e.col))
+            context.diagnostics.append(Diagnostic(
+                "NPU100", "`import torch_npu` is not added here: this file only assigns values (a config "
+                "file, whose every module-level name becomes a setting when it is loaded); the code that "
+                "reads these values must import torch_npu", path, first.line, first.col, Severity.INFO))
+        else:
+            wanted.add(("torch_npu", None, None))
     if wanted and context.edits:
         new_text, added, line = insert_imports(new_text, context.facts, sorted(wanted, key=_import_order),
                                                min(npu_lines, default=None))
