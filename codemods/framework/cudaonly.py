@@ -14,6 +14,7 @@ import ast
 import bisect
 import os
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -249,9 +250,13 @@ class CudaOnlyNames:
                         changed = True
         return result
 
-    def reason_in(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:
-        """Why `scope` (a function, a class, a statement) reaches CUDA-only code, or None."""
-        for node in ast.walk(scope):
+    def reason_in(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]],
+                  around_line: int | None = None) -> str | None:
+        """Why `scope` (a function, a class, a statement) reaches CUDA-only code, or None. With
+        `around_line` (a guard inside `scope`), an `if` block that does not hold that line is left
+        out: an import or call under another branch (`if args.use_bnb_linear: import bitsandbytes`)
+        is an option of the scope, not the path the guard selects."""
+        for node in _walk_around(scope, around_line):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 why = import_reason(node, path, project)
                 if why:
@@ -287,6 +292,22 @@ def _compiled_extensions(tree: ast.Module) -> Iterator[tuple[str, str]]:
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
                     yield target.id, f"mmcv's compiled CUDA ops (`{target.id} = {loader}(...)`)"
+
+
+def _walk_around(scope: ast.AST, line: int | None) -> Iterator[ast.AST]:
+    """`ast.walk(scope)` (the same order), without the `if` statements whose lines do not hold
+    `line` (if given)."""
+    if line is None:
+        yield from ast.walk(scope)
+        return
+    todo = deque([scope])
+    while todo:
+        node = todo.popleft()
+        if node is not scope and isinstance(node, ast.If) \
+                and not node.lineno <= line <= (node.end_lineno or node.lineno):
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
 
 
 def import_reason(node: ast.Import | ast.ImportFrom, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:

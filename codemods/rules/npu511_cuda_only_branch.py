@@ -47,7 +47,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch, directly or through the project's own code (a function or class of the file that reaches such a library, such as a `torch.autograd.Function` whose `forward` calls mmcv's compiled ops, `ext_module = ext_loader.load_ext('_ext', [...])`, in mmcv and the projects that vendor it; or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider), used in the branch, directly or through the project's own code (a function or class of the file that reaches such a library, such as a `torch.autograd.Function` whose `forward` calls mmcv's compiled ops, `ext_module = ext_loader.load_ext('_ext', [...])`, in mmcv and the projects that vendor it; or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines, leaving out the `if` blocks that do not hold the guard (an optional `if args.use_bnb_linear: import bitsandbytes` elsewhere in open_clip's `main()` is no path the guard selects) (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated.
 
     A CUDA arm of an `if`/`elif` chain that also has an NPU arm (`elif device.startswith("npu:")`, `elif torch.npu.is_available()`) is kept whole, test and body: the code already dispatches the NPU to its own arm, and turning the CUDA arm to the NPU too would shadow that arm or send the NPU where the code did not (open_clip's `if torch.cuda.is_available(): model.cuda()` / `elif device == "npu" ...: model.npu()` would move a model meant to stay on the CPU). What other rules would have rewritten in its body is reported at its place.
 
@@ -83,7 +83,7 @@ class CudaOnlyBranch(Rule):
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self._uses: dict[int, str | None] = {}
+        self._uses: dict[tuple[int, int], str | None] = {}
         self._names: CudaOnlyNames | None = None
         self._local: CudaOnlyNames | None = None
 
@@ -166,10 +166,11 @@ class CudaOnlyBranch(Rule):
             self._local = CudaOnlyNames.of(self.context.facts.tree, self.context.path, {})
         names = self._local
         for scope in _scopes_around(self.context.facts.tree, line):
-            if id(scope) not in self._uses:
-                self._uses[id(scope)] = names.reason_in(scope, self.context.path, {})
-            if self._uses[id(scope)] is not None:
-                return self._uses[id(scope)]
+            key = (id(scope), line)
+            if key not in self._uses:
+                self._uses[key] = names.reason_in(scope, self.context.path, {}, around_line=line)
+            if self._uses[key] is not None:
+                return self._uses[key]
         return None
 
     def _project(self) -> dict[str, dict[str, str]]:
@@ -303,6 +304,19 @@ def place(model, device="cpu"):
     return model
 """,
         with_rules=("NPU101", "NPU120"),
+    ),
+    # an import under another branch of the function around (open_clip's main.py: `if
+    # args.use_bnb_linear: import bitsandbytes`) does not make this guard a CUDA-only path
+    Valid(
+        """\
+import torch
+def main(args):
+    if torch.npu.is_available():
+        torch.npu.matmul.allow_hf32 = True
+    if args.use_bnb_linear is not None:
+        import bitsandbytes as bnb
+        layer = bnb.nn.Linear8bitLt
+""",
     ),
     # mmcv's ops: the guard picks the compiled kernels (reached through a Function class) over the
     # PyTorch reference, which the NPU keeps using
