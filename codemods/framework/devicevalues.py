@@ -4,7 +4,8 @@ An `ast` pass per file (and one cheap pass over the project for module constants
 CUDA device literal (`"cuda:0"`, `f"cuda:{rank}"`, `"cuda:%d" % i`, `"cuda:" + str(i)`,
 `"cuda:{}".format(g)`) from where it is written to where it is used:
 
-- through local variables and parameter defaults (`def build(dev_name="cuda")`),
+- through local variables, parameter defaults (`def build(dev_name="cuda")`) and the arguments
+  of calls of the file's own functions, positional or keyword (`load(p, location="cuda")`),
 - attributes (`self.accel = "cuda"`, a dataclass/config field `accel: str = "cuda"`, read
   anywhere in the file as `<obj>.accel`), dict entries (`cfg = {"accel": "cuda"}` read as
   `cfg["accel"]` / `cfg.get("accel")`),
@@ -274,6 +275,9 @@ class FileFlow:
             if keyword in self.device_names:
                 verdict.device.append(f"`{keyword}=` (line {line})")
                 return
+            if isinstance(func, ast.Name) and func.id in self.functions:
+                self._into_keyword(self.functions[func.id], keyword, verdict, depth, seen, line)
+                return
             verdict.other.append(f"`{keyword}=` of `{label}()` (line {line})")
             return
         spec = self.places.functions.get(qualified or "")
@@ -289,6 +293,15 @@ class FileFlow:
             self._into_parameter(self.functions[func.id], index, verdict, depth, seen, line)
             return
         verdict.other.append(f"argument {index + 1} of `{label}()` (line {line})")
+
+    def _into_keyword(self, function: ast.FunctionDef | ast.AsyncFunctionDef, keyword: str,
+                      verdict: Verdict, depth: int, seen: set[int], line: int) -> None:
+        """`load(p, location="cuda")` of a function of this file: where its `location` goes."""
+        arguments = function.args
+        if keyword not in {a.arg for a in [*arguments.args, *arguments.kwonlyargs]}:
+            verdict.other.append(f"`{keyword}=` of `{function.name}()` (line {line})")
+            return
+        self._follow_name(function, keyword, verdict, depth + 1, seen)
 
     def _into_parameter(self, function: ast.FunctionDef | ast.AsyncFunctionDef, index: int,
                         verdict: Verdict, depth: int, seen: set[int], line: int) -> None:

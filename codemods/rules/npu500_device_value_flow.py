@@ -242,4 +242,31 @@ def f():
     print(msg)
 """,
     ),
+    # a keyword argument of the file's own function, whose parameter is a device (ControlNet's
+    # `load_state_dict(path, location='cuda')` -> `torch.load(..., map_location=torch.device(location))`)
+    Invalid(
+        """\
+import torch
+def load_state_dict(path, location="cpu"):
+    return torch.load(path, map_location=torch.device(location))
+state_dict = load_state_dict("model.pth", location="cuda")
+""",
+        after="""\
+import torch
+def load_state_dict(path, location="cpu"):
+    return torch.load(path, map_location=torch.device(location))
+state_dict = load_state_dict("model.pth", location="npu")
+""",
+    ),
+    # ... and one whose parameter is also a path: reported, not rewritten
+    Invalid(
+        """\
+import os
+import torch
+def cache(x, where="cpu"):
+    os.makedirs(where, exist_ok=True)
+    return x.to(where)
+y = cache(x, where="cuda")
+""",
+    ),
 ]
