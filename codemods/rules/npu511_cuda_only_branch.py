@@ -101,7 +101,8 @@ class CudaOnlyBranch(Rule):
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
         if not self._cuda_guard(original_node.test):
             return updated_node
-        if original_node in self.tree.nodes("beside_npu") and not self._npu_test(original_node.test):
+        if original_node in self.tree.nodes("beside_npu") and not self._npu_test(original_node.test) \
+                and not self._reads_own_is_cuda(original_node.test):
             return self._keep_cuda_arm(original_node, updated_node)
         if updated_node.test.deep_equals(original_node.test):
             return updated_node
@@ -134,6 +135,19 @@ class CudaOnlyBranch(Rule):
                     node.attr.value == "is_npu" or (self.resolve(node) or "").startswith(("torch.npu.", "torch_npu."))):
                 return True
         return False
+
+    def _reads_own_is_cuda(self, test: cst.BaseExpression) -> bool:
+        """Whether the test reads an `is_cuda` attribute the file assigns itself (timm's
+        `self.is_cuda = device.type == 'cuda' and ...`): its definition is migrated with the file
+        (it then holds whether the device is the NPU), so the arm must be migrated with it."""
+        if not any(isinstance(a, cst.Attribute) and a.attr.value == "is_cuda" for a in m.findall(test, m.Attribute())):
+            return False
+        assigned = getattr(self, "_assigned_is_cuda", None)
+        if assigned is None:
+            assigned = self._assigned_is_cuda = any(
+                isinstance(node, ast.Attribute) and node.attr == "is_cuda" and isinstance(node.ctx, ast.Store)
+                for node in ast.walk(self.context.facts.tree))
+        return assigned
 
     def _keep_cuda_arm(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
         """The arm of a chain that also has an NPU arm stays as written, test and body: the NPU
@@ -290,6 +304,23 @@ def set_device(device):
         torch.npu.set_device(device)
 """,
         with_rules=("NPU120",),
+    ),
+    # ... but not where the CUDA test reads a flag the file defines itself: its definition is
+    # migrated too (timm's loader.py: `self.is_cuda = device.type == 'cuda' and ...`)
+    Valid(
+        """\
+import torch
+class Loader:
+    def __init__(self, device):
+        self.is_cuda = device.type == 'npu' and torch.npu.is_available()
+        self.is_npu = device.type == 'npu' and torch.npu.is_available()
+
+    def stream(self):
+        if self.is_cuda:
+            return torch.npu.Stream()
+        elif self.is_npu:
+            return torch.npu.Stream()
+""",
     ),
     # ... and sends the NPU elsewhere than the code did: on an NPU host with device="cpu" the model
     # stayed on the CPU (open_clip's profiler.py)
