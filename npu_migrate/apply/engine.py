@@ -28,6 +28,7 @@ from codemods.framework.targets import plan_rules, report_instead, target_of
 from npu_migrate.apply import grammar
 from npu_migrate.apply.notebook_run import migrate_notebook
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.core.discovery import manifest_name
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 
 UNKNOWN_SUPPRESSION = "NPU001"
@@ -120,7 +121,9 @@ class RuleSet:
 
 def language_of(path: str) -> str:
     for language, suffixes in TEXT_LANGUAGES.items():
-        if path.endswith(suffixes):
+        # `.txt` / YAML files are manifests only by their name; another one named explicitly is
+        # read as Python, as any file of an unknown suffix
+        if path.endswith(suffixes) and (language != "manifest" or manifest_name(path)):
             return language
     return "python"
 

@@ -203,3 +203,21 @@ def test_cuda_source_lists_and_strings_are_reported_once() -> None:
     diagnostics = run(text).diagnostics
     assert [(d.code, d.line) for d in diagnostics] == [("NPU311", 2), ("NPU311", 4), ("NPU311", 5)]
     assert "names CUDA sources (`a.cu`, `b.cu`)" in diagnostics[2].message
+
+
+def test_only_requirements_and_conda_environments_among_text_and_yaml_files(tmp_path, monkeypatch) -> None:
+    """NPU315: discovery hands `*requirements*.txt`, `environment*.y(a)ml` and `conda*.y(a)ml` to the
+    manifest rule; other `.txt` and YAML files (configs, notes) are not read."""
+    from click.testing import CliRunner
+
+    from npu_migrate.commands.apply import command
+
+    (tmp_path / "environment.yaml").write_text("dependencies:\n  - cudatoolkit=11.3\n")
+    (tmp_path / "requirements-train.txt").write_text("xformers==0.0.18\n")
+    (tmp_path / "notes.txt").write_text("xformers==0.0.18\n")
+    (tmp_path / "config.yaml").write_text("deps:\n  - cudatoolkit=11.3\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(command, ["--isolated", "--no-cache", "--check", "."], catch_exceptions=False)
+    reported = sorted(line.split(":")[0] for line in result.stdout.splitlines() if " NPU315 " in line)
+    assert reported == ["environment.yaml", "requirements-train.txt"]
+    assert (tmp_path / "environment.yaml").read_text() == "dependencies:\n  - cudatoolkit=11.3\n"  # unchanged
