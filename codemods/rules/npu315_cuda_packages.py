@@ -27,8 +27,9 @@ def _patterns() -> tuple[tuple[str, dict[str, Any]], ...]:
 
 def _package_entry(name: str) -> dict[str, Any] | None:
     normal = name.lower().replace("_", "-")
-    return next((entry for pattern, entry in _patterns()
-                 if fnmatch.fnmatchcase(normal, pattern.replace("_", "-"))), None)
+    exact = next((entry for pattern, entry in _patterns() if normal == pattern.replace("_", "-")), None)
+    return exact or next((entry for pattern, entry in _patterns()
+                          if fnmatch.fnmatchcase(normal, pattern.replace("_", "-"))), None)
 
 
 def _build_entry() -> dict[str, Any]:
