@@ -101,6 +101,10 @@ class CudaOnlyBranch(Rule):
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
         if not self._cuda_guard(original_node.test):
             return updated_node
+        runner = self.runner
+        assert runner is not None
+        if runner._suppressed(self.code, original_node):
+            return updated_node  # `ignore[NPU511]`: the other rules' rewrites and their edits stand
         if original_node in self.tree.nodes("beside_npu") and not self._npu_test(original_node.test) \
                 and not self._reads_own_is_cuda(original_node.test):
             return self._keep_cuda_arm(original_node, updated_node)
@@ -290,6 +294,17 @@ if torch.cuda.is_available():
 import torch
 if torch.npu.is_available():
     x = x.to("npu")
+""",
+    ),
+    # suppressed on the guard: the other rules' rewrites stand, with their edits
+    Valid(
+        """\
+import torch
+def set_device(device):
+    if device.startswith('cuda:'):  # npu-migrate: ignore[NPU511]
+        torch.npu.set_device(device)
+    elif device.startswith('npu:'):
+        torch.npu.set_device(device)
 """,
     ),
     # a dispatch that already has an NPU branch: the CUDA branch stays whole (open_clip's
