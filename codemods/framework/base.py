@@ -29,12 +29,14 @@ from codemods.framework.facts import FileFacts
 from codemods.framework.positions import node_positions
 from codemods.framework.suppression import Suppressions
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
-from npu_migrate.core.discovery import CUDA_SUFFIXES, JSON_SUFFIXES, SHELL_SUFFIXES
+from npu_migrate.core.discovery import CUDA_SUFFIXES, JSON_SUFFIXES, MANIFEST_SUFFIXES, SHELL_SUFFIXES
 
 # The languages a rule may have besides "python", and the files each one handles: rules in them
 # see a file's text, not a tree. Python is everything else.
-# ("json": the DeepSpeed configuration files discovery chose, NPU540)
-TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES, "json": JSON_SUFFIXES}
+# ("json": the DeepSpeed configuration files discovery chose, NPU540; "manifest": the pip
+# requirements and conda environment files it chose by name, NPU315)
+TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES, "json": JSON_SUFFIXES,
+                  "manifest": MANIFEST_SUFFIXES}
 
 
 class Fix(str, enum.Enum):

@@ -14,6 +14,7 @@ import ast
 import bisect
 import os
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -261,7 +262,12 @@ class CudaOnlyNames:
             if why:
                 for alias in node.names:
                     result.names[(alias.asname or alias.name).split(".")[0]] = why
-        functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for name, why in _compiled_extensions(tree):
+            result.names.setdefault(name, why)
+        # classes count as functions do: `Op.apply(x)` of a `torch.autograd.Function` whose
+        # `forward` calls a compiled kernel selects that kernel
+        functions = {s.name: s for s in tree.body
+                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         changed = True
         while changed:  # a function that calls a CUDA-only function is CUDA-only too
             changed = False
@@ -273,9 +279,13 @@ class CudaOnlyNames:
                         changed = True
         return result
 
-    def reason_in(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:
-        """Why `scope` (a function, a class, a statement) reaches CUDA-only code, or None."""
-        for node in ast.walk(scope):
+    def reason_in(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]],
+                  around_line: int | None = None) -> str | None:
+        """Why `scope` (a function, a class, a statement) reaches CUDA-only code, or None. With
+        `around_line` (a guard inside `scope`), an `if` block that does not hold that line is left
+        out: an import or call under another branch (`if args.use_bnb_linear: import bitsandbytes`)
+        is an option of the scope, not the path the guard selects."""
+        for node in _walk_around(scope, around_line):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 why = import_reason(node, path, project)
                 if why:
@@ -285,6 +295,48 @@ class CudaOnlyNames:
                 if why:
                     return why if node.id in self.names else f"`{node.id}`, which uses {why}"
         return None
+
+
+# mmcv's loader of its compiled ops, `ext_loader.load_ext('_ext', [...])` (also in the many
+# projects that vendor mmcv): mmcv's guards pick these kernels over a PyTorch fallback on CUDA
+# tensors (`if not x.is_cuda: return reference(x)`); the vendored copies carry no NPU build of them
+_EXTENSION_LOADER = "ext_loader.load_ext"
+
+
+def is_extension_loader(dotted: str) -> bool:
+    """Whether a dotted callee is mmcv's `ext_loader.load_ext`, as mmcv or a vendored copy spells it."""
+    return dotted == _EXTENSION_LOADER or dotted.endswith("." + _EXTENSION_LOADER)
+
+
+def _compiled_extensions(tree: ast.Module) -> Iterator[tuple[str, str]]:
+    """Module-level names bound to a compiled extension (`ext_module = ext_loader.load_ext(...)`)."""
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
+            continue
+        func = stmt.value.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute))):
+            continue
+        loader = ast.unparse(func)
+        if is_extension_loader(loader):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, f"mmcv's compiled CUDA ops (`{target.id} = {loader}(...)`)"
+
+
+def _walk_around(scope: ast.AST, line: int | None) -> Iterator[ast.AST]:
+    """`ast.walk(scope)` (the same order), without the `if` statements whose lines do not hold
+    `line` (if given)."""
+    if line is None:
+        yield from ast.walk(scope)
+        return
+    todo = deque([scope])
+    while todo:
+        node = todo.popleft()
+        if node is not scope and isinstance(node, ast.If) \
+                and not node.lineno <= line <= (node.end_lineno or node.lineno):
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
 
 
 def import_reason(node: ast.Import | ast.ImportFrom, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:

@@ -4,13 +4,15 @@ An `ast` pass per file (and one cheap pass over the project for module constants
 CUDA device literal (`"cuda:0"`, `f"cuda:{rank}"`, `"cuda:%d" % i`, `"cuda:" + str(i)`,
 `"cuda:{}".format(g)`) from where it is written to where it is used:
 
-- through local variables and parameter defaults (`def build(dev_name="cuda")`),
+- through local variables, parameter defaults (`def build(dev_name="cuda")`) and the arguments
+  of calls of the file's own functions, positional or keyword (`load(p, location="cuda")`),
 - attributes (`self.accel = "cuda"`, a dataclass/config field `accel: str = "cuda"`, read
   anywhere in the file as `<obj>.accel`), dict entries (`cfg = {"accel": "cuda"}` read as
   `cfg["accel"]` / `cfg.get("accel")`),
 - function returns (`def pick(): return "cuda:0"` then `x.to(pick())`),
 - derived strings (`f"{dev}:{rank}"`, `dev + ":0"`, `str(dev)`, `torch.device(dev)`),
-- module constants across modules (the project index, `project_device_index`).
+- module constants across modules (the project index, `project_device_index`),
+- keyword arguments of other modules' functions (`project_parameter_index`).
 
 A use is a *device position* when it is an argument the device table calls a device
 (`codemods/data/device_positions*.json`: `device=`, `map_location=`, `torch.device(x)`,
@@ -40,6 +42,7 @@ _OTHER_DEVICES = re.compile(r"cpu|mps|xpu|meta|npu(:\d+)?|cuda(:\d+)?")
 # can export a device constant, so only they are parsed in the index's first pass
 _CONSTANT_LINE = re.compile(rb"""^[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*['"]cuda(?::\d+)?['"]""", re.MULTILINE)
 INDEX_OPTION = "device_index"  # the RuleContext.options key holding the project index
+PARAMETER_INDEX_OPTION = "device_parameters"  # ... and the one holding `project_parameter_index`
 _MAX_DEPTH = 6
 
 
@@ -116,12 +119,16 @@ class FileFlow:
 
     def __init__(self, tree: ast.Module, facts: FileFacts, places: DevicePlaces,
                  module_uses: Mapping[str, Mapping[str, Any]] | None = None,
-                 device_names: Iterable[str] = ()) -> None:
+                 device_names: Iterable[str] = (),
+                 parameters: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None) -> None:
         self.tree = tree
         self.aliases = facts.aliases
         self.constants = facts.constants
         self.places = places
         self.module_uses = module_uses or {}  # NAME -> {"device": [...], "other": [...]} from other modules
+        # "module.function" -> parameter -> {"device": [...], "other": [...]}: where the parameters
+        # of other modules' functions go (`project_parameter_index`)
+        self.parameters = parameters or {}
         self.device_names = frozenset(device_names)
         self.parents: dict[int, ast.AST] = {}
         self.scope_of: dict[int, ast.AST] = {}  # id(node) -> innermost function (or the module)
@@ -279,6 +286,14 @@ class FileFlow:
             if keyword in self.device_names:
                 verdict.device.append(f"`{keyword}=` (line {line})")
                 return
+            if isinstance(func, ast.Name) and func.id in self.functions:
+                self._into_keyword(self.functions[func.id], keyword, verdict, depth, seen, line)
+                return
+            uses = self.parameters.get(qualified or "", {}).get(keyword)
+            if uses is not None:  # a parameter of another module's function
+                verdict.device += list(uses.get("device", ()))
+                verdict.other += list(uses.get("other", ()))
+                return
             verdict.other.append(f"`{keyword}=` of `{label}()` (line {line})")
             return
         spec = self.places.functions.get(qualified or "")
@@ -294,6 +309,21 @@ class FileFlow:
             self._into_parameter(self.functions[func.id], index, verdict, depth, seen, line)
             return
         verdict.other.append(f"argument {index + 1} of `{label}()` (line {line})")
+
+    def _into_keyword(self, function: ast.FunctionDef | ast.AsyncFunctionDef, keyword: str,
+                      verdict: Verdict, depth: int, seen: set[int], line: int) -> None:
+        """`load(p, location="cuda")` of a function of this file: where its `location` goes."""
+        arguments = function.args
+        if keyword not in {a.arg for a in [*arguments.args, *arguments.kwonlyargs]}:
+            verdict.other.append(f"`{keyword}=` of `{function.name}()` (line {line})")
+            return
+        self._follow_name(function, keyword, verdict, depth + 1, seen)
+
+    def parameter_uses(self, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> Verdict:
+        """Where the parameter `name` of one of this file's functions goes."""
+        verdict = Verdict()
+        self._follow_name(function, name, verdict, 1, set())
+        return verdict
 
     def _into_parameter(self, function: ast.FunctionDef | ast.AsyncFunctionDef, index: int,
                         verdict: Verdict, depth: int, seen: set[int], line: int) -> None:
@@ -543,6 +573,69 @@ def project_device_index(paths: Iterable[str], root: str, places: DevicePlaces) 
                     flow.classify(attribute_load, verdict, 0, set())
                     entry["device"] += [f"{where}: {e}" for e in verdict.device]
                     entry["other"] += [f"{where}: {e}" for e in verdict.other]
+    return index
+
+
+# a CUDA literal passed by keyword (`load_state_dict(path, location='cuda')`): only files with one
+# are parsed in the parameter index's first pass
+_KEYWORD_LITERAL = re.compile(rb"""\w\s*=\s*['"]cuda(?::\d+)?['"]""")
+
+
+def project_parameter_index(paths: Iterable[str], root: str,
+                            places: DevicePlaces) -> dict[str, dict[str, dict[str, Any]]]:
+    """For the whole project: `{"module.function": {parameter: {"device": [...], "other": [...]}}}`
+    for the module-level functions of the project that some module calls with a CUDA device
+    literal by keyword (ControlNet's `load_state_dict(path, location='cuda')`, defined in
+    `cldm/model.py` as `torch.load(path, map_location=torch.device(location))`): where that
+    parameter goes in the function, so the caller's literal is a device value when every use is.
+
+    Two cheap passes: files with such a keyword literal are parsed for the calls, then the files
+    defining the called functions for their parameters."""
+    python = [os.path.abspath(p) for p in paths if p.endswith(".py")]
+    by_module: dict[str, set[str]] = {}
+    for path in python:
+        for name in module_names(path, root):
+            by_module.setdefault(name, set()).add(path)
+    wanted: dict[str, set[str]] = {}  # "module.function" -> keywords passed a CUDA literal
+    for path in python:
+        data = read_source(path)
+        if data is None or not _KEYWORD_LITERAL.search(data):
+            continue
+        tree = parse_source(data)
+        if tree is None:
+            continue
+        aliases = FileFacts.from_tree(tree).aliases
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            qualified = _qualified(node.func, aliases)
+            if qualified is None or len(by_module.get(qualified.rpartition(".")[0], ())) != 1:
+                continue
+            for argument in node.keywords:
+                value = argument.value
+                if argument.arg and isinstance(value, ast.Constant) and isinstance(value.value, str) \
+                        and _PLAIN.fullmatch(value.value):
+                    wanted.setdefault(qualified, set()).add(argument.arg)
+    index: dict[str, dict[str, dict[str, Any]]] = {}
+    flows: dict[str, FileFlow | None] = {}
+    for qualified, keywords in sorted(wanted.items()):
+        module, _, name = qualified.rpartition(".")
+        (path,) = by_module[module]
+        if path not in flows:
+            data = read_source(path)
+            tree = parse_source(data) if data is not None else None
+            flows[path] = FileFlow(tree, FileFacts.from_tree(tree), places) if tree is not None else None
+        flow = flows[path]
+        function = flow.functions.get(name) if flow is not None else None
+        if flow is None or function is None:
+            continue
+        arguments = function.args
+        where = os.path.relpath(path, root)
+        for keyword in sorted(keywords & {a.arg for a in [*arguments.args, *arguments.kwonlyargs]}):
+            verdict = flow.parameter_uses(function, keyword)
+            index.setdefault(qualified, {})[keyword] = {
+                "device": [f"{where}: `{keyword}` of `{name}()` {e}" for e in verdict.device],
+                "other": [f"{where}: `{keyword}` of `{name}()` {e}" for e in verdict.other]}
     return index
 
 

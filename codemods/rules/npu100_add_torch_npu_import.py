@@ -17,7 +17,16 @@ class AddTorchNpuImport(Rule):
     This rule makes no edit of its own: when a rule whose edits need torch_npu changed the file,
     the engine adds `import torch_npu  # noqa: F401` once, right after the first `import torch`
     (before a `from torch.cuda import ...` that became `torch.npu`), and records it under NPU100.
+    Where that first module-level torch import comes after the first rewritten use (the use sits
+    under an `if` that imports torch itself, or in an earlier notebook cell), it goes to the top of
+    the file (after the docstring and `__future__` imports) instead.
     The `noqa` comment keeps linters from deleting an import that looks unused.
+
+    A file of module-level assignments only (an mmcv / mmdet / mmengine config file, whose every
+    module-level name becomes a setting when the framework loads it) gets no import, which would
+    become a setting too (a module object mmcv's `Config` can neither copy nor dump, and a
+    duplicate key across `_base_` files); an info diagnostic says the code reading its values
+    must import torch_npu.
 
     ## Example
 
@@ -64,6 +73,44 @@ CASES = [
 """,
         codes=('NPU100', 'NPU101'),
         with_rules=('NPU101',),
+    ),
+    # the first module-level `import torch` comes after a rewritten use (segment-anything's
+    # notebook: `if using_colab: import torch ... torch.cuda.is_available()` in an early cell):
+    # the import goes to the top, above the use
+    Invalid(
+        """\
+using_colab = False
+if using_colab:
+    import torch
+    print("CUDA is available:", torch.cuda.is_available())
+import torch
+x = torch.ones(2).cuda()
+""",
+        after="""\
+import torch_npu  # noqa: F401
+using_colab = False
+if using_colab:
+    import torch
+    print("CUDA is available:", torch.npu.is_available())
+import torch
+x = torch.ones(2).npu()
+""",
+        codes=('NPU100', 'NPU101', 'NPU120'),
+        with_rules=('NPU101', 'NPU120'),
+    ),
+    # a config file (ControlNet's vendored mmseg `configs/_base_/default_runtime.py`): every
+    # module-level name becomes a setting, so no import is added; the reader must import torch_npu
+    Invalid(
+        """\
+log_level = 'INFO'
+dist_params = dict(backend='nccl')
+""",
+        after="""\
+log_level = 'INFO'
+dist_params = dict(backend='hccl')
+""",
+        codes=('NPU100', 'NPU140'),
+        with_rules=('NPU140',),
     ),
     Valid(
         """\

@@ -52,4 +52,11 @@ export NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth0
 """,
         path='launch.sh',
     ),
+    # open_clip's scripts/h14_84_8_pretrain.sh
+    Invalid(
+        """\
+TORCH_CUDNN_V8_API_ENABLED=1 torchrun --nproc_per_node 8 -m open_clip_train.main
+""",
+        path='launch.sh',
+    ),
 ]

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
+from typing import Any
 
 import libcst as cst
 import libcst.matchers as m
 
-from codemods.framework.cases import Invalid
+from codemods.framework.base import dotted_name
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.cudaonly import is_extension_loader
 from codemods.framework.families.third_party import (
     ThirdPartyRule,
+    best_import_entry,
     entries,
     library_prefilter,
 )
@@ -45,11 +50,17 @@ class CudaExtension(ThirdPartyRule):
 
     | Reported | Route |
     |---|---|
-    | `torch.utils.cpp_extension.CUDAExtension` (import, call) | CUDA extensions cannot be built or run on NPU and torch_npu has no equivalent: port the .cu kernels to an Ascend C custom operator (or an op-plugin adaptation), or fall back to PyTorch ops; pure C++ code can stay a CppExtension |
+    | `torch.utils.cpp_extension.CUDAExtension` (import, call, name) | CUDA extensions cannot be built or run on NPU and torch_npu has no equivalent: port the .cu kernels to an Ascend C custom operator (or an op-plugin adaptation), or fall back to PyTorch ops; pure C++ code can stay a CppExtension |
     | `torch.utils.cpp_extension.load` (call) | this JIT build compiles CUDA sources, which cannot run on NPU: port the kernels to an Ascend C custom operator or fall back to PyTorch ops (C++-only sources still build) |
     | ``.cu` / `.cuh` paths elsewhere in Python (other calls, lists, strings)` (file discovery) | CUDA kernels cannot be built or run on NPU; port them to an Ascend C custom operator (or op-plugin), or fall back to PyTorch ops |
     | `torch.utils.cpp_extension.load_inline` (call) | `cuda_sources=` cannot be compiled for NPU: port the kernels to an Ascend C custom operator or fall back to PyTorch ops (`cpp_sources` alone still build) |
-    | `torch.utils.cpp_extension.CUDA_HOME` (import, reference) | `CUDA_HOME` is None on an Ascend host (no CUDA toolkit): code that builds CUDA kernels from it needs an NPU path |
+    | `mmcv.utils.ext_loader.load_ext` (call; also a vendored copy's `ext_loader.load_ext`) | mmcv's compiled ops (`_ext`) are CUDA kernels, also where a project vendors mmcv and calls `ext_loader.load_ext`: the ops that call them have no NPU kernel here; port them to PyTorch ops or an Ascend C custom operator (a CUDA guard that picks them over a PyTorch fallback stays on CUDA, NPU511) |
+    | `torch.utils.cpp_extension.CUDA_HOME` (import, reference, name) | `CUDA_HOME` is None on an Ascend host (no CUDA toolkit; CANN's location is ASCEND_HOME_PATH): code that builds CUDA kernels from it needs an NPU path (an Ascend C custom operator or op-plugin; torch_npu documents no CUDAExtension counterpart) |
+
+    *name*: the bare `CUDA_HOME` / `CUDAExtension` wherever the project binds or uses it, through
+    its own wrapper, alias or re-export (mmcv's `parrots_wrapper._get_cuda_home()`,
+    `CUDA_HOME = _get_cuda_home()`, `from .parrots_wrapper import CUDAExtension`): one report per
+    statement, unless the import, call or reference report above already names it.
 
     ## Example
 
@@ -78,10 +89,73 @@ class CudaExtension(ThirdPartyRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         strings = _cu_strings(node)
-        if self._report_call(node):  # its .cu strings are covered by this report
+        if self._report_call(node) or self._report_loader(node):  # its .cu strings are covered by this report
             self.tree.nodes("seen").update(m.findall(node, m.SimpleString()))
             return
         self._report_sources(node, strings, "passes")  # e.g. a project's own build helper
+
+    def _report_loader(self, node: cst.Call) -> bool:
+        """mmcv's `ext_loader.load_ext(...)`, also through a vendored copy's relative import
+        (`from ..utils import ext_loader`), which no import alias resolves."""
+        callee = dotted_name(node.func)
+        if not callee or not is_extension_loader(callee) or self._qualify(node.func) is not None:
+            return False  # an import-resolved `mmcv.utils.ext_loader.load_ext` is `_report_call`'s
+        entry = next(e for e in entries() if e["code"] == self.code and e["cuda"].endswith(".load_ext"))
+        self.report(node, entry["message"])
+        return True
+
+    # the bare names of `name` entries (`CUDA_HOME`, `CUDAExtension`), wherever the project binds
+    # or uses them: one report per statement, where no import or reference report covers them
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._report_names([node])
+
+    def visit_If(self, node: cst.If) -> None:
+        self._report_names([node.test])
+
+    def visit_While(self, node: cst.While) -> None:
+        self._report_names([node.test])
+
+    def visit_For(self, node: cst.For) -> None:
+        self._report_names([node.target, node.iter])
+
+    def visit_With(self, node: cst.With) -> None:
+        self._report_names(list(node.items))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._report_names([*node.bases, *node.keywords])
+
+    def _report_names(self, parts: list[cst.CSTNode]) -> None:
+        wanted = _named_entries()
+        mentioned = getattr(self, "_mentioned", None)
+        if mentioned is None:  # most files that reach here name none of them: one text search
+            mentioned = self._mentioned = {name for name in wanted if name in self.context.source}
+        if not mentioned:
+            return
+        for part in parts:
+            for name in m.findall(part, m.Name()):
+                assert isinstance(name, cst.Name)
+                entry = wanted.get(name.value) if name.value in mentioned else None
+                if entry is not None and not self._covered(parts, name, entry):
+                    self.report(name, f"`{name.value}` (torch's `{entry['cuda']}`, or the project's own "
+                                      f"wrapper or re-export of it): {entry['message']}")
+                    return
+
+    def _covered(self, parts: list[cst.CSTNode], name: cst.Name, entry: dict[str, Any]) -> bool:
+        """Whether an import, call or reference report of this rule already names it."""
+        for part in parts:
+            for small in part.body if isinstance(part, cst.SimpleStatementLine) else ():
+                if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None \
+                        and not isinstance(small.names, cst.ImportStar) \
+                        and any(alias.name is name for alias in small.names):
+                    module = dotted_name(small.module)
+                    return bool(module) and best_import_entry(f"{module}.{name.value}") is not None
+            called = {id(call.func) for call in m.findall(part, m.Call()) if isinstance(call, cst.Call)}
+            for attribute in m.findall(part, m.Attribute(attr=m.Name(name.value))):
+                assert isinstance(attribute, cst.Attribute)
+                if attribute.attr is name and self._qualify(attribute) == entry["cuda"] \
+                        and ("reference" in entry["at"] or id(attribute) in called):
+                    return True  # `cpp_extension.CUDA_HOME`: the reference (or call) report names it
+        return False
 
     def visit_List(self, node: cst.List) -> None:
         self._report_sources(node, _cu_strings_in(node.elements), "names")
@@ -104,6 +178,12 @@ class CudaExtension(ThirdPartyRule):
         self.report(node, f"{verb} CUDA sources ({names}): {entry['message']}")
 
 
+@cache
+def _named_entries() -> dict[str, dict[str, Any]]:
+    """`name` entries of this rule by their last name (`CUDA_HOME`, `CUDAExtension`)."""
+    return {e["cuda"].rsplit(".", 1)[-1]: e for e in entries() if e["code"] == "NPU311" and "name" in e["at"]}
+
+
 CASES = [
     Invalid(
         """\
@@ -111,6 +191,39 @@ import os
 import torch
 from torch.utils.cpp_extension import load
 ext = load("fused", sources=["fused.cpp", "fused_kernel.cu"])
+""",
+    ),
+    # mmcv's build-environment probes: `CUDA_HOME` and `CUDAExtension` through its own wrapper
+    # (`parrots_wrapper.py`, `env.py`, the re-export in `utils/__init__.py`)
+    Invalid(
+        """\
+import os.path as osp
+from .parrots_wrapper import BuildExtension, CppExtension, CUDAExtension, _get_cuda_home
+
+
+def _get_cuda_home():
+    from torch.utils.cpp_extension import CUDA_HOME
+    return CUDA_HOME
+
+
+def collect_env(env_info):
+    CUDA_HOME = _get_cuda_home()
+    if CUDA_HOME is not None and osp.isdir(CUDA_HOME):
+        env_info['NVCC'] = osp.join(CUDA_HOME, 'bin/nvcc')
+""",
+    ),
+    # ControlNet's vendored mmcv (annotator/uniformer/mmcv/ops/*.py)
+    Invalid(
+        """\
+import torch
+from ..utils import ext_loader
+ext_module = ext_loader.load_ext('_ext', ['furthest_point_sampling_forward'])
+""",
+    ),
+    Valid(
+        """\
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+ext = CppExtension("fused", ["fused.cpp"])
 """,
     ),
 ]

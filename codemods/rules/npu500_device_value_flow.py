@@ -5,8 +5,10 @@
 ... `x.to(pick())`, `def build(name="cuda"): torch.device(name)`, a config field
 `accel: str = "cuda"` read as `cfg.accel` in a device position, a module constant another module
 imports and uses as a device. The flow is computed once per file with `ast`
-(`codemods.framework.devicevalues`); module constants read by other modules come from the
-project index the apply command computes over every discovered file (see docs/engine.md).
+(`codemods.framework.devicevalues`); module constants read by other modules, and the
+parameters of other modules' functions called with a CUDA literal by keyword
+(`load_state_dict(path, location='cuda')`), come from the project indexes the apply command
+computes over every discovered file (see docs/engine.md, docs/device-values.md).
 
 A literal is rewritten (`"cuda"` -> `"npu"`, same forms as NPU103) when **every** use of its
 value is a device position (at least one); when some uses are devices and others are not
@@ -28,6 +30,7 @@ from codemods.framework.base import Fix, Rule
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.devicevalues import (
     INDEX_OPTION,
+    PARAMETER_INDEX_OPTION,
     device_places,
     FileFlow,
     Finding,
@@ -66,9 +69,11 @@ class DeviceValueFlow(Rule):
     NPU103 rewrites strings *in* device positions; `arg = "cuda:0"` ... `torch.device(arg)`, a default
     `def build(name="cuda")`, a config field read as `cfg.accel`, a helper returning `"cuda:0"` or a
     module constant imported by other modules escaped it silently. The flow (`ast`, once per file;
-    module constants through the project index) follows the value through locals, `%`, `.format`,
-    f-strings, `+ str(i)`, attributes, dict entries, parameters and returns. Every use a device:
-    rewritten; some uses devices and some not: reported with the evidence path.
+    module constants and the keyword parameters of other modules' functions, such as ControlNet's
+    `load_state_dict(path, location='cuda')`, through the project indexes) follows the value through
+    locals, `%`, `.format`, f-strings, `+ str(i)`, attributes, dict entries, parameters (positional
+    or keyword) and returns. Every use a device: rewritten; some uses devices and some not:
+    reported with the evidence path.
 
     ## Example
 
@@ -109,15 +114,17 @@ class DeviceValueFlow(Rule):
 
     @property
     def findings(self) -> dict[tuple[int, str], Finding]:
+        options = self.context.options
         if self._findings is None and not _may_travel(self.context.source, self.context.facts.tree) \
-                and not self.context.options.get(INDEX_OPTION):
+                and not options.get(INDEX_OPTION) and not options.get(PARAMETER_INDEX_OPTION):
             self._findings = {}  # every CUDA literal sits where NPU103/NPU104 look: no flow needed
         if self._findings is None:
             facts = self.context.facts
-            index = self.context.options.get(INDEX_OPTION) or {}
+            index = options.get(INDEX_OPTION) or {}
             exported = index.get(os.path.abspath(self.context.path), {})
             table = device_positions()
-            flow = FileFlow(facts.tree, facts, device_places(), self._cross_module(exported), table.names)
+            flow = FileFlow(facts.tree, facts, device_places(), self._cross_module(exported), table.names,
+                            options.get(PARAMETER_INDEX_OPTION))
             self._findings = {(f.line, f.value): f for f in flow.findings()}
         return self._findings
 
@@ -277,6 +284,33 @@ import torch
 def f():
     msg = "cuda"
     print(msg)
+""",
+    ),
+    # a keyword argument of the file's own function, whose parameter is a device (ControlNet's
+    # `load_state_dict(path, location='cuda')` -> `torch.load(..., map_location=torch.device(location))`)
+    Invalid(
+        """\
+import torch
+def load_state_dict(path, location="cpu"):
+    return torch.load(path, map_location=torch.device(location))
+state_dict = load_state_dict("model.pth", location="cuda")
+""",
+        after="""\
+import torch
+def load_state_dict(path, location="cpu"):
+    return torch.load(path, map_location=torch.device(location))
+state_dict = load_state_dict("model.pth", location="npu")
+""",
+    ),
+    # ... and one whose parameter is also a path: reported, not rewritten
+    Invalid(
+        """\
+import os
+import torch
+def cache(x, where="cpu"):
+    os.makedirs(where, exist_ok=True)
+    return x.to(where)
+y = cache(x, where="cuda")
 """,
     ),
 ]

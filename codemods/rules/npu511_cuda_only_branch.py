@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from typing import Any
+
 import libcst as cst
 import libcst.matchers as m
 from codemods.framework.base import Fix, Rule
@@ -14,14 +16,15 @@ from codemods.framework.devices import device_positions
 from codemods.framework.facts import iter_statements
 from codemods.framework.families.lightning import CUDA_ACCELERATORS, accelerator_variables
 from codemods.framework.positions import node_positions
-from npu_migrate.core.diagnostics import Severity
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 
 from codemods.framework.cases import Invalid, Valid
 
 
-_CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
+_CUDA_LITERAL = re.compile(r"cuda(:\d*)?")
 
 
+_NPU_LITERAL = re.compile(r"npu(:\d*)?")
 _TENSORRT = "TensorrtExecutionProvider"
 _CAPABILITY = frozenset({"torch.cuda.get_device_capability"})
 
@@ -71,7 +74,9 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels).
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function or class of the file that reaches such a library, such as a `torch.autograd.Function` whose `forward` calls mmcv's compiled ops, `ext_module = ext_loader.load_ext('_ext', [...])`, in mmcv and the projects that vendor it; or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines, leaving out the `if` blocks that do not hold the guard (an optional `if args.use_bnb_linear: import bitsandbytes` elsewhere in open_clip's `main()` is no path the guard selects) (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels).
+
+    A CUDA arm of an `if`/`elif` chain that also has an NPU arm (`elif device.startswith("npu:")`, `elif torch.npu.is_available()`) is kept whole, test and body: the code already dispatches the NPU to its own arm, and turning the CUDA arm to the NPU too would shadow that arm or send the NPU where the code did not (open_clip's `if torch.cuda.is_available(): model.cuda()` / `elif device == "npu" ...: model.npu()` would move a model meant to stay on the CPU). What other rules would have rewritten in its body is reported at its place.
 
     ## Example
 
@@ -105,14 +110,34 @@ class CudaOnlyBranch(Rule):
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self._uses: dict[int, str | None] = {}
+        self._uses: dict[tuple[int, int], str | None] = {}
         self._names: CudaOnlyNames | None = None
         self._local: CudaOnlyNames | None = None
         self._accelerators: frozenset[str] | None = None
         self._kept: dict[str, int] | None = None
 
+    def visit_If(self, node: cst.If) -> None:
+        chains = self.tree.nodes("chained")  # the `elif` arms already seen as part of a chain
+        if node in chains:
+            return
+        arms = [node]
+        while isinstance(arms[-1].orelse, cst.If):
+            arms.append(arms[-1].orelse)
+        chains.update(arms)
+        if any(self._npu_test(arm.test) for arm in arms):
+            self.tree.nodes("beside_npu").update(arms)
+
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> Any:
-        if updated_node.test.deep_equals(original_node.test) or not self._cuda_guard(original_node.test):
+        if not self._cuda_guard(original_node.test):
+            return updated_node
+        runner = self.runner
+        assert runner is not None
+        if runner._suppressed(self.code, original_node):
+            return updated_node  # `ignore[NPU511]`: the other rules' rewrites and their edits stand
+        if original_node in self.tree.nodes("beside_npu") and not self._npu_test(original_node.test) \
+                and not self._reads_own_is_cuda(original_node.test):
+            return self._keep_cuda_arm(original_node, updated_node)
+        if updated_node.test.deep_equals(original_node.test):
             return updated_node
         library = self._cuda_only_use(original_node.body) or self._enclosing_use(original_node)
         if library is None:
@@ -177,6 +202,46 @@ class CudaOnlyBranch(Rule):
                 return True
         return False
 
+    def _npu_test(self, test: cst.BaseExpression) -> bool:
+        """Whether a test, as written, asks for the NPU (`"npu"`, `.startswith("npu:")`,
+        `torch.npu.is_available()`, `x.is_npu`)."""
+        for node in m.findall(test, m.SimpleString() | m.Attribute()):
+            if isinstance(node, cst.SimpleString) and _NPU_LITERAL.fullmatch(_string(node) or ""):
+                return True
+            if isinstance(node, cst.Attribute) and (
+                    node.attr.value == "is_npu" or (self.resolve(node) or "").startswith(("torch.npu.", "torch_npu."))):
+                return True
+        return False
+
+    def _reads_own_is_cuda(self, test: cst.BaseExpression) -> bool:
+        """Whether the test reads an `is_cuda` attribute the file assigns itself (timm's
+        `self.is_cuda = device.type == 'cuda' and ...`): its definition is migrated with the file
+        (it then holds whether the device is the NPU), so the arm must be migrated with it."""
+        if not any(isinstance(a, cst.Attribute) and a.attr.value == "is_cuda" for a in m.findall(test, m.Attribute())):
+            return False
+        assigned = getattr(self, "_assigned_is_cuda", None)
+        if assigned is None:
+            assigned = self._assigned_is_cuda = any(
+                isinstance(node, ast.Attribute) and node.attr == "is_cuda" and isinstance(node.ctx, ast.Store)
+                for node in ast.walk(self.context.facts.tree))
+        return assigned
+
+    def _keep_cuda_arm(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        """The arm of a chain that also has an NPU arm stays as written, test and body: the NPU
+        takes its own arm, and turning this one to the NPU too would shadow it (or send the NPU
+        where the code did not). What other rules would have rewritten in it is reported."""
+        self._forget_edits_in(original_node.test)  # the report below names the guard
+        in_body = _node_ids(original_node.body)
+        runner = self.runner
+        assert runner is not None
+        path, code, severity = self.context.path, self.code, self.severity
+        runner._accepted = [(node, _as_kept_report(make, path, code, severity) if id(node) in in_body else make)
+                            for node, make in runner._accepted]
+        self.report(original_node, "this CUDA branch sits beside the NPU branch of the same if/elif chain: it "
+                                   "stays as written (the NPU takes its own branch; rewriting this one too would "
+                                   "shadow it or send the NPU where the code did not)")
+        return updated_node.with_changes(test=original_node.test, body=original_node.body)
+
     def _enclosing_use(self, node: cst.If) -> str | None:
         """A CUDA-only library used by a function or class around the guard (its bases and
         imports included): there the guard selects that library's code path. Found in the
@@ -192,10 +257,11 @@ class CudaOnlyBranch(Rule):
             self._local = CudaOnlyNames.of(self.context.facts.tree, self.context.path, {})
         names = self._local
         for scope in _scopes_around(self.context.facts.tree, line):
-            if id(scope) not in self._uses:
-                self._uses[id(scope)] = names.reason_in(scope, self.context.path, {})
-            if self._uses[id(scope)] is not None:
-                return self._uses[id(scope)]
+            key = (id(scope), line)
+            if key not in self._uses:
+                self._uses[key] = names.reason_in(scope, self.context.path, {}, around_line=line)
+            if self._uses[key] is not None:
+                return self._uses[key]
         return None
 
     def _project(self) -> dict[str, dict[str, str]]:
@@ -286,17 +352,34 @@ class CudaOnlyBranch(Rule):
 
     def _forget_edits_in(self, test: cst.BaseExpression) -> None:
         """Drop what other rules recorded about the guard's rewrite, which is undone here."""
-        inside: set[int] = set()
-
-        class Collect(cst.CSTVisitor):
-            def on_visit(self, node: cst.CSTNode) -> bool:
-                inside.add(id(node))
-                return True
-
-        test.visit(Collect())
+        inside = _node_ids(test)
         runner = self.runner
         assert runner is not None
         runner._accepted = [(node, make) for node, make in runner._accepted if id(node) not in inside]
+
+
+def _node_ids(root: cst.CSTNode) -> set[int]:
+    inside: set[int] = set()
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            inside.add(id(node))
+            return True
+
+    root.visit(Collect())
+    return inside
+
+
+def _as_kept_report(make: Callable[[int, int], Any], path: str, code: str,
+                    severity: Severity) -> Callable[[int, int], Any]:
+    """An edit in a CUDA arm kept as written, turned into a diagnostic at the same place."""
+    def made(line: int, col: int) -> Any:
+        item = make(line, col)
+        if not isinstance(item, Edit):
+            return item
+        return Diagnostic(code, f"kept on CUDA in a branch the NPU does not take (the chain has an NPU "
+                                f"branch); {item.code} would have rewritten it: {item.message}", path, line, col, severity)
+    return made
 
 
 CASES = [
@@ -369,5 +452,96 @@ import torch
 if torch.npu.is_available():
     x = x.to("npu")
 """,
+    ),
+    # suppressed on the guard: the other rules' rewrites stand, with their edits
+    Valid(
+        """\
+import torch
+def set_device(device):
+    if device.startswith('cuda:'):  # npu-migrate: ignore[NPU511]
+        torch.npu.set_device(device)
+    elif device.startswith('npu:'):
+        torch.npu.set_device(device)
+""",
+    ),
+    # a dispatch that already has an NPU branch: the CUDA branch stays whole (open_clip's
+    # distributed.py); turning it to the NPU would shadow the NPU branch
+    Invalid(
+        """\
+import torch
+def set_device(device):
+    if device.startswith('cuda:'):
+        torch.cuda.set_device(device)
+    elif device.startswith('npu:'):
+        torch.npu.set_device(device)
+""",
+        with_rules=("NPU120",),
+    ),
+    # ... but not where the CUDA test reads a flag the file defines itself: its definition is
+    # migrated too (timm's loader.py: `self.is_cuda = device.type == 'cuda' and ...`)
+    Valid(
+        """\
+import torch
+class Loader:
+    def __init__(self, device):
+        self.is_cuda = device.type == 'npu' and torch.npu.is_available()
+        self.is_npu = device.type == 'npu' and torch.npu.is_available()
+
+    def stream(self):
+        if self.is_cuda:
+            return torch.npu.Stream()
+        elif self.is_npu:
+            return torch.npu.Stream()
+""",
+    ),
+    # ... and sends the NPU elsewhere than the code did: on an NPU host with device="cpu" the model
+    # stayed on the CPU (open_clip's profiler.py)
+    Invalid(
+        """\
+import torch
+def place(model, device="cpu"):
+    if torch.cuda.is_available():
+        model = model.cuda()
+    elif device == "npu" and torch.npu.is_available():
+        model = model.npu()
+    return model
+""",
+        with_rules=("NPU101", "NPU120"),
+    ),
+    # an import under another branch of the function around (open_clip's main.py: `if
+    # args.use_bnb_linear: import bitsandbytes`) does not make this guard a CUDA-only path
+    Valid(
+        """\
+import torch
+def main(args):
+    if torch.npu.is_available():
+        torch.npu.matmul.allow_hf32 = True
+    if args.use_bnb_linear is not None:
+        import bitsandbytes as bnb
+        layer = bnb.nn.Linear8bitLt
+""",
+    ),
+    # mmcv's ops: the guard picks the compiled kernels (reached through a Function class) over the
+    # PyTorch reference, which the NPU keeps using
+    Invalid(
+        """\
+import torch
+from torch.autograd import Function
+from ..utils import ext_loader
+ext_module = ext_loader.load_ext('_ext', ['fused_bias_leakyrelu'])
+
+
+class FusedBiasLeakyReLUFunction(Function):
+    @staticmethod
+    def forward(ctx, input, bias):
+        return ext_module.fused_bias_leakyrelu(input, bias)
+
+
+def fused_bias_leakyrelu(input, bias):
+    if not input.is_cuda:
+        return bias_leakyrelu_ref(input, bias)
+    return FusedBiasLeakyReLUFunction.apply(input, bias)
+""",
+        with_rules=("NPU102",),
     ),
 ]

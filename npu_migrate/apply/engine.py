@@ -21,13 +21,14 @@ import libcst as cst
 from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner
 from codemods.framework.prefilter import Prefilter
 from codemods.framework.facts import FileFacts
-from codemods.framework.imports import insert_imports, split_lines
+from codemods.framework.imports import insert_imports, is_settings_module, split_lines
 from codemods.framework.portable import define_device, guard_import
 from codemods.framework.suppression import Suppressions, skips_file
 from codemods.framework.targets import plan_rules, report_instead, target_of
 from npu_migrate.apply import grammar
 from npu_migrate.apply.notebook_run import migrate_notebook
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.core.discovery import manifest_name
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 
 UNKNOWN_SUPPRESSION = "NPU001"
@@ -120,7 +121,9 @@ class RuleSet:
 
 def language_of(path: str) -> str:
     for language, suffixes in TEXT_LANGUAGES.items():
-        if path.endswith(suffixes):
+        # `.txt` / YAML files are manifests only by their name; another one named explicitly is
+        # read as Python, as any file of an unknown suffix
+        if path.endswith(suffixes) and (language != "manifest" or manifest_name(path)):
             return language
     return "python"
 
@@ -191,14 +194,23 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
             return outcome
         pieces.append(new_chunk)
     new_text = "".join(pieces)
-    needs_npu = target_of(ruleset.options) == "npu" and any(
-        e.code in {r.code for r in rules if r.needs_torch_npu} for e in context.edits)
+    npu_codes = {r.code for r in rules if r.needs_torch_npu}
+    npu_lines = [e.line for e in context.edits if e.code in npu_codes]
+    needs_npu = target_of(ruleset.options) == "npu" and bool(npu_lines)
     adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
     wanted = set(context.imports)
     if needs_npu and adds_import:
-        wanted.add(("torch_npu", None, None))
+        if is_settings_module(context.facts):  # the code that reads these values imports it
+            first = min((e for e in context.edits if e.code in npu_codes), key=lambda e: (e.line, e.col))
+            context.diagnostics.append(Diagnostic(
+                "NPU100", "`import torch_npu` is not added here: this file only assigns values (a config "
+                "file, whose every module-level name becomes a setting when it is loaded); the code that "
+                "reads these values must import torch_npu", path, first.line, first.col, Severity.INFO))
+        else:
+            wanted.add(("torch_npu", None, None))
     if wanted and context.edits:
-        new_text, added, line = insert_imports(new_text, context.facts, sorted(wanted, key=_import_order))
+        new_text, added, line = insert_imports(new_text, context.facts, sorted(wanted, key=_import_order),
+                                               min(npu_lines, default=None))
         for text_added in added:
             context.edits.append(Edit("NPU100", f"added `{text_added}`", line, 1))
             line += 1

@@ -1,7 +1,9 @@
 """Facts about the whole project that single-file rules need, computed once per run.
 
 - the device-value index (`codemods.framework.devicevalues.project_device_index`), which says how
-  other modules use a module's CUDA device constants (NPU500);
+  other modules use a module's CUDA device constants, and the parameter index
+  (`project_parameter_index`), where the parameters of functions other modules call with a CUDA
+  literal go (NPU500);
 - the project's CUDA-only modules (`codemods.framework.cudaonly.project_cuda_only_modules`), whose
   functions a CUDA guard may select (NPU511);
 - the loader index (`codemods.framework.loadervalues.project_loader_index`): helpers of other
@@ -27,7 +29,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from codemods.framework.cudaonly import PROJECT_OPTION, project_cuda_only_modules
-from codemods.framework.devicevalues import INDEX_OPTION, parse_source, project_device_index, read_source
+from codemods.framework.devicevalues import (
+    INDEX_OPTION,
+    PARAMETER_INDEX_OPTION,
+    parse_source,
+    project_device_index,
+    project_parameter_index,
+    read_source,
+)
 from codemods.framework.facts import FileFacts, ast_dotted_parts
 from codemods.framework.loadervalues import LOADER_INDEX_OPTION, project_loader_index
 from npu_migrate.apply.runner import RunPlan
@@ -39,9 +48,16 @@ def _device_index(files: Sequence[str], root: str) -> dict[str, Any]:
     return project_device_index(files, root, device_places())
 
 
+def _parameter_index(files: Sequence[str], root: str) -> dict[str, Any]:
+    from codemods.framework.devicevalues import device_places
+
+    return project_parameter_index(files, root, device_places())
+
+
 # (the rule that reads it, its rule-options key, how to compute it over the discovered files)
 FACTS: list[tuple[str, str, Callable[[Sequence[str], str], dict[str, Any]]]] = [
     ("NPU500", INDEX_OPTION, _device_index),
+    ("NPU500", PARAMETER_INDEX_OPTION, _parameter_index),
     ("NPU511", PROJECT_OPTION, project_cuda_only_modules),
     ("NPU410", LOADER_INDEX_OPTION, project_loader_index),
 ]

@@ -24,14 +24,15 @@ from npu_migrate.core import formats
 from npu_migrate.core.config import (TARGETS, ConfigError, Settings, SettingsFinder, did_you_mean,
                                      parse_table, show_settings)
 from npu_migrate.core.diffs import colourise, unified_diff
-from npu_migrate.core.discovery import (CUDA_SUFFIXES, JSON_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES,
-                                        copy_ignore, deepspeed_config_name, discover, excluded,
-                                        output_dir_problem)
+from npu_migrate.core.discovery import (CUDA_SUFFIXES, JSON_SUFFIXES, MANIFEST_SUFFIXES, PYTHON_SUFFIXES,
+                                        SHELL_SUFFIXES, copy_ignore, deepspeed_config_name, discover,
+                                        excluded, manifest_name, output_dir_problem)
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 from npu_migrate.core.parallel import exit_status, stop_on_signals
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 1, 2
-ALL_SUFFIXES = PYTHON_SUFFIXES + (NOTEBOOK_SUFFIX,) + SHELL_SUFFIXES + CUDA_SUFFIXES + JSON_SUFFIXES
+ALL_SUFFIXES = (PYTHON_SUFFIXES + (NOTEBOOK_SUFFIX,) + SHELL_SUFFIXES + CUDA_SUFFIXES + JSON_SUFFIXES
+                + MANIFEST_SUFFIXES)
 
 
 def _split(values: Sequence[str]) -> list[str]:
@@ -270,6 +271,8 @@ def _files(paths: Sequence[str], finder: SettingsFinder, exclude: Sequence[str],
     for file in sorted(found):
         if file.endswith(JSON_SUFFIXES) and file not in deepspeed:
             continue  # only DeepSpeed configurations among JSON files (NPU540)
+        if file.endswith(MANIFEST_SUFFIXES) and file not in explicit and not manifest_name(file):
+            continue  # only requirements / conda environment files among .txt and YAML (NPU315)
         settings = finder.for_path(file)
         if settings.exclude and not discover([file], settings.exclude, root=settings.root):
             continue  # excluded by its own configuration

@@ -21,6 +21,10 @@ PYTHON_SUFFIXES = (".py",)
 SHELL_SUFFIXES = (".sh", ".bash")
 CUDA_SUFFIXES = (".cu", ".cuh")
 JSON_SUFFIXES = (".json",)
+MANIFEST_SUFFIXES = (".txt", ".yml", ".yaml")
+# dependency manifests, by their name: pip requirements and conda environments (other .txt and
+# YAML files are not read)
+MANIFEST_NAMES = ("*requirements*.txt", "environment*.yml", "environment*.yaml", "conda*.yml", "conda*.yaml")
 # JSON files that are DeepSpeed configurations by their name (others: by reference, issue 14)
 DEEPSPEED_CONFIG_NAMES = ("ds_config*.json", "ds_*config*.json", "*deepspeed*.json")
 
@@ -29,6 +33,12 @@ def deepspeed_config_name(path: str) -> bool:
     """Whether a .json file is named like a DeepSpeed configuration."""
     name = os.path.basename(path).lower()
     return any(fnmatch.fnmatch(name, pattern) for pattern in DEEPSPEED_CONFIG_NAMES)
+
+
+def manifest_name(path: str) -> bool:
+    """Whether a file is named like a pip requirements file or a conda environment."""
+    name = os.path.basename(path).lower()
+    return any(fnmatch.fnmatch(name, pattern) for pattern in MANIFEST_NAMES)
 
 
 def _skipped_name(name: str) -> bool:

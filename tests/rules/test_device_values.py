@@ -10,8 +10,10 @@ import rule_cases
 
 from codemods.framework.devicevalues import (
     INDEX_OPTION,
+    PARAMETER_INDEX_OPTION,
     module_names,
     project_device_index,
+    project_parameter_index,
 )
 from codemods.framework.registry import all_rules, select_rules
 from codemods.framework.devicevalues import device_places
@@ -134,6 +136,29 @@ def test_constant_used_as_a_device_by_another_module_is_rewritten(tmp_path):
     # without the index (another shard's view of one file), nothing is proven
     alone = migrate_text(Path(settings).read_text(), settings, RuleSet(select_rules(all_rules(), select=CODES)))
     assert alone.new_text is None
+
+
+def test_keyword_argument_of_another_modules_function_follows_its_parameter(tmp_path):
+    """ControlNet: `gradio_canny2image.py` calls `load_state_dict(path, location='cuda')`, which
+    `cldm/model.py` turns into `torch.load(path, map_location=torch.device(location))`."""
+    model = write(tmp_path, "cldm/model.py",
+                  "import os\nimport torch\n\ndef load_state_dict(path, location='cpu'):\n"
+                  "    return torch.load(path, map_location=torch.device(location))\n\n"
+                  "def cache(x, where='cpu'):\n    os.makedirs(where, exist_ok=True)\n    return x.to(where)\n")
+    app = write(tmp_path, "app.py", "import torch\nfrom cldm.model import load_state_dict, cache\n"
+                                    "sd = load_state_dict('m.pth', location='cuda')\n"
+                                    "y = cache(x, where='cuda')\nprint('cuda')\n")
+    index = project_parameter_index([model, app], str(tmp_path), device_places())
+    assert set(index) == {"cldm.model.load_state_dict", "cldm.model.cache"}
+    assert index["cldm.model.load_state_dict"]["location"]["other"] == []
+    ruleset = RuleSet(select_rules(all_rules(), select=CODES), {PARAMETER_INDEX_OPTION: index})
+    outcome = migrate_text(Path(app).read_text(), app, ruleset)
+    assert outcome.new_text == ("import torch\nfrom cldm.model import load_state_dict, cache\n"
+                                "sd = load_state_dict('m.pth', location='npu')\n"
+                                "y = cache(x, where='cuda')\nprint('cuda')\n")
+    assert "cldm/model.py" in outcome.edits[0].message  # the evidence names the other module
+    # `where` is also a folder: reported, not rewritten
+    assert [(d.code, d.line) for d in outcome.diagnostics] == [("NPU500", 4)]
 
 
 def test_constant_also_used_as_text_elsewhere_is_reported(tmp_path):

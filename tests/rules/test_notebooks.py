@@ -134,3 +134,20 @@ def test_a_notebook_with_large_outputs_is_not_refused_for_its_size(tmp_path):
     codes = [rule.code for rule in select_rules(all_rules())]
     [result] = list(run([str(path)], RunPlan(codes), jobs=1))
     assert result.outcome.error is None and result.outcome.changed
+
+
+def test_torch_npu_import_comes_before_an_earlier_cells_use():
+    """segment-anything's onnx notebook: an early cell imports torch under `if using_colab:` and
+    calls `torch.cuda.is_available()`; the module-level `import torch` is in a later cell. The
+    import goes into the first code cell, above that use, not after the later `import torch`."""
+    cells = [
+        ("code", "using_colab = False\n"),
+        ("code", "if using_colab:\n    import torch\n    print('CUDA is available:', torch.cuda.is_available())\n"),
+        ("code", "import torch\nimport numpy as np\n"),
+        ("code", "sam.to(device='cuda')\n"),
+    ]
+    new = json.loads(run(notebook(cells)).new_text)
+    sources = ["".join(cell["source"]) for cell in new["cells"]]
+    assert sources[0] == "import torch_npu  # noqa: F401\nusing_colab = False\n"
+    assert "torch.npu.is_available()" in sources[1] and "'CUDA is available:'" in sources[1]
+    assert sources[2] == "import torch\nimport numpy as np\n"

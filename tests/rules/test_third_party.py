@@ -99,6 +99,33 @@ def test_setup_py_cuda_extension() -> None:
     assert found(text) == [("NPU311", 3)]
 
 
+def test_cuda_build_names_through_the_projects_own_wrapper() -> None:
+    """ControlNet's vendored mmcv: `CUDA_HOME` and `CUDAExtension` reach the code through mmcv's own
+    wrapper (`parrots_wrapper.py`), a local assignment and a re-export; each statement that binds
+    or uses them is reported once, and an import or call report is not doubled."""
+    text = ("from .parrots_wrapper import (BuildExtension, CppExtension,\n"
+            "                              CUDAExtension)\n"
+            "def _get_cuda_home():\n"
+            "    if TORCH_VERSION == 'parrots':\n"
+            "        from parrots.utils.build_extension import CUDA_HOME\n"
+            "    else:\n"
+            "        from torch.utils.cpp_extension import CUDA_HOME\n"
+            "    return CUDA_HOME\n"
+            "def _get_extension():\n"
+            "    CUDAExtension = partial(Extension, cuda=True)\n"
+            "    return BuildExtension, CppExtension, CUDAExtension\n"
+            "BuildExtension, CppExtension, CUDAExtension = _get_extension()\n"
+            "home = _get_cuda_home()\n"
+            "if CUDA_HOME is not None and osp.isdir(CUDA_HOME):\n"
+            "    nvcc = osp.join(CUDA_HOME, 'bin/nvcc')\n")
+    assert found(text) == [("NPU311", line) for line in (2, 5, 7, 8, 10, 11, 12, 14, 15)]
+    import_then_call = ("from torch.utils.cpp_extension import CUDAExtension\n"
+                        "import torch.utils.cpp_extension as ext\n"
+                        "a = ext.CUDAExtension('k', ['k.cpp'])\n"
+                        "b = CUDAExtension('k', ['k.cpp'])\n")
+    assert found(import_then_call) == [("NPU311", 1), ("NPU311", 3), ("NPU311", 4)]
+
+
 def test_channels_last_uses() -> None:
     text = ("import torch\nmodel = model.to(memory_format=torch.channels_last)\n"
             "x = x.contiguous(memory_format=torch.channels_last_3d)\ny = x.contiguous()\n")
@@ -176,3 +203,21 @@ def test_cuda_source_lists_and_strings_are_reported_once() -> None:
     diagnostics = run(text).diagnostics
     assert [(d.code, d.line) for d in diagnostics] == [("NPU311", 2), ("NPU311", 4), ("NPU311", 5)]
     assert "names CUDA sources (`a.cu`, `b.cu`)" in diagnostics[2].message
+
+
+def test_only_requirements_and_conda_environments_among_text_and_yaml_files(tmp_path, monkeypatch) -> None:
+    """NPU315: discovery hands `*requirements*.txt`, `environment*.y(a)ml` and `conda*.y(a)ml` to the
+    manifest rule; other `.txt` and YAML files (configs, notes) are not read."""
+    from click.testing import CliRunner
+
+    from npu_migrate.commands.apply import command
+
+    (tmp_path / "environment.yaml").write_text("dependencies:\n  - cudatoolkit=11.3\n")
+    (tmp_path / "requirements-train.txt").write_text("xformers==0.0.18\n")
+    (tmp_path / "notes.txt").write_text("xformers==0.0.18\n")
+    (tmp_path / "config.yaml").write_text("deps:\n  - cudatoolkit=11.3\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(command, ["--isolated", "--no-cache", "--check", "."], catch_exceptions=False)
+    reported = sorted(line.split(":")[0] for line in result.stdout.splitlines() if " NPU315 " in line)
+    assert reported == ["environment.yaml", "requirements-train.txt"]
+    assert (tmp_path / "environment.yaml").read_text() == "dependencies:\n  - cudatoolkit=11.3\n"  # unchanged

@@ -1,0 +1,150 @@
+"""NPU315: the cuda-packages rule."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from functools import cache
+from typing import Any
+
+from codemods.framework.cases import Invalid, Valid
+from codemods.framework.families.third_party import ThirdPartyRule, entries
+
+# `name`, `- name=1.0`, `- nvidia::cuda-toolkit`, `name[extra]>=1.0; marker`, `- pip:` ...
+_REQUIREMENT = re.compile(r"(?:-\s+)?(?:(?P<channel>[A-Za-z0-9][\w.\-]*)::)?(?P<name>[A-Za-z0-9][\w.\-]*)")
+_CUDA_BUILD = re.compile(r"\+cu\d+\b")  # `torch==2.1.0+cu118`
+_CUDA_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?cu\d+|pypi\.nvidia\.com|pypi\.ngc\.nvidia\.com")
+_INDEX_OPTIONS = ("--extra-index-url", "--index-url", "-i", "--find-links", "-f")
+_CHANNELS = frozenset({"nvidia"})
+
+
+@cache
+def _patterns() -> tuple[tuple[str, dict[str, Any]], ...]:
+    """(package name or glob, entry) for the package entries of this rule."""
+    return tuple((name, entry) for entry in entries() if entry["code"] == "NPU315"
+                 for name in entry.get("also", ()))
+
+
+def _package_entry(name: str) -> dict[str, Any] | None:
+    normal = name.lower().replace("_", "-")
+    exact = next((entry for pattern, entry in _patterns() if normal == pattern.replace("_", "-")), None)
+    return exact or next((entry for pattern, entry in _patterns()
+                          if fnmatch.fnmatchcase(normal, pattern.replace("_", "-"))), None)
+
+
+def _build_entry() -> dict[str, Any]:
+    return next(e for e in entries() if e["code"] == "NPU315" and not e.get("also"))
+
+
+class CudaPackages(ThirdPartyRule):
+    """## What it does
+
+    Dependency manifests: CUDA packages, CUDA-only libraries and CUDA wheel indexes in pip requirements and conda environment files are reported.
+
+    ## Why
+
+    A migrated project still installs what its manifests name. `cudatoolkit`, `pytorch-cuda`, the `nvidia-*` wheels, a `torch==X+cu118` build or a `--extra-index-url https://download.pytorch.org/whl/cu118` line bring NVIDIA's runtime, which an Ascend host cannot use: it needs CANN and the torch_npu wheel that matches its torch. CUDA-only libraries (xformers, triton, flash-attn, bitsandbytes, apex, TensorRT, onnxruntime-gpu, NVML bindings) do not run on NPU; the code that uses them is reported by NPU301-NPU314. Discovery reads `*requirements*.txt`, `environment*.yml`/`.yaml` and `conda*.yml`/`.yaml` files (other `.txt` and YAML files are not read); each line is read on its own, comments left out.
+
+    | Reported | Route |
+    |---|---|
+    | `cudatoolkit (conda), pytorch-cuda, CUDA runtime / cuDNN / NCCL packages` | `{name}` is NVIDIA's CUDA runtime or toolkit: an Ascend environment needs CANN (the Ascend toolkit) and the torch_npu wheel matching its torch instead |
+    | `CUDA-only libraries in requirements (xformers, triton, flash-attn, bitsandbytes, apex, tensorrt, onnxruntime-gpu, NVML)` | `{name}` runs only on CUDA: leave it out of an Ascend environment and port the code that uses it (npu-migrate reports those uses, NPU301-NPU314) |
+    | `CUDA wheel indexes and builds (download.pytorch.org/whl/cuXXX, pypi.nvidia.com, torch==X+cuXXX)` | `{name}` brings CUDA builds of PyTorch or NVIDIA's runtime: on Ascend install the default torch wheel and the torch_npu wheel matching it (with CANN) |
+
+    ## Example
+
+    ```yaml
+    # environment.yaml (ControlNet)
+    dependencies:
+      - cudatoolkit=11.3   # NPU315
+      - pytorch=1.12.1
+    ```
+
+    ## Fix safety
+
+    No fix: diagnostic only (warning). Which torch, torch_npu and CANN versions go together is a choice for the environment's owner. Suppress a line with `# npu-migrate: ignore[NPU315]`.
+
+    ## Targets
+
+    - **npu**: reports (diagnostic only)
+    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
+    """
+
+    code = "NPU315"
+    supported_targets = frozenset({"npu", "portable"})
+    name = "cuda-packages"
+    summary = "Requirements and conda environments: CUDA packages, CUDA-only libraries and CUDA wheel indexes are reported"
+    language = "manifest"  # a text rule: the engine hands it the requirements / environment files
+    prefilter = (r"(?i:cuda|cu\d|nvidia|cudnn|nccl|xformers|triton|flash|bitsandbytes|apex|tensorrt|onnxruntime-gpu"
+                 r"|nvml|gputil|gpustat|transformer.engine|cupy)")
+
+    def rewrite_text(self, text: str) -> str:
+        for number, line in enumerate(text.splitlines(), 1):
+            code = re.split(r"(?:^|\s)#", line, maxsplit=1)[0]
+            if code.strip():
+                self._check_line(number, code)
+        return text
+
+    def _check_line(self, number: int, code: str) -> None:
+        stripped = code.lstrip()
+        col = len(code) - len(stripped) + 1
+        words = stripped.split()
+        if words and words[0].split("=")[0] in _INDEX_OPTIONS:
+            found = _CUDA_INDEX.search(stripped)
+            if found:
+                self._report(number, col, _build_entry(), found.group(0))
+            return
+        match = _REQUIREMENT.match(stripped)
+        if match is None:
+            return
+        name, channel = match.group("name"), match.group("channel")
+        if name in _CHANNELS and stripped.startswith("-") and not channel:
+            self._report(number, col, _build_entry(), f"the {name} conda channel")
+            return
+        if channel in _CHANNELS:
+            self._report(number, col, _package_entry(name) or _build_entry(), f"{channel}::{name}")
+            return
+        entry = _package_entry(name)
+        if entry is not None:
+            self._report(number, col, entry, name)
+        elif _CUDA_BUILD.search(stripped):
+            self._report(number, col, _build_entry(), stripped.split(";")[0].strip("- ").strip())
+
+    def _report(self, line: int, col: int, entry: dict[str, Any], name: str) -> None:
+        self.report_at(line, col, entry["message"].replace("{name}", name))
+
+
+CASES = [
+    # ControlNet's environment.yaml
+    Invalid(
+        """\
+name: control
+channels:
+  - pytorch
+dependencies:
+  - cudatoolkit=11.3
+  - pytorch=1.12.1
+  - pip:
+      - xformers==0.0.16  # attention kernels
+""",
+        path="environment.yaml",
+    ),
+    # dinov2's requirements.txt, whisper's triton line, a CUDA build pinned by its local version
+    Invalid(
+        """\
+--extra-index-url https://download.pytorch.org/whl/cu117
+torch==2.0.0+cu117
+xformers==0.0.18
+triton>=2.0.0;platform_machine=="x86_64"
+""",
+        path="requirements.txt",
+    ),
+    Valid(
+        """\
+# tensorrt  # TensorRT export
+torch>=2.1
+numpy
+""",
+        path="requirements.txt",
+    ),
+]
