@@ -106,8 +106,8 @@ class DeviceCapability(CoverageRule):
                 for operand, use in _breaking_uses(node):
                     if isinstance(operand, ast.Name) and operand.id in kept:
                         known = uses.get(operand.id)
-                        if known is None or node.lineno < known[1]:
-                            uses[operand.id] = (use, node.lineno)
+                        if known is None or operand.lineno < known[1]:
+                            uses[operand.id] = (use, operand.lineno)
             self._capability_uses = uses
         return self._capability_uses
 
