@@ -577,8 +577,20 @@ def project_device_index(paths: Iterable[str], root: str, places: DevicePlaces) 
 
 
 # a CUDA literal passed by keyword (`load_state_dict(path, location='cuda')`): only files with one
-# are parsed in the parameter index's first pass
-_KEYWORD_LITERAL = re.compile(rb"""\w\s*=\s*['"]cuda(?::\d+)?['"]""")
+# are parsed in the parameter index's first pass; the literal is found first (a pattern that
+# starts with `\w` would be tried at every position of every file), then the keyword before it
+_CUDA_LITERAL = re.compile(rb"""['"]cuda(?::\d+)?['"]""")
+_KEYWORD_BEFORE = re.compile(rb"(\w+)\s*=\s*$")
+
+
+def _literal_keywords(data: bytes) -> set[str]:
+    """The keywords a CUDA literal is passed by in `data` (`location` of `location='cuda'`)."""
+    found = set()
+    for match in _CUDA_LITERAL.finditer(data):
+        before = _KEYWORD_BEFORE.search(data, max(0, match.start() - 64), match.start())
+        if before is not None and data[before.start() - 1:before.start()] not in (b".",):
+            found.add(before.group(1).decode("ascii", "replace"))
+    return found
 
 
 def project_parameter_index(paths: Iterable[str], root: str,
@@ -599,7 +611,9 @@ def project_parameter_index(paths: Iterable[str], root: str,
     wanted: dict[str, set[str]] = {}  # "module.function" -> keywords passed a CUDA literal
     for path in python:
         data = read_source(path)
-        if data is None or not _KEYWORD_LITERAL.search(data):
+        # a literal passed as `device=` / `map_location=` ... is a device position wherever it
+        # goes (NPU103 rewrites it at the call): only other keywords need the callee's parameter
+        if data is None or b"cuda" not in data or not _literal_keywords(data) - places.keywords:
             continue
         tree = parse_source(data)
         if tree is None:
@@ -613,8 +627,8 @@ def project_parameter_index(paths: Iterable[str], root: str,
                 continue
             for argument in node.keywords:
                 value = argument.value
-                if argument.arg and isinstance(value, ast.Constant) and isinstance(value.value, str) \
-                        and _PLAIN.fullmatch(value.value):
+                if argument.arg and argument.arg not in places.keywords and isinstance(value, ast.Constant) \
+                        and isinstance(value.value, str) and _PLAIN.fullmatch(value.value):
                     wanted.setdefault(qualified, set()).add(argument.arg)
     index: dict[str, dict[str, dict[str, Any]]] = {}
     flows: dict[str, FileFlow | None] = {}
