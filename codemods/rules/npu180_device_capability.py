@@ -106,8 +106,9 @@ class DeviceCapability(CoverageRule):
                 for operand, use in _breaking_uses(node):
                     if isinstance(operand, ast.Name) and operand.id in kept:
                         known = uses.get(operand.id)
-                        if known is None or node.lineno < known[1]:
-                            uses[operand.id] = (use, node.lineno)
+                        line: int = getattr(node, "lineno", 0)  # a use is an expression: it has one
+                        if known is None or line < known[1]:
+                            uses[operand.id] = (use, line)
             self._capability_uses = uses
         return self._capability_uses
 
