@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from codemods.framework.devicevalues import module_names, parse_source, read_source
+from codemods.framework.facts import ast_dotted_parts
 
 # the top-level modules of libraries that run on NVIDIA GPUs only
 CUDA_ONLY_LIBRARIES = frozenset({
@@ -113,8 +114,9 @@ def _loaded_at_import(module: list[ast.stmt], skip: ast.stmt) -> set[str]:
 
 
 def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict[str, str]]:
-    """`{"files": {abspath: why}, "modules": {dotted name: why}}` for the project's files that
-    import a CUDA-only library when they are imported, directly or through another such file
+    """`{"files": {abspath: why}, "modules": {dotted name: why}, "extensions": {module name: why}}`:
+    the CUDA extensions the project builds (`_cuda_extensions`), and the project's files that
+    import a CUDA-only library or such an extension when they are imported, directly or through another such file
     (followed until nothing new is found; a module of a package whose `__init__` is such a file is
     one too). `why` names the library and the file: "`triton` (in
     `pkg/triton_ops.py`)". Cheap: only files with an import line that can be a required one and
@@ -128,8 +130,12 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
     # each file's import lines, read once: a file without a matching one that can be a required
     # import needs no parse
     imports = {path: _import_lines(path) for path in python}
+    extensions = _cuda_extensions(imports, root)
     found: dict[str, str] = {}
     pattern: re.Pattern[bytes] | None = _LIBRARY_IMPORT
+    if extensions:  # an import line naming one of the project's CUDA extensions
+        pattern = re.compile(_LIBRARY_IMPORT.pattern + rb"|\b(?:" + b"|".join(
+            re.escape(last_part(n).encode()) for n in sorted(extensions)) + rb")\b", re.MULTILINE)
     while pattern is not None:
         new: dict[str, str] = {}
         for path in python:
@@ -138,7 +144,7 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
                 continue
             data = read_source(path)
             tree = parse_source(data) if data is not None else None
-            why = tree and _imports_cuda_only(tree, path, by_module, found, root)
+            why = tree and _imports_cuda_only(tree, path, by_module, found, root, extensions)
             if why:
                 new[path] = why
         stems = sorted({os.path.splitext(os.path.basename(p))[0] if not p.endswith("__init__.py")
@@ -155,7 +161,50 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
         pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(s.encode()) for s in stems) + rb")\b") if stems else None
     modules = {name: found[path] for name, paths_of in by_module.items() if len(paths_of) == 1
                for path in paths_of if path in found}
-    return {"files": found, "modules": modules} if found else {}
+    result: dict[str, dict[str, str]] = {"files": found, "modules": modules} if found else {}
+    if extensions:
+        result["extensions"] = extensions
+    return result
+
+
+_EXTENSION_TEXT = b"CUDAExtension"
+
+
+def last_part(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def _cuda_extensions(imports: Mapping[str, _ImportLines | None], root: str) -> dict[str, str]:
+    """`{module name: why}` for the CUDA extensions the project builds (`CUDAExtension("pkg._C",
+    [...])` or `name=` in its setup scripts): modules made from CUDA sources, which cannot be built
+    on an Ascend host, so no import of them can succeed there (Swin-Transformer's
+    `swin_window_process`). Only files spelling `CUDAExtension` are parsed."""
+    found: dict[str, str] = {}
+    for path, lines in imports.items():
+        if lines is None or _EXTENSION_TEXT not in lines.data:
+            continue
+        tree = parse_source(lines.data)
+        for node in ast.walk(tree) if tree is not None else ():
+            if not isinstance(node, ast.Call) or (ast_dotted_parts(node.func) or [""])[-1] != "CUDAExtension":
+                continue
+            name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+            if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value:
+                found.setdefault(name.value, f"`{name.value}`, a CUDA extension (built in "
+                                             f"`{os.path.relpath(path, root)}`)")
+    return found
+
+
+def extension_imported(node: ast.Import | ast.ImportFrom, extensions: Mapping[str, str]) -> str | None:
+    """The project's CUDA extension an import brings in, or None. An absolute import names it
+    whole (`import pkg._C`, `from pkg import _C`); a relative one by its last part (`from . import _C`)."""
+    if not extensions:
+        return None
+    if isinstance(node, ast.ImportFrom) and node.level:
+        parts = {last_part(node.module)} if node.module else set()
+        parts |= {alias.name for alias in node.names}
+        return next((n for n in sorted(extensions) if last_part(n) in parts), None)
+    modules = _imported_modules(node)
+    return next((n for n in sorted(extensions) if n in modules), None)
 
 
 # each keyword alone opens with a literal, which `re` scans for fast (3x a `^[ \t]*(?:import|from)`
@@ -208,8 +257,11 @@ def _import_lines(path: str) -> _ImportLines | None:
 
 
 def _imports_cuda_only(tree: ast.Module, path: str, by_module: Mapping[str, set[str]],
-                       found: Mapping[str, str], root: str) -> str | None:
+                       found: Mapping[str, str], root: str, extensions: Mapping[str, str]) -> str | None:
     for node in _required_imports(tree.body):
+        extension = extension_imported(node, extensions)
+        if extension:
+            return f"`{extension}` (in `{os.path.relpath(path, root)}`), a CUDA extension"
         for module in _imported_modules(node):
             library = cuda_only_library(module) if not isinstance(node, ast.ImportFrom) or not node.level else None
             if library:
@@ -288,7 +340,11 @@ class CudaOnlyNames:
 
 
 def import_reason(node: ast.Import | ast.ImportFrom, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:
-    """Why an import brings in CUDA-only code: a CUDA-only library, or a project module that imports one."""
+    """Why an import brings in CUDA-only code: a CUDA-only library, one of the project's CUDA
+    extensions, or a project module that imports one."""
+    extension = extension_imported(node, project.get("extensions", {}))
+    if extension:
+        return project["extensions"][extension]
     if not (isinstance(node, ast.ImportFrom) and node.level):
         for module in _imported_modules(node):
             library = cuda_only_library(module)

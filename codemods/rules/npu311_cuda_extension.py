@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import libcst as cst
 import libcst.matchers as m
 
+from codemods.framework.base import dotted_name
 from codemods.framework.cases import Invalid
+from codemods.framework.cudaonly import PROJECT_OPTION, last_part
 from codemods.framework.families.third_party import (
     ThirdPartyRule,
     entries,
@@ -41,7 +45,7 @@ class CudaExtension(ThirdPartyRule):
 
     ## Why
 
-    CUDA extensions (`CUDAExtension`, `cpp_extension.load(...)` with `.cu` sources or `with_cuda=True`, `load_inline(cuda_sources=...)`, code keyed on `CUDA_HOME`, and any other `.cu`/`.cuh` path named in Python, such as a `sources = [...]` list handed to a project's own build helper; a `load(...)` whose sources are computed is reported as possibly CUDA) cannot be built or run on NPU, and torch_npu has no equivalent (fact sheet §2.6): the kernels must be ported to an Ascend C custom operator or an op-plugin adaptation, or replaced by PyTorch ops. C++-only extensions (`CppExtension`, `load` of `.cpp` files) still build and are not reported.
+    CUDA extensions (`CUDAExtension`, `cpp_extension.load(...)` with `.cu` sources or `with_cuda=True`, `load_inline(cuda_sources=...)`, code keyed on `CUDA_HOME`, and any other `.cu`/`.cuh` path named in Python, such as a `sources = [...]` list handed to a project's own build helper; a `load(...)` whose sources are computed is reported as possibly CUDA; and every import of a module the project builds with `CUDAExtension`, such as Swin-Transformer's `import swin_window_process`, found from the project's setup scripts once per run) cannot be built or run on NPU, and torch_npu has no equivalent (fact sheet §2.6): the kernels must be ported to an Ascend C custom operator or an op-plugin adaptation, or replaced by PyTorch ops. C++-only extensions (`CppExtension`, `load` of `.cpp` files) still build and are not reported.
 
     | Reported | Route |
     |---|---|
@@ -76,6 +80,40 @@ class CudaExtension(ThirdPartyRule):
     summary = "CUDAExtension and cpp_extension.load(...) of .cu sources cannot build for NPU: Ascend C operator"
     prefilter = library_prefilter("NPU311")
 
+    @classmethod
+    def project_prefilter(cls, options: Mapping[str, Any]) -> str | None:
+        """An import line naming one of the project's CUDA extensions (their names come from the
+        project's setup scripts: `project_cuda_only_modules`)."""
+        names = sorted({last_part(n) for n in _extensions(options)})
+        return rf"(?:import|from)[ \t][^\n]*\b(?:{'|'.join(map(re.escape, names))})\b" if names else None
+
+    def visit_Import(self, node: cst.Import) -> None:
+        super().visit_Import(node)
+        for alias in node.names:
+            self._report_extension(alias, dotted_name(alias.name) or "", relative=False)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        super().visit_ImportFrom(node)
+        module = dotted_name(node.module) or ""
+        if module and self._report_extension(node, module, relative=bool(node.relative)):
+            return
+        for alias in node.names if not isinstance(node.names, cst.ImportStar) else ():
+            name = dotted_name(alias.name) or ""
+            self._report_extension(alias, f"{module}.{name}" if module else name, relative=bool(node.relative))
+
+    def _report_extension(self, node: cst.CSTNode, imported: str, relative: bool) -> bool:
+        """`import swin_window_process`, where the project's setup script builds
+        `swin_window_process` with CUDAExtension: on an Ascend host the module cannot exist."""
+        extensions = _extensions(self.context.options)
+        name = next((n for n in sorted(extensions)
+                     if (last_part(n) == last_part(imported) if relative else n == imported)), None)
+        if name is None:
+            return False
+        self.report(node, f"imports {extensions[name]}: it cannot be built or loaded on NPU, so this import "
+                          "fails there; port its kernels to an Ascend C custom operator (or op-plugin), or fall "
+                          "back to PyTorch ops on the NPU path")
+        return True
+
     def visit_Call(self, node: cst.Call) -> None:
         strings = _cu_strings(node)
         if self._report_call(node):  # its .cu strings are covered by this report
@@ -102,6 +140,10 @@ class CudaExtension(ThirdPartyRule):
         entry = next(e for e in entries() if e["code"] == self.code and e["cuda"].startswith("`.cu`"))
         names = ", ".join(f"`{s.raw_value}`" for s in fresh[:3])
         self.report(node, f"{verb} CUDA sources ({names}): {entry['message']}")
+
+
+def _extensions(options: Mapping[str, Any]) -> Mapping[str, str]:
+    return (options.get(PROJECT_OPTION) or {}).get("extensions") or {}
 
 
 CASES = [

@@ -67,8 +67,8 @@ class RuleSet:
         self.text_rules = {language: [r for r in self.rules if r.language == language]
                            for language in TEXT_LANGUAGES}
         compiled: dict[str, Prefilter] = {}  # rules sharing a prefilter share its compiled form
-        self._single = {r: (compiled.setdefault(r.prefilter, Prefilter(r.prefilter)) if r.prefilter else None)
-                        for r in self.rules}
+        self._single = {r: (compiled.setdefault(pattern, Prefilter(pattern)) if pattern else None)
+                        for r in self.rules for pattern in [_prefilter_of(r, self.options)]}
         self.text_filters = {language: Prefilter.union(self._single[r] for r in rules)
                              for language, rules in self.text_rules.items()}
 
@@ -116,6 +116,12 @@ class RuleSet:
         for language, rules in self.text_rules.items():
             found += TEXT_LANGUAGES[language] if rules else ()
         return found
+
+
+def _prefilter_of(rule: type[Rule], options: Mapping[str, Any]) -> str:
+    """The rule's prefilter, widened by what the project facts in `options` name for it."""
+    extra = rule.project_prefilter(options) if rule.prefilter else None
+    return f"{rule.prefilter}|{extra}" if extra else rule.prefilter
 
 
 def language_of(path: str) -> str:

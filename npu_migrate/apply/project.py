@@ -3,7 +3,8 @@
 - the device-value index (`codemods.framework.devicevalues.project_device_index`), which says how
   other modules use a module's CUDA device constants (NPU500);
 - the project's CUDA-only modules (`codemods.framework.cudaonly.project_cuda_only_modules`), whose
-  functions a CUDA guard may select (NPU511);
+  functions a CUDA guard may select (NPU511), and the CUDA extensions it builds, whose imports
+  NPU311 reports;
 - the loader index (`codemods.framework.loadervalues.project_loader_index`): helpers of other
   modules that return a pinning DataLoader (NPU410).
 
@@ -43,6 +44,7 @@ def _device_index(files: Sequence[str], root: str) -> dict[str, Any]:
 FACTS: list[tuple[str, str, Callable[[Sequence[str], str], dict[str, Any]]]] = [
     ("NPU500", INDEX_OPTION, _device_index),
     ("NPU511", PROJECT_OPTION, project_cuda_only_modules),
+    ("NPU311", PROJECT_OPTION, project_cuda_only_modules),  # the same facts: computed once
     ("NPU410", LOADER_INDEX_OPTION, project_loader_index),
 ]
 
