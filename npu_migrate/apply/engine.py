@@ -135,7 +135,9 @@ def migrate_text(text: str, path: str, ruleset: RuleSet, tree: ast.Module | None
     """Migrate one file's decoded text. Never raises: errors land in `error`, and the file
     is left as it was. `tree`, when the caller has already parsed `text` with `ast`, saves a parse."""
     if path.endswith(NOTEBOOK_SUFFIX):  # code cells as one Python text (issue 14)
-        return migrate_notebook(text, path, lambda code, name: migrate_text(code, name, ruleset), FileOutcome)
+        shell = (lambda code, name: _migrate_text_rules(code, name, ruleset, "shell", FileOutcome(name))) \
+            if ruleset.text_rules.get("shell") else None
+        return migrate_notebook(text, path, lambda code, name: migrate_text(code, name, ruleset), FileOutcome, shell)
     try:
         try:
             outcome = _migrate(text, path, ruleset, tree=tree)
