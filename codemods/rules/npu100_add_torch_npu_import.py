@@ -34,7 +34,9 @@ class AddTorchNpuImport(Rule):
     ## Fix safety
 
     Safe: importing torch_npu is what makes the rewritten code run. A file that already imports it
-    is left alone. Ignore NPU100 only if the import happens elsewhere before the file runs.
+    is left alone, and so is a file that imports nothing at all: a data module (an mmcv/mmdet
+    config's `dist_params = dict(backend='nccl')`), whose values the code reading them uses
+    under its own imports. Ignore NPU100 only if the import happens elsewhere before the file runs.
 
     ## Targets
 
@@ -71,5 +73,17 @@ CASES = [
     x = torch.ones(2).npu()
 """,
         with_rules=('NPU101',),
+    ),
+    Invalid(  # ConvNeXt's mmdet/mmseg configs: a data module gets the value, not the import
+        """\
+    dist_params = dict(backend='nccl')
+    log_level = 'INFO'
+""",
+        after="""\
+    dist_params = dict(backend='hccl')
+    log_level = 'INFO'
+""",
+        codes=('NPU140',),
+        with_rules=('NPU140',),
     ),
 ]

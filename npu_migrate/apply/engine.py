@@ -200,7 +200,8 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
         pieces.append(new_chunk)
     new_text = "".join(pieces)
     needs_npu = target_of(ruleset.options) == "npu" and any(
-        e.code in {r.code for r in rules if r.needs_torch_npu} for e in context.edits)
+        e.code in {r.code for r in rules if r.needs_torch_npu} for e in context.edits) \
+        and not _data_module(context.facts)
     adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
     wanted = set(context.imports)
     if needs_npu and adds_import:
@@ -233,6 +234,16 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
 
 
 _EVERYTHING = Prefilter("")  # some rule wants every piece
+
+
+def _data_module(facts: FileFacts) -> bool:
+    """A file that imports nothing and defines no function or class, anywhere: a data module such
+    as an mmcv/mmdet config (`dist_params = dict(backend='nccl')`). Its rewritten values are read by
+    code that imports torch (and torch_npu); `import torch_npu` in it would only make a data file
+    depend on torch_npu (and mmcv's Config takes every name a config module binds for a setting)."""
+    return not facts.top_imports and not any(
+        isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+        for node in ast.walk(facts.tree))
 
 
 def _import_order(item: tuple[str, str | None, str | None]) -> tuple[int, str]:
