@@ -91,7 +91,8 @@ class LightningAccelerator(Rule):
                 and (qualified or "").split(".")[-2:-1] == ["Trainer"]:
             self.report(node, "`Trainer.from_argparse_args` (Lightning < 2.0) takes the accelerator and `--gpus` "
                               "from the command line: `--gpus` selects CUDA devices, and Lightning < 2.0 knows "
-                              f"no NPU; {self._route()}")
+                              "no NPU; on Lightning 2.x (which drops `from_argparse_args`: pass the parsed "
+                              f"settings to `Trainer(...)`): {self._route()}")
             return
         if not lightning_name(qualified, ENTRY_POINTS):
             return
@@ -135,7 +136,8 @@ class LightningAccelerator(Rule):
                 self.report(target.target, f"accelerator {value!r} selects CUDA: {self._route()}")
             elif value in LEGACY_STRATEGY_ACCELERATORS:
                 self.report(target.target, f"accelerator {value!r} is Lightning < 1.7's name for a strategy, run on "
-                                           f"the CUDA devices of `gpus` (NCCL for DDP): {self._route()}")
+                                           "the CUDA devices of `gpus` (NCCL for DDP); on Lightning 2.x pass it as "
+                                           f"`strategy=`: {self._route()}")
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "CUDAAccelerator" and lightning_name(self.resolve(node), frozenset({"CUDAAccelerator"})):
