@@ -301,6 +301,9 @@ class CudaOnlyNames:
 
     names: dict[str, str] = field(default_factory=dict)
     functions: dict[str, str] = field(default_factory=dict)
+    # availability flags: `has_apex = True` next to the `from apex... import ...` it vouches for,
+    # in a module-level `try` (True only where the CUDA-only library imports)
+    flags: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.names or self.functions)
@@ -313,6 +316,16 @@ class CudaOnlyNames:
             if why:
                 for alias in node.names:
                     result.names[(alias.asname or alias.name).split(".")[0]] = why
+        for statement in tree.body:
+            if isinstance(statement, ast.Try):
+                why = next((r for n in statement.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                            and (r := import_reason(n, path, project))), None)
+                if why is None:
+                    continue
+                for assign in statement.body:
+                    if isinstance(assign, ast.Assign) and isinstance(assign.value, ast.Constant) \
+                            and assign.value.value is True:
+                        result.flags.update({t.id: why for t in assign.targets if isinstance(t, ast.Name)})
         functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
         changed = True
         while changed:  # a function that calls a CUDA-only function is CUDA-only too

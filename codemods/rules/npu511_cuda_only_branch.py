@@ -71,7 +71,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels).
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does `has_apex and torch.cuda.is_available()`, where `has_apex = True` sits in the module-level `try` that imports the CUDA-only library (ConvNeXt's fused optimizers): the test asks for that library and CUDA together. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels).
 
     ## Example
 
@@ -157,8 +157,20 @@ class CudaOnlyBranch(Rule):
         operands = _and_operands(original_node)
         guard = next((i for i, o in enumerate(operands)
                       if isinstance(o, cst.Call) and self.resolve(o.func) == "torch.cuda.is_available"), None)
-        if guard is None or not any(isinstance(c, cst.Call) and self.resolve(c.func) in _CAPABILITY
-                                    for o in operands[guard + 1:] for c in m.findall(o, m.Call())):
+        if guard is None:
+            return updated_node
+        flags = self._cuda_only_names().flags
+        flag = next((o.value for o in operands if isinstance(o, cst.Name) and o.value in flags), None)
+        if flag is not None:
+            # `has_apex and torch.cuda.is_available()` (ConvNeXt's fused optimizers): the test asks
+            # for the CUDA-only library and CUDA together; the NPU form would be half a migration
+            self._forget_edits_in(original_node)
+            self.report(original_node, f"this test asks for `{flag}` (True only where {flags[flag]} imports, "
+                                       "which runs only on CUDA) together with CUDA: it stays on CUDA (False on "
+                                       "the NPU, as before); port the code it guards by hand")
+            return original_node
+        if not any(isinstance(c, cst.Call) and self.resolve(c.func) in _CAPABILITY
+                   for o in operands[guard + 1:] for c in m.findall(o, m.Call())):
             return updated_node
         self._forget_edits_in(original_node)
         self.report(original_node, "this CUDA test reads the CUDA compute capability, which the NPU lacks "
@@ -300,6 +312,22 @@ class CudaOnlyBranch(Rule):
 
 
 CASES = [
+    Invalid(  # ConvNeXt's optim_factory.py: the library's availability flag and CUDA, asked together
+        """\
+import torch
+try:
+    from apex.optimizers import FusedAdam
+    has_apex = True
+except ImportError:
+    has_apex = False
+
+
+def create(opt):
+    if 'fused' in opt:
+        assert has_apex and torch.cuda.is_available(), 'APEX and CUDA required for fused optimizers'
+""",
+        with_rules=("NPU120",),
+    ),
     Invalid(
         """\
 import torch
