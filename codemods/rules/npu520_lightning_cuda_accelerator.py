@@ -129,7 +129,8 @@ class LightningAccelerator(Rule):
             if key is None or not imports_lightning(self.context.facts):
                 continue
             value = (text_of(node.value) or "").lower()
-            if key == "gpus":
+            if key == "gpus" and not (isinstance(node.value, (cst.Integer, cst.Name))
+                                      and (getattr(node.value, "value", None) in ("0", "None", "False"))):
                 self.report(target.target, f"`gpus` (a Lightning < 2.0 Trainer setting) selects CUDA devices: "
                                            f"{self._route()}")
             elif value in CUDA_ACCELERATORS:

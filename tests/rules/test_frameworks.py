@@ -75,6 +75,7 @@ UNTOUCHED = [
     "t = Trainer(accelerator='gpu')\n",  # not Lightning's Trainer (nothing imported)
     "t = Trainer.from_argparse_args(opt)\ncfg['gpus'] = 2\n",  # no Lightning imported
     "import pytorch_lightning as pl\nif cfg['gpus'] == 2:\n    pass\ncfg['accelerator'] = 'cpu'\n",
+    "import pytorch_lightning as pl\ncfg['gpus'] = 0\ncfg['gpus'] = None\n",  # the CPU
     "from transformers import TrainingArguments\na = TrainingArguments(output_dir='o', no_cuda=True, use_cpu=False)\n",
     "def no_cuda(no_cuda=True):\n    return no_cuda\n",
     T + "setattr(torch.cuda, 'x', 1)\n",  # builtin setattr is no test double
