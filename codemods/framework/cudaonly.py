@@ -26,6 +26,11 @@ CUDA_ONLY_LIBRARIES = frozenset({
     "flash_attn", "flash_attn_2_cuda", "triton", "pynvml", "nvidia_smi", "GPUtil", "gpustat",
     "transformer_engine", "nvidia", "cudf", "cuml", "numba.cuda",
 })
+# a Hugging Face Hub repo id of a flash-attention kernel (`kernels-community/flash-attn3`): what
+# such a repo holds is built for NVIDIA GPUs, loaded with the `kernels` package (which itself is
+# not CUDA-only: it loads an NPU build where a repo has one)
+HUB_FLASH_ATTENTION = re.compile(r"[\w.-]+/flash[-_]?(?:attn|attention)[\w.-]*", re.IGNORECASE)
+_HUB_LOADERS = frozenset({"get_kernel", "has_kernel", "get_locked_kernel", "load_kernel"})
 PROJECT_OPTION = "cuda_only_modules"  # the rule-options key holding the project's CUDA-only modules
 _LIBRARY_IMPORT = re.compile(
     rb"^[ \t]*(?:import|from)[ \t]+(?:" + b"|".join(re.escape(name.encode()) for name in sorted(CUDA_ONLY_LIBRARIES))
@@ -339,17 +344,34 @@ class CudaOnlyNames:
         return result
 
     def reason_in(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:
-        """Why `scope` (a function, a class, a statement) reaches CUDA-only code, or None."""
+        """Why `scope` (a function, a class, a statement) reaches CUDA-only code, or None: a
+        CUDA-only import or name, or a Hugging Face Hub flash-attention kernel it loads through
+        `kernels` (nanochat's FA3 loader)."""
+        loads_hub_kernels, repo = False, None
         for node in ast.walk(scope):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 why = import_reason(node, path, project)
                 if why:
                     return why
+                loads_hub_kernels = loads_hub_kernels or hub_kernel_loader(node)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 why = self.names.get(node.id) or self.functions.get(node.id)
                 if why:
                     return why if node.id in self.names else f"`{node.id}`, which uses {why}"
+            elif repo is None and isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and HUB_FLASH_ATTENTION.fullmatch(node.value):
+                repo = node.value
+        if loads_hub_kernels and repo:
+            return f"`{repo}`, a Hugging Face Hub flash-attention kernel (built for NVIDIA GPUs)"
         return None
+
+
+def hub_kernel_loader(node: ast.Import | ast.ImportFrom) -> bool:
+    """`import kernels` or `from kernels import get_kernel, ...`: Hugging Face's Hub kernel loader
+    (a project's own `kernels` package, Swin-Transformer's, imports other names)."""
+    if isinstance(node, ast.Import):
+        return any(alias.name == "kernels" for alias in node.names)
+    return not node.level and node.module == "kernels" and any(alias.name in _HUB_LOADERS for alias in node.names)
 
 
 def import_reason(node: ast.Import | ast.ImportFrom, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:

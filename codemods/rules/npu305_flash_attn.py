@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from codemods.framework.cases import Invalid, Valid
+from codemods.framework.cudaonly import HUB_FLASH_ATTENTION
 from codemods.framework.families.third_party import ThirdPartyRule, library_prefilter
 
 
@@ -63,15 +62,12 @@ class FlashAttn(ThirdPartyRule):
         flash-attention kernels are built for NVIDIA GPUs; said where the file imports Hugging
         Face's `kernels` (which itself loads NPU builds where a repo has them)."""
         value = node.evaluated_value
-        if not isinstance(value, str) or not _HUB_FLASH_ATTENTION.fullmatch(value) or not any(
+        if not isinstance(value, str) or not HUB_FLASH_ATTENTION.fullmatch(value) or not any(
                 target == "kernels" or target.startswith("kernels.") for target in self.context.facts.aliases.values()):
             return
         self.report(node, f"`{value}` is a Hugging Face Hub flash-attention kernel, built for NVIDIA GPUs (FlashAttention "
                           "targets CUDA), not for Ascend: on NPU give that path "
                           "`torch.nn.functional.scaled_dot_product_attention` or `torch_npu.npu_fusion_attention`")
-
-
-_HUB_FLASH_ATTENTION = re.compile(r"[\w.-]+/flash[-_]?(?:attn|attention)[\w.-]*", re.IGNORECASE)
 
 
 CASES = [

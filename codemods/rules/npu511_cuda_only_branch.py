@@ -71,7 +71,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does `has_apex and torch.cuda.is_available()`, where `has_apex = True` sits in the module-level `try` that imports the CUDA-only library (ConvNeXt's fused optimizers): the test asks for that library and CUDA together. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels).
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, a Hugging Face Hub flash-attention kernel loaded with `kernels` (nanochat's FA3 loader, behind `if not torch.cuda.is_available(): return None`), ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function of the file that reaches such a library, or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does `has_apex and torch.cuda.is_available()`, where `has_apex = True` sits in the module-level `try` that imports the CUDA-only library (ConvNeXt's fused optimizers): the test asks for that library and CUDA together. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels).
 
     ## Example
 
@@ -312,6 +312,22 @@ class CudaOnlyBranch(Rule):
 
 
 CASES = [
+    Invalid(  # nanochat's FA3 loader: the early return is the CUDA guard of a Hub flash-attention kernel
+        """\
+import torch
+
+
+def _load_flash_attention_3():
+    if not torch.cuda.is_available():
+        return None
+    try:
+        from kernels import get_kernel
+        return get_kernel("kernels-community/flash-attn3").flash_attn_interface
+    except Exception:
+        return None
+""",
+        with_rules=("NPU120",),
+    ),
     Invalid(  # ConvNeXt's optim_factory.py: the library's availability flag and CUDA, asked together
         """\
 import torch
