@@ -157,6 +157,13 @@ class Rule:
     def target(self) -> str:
         return self.context.options.get("target") or "npu"
 
+    @classmethod
+    def project_prefilter(cls, options: Mapping[str, Any]) -> str | None:
+        """A regex for more text the rule acts on, built from the run's rule options: for a rule
+        whose targets are names a project defines (the modules of its CUDA extensions, NPU311),
+        which no fixed `prefilter` can spell. None (most rules): `prefilter` alone."""
+        return None
+
     # -- helpers for rule authors ------------------------------------------------------------
     def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = None) -> Any:
         assert self.runner is not None

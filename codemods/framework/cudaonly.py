@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from codemods.framework.devicevalues import module_names, parse_source, read_source
+from codemods.framework.facts import ast_dotted_parts
 
 # the top-level modules of libraries that run on NVIDIA GPUs only
 CUDA_ONLY_LIBRARIES = frozenset({
@@ -26,6 +27,11 @@ CUDA_ONLY_LIBRARIES = frozenset({
     "flash_attn", "flash_attn_2_cuda", "triton", "pynvml", "nvidia_smi", "GPUtil", "gpustat",
     "transformer_engine", "nvidia", "cudf", "cuml", "numba.cuda",
 })
+# a Hugging Face Hub repo id of a flash-attention kernel (`kernels-community/flash-attn3`): what
+# such a repo holds is built for NVIDIA GPUs, loaded with the `kernels` package (which itself is
+# not CUDA-only: it loads an NPU build where a repo has one)
+HUB_FLASH_ATTENTION = re.compile(r"[\w.-]+/flash[-_]?(?:attn|attention)[\w.-]*", re.IGNORECASE)
+_HUB_LOADERS = frozenset({"get_kernel", "has_kernel", "get_locked_kernel", "load_kernel"})
 PROJECT_OPTION = "cuda_only_modules"  # the rule-options key holding the project's CUDA-only modules
 _LIBRARY_IMPORT = re.compile(
     rb"^[ \t]*(?:import|from)[ \t]+(?:" + b"|".join(re.escape(name.encode()) for name in sorted(CUDA_ONLY_LIBRARIES))
@@ -114,8 +120,9 @@ def _loaded_at_import(module: list[ast.stmt], skip: ast.stmt) -> set[str]:
 
 
 def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict[str, str]]:
-    """`{"files": {abspath: why}, "modules": {dotted name: why}}` for the project's files that
-    import a CUDA-only library when they are imported, directly or through another such file
+    """`{"files": {abspath: why}, "modules": {dotted name: why}, "extensions": {module name: why}}`:
+    the CUDA extensions the project builds (`_cuda_extensions`), and the project's files that
+    import a CUDA-only library or such an extension when they are imported, directly or through another such file
     (followed until nothing new is found; a module of a package whose `__init__` is such a file is
     one too). `why` names the library and the file: "`triton` (in
     `pkg/triton_ops.py`)". Cheap: only files with an import line that can be a required one and
@@ -129,8 +136,12 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
     # each file's import lines, read once: a file without a matching one that can be a required
     # import needs no parse
     imports = {path: _import_lines(path) for path in python}
+    extensions = _cuda_extensions(imports, root)
     found: dict[str, str] = {}
     pattern: re.Pattern[bytes] | None = _LIBRARY_IMPORT
+    if extensions:  # an import line naming one of the project's CUDA extensions
+        pattern = re.compile(_LIBRARY_IMPORT.pattern + rb"|\b(?:" + b"|".join(
+            re.escape(last_part(n).encode()) for n in sorted(extensions)) + rb")\b", re.MULTILINE)
     while pattern is not None:
         new: dict[str, str] = {}
         for path in python:
@@ -139,7 +150,7 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
                 continue
             data = read_source(path)
             tree = parse_source(data) if data is not None else None
-            why = tree and _imports_cuda_only(tree, path, by_module, found, root)
+            why = tree and _imports_cuda_only(tree, path, by_module, found, root, extensions)
             if why:
                 new[path] = why
         stems = sorted({os.path.splitext(os.path.basename(p))[0] if not p.endswith("__init__.py")
@@ -156,7 +167,50 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
         pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(s.encode()) for s in stems) + rb")\b") if stems else None
     modules = {name: found[path] for name, paths_of in by_module.items() if len(paths_of) == 1
                for path in paths_of if path in found}
-    return {"files": found, "modules": modules} if found else {}
+    result: dict[str, dict[str, str]] = {"files": found, "modules": modules} if found else {}
+    if extensions:
+        result["extensions"] = extensions
+    return result
+
+
+_EXTENSION_TEXT = b"CUDAExtension"
+
+
+def last_part(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def _cuda_extensions(imports: Mapping[str, _ImportLines | None], root: str) -> dict[str, str]:
+    """`{module name: why}` for the CUDA extensions the project builds (`CUDAExtension("pkg._C",
+    [...])` or `name=` in its setup scripts): modules made from CUDA sources, which cannot be built
+    on an Ascend host, so no import of them can succeed there (Swin-Transformer's
+    `swin_window_process`). Only files spelling `CUDAExtension` are parsed."""
+    found: dict[str, str] = {}
+    for path, lines in imports.items():
+        if lines is None or _EXTENSION_TEXT not in lines.data:
+            continue
+        tree = parse_source(lines.data)
+        for node in ast.walk(tree) if tree is not None else ():
+            if not isinstance(node, ast.Call) or (ast_dotted_parts(node.func) or [""])[-1] != "CUDAExtension":
+                continue
+            name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+            if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value:
+                found.setdefault(name.value, f"`{name.value}`, a CUDA extension (built in "
+                                             f"`{os.path.relpath(path, root)}`)")
+    return found
+
+
+def extension_imported(node: ast.Import | ast.ImportFrom, extensions: Mapping[str, str]) -> str | None:
+    """The project's CUDA extension an import brings in, or None. An absolute import names it
+    whole (`import pkg._C`, `from pkg import _C`); a relative one by its last part (`from . import _C`)."""
+    if not extensions:
+        return None
+    if isinstance(node, ast.ImportFrom) and node.level:
+        parts = {last_part(node.module)} if node.module else set()
+        parts |= {alias.name for alias in node.names}
+        return next((n for n in sorted(extensions) if last_part(n) in parts), None)
+    modules = _imported_modules(node)
+    return next((n for n in sorted(extensions) if n in modules), None)
 
 
 # each keyword alone opens with a literal, which `re` scans for fast (3x a `^[ \t]*(?:import|from)`
@@ -209,8 +263,11 @@ def _import_lines(path: str) -> _ImportLines | None:
 
 
 def _imports_cuda_only(tree: ast.Module, path: str, by_module: Mapping[str, set[str]],
-                       found: Mapping[str, str], root: str) -> str | None:
+                       found: Mapping[str, str], root: str, extensions: Mapping[str, str]) -> str | None:
     for node in _required_imports(tree.body):
+        extension = extension_imported(node, extensions)
+        if extension:
+            return f"`{extension}` (in `{os.path.relpath(path, root)}`), a CUDA extension"
         for module in _imported_modules(node):
             library = cuda_only_library(module) if not isinstance(node, ast.ImportFrom) or not node.level else None
             if library:
@@ -250,6 +307,9 @@ class CudaOnlyNames:
 
     names: dict[str, str] = field(default_factory=dict)
     functions: dict[str, str] = field(default_factory=dict)
+    # availability flags: `has_apex = True` next to the `from apex... import ...` it vouches for,
+    # in a module-level `try` (True only where the CUDA-only library imports)
+    flags: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.names or self.functions)
@@ -264,6 +324,16 @@ class CudaOnlyNames:
                     result.names[(alias.asname or alias.name).split(".")[0]] = why
         for name, why in _compiled_extensions(tree):
             result.names.setdefault(name, why)
+        for statement in tree.body:
+            if isinstance(statement, ast.Try):
+                why = next((r for n in statement.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                            and (r := import_reason(n, path, project))), None)
+                if why is None:
+                    continue
+                for assign in statement.body:
+                    if isinstance(assign, ast.Assign) and isinstance(assign.value, ast.Constant) \
+                            and assign.value.value is True:
+                        result.flags.update({t.id: why for t in assign.targets if isinstance(t, ast.Name)})
         # classes count as functions do: `Op.apply(x)` of a `torch.autograd.Function` whose
         # `forward` calls a compiled kernel selects that kernel
         functions = {s.name: s for s in tree.body
@@ -281,19 +351,28 @@ class CudaOnlyNames:
 
     def reason_in(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]],
                   around_line: int | None = None) -> str | None:
-        """Why `scope` (a function, a class, a statement) reaches CUDA-only code, or None. With
-        `around_line` (a guard inside `scope`), an `if` block that does not hold that line is left
-        out: an import or call under another branch (`if args.use_bnb_linear: import bitsandbytes`)
-        is an option of the scope, not the path the guard selects."""
+        """Why `scope` (a function, a class, a statement) reaches CUDA-only code, or None: a
+        CUDA-only import or name, or a Hugging Face Hub flash-attention kernel it loads through
+        `kernels` (nanochat's FA3 loader). With `around_line` (a guard inside `scope`), an `if`
+        block that does not hold that line is left out: an import or call under another branch
+        (`if args.use_bnb_linear: import bitsandbytes`) is an option of the scope, not the path the
+        guard selects."""
+        loads_hub_kernels, repo = False, None
         for node in _walk_around(scope, around_line):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 why = import_reason(node, path, project)
                 if why:
                     return why
+                loads_hub_kernels = loads_hub_kernels or hub_kernel_loader(node)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 why = self.names.get(node.id) or self.functions.get(node.id)
                 if why:
                     return why if node.id in self.names else f"`{node.id}`, which uses {why}"
+            elif repo is None and isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and HUB_FLASH_ATTENTION.fullmatch(node.value):
+                repo = node.value
+        if loads_hub_kernels and repo:
+            return f"`{repo}`, a Hugging Face Hub flash-attention kernel (built for NVIDIA GPUs)"
         return None
 
 
@@ -339,8 +418,20 @@ def _walk_around(scope: ast.AST, line: int | None) -> Iterator[ast.AST]:
         todo.extend(ast.iter_child_nodes(node))
 
 
+def hub_kernel_loader(node: ast.Import | ast.ImportFrom) -> bool:
+    """`import kernels` or `from kernels import get_kernel, ...`: Hugging Face's Hub kernel loader
+    (a project's own `kernels` package, Swin-Transformer's, imports other names)."""
+    if isinstance(node, ast.Import):
+        return any(alias.name == "kernels" for alias in node.names)
+    return not node.level and node.module == "kernels" and any(alias.name in _HUB_LOADERS for alias in node.names)
+
+
 def import_reason(node: ast.Import | ast.ImportFrom, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:
-    """Why an import brings in CUDA-only code: a CUDA-only library, or a project module that imports one."""
+    """Why an import brings in CUDA-only code: a CUDA-only library, one of the project's CUDA
+    extensions, or a project module that imports one."""
+    extension = extension_imported(node, project.get("extensions", {}))
+    if extension:
+        return project["extensions"][extension]
     if not (isinstance(node, ast.ImportFrom) and node.level):
         for module in _imported_modules(node):
             library = cuda_only_library(module)

@@ -14,7 +14,9 @@ Kinds of site:
 - `method`: `x.cuda(...)` calls and `x.is_cuda`;
 - `string`: the device/backend/env/provider/target strings above;
 - `library`: imports of CUDA-only libraries (apex, TensorRT, PyCUDA, CuPy, bitsandbytes, ...);
-- `keyword`: framework switches that select CUDA (`accelerator="gpu"`, `gpus=`, `no_cuda=`).
+- `keyword`: framework switches that select CUDA (`accelerator="gpu"`, `gpus=`, `no_cuda=`);
+- `scheduler`: a job's GPU request to the cluster (submitit's `gpus_per_node=`, SLURM's
+  `--gpus-per-node`), which asks the scheduler for GPUs an Ascend node does not have.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ _TEXT_KEYWORDS = frozenset({"help", "msg", "message", "description", "reason", "
 _HARMLESS_IMPORTS = frozenset({"torch.backends.cudnn"})
 _CUDA_KEYWORDS = {"accelerator": re.compile(r"cuda|gpu|auto"), "gpus": None, "no_cuda": None,
                   "use_cuda": None}
+# submitit's executor parameters that become SLURM `--gpus-per-node` / `--gpus-per-task`
+_SCHEDULER_KEYWORDS = frozenset({"gpus_per_node", "gpus_per_task", "slurm_gpus_per_node", "slurm_gpus_per_task"})
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,9 @@ class _Scanner(ast.NodeVisitor):
                 self._text([keyword.value])
             elif keyword.arg in _CUDA_KEYWORDS:
                 self._keyword(keyword)
+            elif keyword.arg in _SCHEDULER_KEYWORDS and not (
+                    isinstance(keyword.value, ast.Constant) and keyword.value.value in (None, False, 0)):
+                self.add(keyword.value, "scheduler", f"{keyword.arg}=")
             self.visit(keyword.value)
 
     def _keyword(self, keyword: ast.keyword) -> None:

@@ -43,7 +43,9 @@ class AddTorchNpuImport(Rule):
     ## Fix safety
 
     Safe: importing torch_npu is what makes the rewritten code run. A file that already imports it
-    is left alone. Ignore NPU100 only if the import happens elsewhere before the file runs.
+    is left alone, and so is a config file of plain assignments (an mmcv/mmdet config's
+    `dist_params = dict(backend='nccl')`, see above), with an info note. Ignore NPU100 only if the
+    import happens elsewhere before the file runs.
 
     ## Targets
 
@@ -118,5 +120,17 @@ dist_params = dict(backend='hccl')
     x = torch.ones(2).npu()
 """,
         with_rules=('NPU101',),
+    ),
+    Invalid(  # ConvNeXt's mmdet/mmseg configs: a config file gets the value, not the import
+        """\
+    dist_params = dict(backend='nccl')
+    log_level = 'INFO'
+""",
+        after="""\
+    dist_params = dict(backend='hccl')
+    log_level = 'INFO'
+""",
+        codes=('NPU100', 'NPU140'),  # NPU100: the info note that the reader must import torch_npu
+        with_rules=('NPU140',),
     ),
 ]

@@ -11,6 +11,7 @@ from codemods.framework.base import Fix
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.facts import ast_dotted_parts
 from codemods.framework.namemap import CoverageRule
+from codemods.framework.positions import node_positions
 from npu_migrate.core.diagnostics import Severity
 
 _CAPABILITY = frozenset({"torch.cuda.get_device_capability", "torch.npu.get_device_capability",
@@ -21,6 +22,7 @@ _PROPERTIES = frozenset({"torch.cuda.get_device_properties", "torch.npu.get_devi
                          "torch_npu.npu.get_device_properties"})
 
 
+_CATCHES_TYPE_ERROR = frozenset({"TypeError", "Exception", "BaseException"})
 _CAPABILITY_HELP = ("returns None on NPU (unless TORCH_NPU_DEVICE_CAPABILITY=\"major.minor\" is set, "
                     "torch_npu 26.x and later)")
 
@@ -37,7 +39,8 @@ class DeviceCapability(CoverageRule):
     `torch.cuda.get_device_capability()[0] >= 8` raises `TypeError` after the port (fact sheet §2.6).
     The rule reports every call (CUDA, `torch.npu`, `torch_npu.npu` or `torch.accelerator` spelling):
     a **warning** where the result is compared, indexed, unpacked or used in arithmetic, an info note
-    elsewhere. `get_device_properties(i).major/.minor` is reported too, also where the properties
+    elsewhere; inside a `try` whose handler catches the TypeError (nanochat's FA3 probe, `except
+    Exception: return None`) the warning says that the NPU then takes the fallback. `get_device_properties(i).major/.minor` is reported too, also where the properties
     are kept in a name first (`props = torch.cuda.get_device_properties(0)` ... `props.major`): those
     are not compute capabilities on NPU. Gate features on what they need (`torch.npu.is_bf16_supported()`, ...)
     instead.
@@ -138,7 +141,13 @@ class DeviceCapability(CoverageRule):
             if not use and name in self.capability_uses:
                 how, line = self.capability_uses[name]
                 use = f"kept in `{name}`, which is {how} on line {line}"
-            if use:
+            caught = self._caught_at(original_node) if use else None
+            if use and caught:
+                self.report(original_node, f"get_device_capability() {_CAPABILITY_HELP}, and here it is "
+                            f"{use}: that raises TypeError, which the `{caught}` around it catches, so "
+                            "on NPU this code takes its fallback; if the NPU should have the feature, test it "
+                            "instead (torch.npu.is_bf16_supported(), ...)")
+            elif use:
                 self.report(original_node, f"get_device_capability() {_CAPABILITY_HELP}, and here it is "
                             f"{use}: that raises TypeError. Test the feature instead "
                             "(torch.npu.is_bf16_supported(), ...) or handle None")
@@ -146,6 +155,26 @@ class DeviceCapability(CoverageRule):
                 self.report(original_node, f"get_device_capability() {_CAPABILITY_HELP}: check that "
                             "nothing compares or indexes its result", severity=Severity.INFO)
         return updated_node
+
+    def _caught_at(self, node: cst.CSTNode) -> str | None:
+        """The handler (`except Exception`, `except TypeError`, ...) of a `try` around `node` that catches the
+        TypeError (nanochat's FA3 probe: `try: major, _ = torch.cuda.get_device_capability()` ...
+        `except Exception: return None`), or None. Found in the file's `ast` by line."""
+        module = self.context.module
+        if module is None:
+            return None
+        line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
+        for statement in ast.walk(self.context.facts.tree):
+            if not isinstance(statement, ast.Try) or not statement.body:
+                continue
+            if not statement.body[0].lineno <= line <= (statement.body[-1].end_lineno or 0):
+                continue
+            for handler in statement.handlers:
+                if handler.type is None:
+                    return "except"
+                if any(isinstance(n, ast.Name) and n.id in _CATCHES_TYPE_ERROR for n in ast.walk(handler.type)):
+                    return f"except {ast.unparse(handler.type)}"
+        return None
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> Any:
         # torch.cuda.get_device_properties(i).major / .minor: no compute capability on NPU
@@ -196,6 +225,18 @@ import torch
 capability = torch.cuda.get_device_capability()
 if capability >= (8, 0):
     dtype = torch.bfloat16
+""",
+    ),
+    # unpacked inside a try whose handler catches it (nanochat's FA3 probe): the message says so
+    Invalid(
+        """\
+import torch
+def load():
+    try:
+        major, _ = torch.cuda.get_device_capability()
+        return major
+    except Exception:
+        return None
 """,
     ),
     # kept and only tested against None: nothing breaks, an info note

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from codemods.framework.cases import Invalid, Valid
+from codemods.framework.cudaonly import HUB_FLASH_ATTENTION
 from codemods.framework.families.third_party import ThirdPartyRule, library_prefilter
 
 
 class FlashAttn(ThirdPartyRule):
     """## What it does
 
-    flash-attn: use torch_npu.npu_fusion_attention (layout, scale, keep_prob and mask spelled out) or SDPA
+    flash-attn: use torch_npu.npu_fusion_attention (layout, scale, keep_prob and mask spelled out) or SDPA; a flash-attention kernel loaded from the Hugging Face Hub with `kernels.get_kernel("kernels-community/flash-attn3")` is reported at its repo id
 
     ## Why
 
@@ -51,10 +54,38 @@ class FlashAttn(ThirdPartyRule):
     supported_targets = frozenset({"npu", "portable"})
     name = "flash-attn"
     summary = "flash-attn: use torch_npu.npu_fusion_attention (layout, scale, keep_prob and mask spelled out) or SDPA"
-    prefilter = library_prefilter("NPU305")
+    # the library, or a Hugging Face Hub repo id of a flash-attention kernel (`kernels.get_kernel`)
+    prefilter = library_prefilter("NPU305") + r"""|["'][\w.-]+/flash[-_]?att"""
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        """`get_kernel("kernels-community/flash-attn3")` (nanochat's FA3 loader): the Hub's
+        flash-attention kernels are built for NVIDIA GPUs; said where the file imports Hugging
+        Face's `kernels` (which itself loads NPU builds where a repo has them)."""
+        value = node.evaluated_value
+        if not isinstance(value, str) or not HUB_FLASH_ATTENTION.fullmatch(value) or not any(
+                target == "kernels" or target.startswith("kernels.") for target in self.context.facts.aliases.values()):
+            return
+        self.report(node, f"`{value}` is a Hugging Face Hub flash-attention kernel, built for NVIDIA GPUs (FlashAttention "
+                          "targets CUDA), not for Ascend: on NPU give that path "
+                          "`torch.nn.functional.scaled_dot_product_attention` or `torch_npu.npu_fusion_attention`")
 
 
 CASES = [
+    Invalid(  # nanochat's flash_attention.py: FA3 from the Hugging Face Hub through `kernels`
+        """\
+def load():
+    from kernels import get_kernel, has_kernel
+    hf_kernel = "kernels-community/flash-attn3"
+    if has_kernel(hf_kernel):
+        return get_kernel(hf_kernel).flash_attn_interface
+    return get_kernel("varunneal/flash-attention-3").flash_attn_interface
+""",
+    ),
+    Valid(  # no `kernels` import: a path or a model name that merely says flash-attn
+        """\
+model_id = "org/flash-attn-benchmark"
+""",
+    ),
     Invalid(
         """\
     import os

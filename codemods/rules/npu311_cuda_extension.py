@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any
 
@@ -11,7 +12,7 @@ import libcst.matchers as m
 
 from codemods.framework.base import dotted_name
 from codemods.framework.cases import Invalid, Valid
-from codemods.framework.cudaonly import is_extension_loader
+from codemods.framework.cudaonly import PROJECT_OPTION, is_extension_loader, last_part
 from codemods.framework.families.third_party import (
     ThirdPartyRule,
     best_import_entry,
@@ -46,7 +47,7 @@ class CudaExtension(ThirdPartyRule):
 
     ## Why
 
-    CUDA extensions (`CUDAExtension`, `cpp_extension.load(...)` with `.cu` sources or `with_cuda=True`, `load_inline(cuda_sources=...)`, code keyed on `CUDA_HOME`, and any other `.cu`/`.cuh` path named in Python, such as a `sources = [...]` list handed to a project's own build helper; a `load(...)` whose sources are computed is reported as possibly CUDA) cannot be built or run on NPU, and torch_npu has no equivalent (fact sheet §2.6): the kernels must be ported to an Ascend C custom operator or an op-plugin adaptation, or replaced by PyTorch ops. C++-only extensions (`CppExtension`, `load` of `.cpp` files) still build and are not reported.
+    CUDA extensions (`CUDAExtension`, `cpp_extension.load(...)` with `.cu` sources or `with_cuda=True`, `load_inline(cuda_sources=...)`, code keyed on `CUDA_HOME`, and any other `.cu`/`.cuh` path named in Python, such as a `sources = [...]` list handed to a project's own build helper; a `load(...)` whose sources are computed is reported as possibly CUDA; and every import of a module the project builds with `CUDAExtension`, such as Swin-Transformer's `import swin_window_process`, found from the project's setup scripts once per run) cannot be built or run on NPU, and torch_npu has no equivalent (fact sheet §2.6): the kernels must be ported to an Ascend C custom operator or an op-plugin adaptation, or replaced by PyTorch ops. C++-only extensions (`CppExtension`, `load` of `.cpp` files) still build and are not reported.
 
     | Reported | Route |
     |---|---|
@@ -86,6 +87,40 @@ class CudaExtension(ThirdPartyRule):
     name = "cuda-extension"
     summary = "CUDAExtension and cpp_extension.load(...) of .cu sources cannot build for NPU: Ascend C operator"
     prefilter = library_prefilter("NPU311")
+
+    @classmethod
+    def project_prefilter(cls, options: Mapping[str, Any]) -> str | None:
+        """An import line naming one of the project's CUDA extensions (their names come from the
+        project's setup scripts: `project_cuda_only_modules`)."""
+        names = sorted({last_part(n) for n in _extensions(options)})
+        return rf"(?:import|from)[ \t][^\n]*\b(?:{'|'.join(map(re.escape, names))})\b" if names else None
+
+    def visit_Import(self, node: cst.Import) -> None:
+        super().visit_Import(node)
+        for alias in node.names:
+            self._report_extension(alias, dotted_name(alias.name) or "", relative=False)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        super().visit_ImportFrom(node)
+        module = dotted_name(node.module) or ""
+        if module and self._report_extension(node, module, relative=bool(node.relative)):
+            return
+        for alias in node.names if not isinstance(node.names, cst.ImportStar) else ():
+            name = dotted_name(alias.name) or ""
+            self._report_extension(alias, f"{module}.{name}" if module else name, relative=bool(node.relative))
+
+    def _report_extension(self, node: cst.CSTNode, imported: str, relative: bool) -> bool:
+        """`import swin_window_process`, where the project's setup script builds
+        `swin_window_process` with CUDAExtension: on an Ascend host the module cannot exist."""
+        extensions = _extensions(self.context.options)
+        name = next((n for n in sorted(extensions)
+                     if (last_part(n) == last_part(imported) if relative else n == imported)), None)
+        if name is None:
+            return False
+        self.report(node, f"imports {extensions[name]}: it cannot be built or loaded on NPU, so this import "
+                          "fails there; port its kernels to an Ascend C custom operator (or op-plugin), or fall "
+                          "back to PyTorch ops on the NPU path")
+        return True
 
     def visit_Call(self, node: cst.Call) -> None:
         strings = _cu_strings(node)
@@ -142,6 +177,8 @@ class CudaExtension(ThirdPartyRule):
 
     def _covered(self, parts: list[cst.CSTNode], name: cst.Name, entry: dict[str, Any]) -> bool:
         """Whether an import, call or reference report of this rule already names it."""
+        if self.resolve(name) == entry["cuda"]:
+            return True  # imported straight from torch in this file: the import's report names it
         for part in parts:
             for small in part.body if isinstance(part, cst.SimpleStatementLine) else ():
                 if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None \
@@ -182,6 +219,10 @@ class CudaExtension(ThirdPartyRule):
 def _named_entries() -> dict[str, dict[str, Any]]:
     """`name` entries of this rule by their last name (`CUDA_HOME`, `CUDAExtension`)."""
     return {e["cuda"].rsplit(".", 1)[-1]: e for e in entries() if e["code"] == "NPU311" and "name" in e["at"]}
+
+
+def _extensions(options: Mapping[str, Any]) -> Mapping[str, str]:
+    return (options.get(PROJECT_OPTION) or {}).get("extensions") or {}
 
 
 CASES = [

@@ -56,4 +56,12 @@ from numba import cuda
 import tensorrt as trt
 """,
     ),
+    Invalid(  # Swin-Transformer's MoE models
+        """\
+try:
+    from tutel import moe as tutel_moe
+except:
+    tutel_moe = None
+""",
+    ),
 ]

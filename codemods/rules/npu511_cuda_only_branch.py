@@ -74,7 +74,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function or class of the file that reaches such a library, such as a `torch.autograd.Function` whose `forward` calls mmcv's compiled ops, `ext_module = ext_loader.load_ext('_ext', [...])`, in mmcv and the projects that vendor it; or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines, leaving out the `if` blocks that do not hold the guard (an optional `if args.use_bnb_linear: import bitsandbytes` elsewhere in open_clip's `main()` is no path the guard selects) (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels).
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, a Hugging Face Hub flash-attention kernel loaded with `kernels` (nanochat's FA3 loader, behind `if not torch.cuda.is_available(): return None`), ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function or class of the file that reaches such a library, such as a `torch.autograd.Function` whose `forward` calls mmcv's compiled ops, `ext_module = ext_loader.load_ext('_ext', [...])`, in mmcv and the projects that vendor it; or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines, leaving out the `if` blocks that do not hold the guard (an optional `if args.use_bnb_linear: import bitsandbytes` elsewhere in open_clip's `main()` is no path the guard selects) (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels). So does `has_apex and torch.cuda.is_available()`, where `has_apex = True` sits in the module-level `try` that imports the CUDA-only library (ConvNeXt's fused optimizers): the test asks for that library and CUDA together.
 
     A CUDA arm of an `if`/`elif` chain that also has an NPU arm (`elif device.startswith("npu:")`, `elif torch.npu.is_available()`) is kept whole, test and body: the code already dispatches the NPU to its own arm, and turning the CUDA arm to the NPU too would shadow that arm or send the NPU where the code did not (open_clip's `if torch.cuda.is_available(): model.cuda()` / `elif device == "npu" ...: model.npu()` would move a model meant to stay on the CPU). What other rules would have rewritten in its body is reported at its place.
 
@@ -182,8 +182,20 @@ class CudaOnlyBranch(Rule):
         operands = _and_operands(original_node)
         guard = next((i for i, o in enumerate(operands)
                       if isinstance(o, cst.Call) and self.resolve(o.func) == "torch.cuda.is_available"), None)
-        if guard is None or not any(isinstance(c, cst.Call) and self.resolve(c.func) in _CAPABILITY
-                                    for o in operands[guard + 1:] for c in m.findall(o, m.Call())):
+        if guard is None:
+            return updated_node
+        flags = self._cuda_only_names().flags
+        flag = next((o.value for o in operands if isinstance(o, cst.Name) and o.value in flags), None)
+        if flag is not None:
+            # `has_apex and torch.cuda.is_available()` (ConvNeXt's fused optimizers): the test asks
+            # for the CUDA-only library and CUDA together; the NPU form would be half a migration
+            self._forget_edits_in(original_node)
+            self.report(original_node, f"this test asks for `{flag}` (True only where {flags[flag]} imports, "
+                                       "which runs only on CUDA) together with CUDA: it stays on CUDA (False on "
+                                       "the NPU, as before); port the code it guards by hand")
+            return original_node
+        if not any(isinstance(c, cst.Call) and self.resolve(c.func) in _CAPABILITY
+                   for o in operands[guard + 1:] for c in m.findall(o, m.Call())):
             return updated_node
         self._forget_edits_in(original_node)
         self.report(original_node, "this CUDA test reads the CUDA compute capability, which the NPU lacks "
@@ -383,6 +395,38 @@ def _as_kept_report(make: Callable[[int, int], Any], path: str, code: str,
 
 
 CASES = [
+    Invalid(  # nanochat's FA3 loader: the early return is the CUDA guard of a Hub flash-attention kernel
+        """\
+import torch
+
+
+def _load_flash_attention_3():
+    if not torch.cuda.is_available():
+        return None
+    try:
+        from kernels import get_kernel
+        return get_kernel("kernels-community/flash-attn3").flash_attn_interface
+    except Exception:
+        return None
+""",
+        with_rules=("NPU120",),
+    ),
+    Invalid(  # ConvNeXt's optim_factory.py: the library's availability flag and CUDA, asked together
+        """\
+import torch
+try:
+    from apex.optimizers import FusedAdam
+    has_apex = True
+except ImportError:
+    has_apex = False
+
+
+def create(opt):
+    if 'fused' in opt:
+        assert has_apex and torch.cuda.is_available(), 'APEX and CUDA required for fused optimizers'
+""",
+        with_rules=("NPU120",),
+    ),
     Invalid(
         """\
 import torch

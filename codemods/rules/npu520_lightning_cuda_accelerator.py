@@ -8,7 +8,9 @@ from npu_migrate.core.diagnostics import Severity
 from codemods.framework.families.lightning import (
     CUDA_ACCELERATORS,
     ENTRY_POINTS,
+    LEGACY_STRATEGY_ACCELERATORS,
     branches,
+    imports_lightning,
     lightning_name,
     text_of,
 )
@@ -26,10 +28,19 @@ _ROUTE = ("Lightning has no built-in NPU accelerator: register one (subclass "
           "`strategy=DDPStrategy(process_group_backend=\"hccl\")`")
 
 
+def _stored_key(target: cst.BaseExpression) -> str | None:
+    """"accelerator" or "gpus" for `x["accelerator"]` / `x["gpus"]`, else None."""
+    if not isinstance(target, cst.Subscript) or len(target.slice) != 1:
+        return None
+    index = target.slice[0].slice
+    key = text_of(index.value) if isinstance(index, cst.Index) else None
+    return key if key in ("accelerator", "gpus") else None
+
+
 class LightningAccelerator(Rule):
     """## What it does
 
-    Lightning/Fabric `accelerator="cuda"|"gpu"`, `gpus=` and `CUDAAccelerator` are reported with the NPU route, and so is a `Trainer`/`Fabric` call that asks for `devices=` and leaves the accelerator to Lightning (none given, or `"auto"`): Lightning's automatic choice is CUDA, MPS or the CPU, so on an Ascend machine it silently runs on the CPU.
+    Lightning/Fabric `accelerator="cuda"|"gpu"`, `gpus=` and `CUDAAccelerator` are reported with the NPU route, and so are the Lightning < 2.0 forms: `Trainer.from_argparse_args(args)` (the accelerator and `--gpus` come from the command line) and a Trainer setting stored into a dict in a file that imports Lightning (`cfg["gpus"] = ...`, `cfg["accelerator"] = "gpu"`, or `"ddp"`, which Lightning < 1.7 took as the strategy, run on the `gpus` devices), and so is a `Trainer`/`Fabric` call that asks for `devices=` and leaves the accelerator to Lightning (none given, or `"auto"`): Lightning's automatic choice is CUDA, MPS or the CPU, so on an Ascend machine it silently runs on the CPU.
 
     ## Why
 
@@ -63,8 +74,11 @@ class LightningAccelerator(Rule):
     # value), `gpus=`, `CUDAAccelerator`: Lightning's own code passes `accelerator=` hundreds of
     # times with other values, and every matching statement costs a LibCST parse; a Trainer/Fabric
     # call that asks for `devices=` (the accelerator then chosen by Lightning)
+    # call; Lightning < 2.0's `Trainer.from_argparse_args` (the accelerator and `--gpus` from the
+    # command line) and a Trainer setting stored into a dict (`cfg["accelerator"] = "ddp"`)
     prefilter = (r"accelerator\s*=\s*\(?\s*[\"'](?i:cuda|gpu)[\"']|accelerator\s*=[^\n]*\bif\b|gpus(?<!\wgpus)\s*=|"
-                 r"CUDAAccelerator|(?:Fabric|Trainer)\([\s\S]*?\bdevices\s*=")
+                 r"CUDAAccelerator|(?:Fabric|Trainer)\([\s\S]*?\bdevices\s*=|\bfrom_argparse_args\b|"
+                 r"\[\s*[\"'](?:accelerator|gpus)[\"']\s*\]\s*=[^=]")
 
     def _route(self) -> str:
         if self.target == "portable":
@@ -72,7 +86,15 @@ class LightningAccelerator(Rule):
         return _ROUTE
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not lightning_name(self.resolve(node.func), ENTRY_POINTS):
+        qualified = self.resolve(node.func)
+        if lightning_name(qualified, frozenset({"from_argparse_args"})) \
+                and (qualified or "").split(".")[-2:-1] == ["Trainer"]:
+            self.report(node, "`Trainer.from_argparse_args` (Lightning < 2.0) takes the accelerator and `--gpus` "
+                              "from the command line: `--gpus` selects CUDA devices, and Lightning < 2.0 knows "
+                              "no NPU; on Lightning 2.x (which drops `from_argparse_args`: pass the parsed "
+                              f"settings to `Trainer(...)`): {self._route()}")
+            return
+        if not lightning_name(qualified, ENTRY_POINTS):
             return
         for arg in node.args:
             keyword = arg.keyword.value if arg.keyword else None
@@ -97,6 +119,26 @@ class LightningAccelerator(Rule):
         self.report(chosen or node, f"`{name.rsplit('.', 1)[-1]}(devices=...)` lets Lightning pick the accelerator "
                                     "(\"auto\": CUDA, MPS or the CPU): on an Ascend machine it runs on the CPU "
                                     f"without a word; {self._route()}")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`trainer_config["accelerator"] = "ddp"`, `cfg["gpus"] = 2` in a file that imports
+        Lightning: the Trainer's settings kept in a dict (latent-diffusion's main.py), which the
+        calls above never see."""
+        for target in node.targets:
+            key = _stored_key(target.target)
+            if key is None or not imports_lightning(self.context.facts):
+                continue
+            value = (text_of(node.value) or "").lower()
+            if key == "gpus" and not (isinstance(node.value, (cst.Integer, cst.Name))
+                                      and (getattr(node.value, "value", None) in ("0", "None", "False"))):
+                self.report(target.target, f"`gpus` (a Lightning < 2.0 Trainer setting) selects CUDA devices: "
+                                           f"{self._route()}")
+            elif value in CUDA_ACCELERATORS:
+                self.report(target.target, f"accelerator {value!r} selects CUDA: {self._route()}")
+            elif value in LEGACY_STRATEGY_ACCELERATORS:
+                self.report(target.target, f"accelerator {value!r} is Lightning < 1.7's name for a strategy, run on "
+                                           "the CUDA devices of `gpus` (NCCL for DDP); on Lightning 2.x pass it as "
+                                           f"`strategy=`: {self._route()}")
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "CUDAAccelerator" and lightning_name(self.resolve(node), frozenset({"CUDAAccelerator"})):
@@ -125,9 +167,29 @@ fabric = L.Fabric(
 )
 """,
     ),
+    Invalid(  # latent-diffusion: Lightning 1.x, the Trainer's settings from a dict and the command line
+        """\
+import pytorch_lightning as pl
+from pytorch_lightning.trainer import Trainer
+parser = Trainer.add_argparse_args(parser)
+trainer_config = lightning_config.get("trainer", OmegaConf.create())
+trainer_config["accelerator"] = "ddp"
+trainer = Trainer.from_argparse_args(trainer_opt, **trainer_kwargs)
+trainer = pl.Trainer.from_argparse_args(args)
+""",
+        codes=("NPU520",),
+    ),
+    Valid(  # no Lightning in the file: a dict key "gpus" is someone else's setting
+        """\
+config = {}
+config["gpus"] = 4
+config["accelerator"] = "ddp"
+""",
+    ),
     Valid(
         """\
 import lightning as L
+trainer_config["accelerator"] = "cpu"
 trainer = L.Trainer(accelerator="cpu", devices=1)
 fabric = L.Fabric(accelerator=MyNPUAccelerator(), devices=8)
 fabric = L.Fabric(accelerator="auto", devices=8)  # npu-migrate: ignore[NPU520]

@@ -19,7 +19,7 @@ from codemods.framework.cases import Invalid, Valid
 # Files that can hold a site spell one of these (a plain alternation: `(?i)` or a long list of
 # library names makes this search the slowest of all prefilters). A file that imports a CUDA-only
 # library and says nothing else about CUDA is reported by NPU301-NPU314, not swept.
-PREFILTER = r"cuda|CUDA|Cuda|cudnn|CUDNN|nccl|NCCL|CUBLAS|Tensorrt|gpus\s*=|accelerator\s*="
+PREFILTER = r"cuda|CUDA|Cuda|cudnn|CUDNN|nccl|NCCL|CUBLAS|Tensorrt|gpus(?:_per_node|_per_task)?\s*=|accelerator\s*="
 
 
 _ROUTES = {
@@ -29,6 +29,9 @@ _ROUTES = {
               "(\"npu\", \"hccl\", ASCEND_*/HCCL_*, CANNExecutionProvider)",
     "library": "CUDA-only: keep it on a CUDA-only branch or replace it (docs/rules-third-party.md)",
     "keyword": "select the NPU (\"npu\") the way the framework documents it",
+    "scheduler": "it asks the job scheduler for GPUs (SLURM `--gpus-per-node`, GRES `gpu`), which an Ascend node "
+                 "does not offer: request its NPUs the way the cluster declares them (where gres.conf declares "
+                 "`npu`: submitit's `slurm_gres=\"npu:N\"`, `#SBATCH --gres=npu:N`)",
 }
 
 
@@ -129,9 +132,18 @@ backend = "nccl"
 """,
         codes=("NPU599",),
     ),
+    Invalid(  # ConvNeXt's run_with_submitit.py: the SLURM job asks for GPUs
+        """\
+import submitit
+executor = submitit.AutoExecutor(folder=job_dir)
+executor.update_parameters(mem_gb=40 * n, gpus_per_node=n, tasks_per_node=n)
+""",
+        codes=("NPU599",),
+    ),
     Valid(
         """\
 print("running on cuda")
+executor.update_parameters(gpus_per_node=0, slurm_gres="npu:8")
 """,
     ),
 ]

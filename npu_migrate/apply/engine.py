@@ -68,8 +68,8 @@ class RuleSet:
         self.text_rules = {language: [r for r in self.rules if r.language == language]
                            for language in TEXT_LANGUAGES}
         compiled: dict[str, Prefilter] = {}  # rules sharing a prefilter share its compiled form
-        self._single = {r: (compiled.setdefault(r.prefilter, Prefilter(r.prefilter)) if r.prefilter else None)
-                        for r in self.rules}
+        self._single = {r: (compiled.setdefault(pattern, Prefilter(pattern)) if pattern else None)
+                        for r in self.rules for pattern in [_prefilter_of(r, self.options)]}
         self.text_filters = {language: Prefilter.union(self._single[r] for r in rules)
                              for language, rules in self.text_rules.items()}
 
@@ -119,6 +119,12 @@ class RuleSet:
         return found
 
 
+def _prefilter_of(rule: type[Rule], options: Mapping[str, Any]) -> str:
+    """The rule's prefilter, widened by what the project facts in `options` name for it."""
+    extra = rule.project_prefilter(options) if rule.prefilter else None
+    return f"{rule.prefilter}|{extra}" if extra else rule.prefilter
+
+
 def language_of(path: str) -> str:
     for language, suffixes in TEXT_LANGUAGES.items():
         # `.txt` / YAML files are manifests only by their name; another one named explicitly is
@@ -132,7 +138,9 @@ def migrate_text(text: str, path: str, ruleset: RuleSet, tree: ast.Module | None
     """Migrate one file's decoded text. Never raises: errors land in `error`, and the file
     is left as it was. `tree`, when the caller has already parsed `text` with `ast`, saves a parse."""
     if path.endswith(NOTEBOOK_SUFFIX):  # code cells as one Python text (issue 14)
-        return migrate_notebook(text, path, lambda code, name: migrate_text(code, name, ruleset), FileOutcome)
+        shell = (lambda code, name: _migrate_text_rules(code, name, ruleset, "shell", FileOutcome(name))) \
+            if ruleset.text_rules.get("shell") else None
+        return migrate_notebook(text, path, lambda code, name: migrate_text(code, name, ruleset), FileOutcome, shell)
     try:
         try:
             outcome = _migrate(text, path, ruleset, tree=tree)

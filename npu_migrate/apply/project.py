@@ -5,7 +5,8 @@
   (`project_parameter_index`), where the parameters of functions other modules call with a CUDA
   literal go (NPU500);
 - the project's CUDA-only modules (`codemods.framework.cudaonly.project_cuda_only_modules`), whose
-  functions a CUDA guard may select (NPU511);
+  functions a CUDA guard may select (NPU511), and the CUDA extensions it builds, whose imports
+  NPU311 reports;
 - the loader index (`codemods.framework.loadervalues.project_loader_index`): helpers of other
   modules that return a pinning DataLoader (NPU410).
 
@@ -59,6 +60,7 @@ FACTS: list[tuple[str, str, Callable[[Sequence[str], str], dict[str, Any]]]] = [
     ("NPU500", INDEX_OPTION, _device_index),
     ("NPU500", PARAMETER_INDEX_OPTION, _parameter_index),
     ("NPU511", PROJECT_OPTION, project_cuda_only_modules),
+    ("NPU311", PROJECT_OPTION, project_cuda_only_modules),  # the same facts: computed once
     ("NPU410", LOADER_INDEX_OPTION, project_loader_index),
 ]
 

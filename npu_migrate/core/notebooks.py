@@ -195,6 +195,23 @@ def extract(text: str) -> Extracted:
     return out
 
 
+def shell_lines(extracted: Extracted) -> list[tuple[int, int, str]]:
+    """The `!command` lines of the code cells, which the rules for Python never see (they are
+    placeholders in the extracted text): (line in the extracted text, 1-based column where the
+    command starts, the command)."""
+    found = []
+    for number, line in enumerate(extracted.text.split("\n"), 1):
+        match = _PLACEHOLDER_RE.match(line)
+        if match is None:
+            continue
+        original = extracted.ipython[int(match.group(2))]
+        stripped = original.lstrip()
+        if stripped.startswith("!"):
+            command = stripped.lstrip("!")
+            found.append((number, len(original) - len(command) + 1, command))
+    return found
+
+
 def split(extracted: Extracted, new_text: str) -> dict[int, str]:
     """Migrated code per cell index, IPython lines put back; only cells that changed."""
     parts = _MARKER_RE.split(new_text)

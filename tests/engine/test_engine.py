@@ -96,10 +96,11 @@ def test_syntax_error_is_reported_and_file_left_alone():
 
 
 def test_line_suppression_drops_fix_and_skip_file_skips_everything():
-    text = "a = x.cuda()  # npu-migrate: ignore[NPU101]\nb = x.cuda()  # npu-migrate: ignore\nc = x.cuda()\n"
+    text = ("import torch\na = x.cuda()  # npu-migrate: ignore[NPU101]\nb = x.cuda()  # npu-migrate: ignore\n"
+            "c = x.cuda()\n")
     outcome = run(text)
-    assert outcome.new_text.splitlines()[1:] == text.splitlines()[:2] + ["c = x.npu()"]
-    assert [e.line for e in outcome.edits if e.code == "NPU101"] == [3]
+    assert outcome.new_text.splitlines()[2:] == text.splitlines()[1:3] + ["c = x.npu()"]
+    assert [e.line for e in outcome.edits if e.code == "NPU101"] == [4]
     assert run("# npu-migrate: skip-file\n" + text).new_text is None
 
 

@@ -174,6 +174,25 @@ def test_device_capability(line: str, severity: str, word: str) -> None:
     assert outcome.diagnostics[0].severity.value == severity and word in outcome.diagnostics[0].message
 
 
+@pytest.mark.parametrize("handler,caught", [
+    ("except Exception:", "`except Exception` around it catches"),
+    ("except (ImportError, TypeError):", "`except (ImportError, TypeError)` around it catches"),
+    ("except:", "`except` around it catches"),
+    ("except ImportError:", None),
+])
+def test_device_capability_inside_a_try_that_catches_it(handler: str, caught: str | None) -> None:
+    """nanochat's FA3 probe unpacks the capability inside `try ... except Exception: return None`:
+    on NPU the TypeError is caught and the function takes its fallback, which the message says."""
+    outcome = migrate("import torch\ndef load():\n    try:\n        major, _ = torch.cuda.get_device_capability()\n"
+                      f"        return major\n    {handler}\n        return None\n", ["NPU180"])
+    [diagnostic] = outcome.diagnostics
+    assert diagnostic.severity.value == "warning" and diagnostic.line == 4
+    if caught:
+        assert caught in diagnostic.message and "takes its fallback" in diagnostic.message
+    else:
+        assert "that raises TypeError. Test the feature instead" in diagnostic.message
+
+
 def test_device_capability_survives_the_default_rules() -> None:
     """NPU120 renames the call to torch.npu.get_device_capability; NPU180 still warns."""
     outcome = migrate("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    pass\n")

@@ -173,3 +173,50 @@ def test_the_project_facts_do_not_depend_on_the_working_folder(tmp_path, monkeyp
     reported = [line for line in result.output.splitlines() if " NPU511 [" in line]
     assert sorted((os.path.basename(line.split(":")[0]), int(line.split(":")[1])) for line in reported) == [
         ("absolute.py", 5), ("timing.py", 10), ("timing.py", 16)]
+
+
+SETUP = ("from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+         "setup(name='fused', ext_modules=[CUDAExtension('fused_ops', ['ops.cpp', 'ops_kernel.cu']),\n"
+         "                                 CUDAExtension(name='pkg._C', sources=['c.cu'])])\n")
+WRAPPER = "import torch\nimport fused_ops\n\n\ndef fused(x):\n    return fused_ops.forward(x)\n"
+MODEL = ("import torch\nfrom .wrapper import fused\nfrom . import _C\n\n\ndef run(x):\n    if x.is_cuda:\n"
+         "        return fused(x)\n    return x.cuda()\n")
+
+
+def _extension_project(root: Path, with_setup: bool = True) -> None:
+    (root / "pkg").mkdir()
+    if with_setup:
+        (root / "setup.py").write_text(SETUP)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "wrapper.py").write_text(WRAPPER)
+    (root / "pkg" / "model.py").write_text(MODEL)
+
+
+def test_the_cuda_extensions_a_project_builds_are_cuda_only(tmp_path):
+    """Swin-Transformer: `kernels/window_process/setup.py` builds `swin_window_process` with
+    CUDAExtension, and `window_process.py` imports it: on an Ascend host that module cannot exist."""
+    _extension_project(tmp_path)
+    paths = [str(p) for p in tmp_path.rglob("*.py")]
+    index = project_cuda_only_modules(paths, str(tmp_path))
+    assert index["extensions"] == {"fused_ops": "`fused_ops`, a CUDA extension (built in `setup.py`)",
+                                   "pkg._C": "`pkg._C`, a CUDA extension (built in `setup.py`)"}
+    assert {os.path.basename(p) for p in index["files"]} == {"wrapper.py", "model.py"}
+
+
+def test_imports_of_a_cuda_extension_are_reported_and_guards_kept(tmp_path, monkeypatch):
+    _extension_project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(command, ["--isolated", "--no-cache", "."], catch_exceptions=False)
+    lines = sorted(line.split(" [")[0] for line in result.stdout.splitlines() if " NPU311 " in line or " NPU511 " in line)
+    assert lines == ["pkg/model.py:3:15: NPU311", "pkg/model.py:7:5: NPU511", "pkg/wrapper.py:2:8: NPU311",
+                     "setup.py:2:55: NPU311", "setup.py:3:34: NPU311", "setup.py:4:34: NPU311"]
+    text = (tmp_path / "pkg" / "model.py").read_text()
+    assert "    if x.is_cuda:\n" in text and "    return x.npu()\n" in text
+
+
+def test_without_the_setup_script_the_same_imports_are_nothing(tmp_path, monkeypatch):
+    _extension_project(tmp_path, with_setup=False)
+    assert project_cuda_only_modules([str(p) for p in tmp_path.rglob("*.py")], str(tmp_path)) == {}
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(command, ["--isolated", "--no-cache", "."], catch_exceptions=False)
+    assert " NPU311 " not in result.stdout and " NPU511 " not in result.stdout

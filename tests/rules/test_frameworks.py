@@ -51,6 +51,11 @@ def test_rewrites(src, expected):
     (L + "t = L.Trainer(accelerator='gpu' if on_gpu else 'cpu')\n", "accelerator='gpu'"),
     ("import pytorch_lightning as pl\nt = pl.Trainer(gpus=2)\n", "gpus="),
     ("from lightning.pytorch.accelerators import CUDAAccelerator\na = CUDAAccelerator()\n", "CUDAAccelerator"),
+    # Lightning 1.x (latent-diffusion's main.py): from the command line, from a dict
+    ("import pytorch_lightning as pl\nt = pl.Trainer.from_argparse_args(opt, **kw)\n", "--gpus"),
+    ("import pytorch_lightning as pl\ncfg['accelerator'] = 'ddp'\n", "'ddp'"),
+    ("import pytorch_lightning as pl\ncfg['accelerator'] = 'gpu'\n", "'gpu'"),
+    ("import pytorch_lightning as pl\ncfg['gpus'] = '0,'\n", "`gpus`"),
 ])
 def test_lightning_cuda_choices_are_reported_with_the_route(src, fragment):
     outcome = migrate(src)
@@ -68,6 +73,9 @@ def test_mock_of_a_name_torch_npu_lacks_is_reported():
 UNTOUCHED = [
     L + "t = L.Trainer(accelerator='cpu', devices=1)\n",
     "t = Trainer(accelerator='gpu')\n",  # not Lightning's Trainer (nothing imported)
+    "t = Trainer.from_argparse_args(opt)\ncfg['gpus'] = 2\n",  # no Lightning imported
+    "import pytorch_lightning as pl\nif cfg['gpus'] == 2:\n    pass\ncfg['accelerator'] = 'cpu'\n",
+    "import pytorch_lightning as pl\ncfg['gpus'] = 0\ncfg['gpus'] = None\n",  # the CPU
     "from transformers import TrainingArguments\na = TrainingArguments(output_dir='o', no_cuda=True, use_cpu=False)\n",
     "def no_cuda(no_cuda=True):\n    return no_cuda\n",
     T + "setattr(torch.cuda, 'x', 1)\n",  # builtin setattr is no test double

@@ -82,6 +82,20 @@ def test_diagnostics_and_edits_name_the_cell_and_the_line_in_it():
     assert diagnostic.message.startswith("cell 2:") and diagnostic.line == 2 and diagnostic.path == "nb.ipynb"
 
 
+def test_shell_lines_of_cells_go_through_the_shell_rules_report_only():
+    """latent-diffusion's notebook runs `!nvidia-smi`: the Python rules never see an IPython line,
+    so the shell rules look at it; a rewrite they would make (a CUDA variable) is reported, and
+    the line comes back to the notebook as it was."""
+    text = notebook([("code", "import torch\n"),
+                     ("code", "x = 1\n  !nvidia-smi\n!CUDA_VISIBLE_DEVICES=0 python train.py\n!ls\n")])
+    outcome = run(text)
+    found = [(d.code, d.line, d.col) for d in outcome.diagnostics]
+    assert ("NPU257", 2, 4) in found and ("NPU251", 3, 2) in found and len(found) == 2
+    assert all(d.message.startswith("cell 2:") for d in outcome.diagnostics)
+    assert "edit it by hand" in next(d.message for d in outcome.diagnostics if d.code == "NPU251")
+    assert outcome.new_text is None
+
+
 def test_imports_in_one_cell_resolve_names_in_another():
     text = notebook([("code", "import torch as th\n"), ("code", "th.cuda.synchronize()\n")])
     assert "th.npu.synchronize()" in "".join(json.loads(run(text).new_text)["cells"][1]["source"])

@@ -123,7 +123,9 @@ def test_cuda_build_names_through_the_projects_own_wrapper() -> None:
                         "import torch.utils.cpp_extension as ext\n"
                         "a = ext.CUDAExtension('k', ['k.cpp'])\n"
                         "b = CUDAExtension('k', ['k.cpp'])\n")
-    assert found(import_then_call) == [("NPU311", 1), ("NPU311", 3), ("NPU311", 4)]
+    # line 4 calls the name line 1 imports straight from torch: that import's report names it, as
+    # for every other library (reported once, at the import); line 3 goes through a module alias
+    assert found(import_then_call) == [("NPU311", 1), ("NPU311", 3)]
 
 
 def test_channels_last_uses() -> None:

@@ -11,6 +11,9 @@ from codemods.framework.facts import FileFacts, ast_dotted_parts
 _LIGHTNING_ROOTS = ("lightning", "pytorch_lightning", "lightning_fabric")
 ENTRY_POINTS = frozenset({"Trainer", "Fabric"})  # what takes `accelerator=`
 CUDA_ACCELERATORS = frozenset({"cuda", "gpu"})  # accelerator names that select CUDA
+# Lightning < 1.7 also took the distributed strategy as `accelerator=`; with `gpus=` it runs on
+# CUDA (NCCL for the DDP family)
+LEGACY_STRATEGY_ACCELERATORS = frozenset({"ddp", "ddp_spawn", "ddp2", "dp", "ddp_sharded", "ddp_sharded_spawn"})
 
 
 def lightning_name(qualified: str | None, names: frozenset[str]) -> bool:
@@ -46,3 +49,8 @@ def accelerator_variables(facts: FileFacts) -> frozenset[str]:
             continue
         found |= {k.value.id for k in node.keywords if k.arg == "accelerator" and isinstance(k.value, ast.Name)}
     return frozenset(found)
+
+
+def imports_lightning(facts: FileFacts) -> bool:
+    """Whether the file imports Lightning (any of its roots) under some name."""
+    return any(target.split(".")[0] in _LIGHTNING_ROOTS for target in facts.aliases.values())
