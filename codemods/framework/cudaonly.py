@@ -338,16 +338,50 @@ class CudaOnlyNames:
         # `forward` calls a compiled kernel selects that kernel
         functions = {s.name: s for s in tree.body
                      if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        # each body is walked once: what can make it CUDA-only, in walk order; then a function
+        # that calls a CUDA-only function is CUDA-only too, until nothing changes
+        candidates = set(result.names) | set(functions)
+        pending = {name: read for name, function in functions.items()
+                   if (read := result._events(function, path, project, candidates))[0] or read[1]}
         changed = True
-        while changed:  # a function that calls a CUDA-only function is CUDA-only too
+        while changed:
             changed = False
-            for name, function in functions.items():
+            for name, (events, fallback) in pending.items():
                 if name not in result.functions:
-                    why = result.reason_in(function, path, project)
+                    why = result._reason_of(events, fallback)
                     if why:
                         result.functions[name] = why
                         changed = True
         return result
+
+    def _events(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]],
+                candidates: set[str]) -> tuple[list[tuple[bool, str]], str | None]:
+        """What `reason_in` looks at in `scope`, read once: in walk order, (True, why) for an import
+        of CUDA-only code and (False, name) for a load of a name in `candidates`; and the Hub kernel
+        the scope loads, the reason when nothing else is."""
+        events: list[tuple[bool, str]] = []
+        loads_hub_kernels, repo = False, None
+        for node in ast.walk(scope):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                why = import_reason(node, path, project)
+                if why:
+                    events.append((True, why))
+                loads_hub_kernels = loads_hub_kernels or hub_kernel_loader(node)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in candidates:
+                events.append((False, node.id))
+            elif repo is None and isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and HUB_FLASH_ATTENTION.fullmatch(node.value):
+                repo = node.value
+        return events, _hub_reason(repo) if loads_hub_kernels and repo else None
+
+    def _reason_of(self, events: list[tuple[bool, str]], fallback: str | None) -> str | None:
+        for is_import, value in events:
+            if is_import:
+                return value
+            why = self.names.get(value) or self.functions.get(value)
+            if why:
+                return why if value in self.names else f"`{value}`, which uses {why}"
+        return fallback
 
     def reason_in(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]],
                   around_line: int | None = None) -> str | None:
@@ -371,9 +405,11 @@ class CudaOnlyNames:
             elif repo is None and isinstance(node, ast.Constant) and isinstance(node.value, str) \
                     and HUB_FLASH_ATTENTION.fullmatch(node.value):
                 repo = node.value
-        if loads_hub_kernels and repo:
-            return f"`{repo}`, a Hugging Face Hub flash-attention kernel (built for NVIDIA GPUs)"
-        return None
+        return _hub_reason(repo) if loads_hub_kernels and repo else None
+
+
+def _hub_reason(repo: str) -> str:
+    return f"`{repo}`, a Hugging Face Hub flash-attention kernel (built for NVIDIA GPUs)"
 
 
 # mmcv's loader of its compiled ops, `ext_loader.load_ext('_ext', [...])` (also in the many
