@@ -8,14 +8,14 @@ from typing import Any
 import libcst as cst
 
 from codemods.framework.base import Fix
+from codemods.framework.capability import CAPABILITY_CALLS, kept_capabilities
 from codemods.framework.cases import Invalid, Valid
 from codemods.framework.facts import ast_dotted_parts
 from codemods.framework.namemap import CoverageRule
 from codemods.framework.positions import node_positions
 from npu_migrate.core.diagnostics import Severity
 
-_CAPABILITY = frozenset({"torch.cuda.get_device_capability", "torch.npu.get_device_capability",
-                         "torch_npu.npu.get_device_capability", "torch.accelerator.get_device_capability"})
+_CAPABILITY = CAPABILITY_CALLS
 
 
 _PROPERTIES = frozenset({"torch.cuda.get_device_properties", "torch.npu.get_device_properties",
@@ -96,22 +96,10 @@ class DeviceCapability(CoverageRule):
     @property
     def capability_uses(self) -> dict[str, tuple[str, int]]:
         """Names the file assigns a get_device_capability() result, each with the first way it is
-        then used that breaks on None (compared, indexed, unpacked, arithmetic) and that line: the
-        file's `ast`, once per file, as for `properties`."""
+        then used that breaks on None and that line: the file's `ast`, once per file, as for
+        `properties`."""
         if self._capability_uses is None:
-            facts = self.context.facts
-            kept = {target.id for node in ast.walk(facts.tree)
-                    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                    and (parts := ast_dotted_parts(node.value.func)) and facts.qualify(parts) in _CAPABILITY
-                    for target in node.targets if isinstance(target, ast.Name)}
-            uses: dict[str, tuple[str, int]] = {}
-            for node in ast.walk(facts.tree) if kept else ():
-                for operand, use in _breaking_uses(node):
-                    if isinstance(operand, ast.Name) and operand.id in kept:
-                        known = uses.get(operand.id)
-                        if known is None or operand.lineno < known[1]:
-                            uses[operand.id] = (use, operand.lineno)
-            self._capability_uses = uses
+            self._capability_uses = kept_capabilities(self.context.facts.tree, self.context.facts)
         return self._capability_uses
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -187,19 +175,6 @@ class DeviceCapability(CoverageRule):
                         "vector_core_num are documented): do not gate features on it",
                         severity=Severity.WARNING if id(original_node) in self.used else Severity.INFO)
         return updated_node
-
-
-def _breaking_uses(node: ast.AST) -> list[tuple[ast.expr, str]]:
-    """The operands of `node` that it uses in a way None does not support, with how."""
-    if isinstance(node, ast.Compare) and not any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
-        return [(operand, "compared") for operand in (node.left, *node.comparators)]
-    if isinstance(node, ast.Subscript):
-        return [(node.value, "indexed")]
-    if isinstance(node, ast.Assign) and any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
-        return [(node.value, "unpacked")]
-    if isinstance(node, ast.BinOp):
-        return [(node.left, "used in arithmetic"), (node.right, "used in arithmetic")]
-    return []
 
 
 CASES = [

@@ -18,6 +18,7 @@ from codemods.framework.families.lightning import CUDA_ACCELERATORS, accelerator
 from codemods.framework.positions import node_positions
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 
+from codemods.framework.capability import capability_break
 from codemods.framework.cases import Invalid, Valid
 
 
@@ -141,7 +142,16 @@ class CudaOnlyBranch(Rule):
             return updated_node
         library = self._cuda_only_use(original_node.body) or self._enclosing_use(original_node)
         if library is None:
-            return updated_node
+            capability = self._capability_break(original_node)
+            if capability is None:
+                return updated_node
+            self._forget_edits_in(original_node.test)
+            self.report(original_node, f"this CUDA branch reads the CUDA compute capability ({capability}), which "
+                                       "the NPU lacks (`torch.npu.get_device_capability()` returns None: the NPU "
+                                       "would raise TypeError there): the guard stays on CUDA (the NPU takes the "
+                                       "other path, as a machine without CUDA did); gate the feature on what it "
+                                       "needs (`torch.npu.is_bf16_supported()`, ...) by hand")
+            return updated_node.with_changes(test=original_node.test)
         self._forget_edits_in(original_node.test)
         self.report(original_node, f"this CUDA branch uses {library}, which runs only on CUDA: the guard stays "
                                    "on CUDA (so the NPU skips the branch); port the branch by hand to give the "
@@ -275,6 +285,18 @@ class CudaOnlyBranch(Rule):
             if self._uses[key] is not None:
                 return self._uses[key]
         return None
+
+    def _capability_break(self, node: cst.If) -> str | None:
+        """Where the branch uses a compute capability in a way None breaks (nanochat's
+        `capability = torch.cuda.get_device_capability()` then `if capability >= (8, 0):`), said
+        for the report; None if it does not. Read in the file's `ast`, over the `if` block."""
+        module = self.context.module
+        if module is None or "get_device_capability" not in self.context.source:
+            return None
+        line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
+        block = next((n for n in ast.walk(self.context.facts.tree) if isinstance(n, ast.If) and n.lineno == line), None)
+        found = block and capability_break(ast.Module(body=block.body, type_ignores=[]), self.context.facts)
+        return f"{found[0]} on line {found[1]}" if found else None
 
     def _project(self) -> dict[str, dict[str, str]]:
         return self.context.options.get(PROJECT_OPTION) or {}
@@ -489,6 +511,40 @@ SUPPORTS_FLASH_ATTENTION = (
 """,
         codes=("NPU511",),
         with_rules=("NPU120",),
+    ),
+    # nanochat's compute-dtype probe: the branch compares the capability it keeps in a name; on the
+    # NPU it would raise TypeError where the module is imported, so the guard stays on CUDA (the
+    # NPU takes the float32 path a machine without CUDA took)
+    Invalid(
+        """\
+import torch
+def detect_dtype():
+    if torch.cuda.is_available():
+        capability = torch.cuda.get_device_capability()
+        if capability >= (8, 0):
+            return torch.bfloat16
+    return torch.float32
+""",
+        after="""\
+import torch
+def detect_dtype():
+    if torch.cuda.is_available():
+        capability = torch.npu.get_device_capability()
+        if capability >= (8, 0):
+            return torch.bfloat16
+    return torch.float32
+""",
+        codes=("NPU120", "NPU511"),
+        with_rules=("NPU120",),
+    ),
+    Valid(  # the capability is only printed: nothing breaks on None, the guard is the NPU's
+        """\
+import torch
+import torch_npu  # noqa: F401
+if torch.npu.is_available():
+    capability = torch.npu.get_device_capability()
+    print("capability", capability)
+""",
     ),
     Valid(
         """\
