@@ -89,13 +89,13 @@ import torch
 x = torch.ones(2).cuda()
 """,
         after="""\
-import torch_npu  # noqa: F401
-using_colab = False
-if using_colab:
+    import torch_npu  # noqa: F401
+    using_colab = False
+    if using_colab:
+        import torch
+        print("CUDA is available:", torch.npu.is_available())
     import torch
-    print("CUDA is available:", torch.npu.is_available())
-import torch
-x = torch.ones(2).npu()
+    x = torch.ones(2).npu()
 """,
         codes=('NPU100', 'NPU101', 'NPU120'),
         with_rules=('NPU101', 'NPU120'),

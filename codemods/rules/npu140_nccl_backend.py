@@ -354,11 +354,11 @@ initialize_model_parallel(2, model_parallel_backend="nccl", pipeline_backend="nc
 args = TrainingArguments(output_dir="out", ddp_backend="nccl")
 """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-from fairscale.nn.model_parallel.initialize import initialize_model_parallel
-initialize_model_parallel(2, model_parallel_backend="hccl", pipeline_backend="hccl")
-args = TrainingArguments(output_dir="out", ddp_backend="hccl")
+    import torch
+    import torch_npu  # noqa: F401
+    from fairscale.nn.model_parallel.initialize import initialize_model_parallel
+    initialize_model_parallel(2, model_parallel_backend="hccl", pipeline_backend="hccl")
+    args = TrainingArguments(output_dir="out", ddp_backend="hccl")
 """,
         codes=("NPU100", "NPU140"),
         with_rules=("NPU100",),

@@ -539,11 +539,11 @@ def detect_dtype():
     ),
     Valid(  # the capability is only printed: nothing breaks on None, the guard is the NPU's
         """\
-import torch
-import torch_npu  # noqa: F401
-if torch.npu.is_available():
-    capability = torch.npu.get_device_capability()
-    print("capability", capability)
+    import torch
+    import torch_npu  # noqa: F401
+    if torch.npu.is_available():
+        capability = torch.npu.get_device_capability()
+        print("capability", capability)
 """,
     ),
     Valid(
