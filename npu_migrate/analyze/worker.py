@@ -10,7 +10,7 @@ import re
 import warnings
 from collections.abc import Iterator, Sequence
 
-from codemods.framework.facts import FileFacts
+from codemods.model.facts import FileFacts
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.classify import classify
 from npu_migrate.analyze.model import FileScan
@@ -82,7 +82,7 @@ _LEFT_OUT: dict[frozenset[str], RuleSet | None] = {}
 
 def _left_out(ruleset: RuleSet, plan: RunPlan) -> RuleSet | None:
     """The rules this file's selection leaves out, with the plan's options (None: none)."""
-    from codemods.framework.registry import all_rules
+    from codemods.api.registry import all_rules
 
     selected = frozenset(ruleset.codes())
     if selected not in _LEFT_OUT:
