@@ -10,6 +10,7 @@ of `codemods/data/api_versions.json`.
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 import libcst as cst
@@ -56,3 +57,44 @@ def opportunity(code: str) -> dict[str, str]:
     """What analyze says about a rule's change: kind, section, expected effect."""
     found: dict[str, str] = tune_data()["opportunities"][code]
     return found
+
+
+def line_of(rule: Rule, node: cst.CSTNode) -> int:
+    """The file line where `node` (of the piece being visited) starts."""
+    from codemods.api.positions import node_positions
+
+    module = rule.context.module
+    if module is None:
+        return 0
+    return node_positions(module, [node])[id(node)][0] + rule.context.line_offset
+
+
+LAUNCH_WORD = re.compile(r"python[0-9.]*|torchrun|deepspeed|accelerate")
+
+
+def first_launch(text: str) -> int | None:
+    """Offset of the start of the line holding the first command that starts training (python,
+    torchrun, deepspeed, accelerate launch), or None. Assignments before the command
+    (`A=1 python train.py`) and `env`/`nohup`/`exec` prefixes are skipped."""
+    from codemods.model.shellwords import lex
+
+    for command in lex(text):
+        for word in command:
+            value = word.literal(text) or ""
+            if "=" in value and not value.startswith("-") or value in ("env", "nohup", "exec", "time"):
+                continue
+            if LAUNCH_WORD.fullmatch(value.rsplit("/", 1)[-1]):
+                return text.rfind("\n", 0, word.start) + 1
+            break
+    return None
+
+
+def launch_settings(text: str, options: Any) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """The launch variables of tune.json that `text` does not set yet: (to add, too new for
+    target-version)."""
+    wanted, too_new = [], []
+    for entry in tune_data()["launch_env"]:
+        if re.search(rf"\b{entry['name']}\b", text):
+            continue
+        (wanted if version_allows(options, entry["api"]) else too_new).append(entry)
+    return wanted, too_new
