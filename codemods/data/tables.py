@@ -101,7 +101,6 @@ SCHEMAS: dict[str, Any] = {
                                                "random_size_calls": STRINGS}),
             "launch_env": ListOf(Record(required={"name": str, "value": str, "api": str, "what": str})),
             "launchers": str,
-            "rotary_mul_ranks": ListOf(int),
             "opportunities": MapOf(Record(required={"kind": str, "section": OneOf("computation", "memory"),
                                                    "effect": str})),
             "apex_routes": ListOf(Record(required={"torch_npu": str, "route": str})),

@@ -10,7 +10,9 @@ of `codemods/data/api_versions.json`.
 
 from __future__ import annotations
 
+import ast
 import re
+import textwrap
 from typing import Any, ClassVar
 
 import libcst as cst
@@ -98,3 +100,34 @@ def launch_settings(text: str, options: Any) -> tuple[list[dict[str, str]], list
             continue
         (wanted if version_allows(options, entry["api"]) else too_new).append(entry)
     return wanted, too_new
+
+
+# -- the fused-operator rules read patterns from Python's `ast` of a piece of code ------------
+
+def parsed(node: cst.CSTNode) -> tuple[ast.AST | None, str]:
+    """The `ast` of a LibCST statement or expression (None when it does not parse alone) and the
+    text it was parsed from (for `ast.get_source_segment`: literals keep their spelling)."""
+    text = textwrap.dedent(cst.Module([]).code_for_node(node)).strip()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None, text
+    body = tree.body[0] if len(tree.body) == 1 else tree
+    return (body.value if isinstance(body, ast.Expr) else body), text
+
+
+def same(a: ast.AST | None, b: ast.AST | None) -> bool:
+    return a is not None and b is not None and ast.dump(a) == ast.dump(b)
+
+
+def last_dim(node: ast.AST) -> bool:
+    """`-1` as a dimension argument."""
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
+        isinstance(node.operand, ast.Constant) and node.operand.value == 1
+
+
+def keyword_value(call: ast.Call, name: str, position: int | None = None) -> ast.AST | None:
+    found = next((k.value for k in call.keywords if k.arg == name), None)
+    if found is None and position is not None and len(call.args) > position:
+        found = call.args[position]
+    return found
