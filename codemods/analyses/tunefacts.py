@@ -97,10 +97,7 @@ def _call(node: ast.Call, qualify: Any, found: TuneFacts) -> None:
             _zero_grad(node, func, blockers, found)
         elif func.attr == "add_param_group":
             found.optimizer_blockers.append(Blocker(node.lineno, blockers["add_param_group"]))
-        elif func.attr == "bfloat16" and not node.args and _is_model_like(func.value):
-            found.optimizer_blockers.append(Blocker(
-                node.lineno, blockers["bfloat16"].format(call=ast.unparse(node))))
-        elif func.attr in ("to", "type") and _names_bfloat16(node, qualify) and _is_model_like(func.value):
+        elif (func.attr == "bfloat16" and not node.args and _is_model_like(func.value)) or (func.attr in ("to", "type") and _names_bfloat16(node, qualify) and _is_model_like(func.value)):
             found.optimizer_blockers.append(Blocker(
                 node.lineno, blockers["bfloat16"].format(call=ast.unparse(node))))
         elif func.attr in data["dynamic_shapes"]["methods"] and name is None:

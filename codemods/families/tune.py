@@ -83,7 +83,7 @@ def first_launch(text: str) -> int | None:
     for command in lex(text):
         for word in command:
             value = word.literal(text) or ""
-            if "=" in value and not value.startswith("-") or value in ("env", "nohup", "exec", "time"):
+            if ("=" in value and not value.startswith("-")) or value in ("env", "nohup", "exec", "time"):
                 continue
             if LAUNCH_WORD.fullmatch(value.rsplit("/", 1)[-1]):
                 return text.rfind("\n", 0, word.start) + 1
@@ -94,7 +94,8 @@ def first_launch(text: str) -> int | None:
 def launch_settings(text: str, options: Any) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """The launch variables of tune.json that `text` does not set yet: (to add, too new for
     target-version)."""
-    wanted, too_new = [], []
+    wanted: list[dict[str, str]] = []
+    too_new: list[dict[str, str]] = []
     for entry in tune_data()["launch_env"]:
         if re.search(rf"\b{entry['name']}\b", text):
             continue

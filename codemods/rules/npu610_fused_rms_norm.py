@@ -140,9 +140,8 @@ def _rms_forward(forward: ast.AST | None, helpers: dict[str, ast.FunctionDef],
         return None
     if not (isinstance(product, ast.BinOp) and isinstance(product.op, ast.Mult)):
         return None
-    for norm, weight in ((product.left, product.right), (product.right, product.left)):
-        if isinstance(norm, ast.Name) and norm.id in bound:
-            norm = bound[norm.id]
+    for first, weight in ((product.left, product.right), (product.right, product.left)):
+        norm: ast.AST = bound[first.id] if isinstance(first, ast.Name) and first.id in bound else first
         eps = _normalised(norm, x, helpers)
         if eps is not None and _is_self_attribute(weight):
             return x, ast.unparse(weight), eps if isinstance(eps, str) else ast.get_source_segment(text, eps) or ""

@@ -80,7 +80,7 @@ class FusedSwiglu(TuneRule):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         tree, text = parsed(node)
         if isinstance(tree, ast.FunctionDef):
-            self.tree.table("halves").update(_chunked_halves(tree, text))
+            self.file.setdefault("halves", {}).update(_chunked_halves(tree, text))
 
     def leave_BinaryOperation(self, original_node: cst.BinaryOperation,
                               updated_node: cst.BinaryOperation) -> cst.BaseExpression:
@@ -89,12 +89,12 @@ class FusedSwiglu(TuneRule):
         tree, _ = parsed(original_node)
         if not isinstance(tree, ast.BinOp):
             return updated_node
-        halves = self.tree.table("halves")
+        halves: dict[tuple[str, str], str] = self.file.get("halves", {})
         for gate, other in ((tree.left, tree.right), (tree.right, tree.left)):
             if not self._is_silu(gate):
                 continue
             gated = gate.args[0]  # type: ignore[attr-defined]
-            source = halves.get((ast.unparse(gated), ast.unparse(other)))  # type: ignore[call-overload]
+            source = halves.get((ast.unparse(gated), ast.unparse(other)))
             if source is None:
                 if isinstance(gated, ast.Call) and isinstance(other, ast.Call):
                     self.report(original_node, "a SwiGLU gate over two projections: merge them into one "

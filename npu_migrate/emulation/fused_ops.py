@@ -134,7 +134,7 @@ class _AdamBase(NpuFusedOptimizerBase):
         _check(lr, eps, weight_decay)
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
             raise ValueError(f"Invalid beta parameters: {betas}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad))
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad})
 
     def _needs_state(self, name: str, group: dict[str, Any]) -> bool:
         return name != "max_exp_avg_sq" or group["amsgrad"]
@@ -184,8 +184,7 @@ class NpuFusedSGD(NpuFusedOptimizerBase):
             raise ValueError(f"Invalid momentum value: {momentum}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov))
+        super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay, "nesterov": nesterov})
 
     def _needs_state(self, name: str, group: dict[str, Any]) -> bool:
         return False  # the momentum buffer starts from the first gradient, in _update
@@ -222,7 +221,7 @@ class NpuFusedAdadelta(NpuFusedOptimizerBase):
         _check(lr, eps, weight_decay)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay))
+        super().__init__(params, {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay})
 
     def _update(self, group: dict[str, Any], bucket: dict[str, Any]) -> None:
         param, grad = bucket["param"], bucket["grad"]
@@ -242,8 +241,7 @@ class NpuFusedRMSprop(NpuFusedOptimizerBase):
     def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False) -> None:
         _check(lr, eps, weight_decay)
-        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                                      momentum=momentum, centered=centered))
+        super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay, "momentum": momentum, "centered": centered})
 
     def _needs_state(self, name: str, group: dict[str, Any]) -> bool:
         return name == "square_avg" or (name == "momentum_buffer" and group["momentum"] > 0) or \
@@ -337,6 +335,6 @@ def register(root: types.ModuleType, make_module: Callable[[str, str], types.Mod
     optim = make_module("torch_npu.optim", "Emulated torch_npu.optim: the fused optimizers (npu-migrate)")
     for cls in OPTIMIZERS:
         setattr(optim, cls.__name__, cls)
-    optim.__all__ = [cls.__name__ for cls in OPTIMIZERS]
-    root.optim = optim
+    setattr(optim, "__all__", [cls.__name__ for cls in OPTIMIZERS])  # noqa: B010  (a module built at run time)
+    setattr(root, "optim", optim)  # noqa: B010
     return {"torch_npu.optim": optim}

@@ -199,7 +199,6 @@ def test_a_module_zero_grad_leaves_the_fused_buffers_stale_as_on_the_device() ->
         for _ in range(2):
             model.zero_grad()  # torch >= 2.0: gradients become None
             model(torch.ones(1, 3)).sum().backward()
-            before = model.weight.detach().clone()
             optimizer.step()
         fresh = model.weight.grad
         assert fresh is not None and fresh.data_ptr() != optimizer.combined[0][torch.float32]["grad"].data_ptr()
