@@ -95,8 +95,9 @@ class CompileMode(TuneRule):
         first = facts.dynamic_shapes[0]
         if self.version_blocks(original_node, f"`{STATEMENT}`"):
             return updated_node
-        self.context.definitions.add(STATEMENT)
-        self.context.require_import("torch")
+        if not self.report_only:  # under --target portable the insertion is only reported
+            self.context.definitions.add(STATEMENT)
+            self.context.require_import("torch")
         self.fixed(original_node, f"added `{STATEMENT}` after the imports: the training step meets "
                                   f"dynamic shapes (line {first.line}: {first.message}); binary kernels "
                                   "serve every shape without compiling each one online")

@@ -84,9 +84,10 @@ class LaunchEnvPython(TuneRule):
                                        f"{self.context.options.get('target_version')}")
         if not wanted:
             return updated_node
-        self.context.require_import("os")
-        for entry in wanted:
-            self.context.definitions.add(f'os.environ.setdefault("{entry["name"]}", "{entry["value"]}")')
+        if not self.report_only:  # under --target portable the insertion is only reported
+            self.context.require_import("os")
+            for entry in wanted:
+                self.context.definitions.add(f'os.environ.setdefault("{entry["name"]}", "{entry["value"]}")')
         self.fixed(original_node, "set the Ascend launch environment after the imports (the launcher's "
                                   "values win): " + "; ".join(f"`{e['name']}={e['value']}`" for e in wanted))
         return updated_node
