@@ -75,7 +75,7 @@ def binds_device(source: str, name: str = DEVICE) -> bool:
 
 
 def _definition_order(definition: str) -> int:
-    return 0 if definition == GUARDED_IMPORT else 1  # torch_npu registers the device first
+    return 0 if definition == GUARDED_IMPORT else 1  # torch_npu registers the device first; then by text (a set has no order)
 
 
 def guard_import(context: Any) -> None:
@@ -93,7 +93,7 @@ def define_device(text: str, definitions: set[str]) -> tuple[str, int]:
         tree = ast.parse(text)
     except SyntaxError:  # newer syntax than this Python reads: the rules' edits are reported
         return text, 0
-    missing = [d for d in sorted(definitions, key=_definition_order) if d not in text]
+    missing = [d for d in sorted(definitions, key=lambda d: (_definition_order(d), d)) if d not in text]
     if not missing:
         return text, 0
     at = max((node.end_lineno or node.lineno for node in tree.body

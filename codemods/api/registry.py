@@ -136,10 +136,11 @@ def _label(rule: type[Rule]) -> str:
 
 
 def selector_matches(rule: type[Rule], selector: str) -> bool:
-    """True when `selector` (a code, a code prefix, a rule name or ALL) names `rule`."""
+    """True when `selector` (a code, a code prefix, a rule name, a family name or ALL) names
+    `rule`."""
     selector = selector.strip()
     return (selector.upper() == "ALL" or rule.code.startswith(selector.upper())
-            or rule.name == selector.lower())
+            or rule.name == selector.lower() or selector.lower() in rule.families)
 
 
 def select_rules(rules: Iterable[type[Rule]], select: Iterable[str] = (), ignore: Iterable[str] = (),
@@ -155,7 +156,7 @@ def select_rules(rules: Iterable[type[Rule]], select: Iterable[str] = (), ignore
         chosen = [r for r in rules if any(selector_matches(r, s) for s in select)]
         # a prefix or ALL selects opt-in rules only when it names them exactly
         chosen = [r for r in chosen if r.default or any(s.upper() == r.code or s.lower() == r.name
-                                                        for s in select)]
+                                                        or s.lower() in r.families for s in select)]
     else:
         chosen = [r for r in rules if r.default]
     chosen += [r for r in rules if any(selector_matches(r, s) for s in enable) and r not in chosen]

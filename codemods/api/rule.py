@@ -134,6 +134,8 @@ class Rule:
     summary: ClassVar[str] = ""
     fix: ClassVar[Fix] = Fix.SAFE
     default: ClassVar[bool] = True  # in the default set; opt-in rules (insertions) say False
+    # families a selector may name besides the code and the name (`--enable tune`)
+    families: ClassVar[tuple[str, ...]] = ()
     severity: ClassVar[Severity] = Severity.INFO  # severity of self.report() without an override
     prefilter: ClassVar[str] = ""  # regex on the raw text; a file (chunk) is parsed only if some rule's matches
     needs_torch_npu: ClassVar[bool] = False  # its edits make the file depend on `import torch_npu`

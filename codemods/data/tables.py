@@ -92,6 +92,20 @@ SCHEMAS: dict[str, Any] = {
                   "snapshot": MapOf((str, int)), "data_names": str},
         optional=_ABOUT),
     "third_party.json": Record(required={"entries": ENTRIES}, optional=_ABOUT),
+    "tune.json": Record(
+        required={
+            "optimizers": MapOf(Record(required={"npu": str, "positional": STRINGS, "must_be": STRING_MAP,
+                                                 "dropped": STRINGS, "required": STRINGS})),
+            "optimizer_blockers": STRING_MAP,
+            "dynamic_shapes": Record(required={"calls": STRING_MAP, "methods": STRING_MAP,
+                                               "random_size_calls": STRINGS}),
+            "launch_env": ListOf(Record(required={"name": str, "value": str, "api": str, "what": str})),
+            "launchers": str,
+            "opportunities": MapOf(Record(required={"kind": str, "section": OneOf("computation", "memory"),
+                                                   "effect": str})),
+            "apex_routes": ListOf(Record(required={"torch_npu": str, "route": str})),
+        },
+        optional=_ABOUT),
     "torch_cuda.json": Record(
         required={"torch_npu_npu_all": MapOf(STRINGS), "excluded_from_rewrite": STRING_MAP,
                   "entries": ENTRIES},

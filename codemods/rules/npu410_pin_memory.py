@@ -41,7 +41,7 @@ class InsertPinMemory(Rule):
 
     `DataLoader(...)` without `pin_memory` gets `pin_memory=True` (and `persistent_workers=True` when it has workers); the host→device copies of its batches get `non_blocking=True`.
 
-    Opt-in: `npu-migrate apply --enable pin-memory`.
+    Opt-in: `npu-migrate apply --enable pin-memory`, or with the tuning rules, `--enable tune` (docs/tune.md).
 
     ## Why
 
@@ -120,6 +120,7 @@ class InsertPinMemory(Rule):
                "batch copies get `non_blocking=True`")
     fix = Fix.SAFE
     default = False
+    families = ("tune",)  # `apply --enable tune` brings it in with NPU600-NPU629
     severity = Severity.INFO
     prefilter = r"DataLoader|\.(?:to|npu|cuda)\("
     whole_statements = True  # a loop over a loader and the copies in its body

@@ -228,7 +228,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     if context.definitions and context.edits:
         new_text, line = define_device(new_text, context.definitions)
         if line:
-            context.edits.append(Edit("NPU100", "defined the portable device value", line, 1))
+            context.edits.append(Edit("NPU100", "added the module-level statements the rewrite needs after the imports", line, 1))
     # the rewrite is parsed once: to check it, and for the sweep to read
     new_tree, problem = _reparse(new_text) if new_text != text else (None, None)
     for cls in sweeps:
