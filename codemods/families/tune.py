@@ -33,6 +33,9 @@ class TuneRule(Rule):
     families = (FAMILY,)
     fix = Fix.UNSAFE
     severity = Severity.INFO
+    # under --target portable a tuning rewrite is an info line with this reason, not a warning
+    portable_keeps = ("Ascend tuning is torch_npu code; a portable program keeps its device-generic "
+                      "form (tune with --target npu)")
     api: ClassVar[str] = ""
 
     @property

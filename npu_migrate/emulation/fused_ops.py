@@ -305,8 +305,8 @@ def npu_swiglu(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 def npu_fusion_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
                          input_layout: str, *args: Any, **kwargs: Any) -> Any:
-    """Checks op-plugin's constraints, then ops.npu_fusion_attention; without `atten_mask` the sparse
-    modes do not apply (full attention, as documented)."""
+    """Checks op-plugin's constraints, then ops.npu_fusion_attention. The causal sparse modes (2, 3)
+    take the compressed mask torch_npu documents for them; without it the call raises."""
     names = ("pse", "padding_mask", "atten_mask", "scale", "keep_prob", "pre_tockens", "next_tockens",
              "inner_precise", "prefix", "actual_seq_qlen", "actual_seq_kvlen", "sparse_mode")
     kwargs.update(zip(names, args))
@@ -320,8 +320,11 @@ def npu_fusion_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Te
         raise EmulationError(f"npu_fusion_attention: head_num {head_num} but the query has {query.shape[1]} heads")
     if not (query.dtype == key.dtype == value.dtype):
         raise EmulationError("npu_fusion_attention: query, key and value must have one dtype")
-    if kwargs.get("atten_mask") is None:
-        kwargs["sparse_mode"] = 0
+    if kwargs.get("atten_mask") is None and kwargs.get("sparse_mode", 0) in (2, 3):
+        # torch_npu documents these causal modes with the compressed 2048x2048 lower-triangle
+        # mask passed in; without it the call is outside the documented contract
+        raise EmulationError(f"npu_fusion_attention: sparse_mode={kwargs['sparse_mode']} needs atten_mask "
+                             "(the compressed 2048x2048 upper-triangle mask, True = masked out)")
     return ops.npu_fusion_attention(query, key, value, head_num, input_layout, **kwargs)
 
 

@@ -219,6 +219,8 @@ def test_the_fused_operators_follow_their_documented_constraints() -> None:
         with pytest.raises(EmulationError):
             torch_npu.npu_swiglu(torch.randn(2, 5))
         q = torch.randn(1, 2, 4, 8)
-        full = torch_npu.npu_fusion_attention(q, q, q, 2, "BNSD", sparse_mode=2, scale=0.3)[0]
+        full = torch_npu.npu_fusion_attention(q, q, q, 2, "BNSD", scale=0.3)[0]
         plain = torch.softmax(q @ q.transpose(-2, -1) * 0.3, -1) @ q
-        torch.testing.assert_close(full, plain)  # no atten_mask: sparse_mode has no effect
+        torch.testing.assert_close(full, plain)  # no atten_mask, sparse_mode 0: full attention
+        with pytest.raises(EmulationError, match="needs atten_mask"):  # the causal modes take their mask
+            torch_npu.npu_fusion_attention(q, q, q, 2, "BNSD", sparse_mode=2, scale=0.3)
