@@ -178,4 +178,28 @@ when it reaches 1% of the peak, with its main site.
 ## What to do
 Synchronise the side stream earlier, or allocate on the stream that uses the tensor.
 """,
+    "MEM009": """# MEM009 inconsistent input
+
+## What it means
+The input contradicts itself: its structure and its frames name different allocators, or it
+shows more memory allocated than reserved.
+
+## Why
+Findings are only as good as the numbers they stand on. A CUDA snapshot read as torch_npu gets
+advice for the wrong allocator; reserved memory below allocated memory means the reserved
+figures (and so fragmentation and allocator advice) are incomplete.
+
+## Evidence
+* Label against content: the structure suggests torch_npu (no `time_us`, no
+  `allocator_settings`, workspace entries) or CUDA, while frames name only the other
+  allocator's code (`c10::cuda`, `CUDACachingAllocator`, `torch/cuda/` against `torch_npu`,
+  `NPUCachingAllocator`). The content wins: the snapshot is read as what its frames say.
+* Allocated above reserved after any event (where reserved memory is recorded at all): a pool
+  cannot hand out more than it holds. msMemScope rows whose `used` exceeds their pool `total`
+  give this.
+
+## What to do
+Check how the file was produced (which build of msMemScope, whether `segment_*` events were
+skipped). Read reserved-memory findings of such a file with care.
+""",
 }

@@ -31,7 +31,7 @@ TOP_SITES = 25
 
 
 def write_html(snapshot: Snapshot, contexts: list[DeviceContext], report: Report,
-               path: str) -> None:
+               path: str, thresholds: object = None) -> None:
     details = {k: v for c in contexts for k, v in c.details.items()}
     findings = []
     for d in report.findings:
@@ -206,10 +206,10 @@ def tables_payload(ctx: DeviceContext, findings: list[dict[str, Any]]) -> dict[s
     if owners or accesses:  # msMemScope: owner and first/last access (µs)
         keys = list(zip(blocks.addr[rows].tolist(), blocks.alloc[rows].tolist()))
         block_cols["owner"] = [owners.get((ctx.device, a), "") for _, a in keys]
-        block_cols["first_access"] = [accesses.get((ctx.device, ad, a), (None,))[0]
-                                      for ad, a in keys]
-        block_cols["last_access"] = [(accesses.get((ctx.device, ad, a)) or (None, None))[1]
-                                     for ad, a in keys]
+        block_cols["first_access"] = [a.first if (a := accesses.get((ctx.device, al))) else None
+                                      for _, al in keys]
+        block_cols["last_access"] = [a.last if (a := accesses.get((ctx.device, al))) else None
+                                     for _, al in keys]
     n = rep.n_events
     around = [rep.peak_index] + [m["event"] for m in ctx.marks]
     ids = [blocks.alloc[rows], blocks.free[rows]]

@@ -148,7 +148,9 @@ def test_output_held_into_the_next_step_is_wasteful():
                        seq_lengths=(3000,))
     report, (ctx,) = analyze(normalise(data, "syn"))
     found = [f for f in report.findings if f.code == "MEM005"]
-    assert found and "train.py:42 (train_step) (held into the peak step)" in found[0].message
+    assert found and ("train.py:42 (train_step) (held into the next step until replaced)"
+                      in found[0].message)
+    assert "allocated long before" not in found[0].message
     peak = ctx.rep.peak_index
     blocks = ctx.rep.blocks
     live = blocks.allocated_at(peak)
@@ -157,6 +159,7 @@ def test_output_held_into_the_next_step_is_wasteful():
     held = (live & (blocks.alloc < lo) & (blocks.alloc >= 0)
             & (blocks.free >= lo) & (blocks.free < hi))
     assert int(blocks.counted[held].sum()) == 3000 * 1024 * 16  # exactly the previous output
+    assert sorted(ctx.details[id(found[0])]["blocks"]) == np.flatnonzero(held).tolist()
     clean, _ = analyze(normalise(snapshot(target_events=8000, layers=4, leak=False,
                                           seq_lengths=(3000,))[0], "syn"))
     assert not any(f.code == "MEM005" for f in clean.findings)
