@@ -27,6 +27,7 @@ from npu_migrate.memory.model import (
     FREE_DONE,
     FREE_REQ,
     OOM,
+    PSEUDO_BASE,
     SEG_ALLOC,
     SEG_FREE,
     SEG_MAP,
@@ -34,13 +35,13 @@ from npu_migrate.memory.model import (
     Snapshot,
 )
 from npu_migrate.memory.sites import format_stack
-from npu_migrate.memory.waste import SCOPE_KIND, STEP_KIND, Thresholds
+from npu_migrate.memory.waste import HELD_KIND, Thresholds
 
 MAX_BUCKETS = 20000
 MAX_STEPS = 20000  # step boundary lines sent (drawn only when they are 4 px apart)
 MAX_FRAMES = 64  # frames per stack sent (the innermost)
 SEGMENT_ACTIONS = (SEG_ALLOC, SEG_FREE, SEG_MAP, SEG_UNMAP)
-FLAG_SCOPE, FLAG_STEP = 1, 2  # server-side idle flags of snapshot blocks (bit mask)
+FLAG_HELD = 1  # server-side idle flag of snapshot blocks (MEM005)
 
 
 def write_html(snapshot: Snapshot, contexts: list[DeviceContext], report: Report,
@@ -114,8 +115,9 @@ def address_space(ctx: DeviceContext) -> tuple[np.ndarray, np.ndarray, np.ndarra
     """Every address range that was ever a segment or a block, merged; returns starts, ends
     and offsets so that a block's position is offset + (address - start)."""
     trace = ctx.rep.trace
-    grow = (trace.action == SEG_ALLOC) | (trace.action == SEG_MAP)
-    segs = [s for s in ctx.snapshot.segments if s.device == ctx.device]
+    grow = ((trace.action == SEG_ALLOC) | (trace.action == SEG_MAP)) & (trace.addr < PSEUDO_BASE)
+    segs = [s for s in ctx.snapshot.segments if s.device == ctx.device
+            and s.address != PSEUDO_BASE]
     starts = np.concatenate([np.asarray([s.address for s in segs], np.int64), trace.addr[grow],
                              ctx.rep.blocks.addr])
     ends = np.concatenate([np.asarray([s.address + s.total_size for s in segs], np.int64),
@@ -203,10 +205,9 @@ def server_flags(ctx: DeviceContext) -> np.ndarray:
     """Bit mask per block of the idle kinds the snapshot analysis found (MEM005)."""
     flags = np.zeros(len(ctx.rep.blocks), np.int8)
     found = ctx.facts.get("idle_flags", {})
-    for kind, bit in ((SCOPE_KIND, FLAG_SCOPE), (STEP_KIND, FLAG_STEP)):
-        rows = found.get(kind)
-        if rows is not None and len(rows):
-            flags[rows] |= bit
+    rows = found.get(HELD_KIND)
+    if rows is not None and len(rows):
+        flags[rows] |= FLAG_HELD
     return flags
 
 
@@ -237,11 +238,12 @@ def events_payload(ctx: DeviceContext) -> dict[str, Any]:
     events = [[int(e), int(trace.action[e]), float(trace.addr[e]), hex(int(trace.addr[e])),
                int(trace.size[e]), code[int(trace.stream[e])], int(trace.stack[e])]
               for e in other.tolist()]
-    final = [[float(s.address), hex(s.address), s.total_size, code[s.stream], s.is_expandable]
+    final = [[float(s.address), hex(s.address), s.total_size, code[s.stream], s.is_expandable,
+              s.address == PSEUDO_BASE]
              for s in ctx.snapshot.segments if s.device == ctx.device]
     return {"other": events, "final_segments": final,
             "segment_streams": [hex(s) for s in streams],
-            "segment_actions": [ACTIONS[a] for a in SEGMENT_ACTIONS]}
+            "segment_actions": [ACTIONS[a] for a in SEGMENT_ACTIONS], "pseudo": float(PSEUDO_BASE)}
 
 
 def device_payload(ctx: DeviceContext) -> dict[str, Any]:

@@ -23,6 +23,10 @@ SEG_ALLOC, SEG_FREE = CODE["segment_alloc"], CODE["segment_free"]
 SEG_MAP, SEG_UNMAP = CODE["segment_map"], CODE["segment_unmap"]
 OOM, WORKSPACE = CODE["oom"], CODE["workspace_snapshot"]
 
+# msMemScope imports: the pseudo segment whose size follows the pool's `total` attribute; its
+# layout is unknown, so every live block outside a real segment counts as inside it
+PSEUDO_BASE = 1 << 60
+
 # Block states as emitted by the allocators; the docstring spelling is folded in by the loader.
 ACTIVE, PENDING, INACTIVE = "active_allocated", "active_pending_free", "inactive"
 

@@ -30,6 +30,7 @@ import numpy as np
 from npu_migrate.memory.limits import MAX_EVENTS, MAX_FRAMES, MAX_TEXT, SnapshotError
 from npu_migrate.memory.model import (
     ACTIVE,
+    PSEUDO_BASE,
     ALLOC,
     FREE_DONE,
     FREE_REQ,
@@ -51,7 +52,6 @@ POOL_TYPES = {"PTA", "ATB", "MINDSPORE", "PTA_WORKSPACE"}
 HOST_TYPES = {"HOST", "HOST_PINNED"}
 OPERATOR_EDGES = {"ATEN_START": True, "ATEN_END": False, "ATB_START": True, "ATB_END": False}
 TABLES = ("memscope_dump", "leaks_dump")
-PSEUDO_BASE = 1 << 60  # where the pseudo segment that carries pool totals lives
 OWNER_FILE = "<owner>"  # pseudo frame file: the site is the msMemScope owner label
 OPERATOR_FILE = "<operator>"  # pseudo frame file: the site is the operator open on the thread
 MAX_VALUE = (1 << 62) - 1  # addresses, sizes and ns timestamps all fit well below this

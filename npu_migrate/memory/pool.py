@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from npu_migrate.memory.model import SEG_ALLOC, SEG_FREE, SEG_MAP, SEG_UNMAP, Snapshot
+from npu_migrate.memory.model import (
+    PSEUDO_BASE,
+    SEG_ALLOC,
+    SEG_FREE,
+    SEG_MAP,
+    SEG_UNMAP,
+    Snapshot,
+)
 from npu_migrate.memory.replay import Replay
 
 
@@ -33,6 +40,10 @@ class SegmentState:
 
 @dataclass
 class PoolState:
+    """Segments and their blocks after an event. `free` is the one definition of free memory
+    every view uses (this, the fragmentation finding, the HTML pool view): reserved bytes minus
+    the bytes of blocks in use or pending free, per segment."""
+
     event: int
     segments: list[SegmentState]
 
@@ -100,8 +111,12 @@ def _place_blocks(rep: Replay, event: int, ranges: list[list]) -> list[SegmentSt
     rows = rows[np.argsort(blocks.addr[rows], kind="stable")]
     addrs, sizes = blocks.addr[rows], blocks.size[rows]
     states = []
+    placed = np.zeros(len(rows), bool)
     for start, end, stream, expandable, pool in ranges:
+        if start == PSEUDO_BASE:
+            continue  # filled last, with the blocks no real segment holds
         lo, hi = np.searchsorted(addrs, start), np.searchsorted(addrs, end)
+        placed[lo:hi] = True
         seg = SegmentState(start, end - start, stream, expandable, pool, rows[lo:hi])
         inside_a, inside_s = addrs[lo:hi], sizes[lo:hi]
         seg.used = int(np.minimum(inside_s, end - inside_a).sum())
@@ -112,4 +127,11 @@ def _place_blocks(rep: Replay, event: int, ranges: list[list]) -> list[SegmentSt
         seg.gaps = int(len(gaps))
         seg.largest_gap = int(gaps.max()) if len(gaps) else 0
         states.append(seg)
-    return states
+    for start, end, stream, expandable, pool in ranges:
+        if start == PSEUDO_BASE:  # msMemScope pool totals: used is known, the layout is not
+            seg = SegmentState(start, end - start, stream, expandable, pool, rows[~placed])
+            seg.used = min(int(sizes[~placed].sum()), seg.size)
+            seg.gaps = int(seg.free > 0)
+            seg.largest_gap = seg.free
+            states.append(seg)
+    return sorted(states, key=lambda s: s.address)

@@ -5,18 +5,20 @@ msMemScope exports with ACCESS rows are judged as MindStudio Insight judges them
 after the last access), *long_idle* (a long gap between two accesses); each threshold is a share
 of the block's lifetime or an absolute time (`Thresholds`).
 
-Snapshot pickles record no accesses, so a block counts as in use while the call that made it
-is still running (an attention mask made in `Model.forward` and read by every layer stays in
-use until that forward returns), and as idle only in two shapes that no read can explain:
+Snapshot pickles record no accesses. A block counts as idle at the peak in one shape only, one
+no read explains: it is *held across iterations until replaced*.
 
-* *held into the next call*: an enclosing call of the line that made it returned and was
-  entered again (the next batch's forward) while the block was still held, and it was freed
-  after that (the previous batch's logits, alive through the next forward);
-* *held into the next step until replaced*: made in an earlier training step and freed in the
-  peak's step only after the same stack made its successor (`out = model(x)`: the old output
-  dies when the name is rebound).
+* Two generations of one allocation coexist at the peak: the same call stack made the block's
+  successor at or before the peak, and the block is freed after that, while the successor
+  lives on (`out = model(x)`: the previous output dies only when the name is rebound).
+* An iteration ended while it was held: between the block's alloc and its successor's, the
+  memory that stood when it was made (one-off blocks never freed, such as gradients and
+  optimizer state, left out) fell by at least twice the block's size, as a backward pass gives
+  back the activations. A layer's output that the next layer reads sees only its predecessor
+  freed; activations kept for the backward are freed last-in first-out, never after a newer
+  generation; an attention mask every layer reads has no second generation at the peak.
 
-Reported when the idle blocks live at the peak hold 5% of it or more.
+Reported when such blocks live at the peak hold 5% of it or more.
 """
 
 from __future__ import annotations
@@ -29,13 +31,11 @@ import numpy as np
 from npu_migrate.core.diagnostics import Severity, Table
 from npu_migrate.memory.context import MAX_FINDING_BLOCKS, Bytes, DeviceContext, fmt_bytes
 from npu_migrate.memory.model import Access
-from npu_migrate.memory.sites import Frame, is_library
+from npu_migrate.memory.replay import Blocks, Replay
 
 REPORT_SHARE = 0.05  # report when the idle blocks hold 5% of the peak or more
-MAX_SCOPES = 64  # enclosing frames checked (those of the most bytes at the peak)
 ACCESS_KINDS = ("lazy_used", "delayed_free", "long_idle")
-SCOPE_KIND = "held into the next call"
-STEP_KIND = "held into the next step until replaced"
+HELD_KIND = "held across iterations until replaced"
 TIME_UNITS = {"us": 1, "ms": 1_000, "s": 1_000_000}
 
 
@@ -85,13 +85,11 @@ def analyze_waste(ctx: DeviceContext, thresholds: Thresholds | None = None) -> N
     if any(device == ctx.device for device, _ in ctx.snapshot.accesses):
         _from_accesses(ctx, thresholds or Thresholds())
         return
-    flags: dict[str, np.ndarray] = {}
     rows = np.flatnonzero(rep.blocks.allocated_at(rep.peak_index))
-    flags[SCOPE_KIND] = held_into_next_call(ctx, rows)
-    if len(ctx.steps) >= 2:
-        flags[STEP_KIND] = held_into_next_step(ctx, rows)
+    flags = {HELD_KIND: held_until_replaced(ctx, rows)}
     ctx.facts["idle_flags"] = {kind: rows[mask] for kind, mask in flags.items()}
-    _report(ctx, rows, flags, "snapshot: no access events, judged by call scope and steps")
+    _report(ctx, rows, flags, "snapshot: no access events; memory fell below the block's start "
+            "while it was held, and its stack made its successor")
 
 
 def access_flags(ctx: DeviceContext, thresholds: Thresholds) -> dict[str, np.ndarray]:
@@ -170,75 +168,50 @@ def _report(ctx: DeviceContext, rows: np.ndarray, flags: dict[str, np.ndarray],
                 kinds=kinds, blocks=sorted(rows[idle].tolist())[:MAX_FINDING_BLOCKS])
 
 
-def user_path(stack: tuple[Frame, ...]) -> list[Frame]:
-    """The user frames of a stack (library frames skipped), outermost first."""
-    return [f for f in reversed(stack) if f[1].endswith(".py") and not is_library(f)]
+MAX_CANDIDATES = 2000  # blocks live at the peak checked for an iteration boundary (largest)
+DROP_FACTOR = 2  # memory given back while held, in multiples of the block's size
 
 
-def held_into_next_call(ctx: DeviceContext, rows: np.ndarray) -> np.ndarray:
-    """Mask over `rows` (blocks live at the peak): an enclosing call of the block's line
-    returned and was entered again between its alloc and the peak, and it is freed later."""
-    blocks, trace = ctx.rep.blocks, ctx.rep.trace
-    peak = ctx.rep.peak_index
+def held_until_replaced(ctx: DeviceContext, rows: np.ndarray) -> np.ndarray:
+    """Mask over `rows` (blocks live at the peak): see the module docstring."""
+    rep, blocks = ctx.rep, ctx.rep.blocks
+    peak = rep.peak_index
     out = np.zeros(len(rows), bool)
-    freed = (blocks.alloc[rows] >= 0) & (blocks.free_requested[rows] > peak)
-    ancestors: dict[Frame, list[int]] = {}  # frame -> positions in rows it encloses
-    for k in np.flatnonzero(freed).tolist():
-        stack = int(blocks.stack[rows[k]])
-        if stack < 0:
-            continue
-        for frame in user_path(ctx.snapshot.stacks[stack])[:-1]:
-            ancestors.setdefault(frame, []).append(k)
-    if not ancestors:
-        return out
-    counted = blocks.counted[rows]
-    ranked = sorted(ancestors.items(), key=lambda kv: -int(counted[kv[1]].sum()))[:MAX_SCOPES]
-    with_stack = np.flatnonzero(trace.stack >= 0)
-    at_peak = with_stack[max(np.searchsorted(with_stack, peak, "right") - 1, 0)] \
-        if len(with_stack) else -1
-    for frame, members in ranked:
-        run = call_runs(ctx, frame, with_stack)
-        if at_peak < 0 or run[at_peak] < 0:
-            continue  # the peak is outside every call of this frame
-        allocs = blocks.alloc[rows[members]]
-        out[members] |= (run[allocs] >= 0) & (run[allocs] < run[at_peak])
-    return out
-
-
-def call_runs(ctx: DeviceContext, frame: Frame, with_stack: np.ndarray) -> np.ndarray:
-    """Per event, which call of `frame` it lies in (0, 1, ...), -1 outside; events without a
-    stack take the call of the stack-carrying event before them."""
-    stacks = ctx.snapshot.stacks
-    inside = np.fromiter((frame in s for s in stacks), bool, len(stacks))
-    inside = np.append(inside, False)  # stack -1
-    trace = ctx.rep.trace
-    hit = inside[trace.stack[with_stack]]
-    starts = hit & ~np.concatenate([[False], hit[:-1]])
-    number = np.cumsum(starts) - 1
-    run_of_stacked = np.where(hit, number, -1)
-    position = np.searchsorted(with_stack, np.arange(len(trace)), "right") - 1
-    return np.where(position >= 0, run_of_stacked[np.maximum(position, 0)], -1)
-
-
-def held_into_next_step(ctx: DeviceContext, rows: np.ndarray) -> np.ndarray:
-    """Mask over `rows`: made in an earlier step and freed in the peak's step right after the
-    same stack made a new block in that step (its replacement)."""
-    blocks = ctx.rep.blocks
-    steps = ctx.steps
-    peak = ctx.rep.peak_index
-    step = int(steps.step_of(np.array([peak]))[0])
-    lo, hi = steps.bounds(max(step, 0), ctx.rep.n_events)
     alloc, freed_at = blocks.alloc[rows], blocks.free_requested[rows]
-    candidate = (alloc >= 0) & (alloc < lo) & (freed_at > peak) & (freed_at < hi)
-    out = np.zeros(len(rows), bool)
-    if not candidate.any():
+    candidate = np.flatnonzero((alloc >= 0) & (freed_at > peak) & (blocks.stack[rows] >= 0))
+    if not len(candidate):
         return out
-    in_step = np.flatnonzero((blocks.alloc >= lo) & (blocks.alloc < hi))
-    made_here: dict[int, np.ndarray] = {}
-    for stack in np.unique(blocks.stack[in_step]).tolist():
-        made_here[stack] = np.sort(blocks.alloc[in_step[blocks.stack[in_step] == stack]])
-    for k in np.flatnonzero(candidate).tolist():
-        stack = int(blocks.stack[rows[k]])
-        successors = made_here.get(stack)
-        out[k] = stack >= 0 and successors is not None and bool((successors < freed_at[k]).any())
+    candidate = candidate[np.argsort(-blocks.counted[rows[candidate]], kind="stable")]
+    made = np.flatnonzero(blocks.alloc >= 0)
+    made = made[np.argsort(blocks.alloc[made], kind="stable")]
+    adjusted = _without_one_offs(rep, blocks)
+    by_stack: dict[int, np.ndarray] = {}
+    for k in candidate[:MAX_CANDIDATES].tolist():
+        row = int(rows[k])
+        stack = int(blocks.stack[row])
+        if stack not in by_stack:
+            by_stack[stack] = made[blocks.stack[made] == stack]
+        same = by_stack[stack]
+        after = np.searchsorted(blocks.alloc[same], alloc[k], "right")
+        if after >= len(same):
+            continue
+        successor = int(same[after])
+        start, nxt = int(alloc[k]), int(blocks.alloc[successor])
+        later_free = blocks.free_requested[successor]
+        if nxt > peak or not (later_free == -1 or later_free > freed_at[k]):
+            continue
+        before = float(adjusted[start - 1]) if start > 0 else float(rep.initial[0])
+        lowest = float(adjusted[start:nxt].min()) if nxt > start else before
+        size = int(blocks.counted[row])
+        out[k] = before + size - lowest >= DROP_FACTOR * size
     return out
+
+
+def _without_one_offs(rep: Replay, blocks: Blocks) -> np.ndarray:
+    """Allocated bytes after each event, minus the blocks allocated so far that are never
+    freed (gradients, optimizer state, leaks): what an iteration can give back."""
+    kept = np.flatnonzero((blocks.alloc >= 0) & (blocks.free_requested == -1)
+                          & (blocks.free < 0))
+    growth = np.zeros(rep.n_events, np.int64)
+    np.add.at(growth, blocks.alloc[kept], blocks.counted[kept])
+    return rep.allocated - np.cumsum(growth)

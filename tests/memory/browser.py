@@ -140,15 +140,15 @@ class Page:
         for kind in ("keyDown", "keyUp"):
             self.browser.call("Input.dispatchKeyEvent", {"type": kind, **params}, self.session)
 
+    def box(self, selector: str) -> list[float]:
+        """The element's box in the viewport, after scrolling it to the middle of the view."""
+        return self.eval(f"(function(){{var e=document.querySelector({json.dumps(selector)});"
+                         "e.scrollIntoView({block:'center'});var r=e.getBoundingClientRect();"
+                         "return [r.left,r.top,r.width,r.height];})()")
+
     def click(self, selector: str, dx: float = 0.5, dy: float = 0.5) -> None:
         """A real mouse click at a point of the element (fractions of its box)."""
-        box = self.eval(f"(function(){{var r=document.querySelector({json.dumps(selector)})"
-                        ".getBoundingClientRect();return [r.left,r.top,r.width,r.height];})()")
-        self.browser.call("Runtime.evaluate", {"expression": f"document.querySelector("
-                                               f"{json.dumps(selector)}).scrollIntoView()"},
-                          self.session)
-        box = self.eval(f"(function(){{var r=document.querySelector({json.dumps(selector)})"
-                        ".getBoundingClientRect();return [r.left,r.top,r.width,r.height];})()")
+        box = self.box(selector)
         x, y = box[0] + box[2] * dx, box[1] + box[3] * dy
         for kind in ("mousePressed", "mouseReleased"):
             self.browser.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y,
@@ -157,8 +157,7 @@ class Page:
 
     def drag(self, selector: str, start: float, end: float, dy: float = 0.5) -> None:
         """Press at `start`, move to `end` (fractions of the element's width), release."""
-        box = self.eval(f"(function(){{var r=document.querySelector({json.dumps(selector)})"
-                        ".getBoundingClientRect();return [r.left,r.top,r.width,r.height];})()")
+        box = self.box(selector)
         y = box[1] + box[3] * dy
         points = [("mousePressed", start), ("mouseMoved", (start + end) / 2),
                   ("mouseMoved", end), ("mouseReleased", end)]

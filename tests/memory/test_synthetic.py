@@ -144,11 +144,11 @@ def test_replay_matches_reference_for_random_programs(program, keep_from):
 
 
 def test_output_held_into_the_next_step_is_wasteful():
-    data, _ = snapshot(target_events=8000, layers=4, leak=False, hold_output=True,
+    data, _ = snapshot(target_events=8000, layers=12, leak=False, hold_output=True,
                        seq_lengths=(3000,))
     report, (ctx,) = analyze(normalise(data, "syn"))
     found = [f for f in report.findings if f.code == "MEM005"]
-    assert found and ("train.py:42 (train_step) (held into the next step until replaced)"
+    assert found and ("train.py:42 (train_step) (held across iterations until replaced)"
                       in found[0].message)
     assert "allocated long before" not in found[0].message
     peak = ctx.rep.peak_index
@@ -160,6 +160,6 @@ def test_output_held_into_the_next_step_is_wasteful():
             & (blocks.free >= lo) & (blocks.free < hi))
     assert int(blocks.counted[held].sum()) == 3000 * 1024 * 16  # exactly the previous output
     assert sorted(ctx.details[id(found[0])]["blocks"]) == np.flatnonzero(held).tolist()
-    clean, _ = analyze(normalise(snapshot(target_events=8000, layers=4, leak=False,
+    clean, _ = analyze(normalise(snapshot(target_events=8000, layers=12, leak=False,
                                           seq_lengths=(3000,))[0], "syn"))
     assert not any(f.code == "MEM005" for f in clean.findings)

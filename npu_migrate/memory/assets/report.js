@@ -16,7 +16,6 @@
   var MAX_ROWS = 300;        // rows listed at once (the count says how many match)
   var MAX_DRAWN = 2500;      // blocks drawn in the lifetime chart
   var MAX_SEGMENTS = 64;     // segments drawn in the pool view
-  var FLAG_SCOPE = 1, FLAG_STEP = 2;
   var body = document.body;
 
   var dev = null;            // current device payload
@@ -176,7 +175,7 @@
     var c = D.c, nb = D.nb, flags = new Uint8Array(nb), count = 0;
     var hasAccess = !!c.access_first;
     for (var r = 0; r < nb; r++) {
-      var f = c.flags[r] ? 2 : 0;  // snapshot: held into the next call / step counts as delayed
+      var f = c.flags[r] ? 2 : 0;  // snapshot: held across iterations until replaced (delayed)
       if (hasAccess && !isNaN(c.access_first[r])) {
         var start = c.time_alloc[r], end = c.time_free[r], life = Math.max(end - start, 1);
         if (over(limits.lazy, c.access_first[r] - start, life)) f |= 1;
@@ -193,7 +192,7 @@
   function flagText(r) {
     var f = D.flags[r], out = [];
     if (f & 1) out.push("lazy");
-    if (f & 2) out.push(D.c.flags[r] & FLAG_SCOPE ? "held (next call)" : D.c.flags[r] & FLAG_STEP ? "held (next step)" : "delayed");
+    if (f & 2) out.push(D.c.flags[r] ? "held until replaced" : "delayed");
     if (f & 4) out.push("idle");
     return out.join(" ");
   }
@@ -302,8 +301,8 @@
       return Math.max(0, Math.min(dev.events, (ev.clientX - rect.left - PAD_L) / (rect.width - PAD_L - 8) * dev.events));
     }
     canvas.addEventListener("mousedown", function (ev) {
-      var e = toEvent(ev);
-      drag = e >= view.x0 && e <= view.x1 ? { pan: true, from: e, x0: view.x0, x1: view.x1 } : { pan: false, from: e };
+      var e = toEvent(ev), whole = view.x1 - view.x0 > 0.9 * dev.events;
+      drag = e >= view.x0 && e <= view.x1 && !whole ? { pan: true, from: e, x0: view.x0, x1: view.x1 } : { pan: false, from: e };
     });
     window.addEventListener("mousemove", function (ev) {
       if (!drag) return;
@@ -494,10 +493,12 @@
     for (var r = 0; r < D.nb; r++) if (isActive(r, e)) live.push(r);
     var addr = D.c.addr, size = D.c.size;
     live.sort(function (a, b) { return addr[a] - addr[b]; });
-    var addrs = live.map(function (r) { return addr[r]; });
-    var segs = ranges.map(function (rg) {
+    var addrs = live.map(function (r) { return addr[r]; }), placed = new Set();
+    var real = ranges.filter(function (rg) { return rg[0] !== ev.pseudo; });
+    var segs = real.map(function (rg) {
       var lo = lowerBound(addrs, rg[0]), hi = lowerBound(addrs, rg[1]), used = 0, largest = 0, pieces = 0, at = rg[0];
       var rows = live.slice(lo, hi);
+      rows.forEach(function (r) { placed.add(r); });
       rows.forEach(function (r) {
         used += Math.min(size[r], rg[1] - addr[r]);
         if (addr[r] > at) { pieces++; largest = Math.max(largest, addr[r] - at); }
@@ -507,6 +508,15 @@
       return { start: rg[0], size: rg[1] - rg[0], stream: rg[2], expandable: rg[3], rows: rows,
                used: used, free: rg[1] - rg[0] - used, largest: largest, pieces: pieces };
     });
+    // msMemScope pool totals: what is used is known, where it lies is not
+    ranges.filter(function (rg) { return rg[0] === ev.pseudo; }).forEach(function (rg) {
+      var rows = live.filter(function (r) { return !placed.has(r); }), used = 0, span = rg[1] - rg[0];
+      rows.forEach(function (r) { used += size[r]; });
+      used = Math.min(used, span);
+      segs.push({ start: rg[0], size: span, stream: rg[2], expandable: rg[3], rows: [], pseudo: true,
+                  used: used, free: span - used, largest: span - used, pieces: span > used ? 1 : 0 });
+    });
+    segs.sort(function (a, b) { return a.start - b.start; });
     var out = { event: e, segments: segs, reserved: 0, free: 0, largest: 0 };
     segs.forEach(function (s) { out.reserved += s.size; out.free += s.free; out.largest = Math.max(out.largest, s.largest); });
     return out;
@@ -546,6 +556,7 @@
     segs.forEach(function (s, i) {
       var y0 = 2 + i * rowH, w = Math.max(s.size / biggest * width, 2);
       g.fillStyle = "#d9dce2"; g.fillRect(140, y0, w, rowH - 1);
+      if (s.pseudo) { g.fillStyle = "#2864dc"; g.fillRect(140, y0, s.used / s.size * w, rowH - 1); }
       s.rows.forEach(function (r) {
         var bx = 140 + (D.c.addr[r] - s.start) / s.size * w, bw = Math.max(D.c.size[r] / s.size * w, 0.5);
         var pendingFree = !isAllocated(r, cursor);
@@ -555,7 +566,7 @@
       });
       if (rowH >= 9) {
         g.fillStyle = "#445"; g.font = "10px sans-serif";
-        g.fillText(hex(s.start).slice(-9) + " " + bytes(s.size), 2, y0 + rowH - 3);
+        g.fillText((s.pseudo ? "pool total" : hex(s.start).slice(-9)) + " " + bytes(s.size), 2, y0 + rowH - 3);
       }
     });
     body.setAttribute("data-pool-event", String(cursor));
