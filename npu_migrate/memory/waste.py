@@ -9,12 +9,14 @@ Snapshot pickles record no accesses. A block counts as idle at the peak in one s
 no read explains: it is *held across iterations until replaced*.
 
 * Two generations of one allocation coexist at the peak: the same call stack made the block's
-  successor at or before the peak, and the block is freed after that, while the successor
-  lives on (`out = model(x)`: the previous output dies only when the name is rebound).
+  successor at or before the peak, and the block is freed as the successor arrives, while the
+  successor lives on (`out = model(x)`: the previous output dies only when the name is
+  rebound). A block freed long after its successor arrived is still in use (a batch
+  prefetched one step ahead).
 * An iteration ended while it was held: between the block's alloc and its successor's, the
   memory that stood when it was made (one-off blocks never freed, such as gradients and
-  optimizer state, left out) fell by at least twice the block's size, as a backward pass gives
-  back the activations. A layer's output that the next layer reads sees only its predecessor
+  optimizer state, left out) fell by at least twice the block's size and a tenth of the peak,
+  as a backward pass gives back the activations. A layer's output that the next layer reads sees only its predecessor
   freed; activations kept for the backward are freed last-in first-out, never after a newer
   generation; an attention mask every layer reads has no second generation at the peak.
 
@@ -169,7 +171,11 @@ def _report(ctx: DeviceContext, rows: np.ndarray, flags: dict[str, np.ndarray],
 
 
 MAX_CANDIDATES = 2000  # blocks live at the peak checked for an iteration boundary (largest)
-DROP_FACTOR = 2  # memory given back while held, in multiples of the block's size
+DROP_FACTOR = 2  # memory given back while held, in multiples of the block's size ...
+DROP_PEAK_SHARE = 0.1  # ... and as a share of the peak: an iteration's worth, not a temporary
+# a rebound name frees the old block as the new one arrives: within this many events, or this
+# share of the time between the two allocs
+PROMPT_EVENTS, PROMPT_SHARE = 8, 0.02
 
 
 def held_until_replaced(ctx: DeviceContext, rows: np.ndarray) -> np.ndarray:
@@ -200,10 +206,13 @@ def held_until_replaced(ctx: DeviceContext, rows: np.ndarray) -> np.ndarray:
         later_free = blocks.free_requested[successor]
         if nxt > peak or not (later_free == -1 or later_free > freed_at[k]):
             continue
+        if freed_at[k] - nxt > max(PROMPT_EVENTS, PROMPT_SHARE * (nxt - start)):
+            continue  # not freed as its successor arrived: still in use (a prefetched batch)
         before = float(adjusted[start - 1]) if start > 0 else float(rep.initial[0])
         lowest = float(adjusted[start:nxt].min()) if nxt > start else before
         size = int(blocks.counted[row])
-        out[k] = before + size - lowest >= DROP_FACTOR * size
+        needed = max(DROP_FACTOR * size, DROP_PEAK_SHARE * rep.peak_bytes)
+        out[k] = before + size - lowest >= needed
     return out
 
 
