@@ -147,15 +147,15 @@ def top_stacks(ctx: DeviceContext, rows: np.ndarray, limit: int = 20) -> list[di
     inverse = inverse.ravel()
     nbytes = np.bincount(inverse, weights=blocks.counted[rows], minlength=len(unique))
     counts = np.bincount(inverse, minlength=len(unique))
-    order = np.lexsort((np.arange(len(unique)), -nbytes))[:limit]
     out = []
-    for i in order.tolist():
-        stack, op = (int(v) for v in unique[i])
+    for (stack, op), size, count in zip(unique.tolist(), nbytes.tolist(), counts.tolist()):
         out.append({"frames": frame_path(ctx, stack), "site": ctx.sites.site(stack),
                     "operator": ctx.snapshot.operators[op] if op >= 0 else None,
-                    "category": ctx.sites.category(stack), "bytes": int(nbytes[i]),
-                    "blocks": int(counts[i])})
-    return out
+                    "category": ctx.sites.category(stack), "bytes": int(size),
+                    "blocks": int(count)})
+    # ties by content, not by stack index (the loader numbers stacks in no fixed order)
+    out.sort(key=lambda e: (-e["bytes"], e["frames"], e["operator"] or ""))
+    return out[:limit]
 
 
 def groups(ctx: DeviceContext, rows: np.ndarray, view: str) -> list[dict[str, Any]]:

@@ -297,6 +297,8 @@ def idle_cases() -> list[tuple[str, dict[str, Any]]]:
                                                              with_time=False)),
         ("stale logits next to a mask every layer reads", idle_run(stale_logits=True,
                                                                    mask=True)),
+        ("stale logits larger than all activations (4 layers)", idle_run(
+            layers=4, steps=3, stale_logits=True)),
         ("attention mask every layer reads", idle_run(mask=True)),
         ("next batch prefetched one step ahead", idle_run(prefetch=True)),
         ("per-parameter optimizer temporaries", idle_run(optimizer_temps=True)),

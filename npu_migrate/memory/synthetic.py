@@ -165,12 +165,29 @@ class SimulatedAllocator:
         return out
 
 
+def layer_stacks(layer: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Activation and temporary stacks of one layer: torch frames, the block's own lines
+    (attention or MLP), the model's layer loop, the training step."""
+    model = "/home/user/model.py"
+    block = ("attention", model, 60 + 10 * (layer % 4)) if layer % 2 else ("mlp", model, 90)
+    outer = [("_call_impl", f"{TORCH}/nn/modules/module.py", 1750),
+             ("forward", model, 120 + layer), ("_call_impl", f"{TORCH}/nn/modules/module.py",
+                                               1750), ("train_step", TRAIN, 41)]
+    act = _frames(("linear", f"{TORCH}/nn/functional.py", 100),
+                  ("forward", f"{TORCH}/nn/modules/linear.py", 125), *[block], *outer)
+    tmp = _frames(("softmax", f"{TORCH}/nn/functional.py", 2137), *[block], *outer)
+    return act, tmp
+
+
 def training_snapshot(target_events: int = 20000, layers: int = 12, seed: int = 0, *,
                       leak: bool = True, with_time: bool = True, profiler_steps: bool = True,
                       seq_lengths: tuple[int, ...] = (100, 300, 700, 1500, 3000),
                       hidden: int = 1024, private_pool: bool = False,
-                      pending_at_end: bool = False, hold_output: bool = False) -> dict[str, Any]:
-    """A CUDA-style snapshot of a training loop with about `target_events` trace entries."""
+                      pending_at_end: bool = False, hold_output: bool = False,
+                      per_layer_stacks: bool = False) -> dict[str, Any]:
+    """A CUDA-style snapshot of a training loop with about `target_events` trace entries.
+    `per_layer_stacks` gives each layer's activations and temporaries their own call stacks
+    (a deep module path per layer), as a real model's do, for the flame graph's sake."""
     rng = random.Random(seed)
     events: list[dict] = []
     clock = [1_760_000_000_000_000]
@@ -187,10 +204,12 @@ def training_snapshot(target_events: int = 20000, layers: int = 12, seed: int = 
                                 "time_us": clock[0] + 1})
         seq = rng.choice(seq_lengths)
         acts = []
-        for _ in range(layers):
-            acts.append(alloc.alloc(seq * hidden * 4, STACKS["act"]))
-            tmp = alloc.alloc(seq * hidden * 8, STACKS["tmp"])
-            alloc.free_block(tmp, STACKS["tmp"])
+        for layer in range(layers):
+            act_stack, tmp_stack = layer_stacks(layer) if per_layer_stacks else (
+                STACKS["act"], STACKS["tmp"])
+            acts.append(alloc.alloc(seq * hidden * 4, act_stack))
+            tmp = alloc.alloc(seq * hidden * 8, tmp_stack)
+            alloc.free_block(tmp, tmp_stack)
         if hold_output:  # `out = model(x)`: the previous out dies only when out is rebound
             previous, output = output, alloc.alloc(seq * hidden * 16, STACKS["output"])
             if previous is not None:

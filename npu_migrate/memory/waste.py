@@ -15,7 +15,7 @@ no read explains: it is *held across iterations until replaced*.
   prefetched one step ahead).
 * An iteration ended while it was held: between the block's alloc and its successor's, the
   memory that stood when it was made (one-off blocks never freed, such as gradients and
-  optimizer state, left out) fell by at least twice the block's size and a tenth of the peak,
+  optimizer state, left out) fell by at least half the block's size and a tenth of the peak,
   as a backward pass gives back the activations. A layer's output that the next layer reads sees only its predecessor
   freed; activations kept for the backward are freed last-in first-out, never after a newer
   generation; an attention mask every layer reads has no second generation at the peak.
@@ -90,8 +90,9 @@ def analyze_waste(ctx: DeviceContext, thresholds: Thresholds | None = None) -> N
     rows = np.flatnonzero(rep.blocks.allocated_at(rep.peak_index))
     flags = {HELD_KIND: held_until_replaced(ctx, rows)}
     ctx.facts["idle_flags"] = {kind: rows[mask] for kind, mask in flags.items()}
-    _report(ctx, rows, flags, "snapshot: no access events; memory fell below the block's start "
-            "while it was held, and its stack made its successor")
+    _report(ctx, rows, flags, "a snapshot has no access events: two generations of one stack at "
+            "the peak, the older freed as the newer arrived, after an iteration's memory was "
+            "given back")
 
 
 def access_flags(ctx: DeviceContext, thresholds: Thresholds) -> dict[str, np.ndarray]:
@@ -171,7 +172,7 @@ def _report(ctx: DeviceContext, rows: np.ndarray, flags: dict[str, np.ndarray],
 
 
 MAX_CANDIDATES = 2000  # blocks live at the peak checked for an iteration boundary (largest)
-DROP_FACTOR = 2  # memory given back while held, in multiples of the block's size ...
+DROP_FACTOR = 0.5  # memory given back while held: half the block's size ...
 DROP_PEAK_SHARE = 0.1  # ... and as a share of the peak: an iteration's worth, not a temporary
 # a rebound name frees the old block as the new one arrives: within this many events, or this
 # share of the time between the two allocs
