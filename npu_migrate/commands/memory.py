@@ -237,6 +237,7 @@ def _view(file: str, devices: tuple[int, ...], kind: str, args: dict[str, Any]) 
         ctx = DeviceContext.build(snapshot, device, sites)
         lo, hi = views.event_range(ctx, args["start"], args["end"], args["since_s"],
                                    args["until_s"])
+        make: Callable[[DeviceContext, Any, bool], list[dict[str, Any]]]
         if kind == "events":
             ids = views.select_events(ctx, lo, hi, min_size, max_size, args["actions"])
             columns = views.EVENT_COLUMNS

@@ -147,7 +147,7 @@ def top_stacks(ctx: DeviceContext, rows: np.ndarray, limit: int = 20) -> list[di
     inverse = inverse.ravel()
     nbytes = np.bincount(inverse, weights=blocks.counted[rows], minlength=len(unique))
     counts = np.bincount(inverse, minlength=len(unique))
-    out = []
+    out: list[dict[str, Any]] = []
     for (stack, op), size, count in zip(unique.tolist(), nbytes.tolist(), counts.tolist()):
         out.append({"frames": frame_path(ctx, stack), "site": ctx.sites.site(stack),
                     "operator": ctx.snapshot.operators[op] if op >= 0 else None,

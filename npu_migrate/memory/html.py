@@ -145,7 +145,7 @@ def _index(values: np.ndarray, labels: dict[int, str]) -> tuple[np.ndarray, list
 
 def block_columns(ctx: DeviceContext) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every block as packed columns, and the lookup tables the columns index."""
-    rep, blocks, trace = ctx.rep, ctx.rep.blocks, ctx.rep.trace
+    blocks, trace = ctx.rep.blocks, ctx.rep.trace
     rows = np.arange(len(blocks))
     starts, _, offsets = address_space(ctx)
     where = np.clip(np.searchsorted(starts, blocks.addr, side="right") - 1, 0, None)

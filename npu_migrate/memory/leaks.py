@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 
+from typing import Any
+
 import numpy as np
 
 from npu_migrate.core.diagnostics import Severity, Table
@@ -70,7 +72,7 @@ def _per_step(ctx: DeviceContext) -> None:
     held = never_freed(ctx) & (blocks.alloc >= starts[0])
     survivors = np.flatnonzero(held & (blocks.alloc < starts[-1]))
     step_of = steps.step_of(blocks.alloc[survivors])
-    per_site: dict[str, dict] = {}
+    per_site: dict[str, dict[str, Any]] = {}
     for row, step in zip(survivors.tolist(), step_of.tolist()):
         site = ctx.sites.site(int(blocks.stack[row]))
         entry = per_site.setdefault(site, {"steps": set(), "bytes": 0, "rows": []})
@@ -107,7 +109,7 @@ def _per_step(ctx: DeviceContext) -> None:
 def _step_table(ctx: DeviceContext, at_start: list[int]) -> None:
     rep, steps = ctx.rep, ctx.steps
     starts = steps.starts
-    rows = []
+    rows: list[list[Any]] = []
     shown = sorted(set(range(min(STEP_ROWS, len(starts))))
                    | set(range(max(len(starts) - STEP_ROWS, 0), len(starts))))
     for previous, j in zip([-1] + shown, shown):
@@ -135,7 +137,8 @@ def _monotone(ctx: DeviceContext) -> None:
         by_site.setdefault(ctx.sites.site(stack), []).append(row)
     # floor of allocated memory from each event to the end of the trace
     suffix_min = np.minimum.accumulate(rep.allocated[::-1])[::-1]
-    table_rows, leaks = [], []
+    table_rows: list[list[Any]] = []
+    leaks = []
     for site, site_rows in by_site.items():
         held = int(blocks.counted[site_rows].sum())
         verdict, rise = _judge(rep, blocks, site_rows, suffix_min, n)

@@ -171,8 +171,9 @@ def _annotations(path: str, raw: Any) -> list[dict[str, Any]]:
                                 f"{_described(entry)}, not a dict")
         for key, kind in ANNOTATION_FIELDS.items():
             value = entry.get(key)
-            if value is not None and (type(value) is not kind or (
-                    kind is int and not 0 <= value <= MAX_TIME)):
+            wrong_type = isinstance(value, bool) or not isinstance(value, kind)
+            if value is not None and (wrong_type or (
+                    isinstance(value, int) and not 0 <= value <= MAX_TIME)):
                 raise SnapshotError(f"{path}: malformed snapshot: external annotation {index}:"
                                     f" field '{key}' is {_described(value)}, not "
                                     f"{'a string' if kind is str else 'an integer in range'}")
@@ -193,8 +194,8 @@ def check_size(path: str, segments: list[Any], traces: list[Any]) -> None:
     if events > MAX_EVENTS:
         raise SnapshotError(f"{path}: refused: {events} trace events is over the cap of "
                             f"{MAX_EVENTS}")
-    block_lists = [s.get("blocks") for s in segments if isinstance(s, dict)]
-    block_lists = [b for b in block_lists if isinstance(b, list) and b]
+    block_lists: list[list[Any]] = [s["blocks"] for s in segments if isinstance(s, dict)
+                                    and isinstance(s.get("blocks"), list) and s["blocks"]]
     if len({id(b) for b in block_lists}) < len(block_lists):
         raise SnapshotError(f"{path}: refused: the same block list appears in several segments "
                             "(a pickle whose memo references expand it)")
@@ -390,9 +391,9 @@ def _columns(device: int, entries: list[Any], interner: _StackInterner,
     stack = _stack_column(entries, interner)
     trace = DeviceTrace(device, action, addr, size, stream, time_us, stack)
     if n and any("category" in e for e in entries[:64]):
-        codes = interner.categories
+        named = interner.categories
         trace.category = np.fromiter(
-            (codes.setdefault(str(c), len(codes)) if c else -1
+            (named.setdefault(str(c), len(named)) if c else -1
              for c in map(methodcaller("get", "category"), entries)), np.int16, n)
     return trace
 

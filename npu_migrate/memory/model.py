@@ -37,7 +37,7 @@ class Access(NamedTuple):
     first: int
     last: int
     max_gap: int
-    count: int
+    number: int
 
 
 @dataclass

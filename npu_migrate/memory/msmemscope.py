@@ -312,7 +312,7 @@ class _Importer:
     def snapshot(self) -> Snapshot:
         snapshot = Snapshot(self.path, "msmemscope", [], {}, self.stacks)
         snapshot.operators = self.operators
-        for device, builder in sorted(self.devices.items()):
+        for _, builder in sorted(self.devices.items()):
             _add_device(snapshot, builder)
         if self.pool_kinds and self.pool_kinds <= {"MINDSPORE"}:
             snapshot.framework = "mindspore"

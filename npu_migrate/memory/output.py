@@ -8,6 +8,7 @@ per table row and per finding, then a line counting findings by severity.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -52,7 +53,8 @@ def column_type(values: list[Any]) -> str:
 
 
 def table_json(table: Table) -> dict[str, Any]:
-    columns = list(zip(*table.rows)) if table.rows else [[] for _ in table.columns]
+    columns: list[Sequence[Any]] = (list(zip(*table.rows)) if table.rows
+                                    else [[] for _ in table.columns])
     types = [column_type(list(c)) for c in columns]
     rows = [[_cell(v, t) for v, t in zip(row, types)] for row in table.rows]
     return {"title": table.title,

@@ -7,6 +7,7 @@ live blocks come from the block table. Each query costs O(blocks + later segment
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -62,8 +63,9 @@ class PoolState:
 
 def pool_at(snapshot: Snapshot, rep: Replay, event: int) -> PoolState:
     """The pool after `event` (-1: before the first recorded event)."""
-    ranges = [[s.address, s.address + s.total_size, s.stream, s.is_expandable, s.pool_id]
-              for s in snapshot.segments if s.device == rep.device]
+    ranges: list[list[Any]] = [
+        [s.address, s.address + s.total_size, s.stream, s.is_expandable, s.pool_id]
+        for s in snapshot.segments if s.device == rep.device]
     trace = rep.trace
     act = trace.action
     later = np.flatnonzero(((act == SEG_ALLOC) | (act == SEG_FREE) | (act == SEG_MAP)
@@ -124,7 +126,7 @@ def _place_blocks(rep: Replay, event: int, ranges: list[list]) -> list[SegmentSt
         edges_end = np.concatenate([inside_a, [end]])
         gaps = edges_end - edges_start
         gaps = gaps[gaps > 0]
-        seg.gaps = int(len(gaps))
+        seg.gaps = len(gaps)
         seg.largest_gap = int(gaps.max()) if len(gaps) else 0
         states.append(seg)
     for start, end, stream, expandable, pool in ranges:

@@ -243,7 +243,7 @@ def idle_run(layers: int = 16, steps: int = 6, *, stale_logits: bool = False,
     logits = None
     batch = alloc.alloc(act_bytes, batch_stack)
     grads: list[int] = []
-    for step in range(steps):
+    for _ in range(steps):
         upcoming = alloc.alloc(act_bytes, batch_stack) if prefetch else None
         masked = alloc.alloc(seq * seq * 4, _stack(MASK_LINE, CALL)) if mask else None
         kept = []
@@ -267,11 +267,10 @@ def idle_run(layers: int = 16, steps: int = 6, *, stale_logits: bool = False,
         if masked is not None:
             alloc.free_block(masked, back)
         run = _stack(("train_step", TRAIN, 46), *ADAM_STEP)
-        previous = None
-        for _ in range(layers if optimizer_temps else 1):
+        previous = alloc.alloc(weight_bytes, run)
+        for _ in range(layers - 1 if optimizer_temps else 0):
             tmp = alloc.alloc(weight_bytes, run)
-            if previous is not None:  # the previous parameter's temporary dies after this one
-                alloc.free_block(previous, run)
+            alloc.free_block(previous, run)  # the previous parameter's temporary dies after
             previous = tmp
         alloc.free_block(previous, run)
         if not stale_logits:

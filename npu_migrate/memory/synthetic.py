@@ -49,9 +49,9 @@ STACKS = {
 
 
 class _Block:
-    __slots__ = ("addr", "size", "state", "prev", "next", "seg")
+    __slots__ = ("addr", "next", "prev", "seg", "size", "state")
 
-    def __init__(self, addr: int, size: int, seg: "_Segment"):
+    def __init__(self, addr: int, size: int, seg: _Segment):
         self.addr, self.size, self.state, self.seg = addr, size, "inactive", seg
         self.prev: _Block | None = None
         self.next: _Block | None = None
@@ -147,7 +147,8 @@ class SimulatedAllocator:
     def segments_dump(self, device: int = 0) -> list[dict[str, Any]]:
         out = []
         for seg in self.segments:
-            blocks, block = [], seg.head
+            blocks: list[dict[str, Any]] = []
+            block = seg.head
             while block is not None:
                 live = block.state != "inactive"
                 blocks.append({"address": block.addr, "size": block.size,
@@ -193,7 +194,8 @@ def training_snapshot(target_events: int = 20000, layers: int = 12, seed: int = 
     clock = [1_760_000_000_000_000]
     alloc = SimulatedAllocator(events, clock, with_time)
     annotations: list[dict] = []
-    params = [alloc.alloc(hidden * hidden * 4, STACKS["param"]) for _ in range(layers)]
+    for _ in range(layers):  # the parameters, held for the whole run
+        alloc.alloc(hidden * hidden * 4, STACKS["param"])
     grads: list[int] = []
     state: list[int] = []
     output = None
@@ -265,7 +267,7 @@ def as_torch_npu(snapshot: dict[str, Any], workspace: int = 0) -> dict[str, Any]
     segments = [dict(s) for s in snapshot["segments"]]
     if workspace:
         addr = 0x7E0000000000
-        head = [{"action": a, "addr": addr, "size": workspace, "stream": STREAM, "frames": []}
+        head: list[dict[str, Any]] = [{"action": a, "addr": addr, "size": workspace, "stream": STREAM, "frames": []}
                 for a in ("workspace_snapshot", "segment_alloc", "alloc")]
         traces[0] = head + traces[0]
         segments.append({"device": 0, "address": addr, "total_size": workspace,

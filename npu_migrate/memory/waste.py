@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from typing import Any
+
 import numpy as np
 
 from npu_migrate.core.diagnostics import Severity, Table
@@ -146,7 +148,8 @@ def _from_accesses(ctx: DeviceContext, thresholds: Thresholds) -> None:
 def _report(ctx: DeviceContext, rows: np.ndarray, flags: dict[str, np.ndarray],
             basis: str) -> None:
     blocks = ctx.rep.blocks
-    table, idle = [], np.zeros(len(rows), bool)
+    table: list[list[Any]] = []
+    idle = np.zeros(len(rows), bool)
     kinds = []
     for kind, mask in flags.items():
         if not mask.any():

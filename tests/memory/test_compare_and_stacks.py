@@ -15,7 +15,6 @@ from click.testing import CliRunner
 from npu_migrate.commands.memory import command
 from npu_migrate.memory.compare import compare
 from npu_migrate.memory.loader import load_snapshot, normalise
-from npu_migrate.memory.report import analyze
 from npu_migrate.memory.scenarios import deep_model
 
 from .conftest import REAL_FILES
