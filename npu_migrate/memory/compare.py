@@ -21,7 +21,7 @@ from npu_migrate.core.diagnostics import Diagnostic, Report, Severity, Table
 from npu_migrate.memory.context import MAX_FINDING_BLOCKS, Bytes, DeviceContext, fmt_bytes
 from npu_migrate.memory.flame import block_column
 from npu_migrate.memory.model import Snapshot
-from npu_migrate.memory.report import build_contexts
+from npu_migrate.memory.report import SEVERITY_ORDER, build_contexts
 from npu_migrate.memory.sites import Frame
 
 LEAK_MIN_BYTES = 64 << 10  # an identity's unfreed growth worth a MEM001 ...
@@ -140,7 +140,8 @@ def compare(before: Snapshot, after: Snapshot, limit: int = 20) -> tuple[Report,
     b = {c.device: c for c in build_contexts(after)}
     report = Report(f"Memory comparison: {before.path} -> {after.path}")
     report.summary.update({"A": before.path, "B": after.path})
-    peaks, peak_rows, end_rows, category_rows, records = [], [], [], [], []
+    peaks, peak_rows, end_rows, category_rows = [], [], [], []
+    pairs: list[tuple[Diagnostic, dict]] = []
     for device in sorted(set(a) | set(b)):
         ca, cb = a.get(device), b.get(device)
         pa, pb = (c.rep.peak_bytes if c else 0 for c in (ca, cb))
@@ -163,10 +164,10 @@ def compare(before: Snapshot, after: Snapshot, limit: int = 20) -> tuple[Report,
                                           key=lambda k: (-abs(kb.get(k, 0) - ka.get(k, 0)), k))]
         report.summary[f"device {device} peak change"] = Bytes(pb - pa)
         report.summary[f"device {device} unfreed at end"] = f"{fmt_bytes(ua)} -> {fmt_bytes(ub)}"
-        findings = _findings(before, after, device, (pa, pb), (ua, ub), at_peak, at_end)
-        for finding, record in findings:
-            report.findings.append(finding)
-            records.append(record)
+        pairs += _findings(before, after, device, (pa, pb), (ua, ub), at_peak, at_end)
+    pairs.sort(key=lambda pair: SEVERITY_ORDER[pair[0].severity])  # warnings first, as in report
+    report.findings = [finding for finding, _ in pairs]
+    records = [record for _, record in pairs]
     report.tables.append(Table("Peaks and what is left at the end", [
         "device", "peak A", "peak B", "change", "change %", "unfreed at end A",
         "unfreed at end B", "events A", "events B"], peaks))

@@ -72,7 +72,9 @@ def test_compare_finds_the_leak_at_its_operator():
     assert len(leaks) == 1
     leak = leaks[0]
     assert leak["site"] == "operator aten._to_copy.default" and leak["bytes"] == 2 * INPUT_BYTES
-    assert "left unfreed at the end 3.00 KiB -> 7.63 MiB" in records[0]["message"]
+    change = next(r for r in records if r["code"] == "MEM004")
+    assert "left unfreed at the end 3.00 KiB -> 7.63 MiB" in change["message"]
+    assert [r["code"] for r in records] == ["MEM001", "MEM004"]  # warnings first
     assert "compared with the baseline" in leak["evidence"]
     end = next(t for t in report.tables if t.title.startswith("Left unfreed"))
     assert [row[1] for row in end.rows] == ["operator aten._to_copy.default"]
