@@ -42,23 +42,20 @@ def run(cmd: list[str]) -> tuple[float, float, int, float]:
     return elapsed, usage.ru_maxrss / 1024, proc.returncode, usage.ru_utime + usage.ru_stime
 
 
-def browser_render_ms(page: Path, workdir: Path, repeat: int) -> int | None:
-    """The page's own data-render-ms (navigation start to rendered) in headless Chromium."""
-    import re
-    import shutil
+def browser_render_ms(page: Path, repeat: int) -> int | None:
+    """The page's own data-render-ms (navigation start to everything rendered) in headless
+    Chromium, driven over the DevTools protocol (tests/memory/browser.py)."""
+    sys.path.insert(0, str(ROOT / "tests" / "memory"))
+    from browser import CHROMIUM, Browser
 
-    binary = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
-                   if shutil.which(n)), None)
-    if binary is None:
+    if CHROMIUM is None:
         return None
     times = []
-    for i in range(repeat):
-        dom = subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu",
-                              f"--user-data-dir={workdir / f'chrome{i}'}", "--dump-dom",
-                              page.as_uri()], capture_output=True, text=True, timeout=300, check=False).stdout
-        found = re.search(r'data-render-ms="(\d+)"', dom)
-        if found:
-            times.append(int(found.group(1)))
+    with Browser() as browser:
+        for _ in range(repeat):
+            attrs = browser.open(page.as_uri()).attrs()
+            if attrs.get("render") == "ok" and "renderMs" in attrs:
+                times.append(int(attrs["renderMs"]))
     return int(statistics.median(times)) if times else None
 
 
@@ -109,7 +106,7 @@ def main() -> int:
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     page = workdir / "report.html"
     page_mb = page.stat().st_size / 1e6 if page.exists() else float("nan")
-    render_ms = browser_render_ms(page, workdir, args.repeat) if page.exists() else None
+    render_ms = browser_render_ms(page, args.repeat) if page.exists() else None
     print(f"HTML page: {page_mb:.2f} MB; headless Chromium, navigation start to rendered "
           f"(median of {args.repeat}): {render_ms if render_ms is not None else 'n/a'} ms")
     text, html = results["npu-migrate memory (text)"], results["npu-migrate memory --html"]

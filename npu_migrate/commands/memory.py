@@ -4,6 +4,7 @@
     npu-migrate memory events FILE [filters] [--export events.csv|.json]
     npu-migrate memory blocks FILE [filters] [--export blocks.csv|.json]
     npu-migrate memory pool FILE --event N
+    npu-migrate memory flame FILE [--event N] [--by frame|operator|thread|stream] [--folded]
     npu-migrate memory compare A B
 """
 
@@ -11,20 +12,34 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-SUBCOMMANDS = ("report", "events", "blocks", "pool", "compare")
+if TYPE_CHECKING:
+    from npu_migrate.memory.model import Snapshot
+
+SUBCOMMANDS = ("report", "events", "blocks", "pool", "flame", "compare")
+# the trace actions `--action` accepts (npu_migrate.memory.model.ACTIONS, kept here so that
+# `--help` does not import numpy)
+ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
+           "segment_map", "segment_unmap", "oom", "snapshot", "workspace_snapshot", "annotate",
+           "user_defined", "other")
 
 
 class DefaultToReport(click.Group):
-    """`memory FILE ...` means `memory report FILE ...`."""
+    """`memory FILE ...` means `memory report FILE ...`; a bad option value is one line."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help"):
             args = ["report", *args]
         return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            fatal(" ".join(exc.format_message().split()))
 
 
 class OutputError(Exception):
@@ -55,20 +70,22 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def load(path: str):
+def load(path: str) -> Snapshot:
     from npu_migrate.memory.loader import load_snapshot
 
     return load_snapshot(path)
 
 
 def emit(report: Any, fmt: str, output: str | None, kind: str = "report",
-         details: dict | None = None, devices: list | None = None) -> None:
+         details: dict[int, dict[str, Any]] | None = None,
+         devices: list[dict[str, Any]] | None = None,
+         flames: list[dict[str, Any]] | None = None) -> None:
     """Write `report` as text (plain when piped or written to a file), markdown or typed JSON
     (docs/schemas/memory-report.schema.json) to stdout or `output`."""
     from npu_migrate.memory import output as out
 
     if fmt == "json":
-        text = out.to_json_text(out.document(kind, report, details, devices))
+        text = out.to_json_text(out.document(kind, report, details, devices, flames))
     elif fmt == "markdown":
         text = report.to_markdown() + "\n" + out.summary_line(report.findings) + "\n"
     elif output or not sys.stdout.isatty():
@@ -100,8 +117,20 @@ FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json", "mar
                       default="text", help="text (plain when piped), markdown or typed JSON.")
 OUTPUT = click.option("-o", "--output",
                       help="Write the output to this file instead of stdout.")
-DEVICE = click.option("--device", "devices", type=int, multiple=True,
+DEVICE = click.option("--device", "devices", type=click.IntRange(min=0), multiple=True,
                       help="Only these device indices (repeatable).")
+THRESHOLD_HELP = ("a share of the block's lifetime (e.g. 50%) or a time (200us, 1.5ms, 2s); "
+                  "msMemScope exports with ACCESS events")
+
+
+def chosen_devices(snapshot: Any, file: str, devices: tuple[int, ...]) -> list[int]:
+    """The --device values, each of which must be a device of the file."""
+    present = snapshot.devices
+    missing = [d for d in devices if d not in present]
+    if missing:
+        raise ValueError(f"{file}: --device {missing[0]}: the file has device(s) "
+                         f"{', '.join(map(str, present)) or 'none'}")
+    return list(devices) or present
 
 
 @click.group(cls=DefaultToReport, context_settings={"help_option_names": ["-h", "--help"]})
@@ -123,23 +152,35 @@ def command() -> None:
 @click.option("--step-frame", help="Regex over frames written 'file:line function'; each run "
               "of allocations with a matching frame starts a step (overrides markers), e.g. "
               "'optim/[a-z_]+\\.py:\\d+ step$'.")
+@click.option("--lazy", "lazy", default="50%", show_default=True,
+              help="lazy_used when the first access comes later than this: " + THRESHOLD_HELP)
+@click.option("--delayed", "delayed", default="50%", show_default=True,
+              help="delayed_free when the free comes this long after the last access: "
+              + THRESHOLD_HELP)
+@click.option("--idle", "idle", default="50%", show_default=True,
+              help="long_idle when two accesses are this far apart: " + THRESHOLD_HELP)
 @DEVICE
 @guarded
 def report_cmd(file: str, fmt: str, html_path: str | None, output: str | None,
-               step_frame: str | None, devices: tuple[int, ...]) -> None:
+               step_frame: str | None, lazy: str, delayed: str, idle: str,
+               devices: tuple[int, ...]) -> None:
     """Findings and tables for FILE (the default subcommand)."""
     from npu_migrate.memory.report import analyze, device_records
+    from npu_migrate.memory.waste import Thresholds, parse_threshold
 
+    thresholds = Thresholds(parse_threshold(lazy, "--lazy"), parse_threshold(delayed, "--delayed"),
+                            parse_threshold(idle, "--idle"))
     for path, what in ((html_path, "--html"), (output, "-o")):
         if path:
             check_writable(path, what)
     snapshot = load(file)
-    report, contexts = analyze(snapshot, list(devices) or None, step_frame)
+    report, contexts = analyze(snapshot, chosen_devices(snapshot, file, devices), step_frame,
+                               thresholds)
     if html_path:
         from npu_migrate.memory.html import write_html
 
         try:
-            write_html(snapshot, contexts, report, html_path)
+            write_html(snapshot, contexts, report, html_path, thresholds)
         except OSError as exc:
             raise OutputError(f"{html_path}: cannot write: {exc.strerror or exc}") \
                 from None
@@ -165,11 +206,13 @@ def _filters(func: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed([
         click.option("--min-size", help="Smallest size shown (e.g. 1M)."),
         click.option("--max-size", help="Largest size shown."),
-        click.option("--start", type=int, help="First event id."),
-        click.option("--end", type=int, help="Last event id."),
-        click.option("--since", "since_s", type=float, help="Seconds after the first event."),
-        click.option("--until", "until_s", type=float, help="Seconds after the first event."),
-        click.option("--limit", type=int, default=50, show_default=True,
+        click.option("--start", type=click.IntRange(min=0), help="First event id."),
+        click.option("--end", type=click.IntRange(min=0), help="Last event id."),
+        click.option("--since", "since_s", type=click.FloatRange(min=0),
+                     help="Seconds after the first event."),
+        click.option("--until", "until_s", type=click.FloatRange(min=0),
+                     help="Seconds after the first event."),
+        click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
                      help="Rows printed (exports are not limited)."),
         click.option("--export", "export_path",
                      help="Write all matching rows to a .csv or .json file."),
@@ -190,10 +233,11 @@ def _view(file: str, devices: tuple[int, ...], kind: str, args: dict[str, Any]) 
     report = Report(f"{kind.title()} view: {file}")
     exported: list[dict[str, Any]] = []
     min_size, max_size = views.parse_size(args["min_size"]), views.parse_size(args["max_size"])
-    for device in devices or snapshot.devices:
+    for device in chosen_devices(snapshot, file, devices):
         ctx = DeviceContext.build(snapshot, device, sites)
         lo, hi = views.event_range(ctx, args["start"], args["end"], args["since_s"],
                                    args["until_s"])
+        make: Callable[[DeviceContext, Any, bool], list[dict[str, Any]]]
         if kind == "events":
             ids = views.select_events(ctx, lo, hi, min_size, max_size, args["actions"])
             columns = views.EVENT_COLUMNS
@@ -219,7 +263,8 @@ def _view(file: str, devices: tuple[int, ...], kind: str, args: dict[str, Any]) 
 @command.command("events")
 @FILE
 @_filters
-@click.option("--action", "actions", multiple=True, help="Only these actions (repeatable).")
+@click.option("--action", "actions", multiple=True, type=click.Choice(ACTIONS),
+              help="Only these actions (repeatable).")
 @guarded
 def events_cmd(file: str, devices: tuple[int, ...], **args: Any) -> None:
     """Event view: ID, action, address, size, stream, allocated, active, reserved, stack."""
@@ -256,7 +301,7 @@ def pool_cmd(file: str, event: int, fmt: str, output: str | None,
     snapshot = load(file)
     sites = SiteTable(snapshot.stacks)
     report = Report(f"Pool after event {event}: {file}")
-    for device in devices or snapshot.devices:
+    for device in chosen_devices(snapshot, file, devices):
         ctx = DeviceContext.build(snapshot, device, sites)
         if not -1 <= event < max(ctx.rep.n_events, 0):
             raise ValueError(f"{file}: --event {event}: device {device} has events "
@@ -281,6 +326,64 @@ def pool_cmd(file: str, event: int, fmt: str, output: str | None,
     emit(report, fmt, output, "pool")
 
 
+@command.command("flame")
+@FILE
+@click.option("--event", type=int, help="Live memory after this event id (default: the peak; "
+              "-1: before the first event).")
+@click.option("--by", "view", type=click.Choice(["frame", "operator", "thread", "stream"]),
+              default="frame", show_default=True,
+              help="Group by call stack, operator, thread or stream (then by stack).")
+@click.option("--min-share", type=click.FloatRange(0, 100), default=1.0, show_default=True,
+              help="Leave out frames holding less than this percentage.")
+@click.option("--folded", is_flag=True,
+              help="Write folded stacks ('a;b;c bytes', for flamegraph.pl or speedscope).")
+@FORMAT
+@OUTPUT
+@DEVICE
+@guarded
+def flame_cmd(file: str, event: int | None, view: str, min_share: float, folded: bool,
+              fmt: str, output: str | None, devices: tuple[int, ...]) -> None:
+    """Live bytes by call stack (an icicle), operator, thread or stream at the peak or any
+    event."""
+    import numpy as np
+
+    from npu_migrate.core.diagnostics import Report, Table
+    from npu_migrate.memory import flame
+    from npu_migrate.memory.context import Bytes, DeviceContext
+    from npu_migrate.memory.sites import SiteTable
+
+    snapshot = load(file)
+    sites = SiteTable(snapshot.stacks)
+    report = Report(f"Live memory by {view}: {file}")
+    trees, lines = [], []
+    for device in chosen_devices(snapshot, file, devices):
+        ctx = DeviceContext.build(snapshot, device, sites)
+        moment = ctx.rep.peak_index if event is None else event
+        if not -1 <= moment < max(ctx.rep.n_events, 0):
+            raise ValueError(f"{file}: --event {moment}: device {device} has events "
+                             f"-1-{ctx.rep.n_events - 1}")
+        root = flame.tree(ctx, np.flatnonzero(ctx.rep.blocks.allocated_at(moment)), view)
+        floor = int(root.bytes * min_share / 100)
+        trees.append({"device": device, "event": moment, "by": view,
+                      "tree": root.to_json(max(floor, 1))})
+        lines += [f"device{device};{line}" for line in root.folded()]
+        report.summary[f"device {device} event"] = moment
+        report.summary[f"device {device} allocated"] = Bytes(root.bytes)
+        report.tables.append(Table(
+            f"Device {device}: allocated after {ctx.when(moment)} by {view}",
+            ["depth", "frame", "bytes", "blocks", "share"],
+            [[depth, node.name, Bytes(node.bytes), node.blocks,
+              round(100 * node.bytes / max(root.bytes, 1), 1)]
+             for depth, node in root.lines(floor)]))
+    if folded:
+        if output:
+            write_text(output, "\n".join(lines) + "\n")
+        else:
+            click.echo("\n".join(lines))
+        return
+    emit(report, fmt, output, "flame", flames=trees)
+
+
 @command.command("compare")
 @click.argument("before")
 @click.argument("after")
@@ -291,4 +394,6 @@ def compare_cmd(before: str, after: str, fmt: str, output: str | None) -> None:
     """Peaks and per-site differences at the peak between two snapshots."""
     from npu_migrate.memory.compare import compare
 
-    emit(compare(load(before), load(after)), fmt, output, "compare")
+    report, records = compare(load(before), load(after))
+    details = {id(f): r for f, r in zip(report.findings, records)}
+    emit(report, fmt, output, "compare", details)

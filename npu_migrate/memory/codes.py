@@ -36,13 +36,25 @@ step: the layers of one forward pass repeat too.
   they hold, and the other sites keep at most a quarter of what they allocate meanwhile (a
   forward pass keeps its activations at many lines; a leaking loop frees all but the leak).
   The finding carries the growth curve (`curve` in JSON).
+* Against a baseline (`npu-migrate memory compare A B`): an allocation identity (call stack
+  plus msMemScope operator) whose blocks B leaves unfreed at the end while A, the baseline,
+  leaves at most half as much there, when the difference is at least 64 KiB and 1% of the
+  larger peak and B leaves more unfreed in all: few large blocks never freed, as in
+  msMemScope's own leak-compare example (`evidence: compared with the baseline A`).
 * msMemScope frees written after `ACL_FINI` or marked `shadow` are the tool's exit clean-up:
-  those blocks count as never freed. Rows without a Python stack are named by their `owner`.
+  those blocks count as never freed. Rows without a Python stack are named by the operator open
+  on their thread (`operator aten._to_copy.default`), else by their `owner`.
 
 ## What to do
 Keep a number, not the tensor (`loss.item()`), bound caches, or `del` the reference. Confirm
 with `npu-migrate memory blocks FILE --state active_allocated` that the blocks are really
 unneeded: a cache bounded elsewhere is not a leak.
+
+## Example
+```
+$ npu-migrate memory compare fixtures/memory/msmemscope_compare/baseline.csv fixtures/memory/msmemscope_compare/leaks.csv
+fixtures/memory/msmemscope_compare/leaks.csv:0:0: MEM001 device 0: possible leak at operator aten._to_copy.default: B leaves 2 blocks (7.63 MiB) allocated there unfreed at the end where the baseline A leaves 0 B; in all B leaves 7.63 MiB unfreed against 3.00 KiB (evidence: compared with the baseline fixtures/memory/msmemscope_compare/baseline.csv) (npu-migrate rules MEM001)
+```
 """,
     "MEM002": """# MEM002 fragmentation
 
@@ -64,6 +76,12 @@ of peak reserved memory or more.
 ## What to do
 `PYTORCH_NPU_ALLOC_CONF=expandable_segments:True` (see MEM007), or pad inputs to a few fixed
 shapes.
+
+## Example
+```
+$ npu-migrate memory fixtures/memory/examples/training.pickle
+fixtures/memory/examples/training.pickle:0:0: MEM002 device 0: fragmentation: 1 new segments (64.00 MiB, 33% of peak reserved) were reserved while the cached free memory was enough but split; e.g. after event 51 (+0.000 s) a 4.00 MiB request found 4.00 MiB free in its stream's large segments (of 4.00 MiB free in the pool: reserved minus the blocks in use or pending free) whose largest block was 3.31 MiB (npu-migrate rules MEM002)
+```
 """,
     "MEM003": """# MEM003 out of memory
 
@@ -82,6 +100,12 @@ memory, its largest block, and the sites holding the most memory.
 ## What to do
 Fragmentation: expandable segments (MEM007). Too high a peak: smaller batch, activation
 checkpointing, mixed precision or offloading.
+
+## Example
+```
+$ npu-migrate memory fixtures/memory/examples/oom.pickle
+fixtures/memory/examples/oom.pickle:0:0: MEM003 device 0: out of memory at event 409 (+0.003 s): asked 48.00 GiB with 64.00 MiB allocated, 192.00 MiB reserved, 2.00 GiB free on the device; it did not fit even with the cache compacted: 45.88 GiB short; lower the peak (smaller batch, activation checkpointing, mixed precision); largest holder train.py:46 (train_step) (npu-migrate rules MEM003)
+```
 """,
     "MEM004": """# MEM004 peak memory
 
@@ -97,31 +121,58 @@ recorded event is known and counted: a ring-buffer-truncated trace that starts w
 reports the true peak, at "before the first recorded event" (event -1 in JSON). Without
 dump-time segment state (msMemScope rows, a trace without segments) the peak is a lower bound
 and the finding says so (`exact: false` in JSON). Allocated bytes are requested sizes, as the
-trace records them; reserved bytes are segment sizes.
+trace records them; reserved bytes are segment sizes. The JSON report gives, per device,
+`at_peak`: the allocation identities (stack + operator) holding the most at the peak with their
+frames, and the totals by operator, thread and stream; `npu-migrate memory flame FILE [--event
+N] [--by frame|operator|thread|stream]` prints the same as a tree (or `--folded` stacks for
+flame-graph tools), and the HTML page draws it at any event. `compare` says how the peak changed
+and at which identities.
 
 ## What to do
 Look at the largest sites and categories at the peak; lower them (checkpointing, smaller
 batch, freeing references earlier).
+
+## Example
+```
+$ npu-migrate memory fixtures/memory/examples/training.pickle
+fixtures/memory/examples/training.pickle:0:0: MEM004 device 0: peak allocated 135.22 MiB at event 1192 (+0.008 s) with 192.00 MiB reserved; largest site train.py:41 (train_step) holds 70.31 MiB (52%) (npu-migrate rules MEM004)
+```
 """,
-    "MEM005": """# MEM005 wasteful blocks
+    "MEM005": """# MEM005 inefficient blocks
 
 ## What it means
-Blocks live at the peak although their lifetime suggests they were allocated too early, freed
-too late or idle.
+Blocks held at the peak while nothing uses them: allocated long before their first use, freed
+long after their last, or idle in between.
 
 ## Why
 Memory held at the peak but not needed then raises the peak for nothing.
 
 ## Evidence
-Snapshots record no accesses, so the rules are heuristics against the peak and the steps: with
-steps, *held into the peak step* and *idle across steps*; without, *allocated long before the
-peak* and *freed long after the peak* (a quarter of the trace). msMemScope ACCESS events are
-judged as MindStudio Insight does: *lazy_used*, *delayed_free*, *long_idle* when the gap is over
-half the block's lifetime. Reported when such blocks hold 5% of the peak or more.
+* msMemScope exports with ACCESS rows, per block, as MindStudio Insight judges them:
+  *lazy_used* (first access later than the threshold after the alloc), *delayed_free* (free
+  later than the threshold after the last access), *long_idle* (two accesses further apart
+  than the threshold). A threshold is a share of the block's lifetime (default 50%) or a time:
+  `--lazy`, `--delayed`, `--idle` (e.g. `--idle 2ms`), and the same fields in the HTML page.
+* Snapshot pickles record no accesses, so a block counts as in use unless it is *held across
+  iterations until replaced*: two generations of one call stack coexist at the peak, the older
+  is freed as the newer arrives (`out = model(x)`: the old output dies when the name is
+  rebound), and between the two allocations the memory that stood when the older was made
+  (never-freed one-offs such as gradients left out) fell by at least half its size and a tenth
+  of the peak, as a backward gives back the activations. An attention mask every layer reads,
+  activations kept for the backward, a batch prefetched a step ahead or a layer's output read
+  by the next layer are not flagged.
+* Reported when the idle blocks live at the peak hold 5% of it or more; the finding lists only
+  the kinds found. `bench/memory_inefficient_review.md` holds the review by hand.
 
 ## What to do
-`del` references at the end of an iteration; allocate closer to first use. Deliberate
-prefetching or caching can be flagged too: check the block view.
+`del` a reference once it is used (`del logits` after the backward) or restructure the loop so
+the old value is dropped before the next one is computed; allocate closer to first use.
+
+## Example
+```
+$ npu-migrate memory fixtures/memory/examples/stale_logits.pickle
+fixtures/memory/examples/stale_logits.pickle:0:0: MEM005 device 0: 16.00 MiB (22% of the peak) is held at the peak by blocks held across iterations until replaced; largest: train.py:42 (train_step) (held across iterations until replaced) (heuristic, a snapshot has no access events: two generations of one stack at the peak, the older freed as the newer arrived, after an iteration's memory was given back) (npu-migrate rules MEM005)
+```
 """,
     "MEM006": """# MEM006 truncated history
 
@@ -139,6 +190,12 @@ backwards from the exact dump-time state.
 
 ## What to do
 Record earlier or with a larger `max_entries` for the whole history.
+
+## Example
+```
+$ npu-migrate memory fixtures/memory/examples/ring_buffer_cut.pickle
+fixtures/memory/examples/ring_buffer_cut.pickle:0:0: MEM006 device 0: the trace starts mid-run: 128.00 MiB reserved and 128.00 MiB allocated before its first event; 16 blocks were allocated earlier (0 still live at the end, their stacks from the final segments); totals are rebuilt backwards from the dump-time state; the ring buffer overflowed (npu-migrate rules MEM006)
+```
 """,
     "MEM007": """# MEM007 allocator advice
 
@@ -161,6 +218,12 @@ for fragmentation, `atomic_clean_policy=1` when memory is short.
 
 ## What to do
 Set the variable before the process starts; measure speed and peak after the change.
+
+## Example
+```
+$ npu-migrate memory fixtures/memory/examples/training.pickle
+fixtures/memory/examples/training.pickle:0:0: MEM007 allocator advice: set PYTORCH_NPU_ALLOC_CONF="expandable_segments:True" (PYTORCH_CUDA_ALLOC_CONF on CUDA); never combine expandable_segments:True with max_split_size_mb or garbage_collection_threshold (torch_npu refuses it) (npu-migrate rules MEM007)
+```
 """,
     "MEM008": """# MEM008 pending frees
 
@@ -177,5 +240,41 @@ when it reaches 1% of the peak, with its main site.
 
 ## What to do
 Synchronise the side stream earlier, or allocate on the stream that uses the tensor.
+
+## Example
+```
+$ npu-migrate memory fixtures/memory/examples/pending_free.pickle
+fixtures/memory/examples/pending_free.pickle:0:0: MEM008 device 0: 3.00 MiB was freed but still held for other streams (active_pending_free) at event 410 (+0.003 s); largest: train.py:41 (train_step); record_stream keeps blocks until the other stream's work completes (npu-migrate rules MEM008)
+```
+""",
+    "MEM009": """# MEM009 inconsistent input
+
+## What it means
+The input contradicts itself: its structure and its frames name different allocators, or it
+shows more memory allocated than reserved.
+
+## Why
+Findings are only as good as the numbers they stand on. A CUDA snapshot read as torch_npu gets
+advice for the wrong allocator; reserved memory below allocated memory means the reserved
+figures (and so fragmentation and allocator advice) are incomplete.
+
+## Evidence
+* Label against content: the structure suggests torch_npu (no `time_us`, no
+  `allocator_settings`, workspace entries) or CUDA, while frames name only the other
+  allocator's code (`c10::cuda`, `CUDACachingAllocator`, `torch/cuda/` against `torch_npu`,
+  `NPUCachingAllocator`). The content wins: the snapshot is read as what its frames say.
+* Allocated above reserved after any event (where reserved memory is recorded at all): a pool
+  cannot hand out more than it holds. msMemScope rows whose `used` exceeds their pool `total`
+  give this.
+
+## What to do
+Check how the file was produced (which build of msMemScope, whether `segment_*` events were
+skipped). Read reserved-memory findings of such a file with care.
+
+## Example
+```
+$ npu-migrate memory fixtures/memory/examples/memscope_dump_used_over_total.csv
+fixtures/memory/examples/memscope_dump_used_over_total.csv:0:0: MEM009 device 0: allocated memory exceeds reserved memory at 2 events, from event 3 (+0.000 s); worst at event 4 (+0.000 s): 4.00 MiB allocated with 2.00 MiB reserved. A pool cannot hand out more than it holds, so the reserved figures (the pool 'total' of its MALLOC/FREE rows) are incomplete, and so are the fragmentation and allocator advice built on them (npu-migrate rules MEM009)
+```
 """,
 }

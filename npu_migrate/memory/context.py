@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class DeviceContext:
         text = f"device {self.device}: {message}"
         finding = Diagnostic(code, text, self.snapshot.path, 0, 0, severity)
         self.findings.append(finding)
-        record = {"code": code, "severity": severity.value, "message": text,
+        record: dict[str, Any] = {"code": code, "severity": severity.value, "message": text,
                   "device": self.device, "event": None if event is None else int(event)}
         for key, value in data.items():
             record[key] = [int(v) for v in value] if key == "blocks" else value

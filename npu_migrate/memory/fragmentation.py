@@ -70,24 +70,29 @@ def _forced_segments(ctx: DeviceContext) -> None:
         free = sum(s.free for s in same)
         largest = max((s.largest_gap for s in same), default=0)
         if free >= request > largest:
-            forced.append((event, request, int(trace.size[event]), free, largest))
+            forced.append((event, request, int(trace.size[event]), free, largest, pool.free))
     ctx.facts["forced_segments"] = forced
     if not forced:
         return
     ctx.tables.append(Table(
         f"Device {ctx.device}: segments reserved although enough memory was free in pieces",
-        ["event", "request", "new segment", "free in the stream's segments", "largest free block"],
-        [[ctx.when(e), Bytes(r), Bytes(s), Bytes(f), Bytes(g)]
-         for e, r, s, f, g in forced[:20]]))
+        ["event", "request", "new segment", "free in the stream's segments", "largest free block",
+         "free in the whole pool"],
+        [[ctx.when(e), Bytes(r), Bytes(s), Bytes(f), Bytes(g), Bytes(t)]
+         for e, r, s, f, g, t in forced[:20]]))
     wasted = sum(f[2] for f in forced)
     share = wasted / max(ctx.facts.get("peak_reserved", 1), 1)
     if share >= WASTE_SHARE:
-        event, request, _, free, largest = max(forced, key=lambda f: f[2])
+        event, request, _, free, largest, total = max(forced, key=lambda f: f[2])
+        # anchored on the event before the new segment: the pool view there shows the state
+        # the message describes, with the same free-memory definition (PoolState.free)
         ctx.add("MEM002", f"fragmentation: {len(forced)} new segments ({fmt_bytes(wasted)}, "
                 f"{100 * share:.0f}% of peak reserved) were reserved while the cached free memory "
-                f"was enough but split; e.g. at {ctx.when(event)} a {fmt_bytes(request)} request "
-                f"found {fmt_bytes(free)} free whose largest block was {fmt_bytes(largest)}",
-                Severity.WARNING, event)
+                f"was enough but split; e.g. after {ctx.when(event - 1)} a {fmt_bytes(request)} "
+                f"request found {fmt_bytes(free)} free in its stream's large segments (of "
+                f"{fmt_bytes(total)} free in the pool: reserved minus the blocks in use or pending "
+                f"free) whose largest block was {fmt_bytes(largest)}", Severity.WARNING,
+                event - 1, bytes=wasted)
 
 
 def _final_segments(ctx: DeviceContext) -> None:

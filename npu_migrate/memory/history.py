@@ -15,7 +15,7 @@ def analyze_history(ctx: DeviceContext) -> None:
     before = np.flatnonzero(blocks.alloc < 0)
     settings = ctx.snapshot.allocator_settings
     overflowed = bool(settings.get("trace_alloc_overflowed"))
-    ctx.facts["blocks_before_window"] = int(len(before))
+    ctx.facts["blocks_before_window"] = len(before)
     if rep.n_events and (len(before) or overflowed or rep.initial[2] > 0):
         ghosts = int((blocks.free[before] < 0).sum())
         ctx.add("MEM006", f"the trace starts mid-run: {fmt_bytes(rep.initial[2])}"

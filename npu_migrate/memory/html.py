@@ -1,13 +1,18 @@
 """`--html`: one self-contained offline page (our own inline JS/CSS, no CDN).
 
-The browser never gets every event or block: the timeline is cut into at most
-MAX_BUCKETS min/max buckets, the lifetime chart gets the MAX_BLOCKS blocks that cover the
-most bytes x events, and the pool view gets MAX_MOMENTS precomputed moments.
+The page gets every block of every device, as binary columns: each column is byte-shuffled
+(the k-th bytes of all values together, so the constant high bytes compress away),
+zlib-compressed and base64-encoded; the browser inflates them with its built-in
+DecompressionStream. From those columns the page computes, at any event and on demand, the
+live memory by stack (the flame graph), the pool state (segments and blocks) and the tables;
+only the timeline comes pre-aggregated (at most MAX_BUCKETS min/max buckets).
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 from importlib import resources
 from typing import Any
 
@@ -15,23 +20,32 @@ import numpy as np
 
 from npu_migrate.core.diagnostics import Report
 from npu_migrate.memory.context import DeviceContext
-from npu_migrate.memory.model import ACTIONS, OOM, SEG_ALLOC, SEG_MAP, Snapshot
+from npu_migrate.memory.flame import block_column
+from npu_migrate.memory.model import (
+    ACTIONS,
+    ALLOC,
+    FREE_DONE,
+    FREE_REQ,
+    OOM,
+    PSEUDO_BASE,
+    SEG_ALLOC,
+    SEG_FREE,
+    SEG_MAP,
+    SEG_UNMAP,
+    Snapshot,
+)
 from npu_migrate.memory.sites import format_stack
+from npu_migrate.memory.waste import HELD_KIND, Thresholds
 
 MAX_BUCKETS = 20000
-MAX_BLOCKS = 2500
-MAX_MOMENTS = 24
-MAX_POOL_BLOCKS = 3000
-MAX_SEGMENTS = 64
 MAX_STEPS = 20000  # step boundary lines sent (drawn only when they are 4 px apart)
-MAX_TABLE_BLOCKS = 6000  # rows of the Block view: findings' blocks, the peak's, the longest
-MAX_TABLE_EVENTS = 12000  # rows of the Event view: those blocks' events, around the peak/findings
-EVENT_CONTEXT = 100  # events sent on each side of the peak and of each finding
-TOP_SITES = 25
+MAX_FRAMES = 64  # frames per stack sent (the innermost)
+SEGMENT_ACTIONS = (SEG_ALLOC, SEG_FREE, SEG_MAP, SEG_UNMAP)
+FLAG_HELD = 1  # server-side idle flag of snapshot blocks (MEM005)
 
 
 def write_html(snapshot: Snapshot, contexts: list[DeviceContext], report: Report,
-               path: str) -> None:
+               path: str, thresholds: Thresholds | None = None) -> None:
     details = {k: v for c in contexts for k, v in c.details.items()}
     findings = []
     for d in report.findings:
@@ -39,10 +53,13 @@ def write_html(snapshot: Snapshot, contexts: list[DeviceContext], report: Report
         findings.append({"text": d.format(with_doc=False), "code": d.code,
                          "severity": d.severity.value, "device": record.get("device"),
                          "event": record.get("event"), "blocks": record.get("blocks", [])})
-    payload = {"file": snapshot.path, "producer": snapshot.producer,
-               "findings": findings,
+    limits = thresholds or Thresholds()
+    payload = {"file": snapshot.path, "producer": snapshot.producer, "findings": findings,
                "summary": {k: str(v) for k, v in report.summary.items()},
-               "devices": [device_payload(ctx, findings) for ctx in contexts]}
+               "thresholds": {name: {"share": t.share, "micros": t.micros} for name, t in (
+                   ("lazy", limits.lazy), ("delayed", limits.delayed), ("idle", limits.idle))},
+               "start": opening_device(contexts),
+               "devices": [device_payload(ctx) for ctx in contexts]}
     assets = resources.files("npu_migrate.memory").joinpath("assets")
     page = assets.joinpath("report.html").read_text(encoding="utf-8")
     data = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
@@ -51,6 +68,24 @@ def write_html(snapshot: Snapshot, contexts: list[DeviceContext], report: Report
             .replace("{{DATA}}", data))
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(page)
+
+
+def opening_device(contexts: list[DeviceContext]) -> int:
+    """Index of the device the page opens on: the first with an OOM, else the highest peak."""
+    for index, ctx in enumerate(contexts):
+        if (ctx.rep.trace.action == OOM).any():
+            return index
+    peaks = [ctx.rep.peak_bytes for ctx in contexts]
+    return int(np.argmax(peaks)) if peaks else 0
+
+
+def packed(values: np.ndarray) -> dict[str, Any]:
+    """A numeric column as {dtype, n, b64}: byte-shuffled, zlib-compressed, base64."""
+    raw = np.ascontiguousarray(values)
+    width = raw.dtype.itemsize
+    shuffled = raw.view(np.uint8).reshape(-1, width).T.tobytes() if len(raw) else b""
+    return {"dtype": raw.dtype.name, "n": len(raw),
+            "b64": base64.b64encode(zlib.compress(shuffled, 6)).decode("ascii")}
 
 
 def buckets(n: int) -> np.ndarray:
@@ -64,7 +99,7 @@ def series_payload(ctx: DeviceContext) -> dict[str, Any]:
     starts = buckets(rep.n_events)
     if not len(starts):
         return {"x": [], "amax": [], "amin": [], "rmax": [], "rmin": [], "act": []}
-    out = {"x": starts.tolist()}
+    out: dict[str, Any] = {"x": starts.tolist()}
     for key, values, reducer in (("amax", rep.allocated, np.maximum), ("amin", rep.allocated,
                                  np.minimum), ("rmax", rep.reserved, np.maximum),
                                  ("rmin", rep.reserved, np.minimum),
@@ -77,15 +112,16 @@ def series_payload(ctx: DeviceContext) -> dict[str, Any]:
 
 
 def address_space(ctx: DeviceContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every address range that was ever a segment, merged; returns starts, ends, offsets
-    so that a block's y position is offset + (address - start)."""
+    """Every address range that was ever a segment or a block, merged; returns starts, ends
+    and offsets so that a block's position is offset + (address - start)."""
     trace = ctx.rep.trace
-    grow = (trace.action == SEG_ALLOC) | (trace.action == SEG_MAP)
-    starts = [s.address for s in ctx.snapshot.segments if s.device == ctx.device]
-    ends = [s.address + s.total_size for s in ctx.snapshot.segments if s.device == ctx.device]
-    starts = np.concatenate([np.asarray(starts, np.int64), trace.addr[grow],
+    grow = ((trace.action == SEG_ALLOC) | (trace.action == SEG_MAP)) & (trace.addr < PSEUDO_BASE)
+    segs = [s for s in ctx.snapshot.segments if s.device == ctx.device
+            and s.address != PSEUDO_BASE]
+    starts = np.concatenate([np.asarray([s.address for s in segs], np.int64), trace.addr[grow],
                              ctx.rep.blocks.addr])
-    ends = np.concatenate([np.asarray(ends, np.int64), trace.addr[grow] + trace.size[grow],
+    ends = np.concatenate([np.asarray([s.address + s.total_size for s in segs], np.int64),
+                           trace.addr[grow] + trace.size[grow],
                            ctx.rep.blocks.addr + ctx.rep.blocks.size])
     if not len(starts):
         empty = np.zeros(0, np.int64)
@@ -101,170 +137,132 @@ def address_space(ctx: DeviceContext) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return merged_starts, merged_ends, offsets
 
 
-def blocks_payload(ctx: DeviceContext, stacks: set[int]) -> dict[str, Any]:
-    rep, blocks = ctx.rep, ctx.rep.blocks
-    n = rep.n_events
-    begin = np.maximum(blocks.alloc, 0)
-    end = np.where(blocks.free < 0, n, blocks.free)
-    weight = blocks.size.astype(np.float64) * np.maximum(end - begin, 1)
-    rows = np.argsort(-weight, kind="stable")[:MAX_BLOCKS]
+def _index(values: np.ndarray, labels: dict[int, str]) -> tuple[np.ndarray, list[str]]:
+    """Small-integer codes for a column of ids, and the label of each code."""
+    unique, inverse = np.unique(values, return_inverse=True)
+    return inverse.ravel().astype(np.int32), [labels.get(int(v), str(int(v))) for v in unique]
+
+
+def block_columns(ctx: DeviceContext) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every block as packed columns, and the lookup tables the columns index."""
+    blocks, trace = ctx.rep.blocks, ctx.rep.trace
+    rows = np.arange(len(blocks))
+    starts, _, offsets = address_space(ctx)
+    where = np.clip(np.searchsorted(starts, blocks.addr, side="right") - 1, 0, None)
+    y = (offsets[where] + blocks.addr - starts[where]) if len(starts) else blocks.addr * 0
+    unique_streams, streams = np.unique(blocks.stream, return_inverse=True)
+    columns = {
+        "alloc": blocks.alloc.astype(np.int32), "freq": blocks.free_requested.astype(np.int32),
+        "free": blocks.free.astype(np.int32), "size": blocks.size.astype(np.float64),
+        "req": blocks.requested.astype(np.float64), "addr": blocks.addr.astype(np.float64),
+        "y": y.astype(np.float64), "stack": blocks.stack.astype(np.int32),
+        "state": blocks.state.astype(np.int8), "stream": streams.ravel().astype(np.int32),
+        "flags": server_flags(ctx),
+    }
+    tables: dict[str, Any] = {"streams": [hex(int(s)) for s in unique_streams]}
+    if trace.operator is not None:
+        columns["op"] = block_column(ctx, rows, trace.operator).astype(np.int32)
+        tables["operators"] = ctx.snapshot.operators
+    if trace.thread is not None:
+        thread = block_column(ctx, rows, trace.thread)
+        process = block_column(ctx, rows, trace.process)
+        keys = np.where(thread >= 0, process * (1 << 32) + thread, -1)
+        labels = {int(k): f"{int(p)}/{int(t)}" for k, p, t in zip(keys, process, thread)
+                  if k >= 0}
+        columns["thread"], tables["threads"] = _index(keys, {-1: "", **labels})
+    if trace.allocation_id is not None:
+        columns["allocid"] = block_column(ctx, rows, trace.allocation_id).astype(np.float64)
+    _access_columns(ctx, columns, tables)
+    return {name: packed(values) for name, values in columns.items()}, tables
+
+
+def _access_columns(ctx: DeviceContext, columns: dict[str, np.ndarray],
+                    tables: dict[str, Any]) -> None:
+    """msMemScope owners and accesses, per block (NaN / -1 where there are none)."""
+    blocks = ctx.rep.blocks
+    owners = {a: o for (d, a), o in ctx.snapshot.owners.items() if d == ctx.device}
+    accesses = {a: x for (d, a), x in ctx.snapshot.accesses.items() if d == ctx.device}
+    if owners:
+        labels = sorted(set(owners.values()))
+        code = {label: i for i, label in enumerate(labels)}
+        columns["owner"] = np.asarray([code[owners[a]] if a in owners else -1
+                                       for a in blocks.alloc.tolist()], np.int32)
+        tables["owners"] = labels
+    if accesses:
+        found = [accesses.get(a) for a in blocks.alloc.tolist()]
+        for position, name in enumerate(("first", "last", "gap", "count")):
+            columns[f"access_{name}"] = np.asarray(
+                [np.nan if x is None else x[position] for x in found], np.float64)
+        times = ctx.rep.times
+        columns["time_alloc"] = np.where(blocks.alloc >= 0, times[np.maximum(blocks.alloc, 0)],
+                                         np.nan).astype(np.float64)
+        columns["time_free"] = np.where(blocks.free >= 0, times[np.maximum(blocks.free, 0)],
+                                        float(times[-1]) if len(times) else np.nan
+                                        ).astype(np.float64)
+
+
+def server_flags(ctx: DeviceContext) -> np.ndarray:
+    """Bit mask per block of the idle kinds the snapshot analysis found (MEM005)."""
+    flags = np.zeros(len(ctx.rep.blocks), np.int8)
+    found = ctx.facts.get("idle_flags", {})
+    rows = found.get(HELD_KIND)
+    if rows is not None and len(rows):
+        flags[rows] |= FLAG_HELD
+    return flags
+
+
+def stacks_payload(ctx: DeviceContext) -> dict[str, Any]:
+    """Frames of every stack the blocks use, as a string table and per stack its frame ids,
+    outermost first; plus the site of each stack."""
+    used = np.unique(ctx.rep.blocks.stack)
+    frame_ids: dict[str, int] = {}
+    stacks: dict[str, Any] = {}
+    for stack in used.tolist():
+        if stack < 0:
+            continue
+        frames = format_stack(ctx.snapshot.stacks[stack], limit=1 << 16)[-MAX_FRAMES:]
+        ids = [frame_ids.setdefault(f, len(frame_ids)) for f in frames]
+        stacks[str(stack)] = [ctx.sites.site(stack), ids, ctx.sites.category(stack)]
+    return {"frames": list(frame_ids), "stacks": stacks}
+
+
+def events_payload(ctx: DeviceContext) -> dict[str, Any]:
+    """The events no block row describes (segments, OOMs, markers), and the final segments."""
+    trace = ctx.rep.trace
+    block_events = (trace.action == ALLOC) | (trace.action == FREE_REQ) | (
+        trace.action == FREE_DONE)
+    other = np.flatnonzero(~block_events)
+    streams = sorted({int(s) for s in trace.stream[other].tolist()}
+                     | {s.stream for s in ctx.snapshot.segments if s.device == ctx.device})
+    code = {s: i for i, s in enumerate(streams)}
+    events = [[int(e), int(trace.action[e]), float(trace.addr[e]), hex(int(trace.addr[e])),
+               int(trace.size[e]), code[int(trace.stream[e])], int(trace.stack[e])]
+              for e in other.tolist()]
+    final = [[float(s.address), hex(s.address), s.total_size, code[s.stream], s.is_expandable,
+              s.address == PSEUDO_BASE]
+             for s in ctx.snapshot.segments if s.device == ctx.device]
+    return {"other": events, "final_segments": final,
+            "segment_streams": [hex(s) for s in streams],
+            "segment_actions": [ACTIONS[a] for a in SEGMENT_ACTIONS], "pseudo": float(PSEUDO_BASE)}
+
+
+def device_payload(ctx: DeviceContext) -> dict[str, Any]:
+    rep = ctx.rep
+    columns, tables = block_columns(ctx)
     starts, ends, offsets = address_space(ctx)
-    where = np.clip(np.searchsorted(starts, blocks.addr[rows], side="right") - 1, 0, None)
-    y = offsets[where] + (blocks.addr[rows] - starts[where]) if len(starts) else np.zeros(len(rows))
-    stacks.update(int(s) for s in blocks.stack[rows])
-    drawn = [[int(r), int(begin[r]), int(end[r]), int(yy), int(blocks.size[r]),
-              int(blocks.requested[r]), int(blocks.state[r]), int(blocks.stack[r]),
-              hex(int(blocks.addr[r])), int(blocks.alloc[r]), int(blocks.free[r])]
-             for r, yy in zip(rows.tolist(), np.asarray(y).tolist())]
-    return {"rows": drawn, "total": len(blocks),
-            "space": int((ends - starts).sum()) if len(starts) else 0}
-
-
-def moments(ctx: DeviceContext) -> list[int]:
-    rep = ctx.rep
-    n = rep.n_events
-    if n == 0:
-        return []
-    chosen = set(np.linspace(0, n - 1, MAX_MOMENTS - 4).astype(int).tolist())
-    chosen |= {rep.peak_index, rep.peak_reserved_index}
-    chosen |= set(np.flatnonzero(rep.trace.action == OOM)[:2].tolist())
-    return sorted(chosen)
-
-
-def pool_payload(ctx: DeviceContext, event: int, stacks: set[int]) -> dict[str, Any]:
-    pool = ctx.pool(event)
-    blocks = ctx.rep.blocks
-    allocated = blocks.allocated_at(event)
-    segs = sorted(pool.segments, key=lambda s: -s.size)[:MAX_SEGMENTS]
-    per_segment = max(MAX_POOL_BLOCKS // max(len(segs), 1), 16)
-    out = []
-    for seg in segs:
-        rows = seg.rows
-        stacks.update(int(s) for s in blocks.stack[rows[:per_segment]])
-        out.append({"addr": hex(seg.address), "size": seg.size, "free": seg.free,
-                    "largest": seg.largest_gap, "pieces": seg.gaps, "exp": seg.expandable,
-                    "blocks": _segment_blocks(blocks, allocated, rows, seg.address, per_segment)})
-    return {"event": event, "reserved": pool.reserved, "free": pool.free,
-            "largest": pool.largest_gap, "segments": out,
-            "more_segments": max(len(pool.segments) - MAX_SEGMENTS, 0)}
-
-
-def _segment_blocks(blocks, allocated: np.ndarray, rows: np.ndarray, base: int,
-                    limit: int) -> list[list[int]]:
-    """[offset, size, state, row, stack] per block; a crowded segment is sent as runs of
-    touching blocks in the same state instead (row -1: several blocks)."""
-    if len(rows) <= limit:
-        return [[int(blocks.addr[r] - base), int(blocks.size[r]), 0 if allocated[r] else 1,
-                 int(r), int(blocks.stack[r])] for r in rows.tolist()]
-    runs: list[list[int]] = []
-    for r in rows.tolist():
-        offset, size = int(blocks.addr[r] - base), int(blocks.size[r])
-        state = 0 if allocated[r] else 1
-        last = runs[-1] if runs else None
-        if last and last[2] == state and last[0] + last[1] == offset:
-            last[1] += size
-            last[3] = -1
-        else:
-            runs.append([offset, size, state, int(r), int(blocks.stack[r])])
-    return runs
-
-
-def table_rows(ctx: DeviceContext, findings: list[dict[str, Any]]) -> np.ndarray:
-    """Block rows for the Block view: every block a finding names first, then those live at
-    the peak, then the ones covering the most bytes x events."""
-    rep, blocks = ctx.rep, ctx.rep.blocks
-    named = [b for f in findings if f["device"] == ctx.device for b in f["blocks"]]
-    peak = np.flatnonzero(blocks.allocated_at(rep.peak_index))
-    peak = peak[np.argsort(-blocks.size[peak], kind="stable")]
-    begin = np.maximum(blocks.alloc, 0)
-    end = np.where(blocks.free < 0, rep.n_events, blocks.free)
-    longest = np.argsort(-(blocks.size.astype(np.float64) * np.maximum(end - begin, 1)),
-                         kind="stable")
-    chosen = np.concatenate([np.asarray(named, np.int64), peak, longest])
-    _, first = np.unique(chosen, return_index=True)
-    return np.sort(chosen[np.sort(first)][:MAX_TABLE_BLOCKS])
-
-
-def tables_payload(ctx: DeviceContext, findings: list[dict[str, Any]]) -> dict[str, Any]:
-    """Columnar Block view, Event view and top sites; sites are sent once, rows index them."""
-    rep, blocks, trace = ctx.rep, ctx.rep.blocks, ctx.rep.trace
-    rows = table_rows(ctx, findings)
-    site_index: dict[str, int] = {}
-
-    def site_of(stack: int) -> int:
-        return site_index.setdefault(ctx.sites.site(stack), len(site_index))
-
-    block_cols = {
-        "id": rows.tolist(), "requested": blocks.requested[rows].tolist(),
-        "size": blocks.size[rows].tolist(),
-        "addr": [hex(a) for a in blocks.addr[rows].tolist()],
-        "state": blocks.state[rows].tolist(), "alloc": blocks.alloc[rows].tolist(),
-        "free": blocks.free[rows].tolist(),
-        "site": [site_of(s) for s in blocks.stack[rows].tolist()],
-    }
-    owners, accesses = ctx.snapshot.owners, ctx.snapshot.accesses
-    if owners or accesses:  # msMemScope: owner and first/last access (µs)
-        keys = list(zip(blocks.addr[rows].tolist(), blocks.alloc[rows].tolist()))
-        block_cols["owner"] = [owners.get((ctx.device, a), "") for _, a in keys]
-        block_cols["first_access"] = [accesses.get((ctx.device, ad, a), (None,))[0]
-                                      for ad, a in keys]
-        block_cols["last_access"] = [(accesses.get((ctx.device, ad, a)) or (None, None))[1]
-                                     for ad, a in keys]
-    n = rep.n_events
-    around = [rep.peak_index] + [m["event"] for m in ctx.marks]
-    ids = [blocks.alloc[rows], blocks.free[rows]]
-    ids += [np.arange(max(e - EVENT_CONTEXT, 0), min(e + EVENT_CONTEXT, n)) for e in around]
-    events = np.unique(np.concatenate(ids).astype(np.int64)) if n else np.zeros(0, np.int64)
-    events = events[(events >= 0) & (events < n)][:MAX_TABLE_EVENTS]
-    event_cols = {
-        "id": events.tolist(), "action": trace.action[events].tolist(),
-        "addr": [hex(a) for a in trace.addr[events].tolist()],
-        "size": trace.size[events].tolist(), "allocated": rep.allocated[events].tolist(),
-        "reserved": rep.reserved[events].tolist(),
-        "site": [site_of(s) for s in trace.stack[events].tolist()],
-    }
-    return {"blocks": block_cols, "events": event_cols, "sites": list(site_index),
-            "actions": list(ACTIONS), "top_sites": top_sites(ctx),
-            "blocks_total": len(blocks), "events_total": int(n)}
-
-
-def top_sites(ctx: DeviceContext) -> list[list[Any]]:
-    """[site, blocks, bytes allocated, bytes live at the peak] for the largest sites."""
-    blocks = ctx.rep.blocks
-    live = blocks.allocated_at(ctx.rep.peak_index)
-    stacks, inverse = np.unique(blocks.stack, return_inverse=True)
-    inverse = inverse.ravel()
-    count = np.bincount(inverse, minlength=len(stacks))
-    total = np.bincount(inverse, weights=blocks.counted, minlength=len(stacks))
-    at_peak = np.bincount(inverse, weights=np.where(live, blocks.counted, 0),
-                          minlength=len(stacks))
-    by_site: dict[str, list[int]] = {}
-    for stack, c, t, p in zip(stacks.tolist(), count.tolist(), total.tolist(),
-                              at_peak.tolist()):
-        entry = by_site.setdefault(ctx.sites.site(stack), [0, 0, 0])
-        entry[0] += c
-        entry[1] += int(t)
-        entry[2] += int(p)
-    ranked = sorted(by_site.items(), key=lambda kv: -kv[1][1])[:TOP_SITES]
-    return [[site, c, t, p] for site, (c, t, p) in ranked]
-
-
-def device_payload(ctx: DeviceContext, findings: list[dict[str, Any]] | None = None
-                   ) -> dict[str, Any]:
-    rep = ctx.rep
-    stacks: set[int] = set()
-    payload = {
+    return {
         "device": ctx.device, "events": rep.n_events, "has_time": rep.trace.time_us is not None,
-        "peak": {"event": rep.peak_index, "bytes": rep.peak_bytes},
+        "peak": {"event": rep.peak_index, "bytes": rep.peak_bytes, "exact": rep.initial_known},
+        "initial": list(rep.initial), "final": list(rep.final),
+        "counted": rep.blocks.event_size_key,
+        "ooms": np.flatnonzero(rep.trace.action == OOM).tolist()[:100],
         "series": series_payload(ctx),
         "steps": ctx.steps.starts[:MAX_STEPS], "step_count": len(ctx.steps),
-        "step_source": ctx.steps.source,
-        "marks": ctx.marks,
-        "blocks": blocks_payload(ctx, stacks),
-        "pools": [pool_payload(ctx, e, stacks) for e in moments(ctx)],
-        "tables": tables_payload(ctx, findings or []),
+        "step_source": ctx.steps.source, "marks": ctx.marks,
+        "blocks_total": len(rep.blocks),
+        "space": {"starts": starts.astype(np.float64).tolist(),
+                  "offsets": offsets.astype(np.float64).tolist(),
+                  "total": float(offsets[-1] + ends[-1] - starts[-1]) if len(starts) else 0.0},
+        "columns": columns, "tables": tables, "stacks": stacks_payload(ctx),
+        "actions": list(ACTIONS), "events_other": events_payload(ctx),
     }
-    payload["stacks"] = {str(s): {"site": ctx.sites.site(s),
-                                  "frames": format_stack(ctx.snapshot.stacks[s], 30)}
-                         for s in sorted(stacks) if s >= 0}
-    return payload

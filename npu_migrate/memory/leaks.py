@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import math
 
+from typing import Any
+
 import numpy as np
 
 from npu_migrate.core.diagnostics import Severity, Table
 from npu_migrate.memory.context import MAX_FINDING_BLOCKS, Bytes, DeviceContext
+from npu_migrate.memory.model import FREE_REQ
+from npu_migrate.memory.replay import Blocks, Replay
 
 MIN_LEAK_STEPS = 2
 STEP_ROWS = 8  # steps printed at each end of a long run
@@ -31,6 +35,9 @@ SURVIVING_SHARE = 0.5  # the floor must rise by at least this share of the leake
 # what the other sites keep of what they allocate between the site's first and last leaked
 # block: a loop frees everything but the leak, a forward pass keeps activations at many lines
 RETAINED_SHARE = 0.25
+# share of the gaps between a site's never-freed blocks in which something is freed: a loop
+# frees its temporaries every iteration, loading a model frees nothing while it allocates
+LOOP_GAP_SHARE = 0.5
 
 
 def analyze_leaks(ctx: DeviceContext) -> None:
@@ -65,7 +72,7 @@ def _per_step(ctx: DeviceContext) -> None:
     held = never_freed(ctx) & (blocks.alloc >= starts[0])
     survivors = np.flatnonzero(held & (blocks.alloc < starts[-1]))
     step_of = steps.step_of(blocks.alloc[survivors])
-    per_site: dict[str, dict] = {}
+    per_site: dict[str, dict[str, Any]] = {}
     for row, step in zip(survivors.tolist(), step_of.tolist()):
         site = ctx.sites.site(int(blocks.stack[row]))
         entry = per_site.setdefault(site, {"steps": set(), "bytes": 0, "rows": []})
@@ -102,7 +109,7 @@ def _per_step(ctx: DeviceContext) -> None:
 def _step_table(ctx: DeviceContext, at_start: list[int]) -> None:
     rep, steps = ctx.rep, ctx.steps
     starts = steps.starts
-    rows = []
+    rows: list[list[Any]] = []
     shown = sorted(set(range(min(STEP_ROWS, len(starts))))
                    | set(range(max(len(starts) - STEP_ROWS, 0), len(starts))))
     for previous, j in zip([-1] + shown, shown):
@@ -130,7 +137,8 @@ def _monotone(ctx: DeviceContext) -> None:
         by_site.setdefault(ctx.sites.site(stack), []).append(row)
     # floor of allocated memory from each event to the end of the trace
     suffix_min = np.minimum.accumulate(rep.allocated[::-1])[::-1]
-    table_rows, leaks = [], []
+    table_rows: list[list[Any]] = []
+    leaks = []
     for site, site_rows in by_site.items():
         held = int(blocks.counted[site_rows].sum())
         verdict, rise = _judge(rep, blocks, site_rows, suffix_min, n)
@@ -155,7 +163,7 @@ def _monotone(ctx: DeviceContext) -> None:
                 bytes=held, blocks=site_rows[:MAX_FINDING_BLOCKS], curve=curve)
 
 
-def _judge(rep, blocks, site_rows: list[int], suffix_min: np.ndarray, n: int
+def _judge(rep: Replay, blocks: Blocks, site_rows: list[int], suffix_min: np.ndarray, n: int
            ) -> tuple[str, int]:
     """('leak' or why not, how much the allocated floor rose across the site's allocations)."""
     allocs = blocks.alloc[site_rows]
@@ -175,10 +183,21 @@ def _judge(rep, blocks, site_rows: list[int], suffix_min: np.ndarray, n: int
         return "growth does not survive", rise
     if _retained_share(blocks, site_rows, int(allocs[0]), int(allocs[-1])) > RETAINED_SHARE:
         return "kept like a forward pass", rise
+    if _gaps_with_frees(rep, allocs) < LOOP_GAP_SHARE:
+        return "nothing freed meanwhile (a load, not a loop)", rise
     return "leak", rise
 
 
-def _retained_share(blocks, site_rows: list[int], first: int, last: int) -> float:
+def _gaps_with_frees(rep: Replay, allocs: np.ndarray) -> float:
+    """Share of the gaps between consecutive allocations in which some block is freed."""
+    frees = np.flatnonzero(rep.trace.action == FREE_REQ)
+    if len(allocs) < 2:
+        return 0.0
+    inside = np.searchsorted(frees, allocs[1:]) - np.searchsorted(frees, allocs[:-1], "right")
+    return float((inside > 0).mean())
+
+
+def _retained_share(blocks: Blocks, site_rows: list[int], first: int, last: int) -> float:
     """Never-freed bytes over all bytes allocated in [first, last] by the other sites."""
     inside = (blocks.alloc >= first) & (blocks.alloc <= last)
     inside[site_rows] = False
@@ -187,7 +206,7 @@ def _retained_share(blocks, site_rows: list[int], first: int, last: int) -> floa
     return int(blocks.counted[kept].sum()) / total if total else 0.0
 
 
-def _curve(rep, blocks, site_rows: list[int], points: int = 16) -> list[list[int]]:
+def _curve(rep: Replay, blocks: Blocks, site_rows: list[int], points: int = 16) -> list[list[int]]:
     """[event, bytes held by the site's never-freed blocks] at up to `points` places."""
     allocs = blocks.alloc[site_rows]
     held = np.cumsum(blocks.counted[site_rows])

@@ -12,13 +12,15 @@ import gc
 import io
 import pickle
 import re
-from collections import defaultdict
+import reprlib
+from collections import Counter, defaultdict
 from operator import itemgetter, methodcaller
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from npu_migrate.memory.consistency import check_label
 from npu_migrate.memory.model import (
     ACTIVE,
     ALLOC,
@@ -114,23 +116,30 @@ def normalise(data: Any, path: str = "<memory>") -> Snapshot:
         raise SnapshotError(f"{path}: malformed snapshot: 'device_traces' is not a list of lists")
     check_size(path, data["segments"], traces_raw)
     interner = _StackInterner()
-    try:
-        segments = [_segment(seg, interner) for seg in data["segments"]]
-    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise SnapshotError(f"{path}: malformed snapshot: bad segment ({_why(exc)})") from None
+    segments = []
+    for index, raw in enumerate(data["segments"]):
+        try:
+            segments.append(_segment(raw, interner))
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise SnapshotError(f"{path}: malformed snapshot: bad segment {index} "
+                                f"({_why(exc)})") from None
     traces: dict[int, DeviceTrace] = {}
+    unknown: Counter[str] = Counter()
     for device, entries in enumerate(traces_raw):
         try:
-            traces[device] = _columns(device, entries, interner)
+            traces[device] = _columns(device, entries, interner, unknown)
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise SnapshotError(f"{path}: malformed snapshot: bad trace entry on device {device} "
                                 f"({_why(exc)})") from None
-    raw_annotations = data.get("external_annotations") or []
-    annotations = [a for a in (raw_annotations if isinstance(raw_annotations, list) else [])[
-        :MAX_EVENTS] if isinstance(a, dict)]
-    settings = data.get("allocator_settings") or {}
-    snapshot = Snapshot(path, producer, segments, traces, interner.table,
-                        settings if isinstance(settings, dict) else {}, annotations)
+    annotations = _annotations(path, data.get("external_annotations", []))
+    settings = data.get("allocator_settings", {})
+    if not isinstance(settings, dict):
+        raise SnapshotError(f"{path}: malformed snapshot: 'allocator_settings' is "
+                            f"{_described(settings)}, not a dict")
+    snapshot = Snapshot(path, producer, segments, traces, interner.table, settings, annotations)
+    if unknown:
+        snapshot.notes.append("actions this reader does not know, kept as 'other': "
+                              + ", ".join(sorted(a[:40] for a in unknown)[:10]))
     snapshot.category_names = list(interner.categories)
     _adapt_workspace(snapshot)
     has_time = any(t.time_us is not None for t in traces.values() if len(t))
@@ -138,6 +147,7 @@ def normalise(data: Any, path: str = "<memory>") -> Snapshot:
     if producer == "cuda" and (any(t.workspace_heads for t in traces.values()) or (
             has_events and not has_time and "allocator_settings" not in data)):
         snapshot.producer = "torch_npu"
+    check_label(snapshot)
     if not has_events:
         snapshot.notes.append("no trace recorded: only the dump-time state is known")
     elif not has_time:
@@ -145,7 +155,32 @@ def normalise(data: Any, path: str = "<memory>") -> Snapshot:
     return snapshot
 
 
-def check_size(path: str, segments: list, traces: list) -> None:
+ANNOTATION_FIELDS = {"name": str, "stage": str, "time_us": int, "device": int}
+
+
+def _annotations(path: str, raw: Any) -> list[dict[str, Any]]:
+    """record_function annotations: a list of dicts whose fields have their types."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise SnapshotError(f"{path}: malformed snapshot: 'external_annotations' is "
+                            f"{_described(raw)}, not a list")
+    for index, entry in enumerate(raw[:MAX_EVENTS]):
+        if not isinstance(entry, dict):
+            raise SnapshotError(f"{path}: malformed snapshot: external annotation {index} is "
+                                f"{_described(entry)}, not a dict")
+        for key, kind in ANNOTATION_FIELDS.items():
+            value = entry.get(key)
+            wrong_type = isinstance(value, bool) or not isinstance(value, kind)
+            if value is not None and (wrong_type or (
+                    isinstance(value, int) and not 0 <= value <= MAX_TIME)):
+                raise SnapshotError(f"{path}: malformed snapshot: external annotation {index}:"
+                                    f" field '{key}' is {_described(value)}, not "
+                                    f"{'a string' if kind is str else 'an integer in range'}")
+    return raw[:MAX_EVENTS]
+
+
+def check_size(path: str, segments: list[Any], traces: list[Any]) -> None:
     """Refuse inputs over the caps before touching their contents. A pickle's memo lets a few
     megabytes name the same list many times (128 devices x 1M events from a 4 MB file), so
     shared lists are refused too: a real dump never repeats a trace or a block list."""
@@ -159,8 +194,8 @@ def check_size(path: str, segments: list, traces: list) -> None:
     if events > MAX_EVENTS:
         raise SnapshotError(f"{path}: refused: {events} trace events is over the cap of "
                             f"{MAX_EVENTS}")
-    block_lists = [s.get("blocks") for s in segments if isinstance(s, dict)]
-    block_lists = [b for b in block_lists if isinstance(b, list) and b]
+    block_lists: list[list[Any]] = [s["blocks"] for s in segments if isinstance(s, dict)
+                                    and isinstance(s.get("blocks"), list) and s["blocks"]]
     if len({id(b) for b in block_lists}) < len(block_lists):
         raise SnapshotError(f"{path}: refused: the same block list appears in several segments "
                             "(a pickle whose memo references expand it)")
@@ -170,15 +205,13 @@ def check_size(path: str, segments: list, traces: list) -> None:
 
 
 def _checked(value: Any, what: str, limit: int) -> int:
-    """An int in [0, limit]; anything else (inf, nan, 2**80, negative, text) is malformed."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} is not a number: {type(value).__name__}")
-    if isinstance(value, float) and not value.is_integer():
-        raise ValueError(f"{what} is not an integer: {value!r}")
-    number = int(value)
-    if not 0 <= number <= limit:
+    """An int in [0, limit]; anything else (a float, inf, nan, 2**80, negative, the text
+    '512', True) is malformed."""
+    if type(value) is not int:
+        raise TypeError(f"{what} is {_described(value)}, not an integer")
+    if not 0 <= value <= limit:
         raise ValueError(f"{what} out of range: {value!r}")
-    return number
+    return value
 
 
 def _why(exc: Exception) -> str:
@@ -220,40 +253,55 @@ UNKNOWN_LINE = (1 << 64) - 1
 PROFILER_FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<name>.+)$")
 
 
-def _frame(raw: dict) -> tuple[str, str, int]:
+def _frame(raw: Any) -> tuple[str, str, int]:
     """(name, filename, line). Snapshots made from a profile (`_profile_to_snapshot`) write
     `filename 'none'` and put `path(line): function` into the name; split those."""
+    if not isinstance(raw, dict):
+        raise TypeError(f"a frame is {_described(raw)}, not a dict")
     name, filename = _text(raw.get("name", "?"), "frame name"), _text(
         raw.get("filename", "?"), "frame file")
     if filename == "none":
         match = PROFILER_FRAME.match(name)
         if match:
             return match["name"], match["file"], int(match["line"][:18])
-    line = raw.get("line", 0) or 0
-    if line == UNKNOWN_LINE:
+    line = raw.get("line", 0)
+    if line is None or line == UNKNOWN_LINE:
         line = 0
     return name, filename, _checked(line, "frame line", 1 << 31)
 
 
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"{what} is a {type(value).__name__}, not a string")
+        raise TypeError(f"{what} is {_described(value)}, not a string")
     return value[:MAX_TEXT]
 
 
-def _segment(raw: dict, interner: _StackInterner) -> Segment:
+def _segment(raw: Any, interner: _StackInterner) -> Segment:
+    if not isinstance(raw, dict):
+        raise TypeError(f"a segment is {_described(raw)}, not a dict")
     address = _checked(raw["address"], "segment address", MAX_ADDRESS)
     blocks, cursor = [], address
-    for block in raw.get("blocks", []):
+    raw_blocks = raw.get("blocks", [])
+    if not isinstance(raw_blocks, list):
+        raise TypeError(f"'blocks' is {_described(raw_blocks)}, not a list")
+    for block in raw_blocks:
+        if not isinstance(block, dict):
+            raise TypeError(f"a block is {_described(block)}, not a dict")
         frames = block.get("frames")
         requested = block.get("requested_size")
         if "history" in block:  # legacy block: the newest history record carries the stack
-            last = block["history"][-1] if block["history"] else {}
+            history = block["history"]
+            if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
+                raise TypeError(f"block 'history' is {_described(history)}, not a list of dicts")
+            last = history[-1] if history else {}
             frames = frames or last.get("frames")
             requested = requested if requested is not None else last.get("real_size")
         size = _checked(block["size"], "block size", MAX_SIZE)
         state = block.get("state", INACTIVE)
-        state = STATE_ALIASES.get(state, INACTIVE) if isinstance(state, str) else INACTIVE
+        if not isinstance(state, str) or state not in STATE_ALIASES:
+            raise ValueError(f"block state is {_described(state)}, not one of "
+                             f"{', '.join(sorted(STATE_ALIASES))}")
+        state = STATE_ALIASES[state]
         blocks.append({"address": _checked(block.get("address", cursor), "block address",
                                            MAX_ADDRESS), "size": size,
                        "requested_size": _checked(requested if requested is not None else size,
@@ -261,42 +309,81 @@ def _segment(raw: dict, interner: _StackInterner) -> Segment:
                        "state": state, "stack": interner.index(frames)})
         cursor += size
     pool = raw.get("segment_pool_id", (0, 0))
-    return Segment(_checked(raw.get("device", 0) or 0, "device", 1 << 16), address,
+    if not isinstance(pool, (list, tuple)) or len(pool) != 2:
+        raise TypeError(f"segment_pool_id is {_described(pool)}, not a pair of integers")
+    pool_id = tuple(_checked(p, "segment_pool_id", (1 << 64) - 1) for p in pool)
+    kind = raw.get("segment_type", "large")
+    if kind not in ("large", "small"):
+        raise ValueError(f"segment_type is {_described(kind)}, not 'large' or 'small'")
+    expandable = raw.get("is_expandable", False)
+    if type(expandable) is not bool:
+        raise TypeError(f"is_expandable is {_described(expandable)}, not a boolean")
+    return Segment(_checked(_or_zero(raw.get("device")), "device", 1 << 16), address,
                    _checked(raw["total_size"], "segment size", MAX_SIZE),
-                   _checked(raw.get("stream", 0) or 0, "stream", (1 << 64) - 1),
-                   str(raw.get("segment_type", "large"))[:16],
-                   tuple(pool) if isinstance(pool, (list, tuple)) else (0, 0),
-                   bool(raw.get("is_expandable", False)), blocks)
+                   _checked(_or_zero(raw.get("stream")), "stream", (1 << 64) - 1),
+                   kind, pool_id, expandable, blocks)
 
 
-def _column(entries: list, key: str) -> np.ndarray:
-    """One int64 column; the C-level itemgetter path first, a tolerant pass if keys are
-    missing or None (oom entries have no addr, some producers omit stream)."""
+def _or_zero(value: Any) -> Any:
+    return 0 if value is None else value
+
+
+def _column(entries: list[dict[str, Any]], key: str, optional: bool = False) -> np.ndarray:
+    """One int64 column. Every value must be an int (numpy would turn the string '512' into
+    512 silently); `optional` fields may be missing or None (oom entries have no addr, some
+    producers omit stream) and read as 0."""
     try:
-        column = np.fromiter(map(itemgetter(key), entries), np.int64, len(entries))
-    except (KeyError, TypeError):
-        column = np.fromiter((_number(e.get(key)) for e in entries), np.int64, len(entries))
+        values = list(map(itemgetter(key), entries))
+    except KeyError:
+        if not optional:
+            index = next(i for i, e in enumerate(entries) if key not in e)
+            raise ValueError(f"event {index}: field '{key}' is missing") from None
+        values = [e.get(key) for e in entries]
+    kinds = set(map(type, values))
+    if not kinds <= {int, type(None)} or (type(None) in kinds and not optional):
+        index, value = next((i, v) for i, v in enumerate(values) if type(v) is not int
+                            and not (optional and v is None))
+        raise TypeError(f"event {index}: field '{key}' is {_described(value)}, not an integer")
+    try:
+        return np.fromiter((0 if v is None else v for v in values) if type(None) in kinds
+                           else values, np.int64, len(values))
     except OverflowError:
-        raise ValueError(f"'{key}' out of range (over 64 bits or infinite)") from None
-    return column
+        raise ValueError(f"'{key}' out of range (over 64 bits)") from None
 
 
-def _number(value: Any) -> int:
+SHORT = reprlib.Repr()  # a value's text for a message: short, and safe on deep nesting
+SHORT.maxlevel, SHORT.maxstring, SHORT.maxother, SHORT.maxlist, SHORT.maxdict = 2, 40, 40, 4, 4
+
+
+def _described(value: Any) -> str:
+    """`a str ('512')`, `a float (inf)`, `None`: what a field holds, for an error message."""
     if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"not a number: {type(value).__name__}")
-    return value
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name} ({SHORT.repr(value)})"
 
 
-def _columns(device: int, entries: list, interner: _StackInterner) -> DeviceTrace:
+def _columns(device: int, entries: list[Any], interner: _StackInterner,
+             unknown: Counter[str]) -> DeviceTrace:
     n = len(entries)
+    bad = next((i for i, e in enumerate(entries) if not isinstance(e, dict)), None)
+    if bad is not None:
+        raise TypeError(f"event {bad} is {_described(entries[bad])}, not a dict")
+    names = _column_of_text(entries, "action")
+    unknown.update(a for a in set(names) if a not in CODE)
     codes = defaultdict(lambda: OTHER, CODE)
-    action = np.fromiter(map(codes.__getitem__, map(itemgetter("action"), entries)), np.int8, n)
-    addr, size, stream = (_column(entries, key) for key in ("addr", "size", "stream"))
+    action = np.fromiter(map(codes.__getitem__, names), np.int8, n)
+    oom = np.flatnonzero(action == OOM)
+    addr = _column(entries, "addr", optional=bool(len(oom)))
+    size = _column(entries, "size")
+    stream = _column(entries, "stream", optional=True)
     time_us = _column(entries, "time_us") if n and "time_us" in entries[0] else None
-    for i in np.flatnonzero(action == OOM):  # oom carries device_free where others carry addr
-        addr[i] = int(entries[i].get("device_free", 0))
+    for i in oom:  # oom carries device_free where others carry addr
+        free = entries[i].get("device_free", 0)
+        if type(free) is not int:
+            raise TypeError(f"event {i}: field 'device_free' is {_described(free)}, not an "
+                            "integer")
+        addr[i] = free
     _in_range(addr, "address", MAX_ADDRESS)
     _in_range(size, "size", MAX_SIZE)
     if time_us is not None:
@@ -304,11 +391,23 @@ def _columns(device: int, entries: list, interner: _StackInterner) -> DeviceTrac
     stack = _stack_column(entries, interner)
     trace = DeviceTrace(device, action, addr, size, stream, time_us, stack)
     if n and any("category" in e for e in entries[:64]):
-        codes = interner.categories
+        named = interner.categories
         trace.category = np.fromiter(
-            (codes.setdefault(str(c), len(codes)) if c else -1
+            (named.setdefault(str(c), len(named)) if c else -1
              for c in map(methodcaller("get", "category"), entries)), np.int16, n)
     return trace
+
+
+def _column_of_text(entries: list[dict[str, Any]], key: str) -> list[str]:
+    try:
+        values = list(map(itemgetter(key), entries))
+    except KeyError:
+        index = next(i for i, e in enumerate(entries) if key not in e)
+        raise ValueError(f"event {index}: field '{key}' is missing") from None
+    if set(map(type, values)) != {str} and values:
+        index, value = next((i, v) for i, v in enumerate(values) if type(v) is not str)
+        raise TypeError(f"event {index}: field '{key}' is {_described(value)}, not a string")
+    return values
 
 
 def _in_range(values: np.ndarray, what: str, limit: int) -> None:

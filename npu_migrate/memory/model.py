@@ -7,7 +7,7 @@ fit in tens of megabytes and every total is a vectorised cumulative sum.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -23,8 +23,21 @@ SEG_ALLOC, SEG_FREE = CODE["segment_alloc"], CODE["segment_free"]
 SEG_MAP, SEG_UNMAP = CODE["segment_map"], CODE["segment_unmap"]
 OOM, WORKSPACE = CODE["oom"], CODE["workspace_snapshot"]
 
+# msMemScope imports: the pseudo segment whose size follows the pool's `total` attribute; its
+# layout is unknown, so every live block outside a real segment counts as inside it
+PSEUDO_BASE = 1 << 60
+
 # Block states as emitted by the allocators; the docstring spelling is folded in by the loader.
 ACTIVE, PENDING, INACTIVE = "active_allocated", "active_pending_free", "inactive"
+
+
+class Access(NamedTuple):
+    """The accesses msMemScope recorded for one block, times in µs."""
+
+    first: int
+    last: int
+    max_gap: int
+    number: int
 
 
 @dataclass
@@ -36,7 +49,7 @@ class Segment:
     total_size: int
     stream: int
     segment_type: str
-    pool_id: tuple
+    pool_id: tuple[int, ...]
     is_expandable: bool
     blocks: list[dict[str, Any]]  # address, size, requested_size, state, stack (index)
 
@@ -56,6 +69,13 @@ class DeviceTrace:
     # producer-given category per event (profile-made snapshots): index into
     # Snapshot.category_names, -1 where absent; None when no event has one
     category: np.ndarray | None = None
+    # msMemScope only (None elsewhere): the operator open on the event's thread (index into
+    # Snapshot.operators, -1: none), the process and thread that made the event, and the
+    # producer's allocation id (-1: none)
+    operator: np.ndarray | None = None
+    process: np.ndarray | None = None
+    thread: np.ndarray | None = None
+    allocation_id: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.action)
@@ -73,10 +93,13 @@ class Snapshot:
     allocator_settings: dict[str, Any] = field(default_factory=dict)
     annotations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # where the file contradicts itself (MEM009), found while loading
+    inconsistencies: list[str] = field(default_factory=list)
     category_names: list[str] = field(default_factory=list)
-    # msMemScope only: per block (device, addr, alloc event) -> first access, last access and
-    # the longest gap between accesses, all in µs
-    accesses: dict[tuple[int, int, int], tuple[int, int, int]] = field(default_factory=dict)
+    operators: list[str] = field(default_factory=list)  # msMemScope ATEN/ATB operator names
+    # msMemScope only: per block (device, alloc event) -> first access, last access, the
+    # longest gap between accesses (all in µs) and the number of accesses
+    accesses: dict[tuple[int, int], Access] = field(default_factory=dict)
     # msMemScope only: (device, alloc event) -> owner label (e.g. PTA@model@weight)
     owners: dict[tuple[int, int], str] = field(default_factory=dict)
     # the framework that made the memory: allocator advice is given in its terms

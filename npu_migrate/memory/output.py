@@ -8,6 +8,7 @@ per table row and per finding, then a line counting findings by severity.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from npu_migrate.core.diagnostics import Diagnostic, Report, Table
 from npu_migrate.memory.context import Bytes
 
 SCHEMA_ID = "https://npu-migrate.dev/schemas/memory-report.schema.json"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SEVERITIES = ("error", "warning", "info")
 
 
@@ -52,7 +53,8 @@ def column_type(values: list[Any]) -> str:
 
 
 def table_json(table: Table) -> dict[str, Any]:
-    columns = list(zip(*table.rows)) if table.rows else [[] for _ in table.columns]
+    columns: list[Sequence[Any]] = (list(zip(*table.rows)) if table.rows
+                                    else [[] for _ in table.columns])
     types = [column_type(list(c)) for c in columns]
     rows = [[_cell(v, t) for v, t in zip(row, types)] for row in table.rows]
     return {"title": table.title,
@@ -85,16 +87,20 @@ def finding_json(finding: Diagnostic, details: dict[int, dict]) -> dict[str, Any
     return record
 
 
-def document(kind: str, report: Report, details: dict[int, dict] | None = None,
-             devices: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The JSON document of any memory command (`kind`: report, events, blocks, pool,
+def document(kind: str, report: Report, details: dict[int, dict[str, Any]] | None = None,
+             devices: list[dict[str, Any]] | None = None,
+             flames: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON document of any memory command (`kind`: report, events, blocks, pool, flame,
     compare)."""
-    return {"$schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, "kind": kind,
-            "title": report.title, "summary": plain(report.summary),
-            "counts": severity_counts(report.findings),
-            "devices": plain(devices or []),
-            "findings": [finding_json(f, details or {}) for f in report.findings],
-            "tables": [table_json(t) for t in report.tables]}
+    doc = {"$schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, "kind": kind,
+           "title": report.title, "summary": plain(report.summary),
+           "counts": severity_counts(report.findings),
+           "devices": plain(devices or []),
+           "findings": [finding_json(f, details or {}) for f in report.findings],
+           "tables": [table_json(t) for t in report.tables]}
+    if flames is not None:
+        doc["flames"] = plain(flames)
+    return doc
 
 
 def to_json_text(doc: dict[str, Any]) -> str:

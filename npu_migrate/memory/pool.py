@@ -7,10 +7,18 @@ live blocks come from the block table. Each query costs O(blocks + later segment
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from npu_migrate.memory.model import SEG_ALLOC, SEG_FREE, SEG_MAP, SEG_UNMAP, Snapshot
+from npu_migrate.memory.model import (
+    PSEUDO_BASE,
+    SEG_ALLOC,
+    SEG_FREE,
+    SEG_MAP,
+    SEG_UNMAP,
+    Snapshot,
+)
 from npu_migrate.memory.replay import Replay
 
 
@@ -33,6 +41,10 @@ class SegmentState:
 
 @dataclass
 class PoolState:
+    """Segments and their blocks after an event. `free` is the one definition of free memory
+    every view uses (this, the fragmentation finding, the HTML pool view): reserved bytes minus
+    the bytes of blocks in use or pending free, per segment."""
+
     event: int
     segments: list[SegmentState]
 
@@ -51,8 +63,9 @@ class PoolState:
 
 def pool_at(snapshot: Snapshot, rep: Replay, event: int) -> PoolState:
     """The pool after `event` (-1: before the first recorded event)."""
-    ranges = [[s.address, s.address + s.total_size, s.stream, s.is_expandable, s.pool_id]
-              for s in snapshot.segments if s.device == rep.device]
+    ranges: list[list[Any]] = [
+        [s.address, s.address + s.total_size, s.stream, s.is_expandable, s.pool_id]
+        for s in snapshot.segments if s.device == rep.device]
     trace = rep.trace
     act = trace.action
     later = np.flatnonzero(((act == SEG_ALLOC) | (act == SEG_FREE) | (act == SEG_MAP)
@@ -100,8 +113,12 @@ def _place_blocks(rep: Replay, event: int, ranges: list[list]) -> list[SegmentSt
     rows = rows[np.argsort(blocks.addr[rows], kind="stable")]
     addrs, sizes = blocks.addr[rows], blocks.size[rows]
     states = []
+    placed = np.zeros(len(rows), bool)
     for start, end, stream, expandable, pool in ranges:
+        if start == PSEUDO_BASE:
+            continue  # filled last, with the blocks no real segment holds
         lo, hi = np.searchsorted(addrs, start), np.searchsorted(addrs, end)
+        placed[lo:hi] = True
         seg = SegmentState(start, end - start, stream, expandable, pool, rows[lo:hi])
         inside_a, inside_s = addrs[lo:hi], sizes[lo:hi]
         seg.used = int(np.minimum(inside_s, end - inside_a).sum())
@@ -109,7 +126,14 @@ def _place_blocks(rep: Replay, event: int, ranges: list[list]) -> list[SegmentSt
         edges_end = np.concatenate([inside_a, [end]])
         gaps = edges_end - edges_start
         gaps = gaps[gaps > 0]
-        seg.gaps = int(len(gaps))
+        seg.gaps = len(gaps)
         seg.largest_gap = int(gaps.max()) if len(gaps) else 0
         states.append(seg)
-    return states
+    for start, end, stream, expandable, pool in ranges:
+        if start == PSEUDO_BASE:  # msMemScope pool totals: used is known, the layout is not
+            seg = SegmentState(start, end - start, stream, expandable, pool, rows[~placed])
+            seg.used = min(int(sizes[~placed].sum()), seg.size)
+            seg.gaps = int(seg.free > 0)
+            seg.largest_gap = seg.free
+            states.append(seg)
+    return sorted(states, key=lambda s: s.address)

@@ -163,8 +163,8 @@ def replay(snapshot: Snapshot, device: int) -> Replay:
             start, known = -min(lowest, 0), False
         series.append(running + start)
         initial.append(int(start))
-    return Replay(device, trace, series[0], series[1], series[2], tuple(initial), final, blocks,
-                  known)
+    return Replay(device, trace, series[0], series[1], series[2],
+                  (initial[0], initial[1], initial[2]), final, blocks, known)
 
 
 def initial_state_known(snapshot: Snapshot, device: int, n_events: int) -> bool:
@@ -266,7 +266,7 @@ def _match_final_state(snapshot: Snapshot, device: int, addr: np.ndarray, state:
     votes = {"requested_size": 0, "size": 0}
     open_rows = {int(a): i for i, a in zip(np.flatnonzero(state != STATE_FREED),
                                            addr[state != STATE_FREED])}
-    ghosts = []
+    ghosts: list[tuple[int, ...]] = []
     for seg in snapshot.segments:
         if seg.device != device:
             continue

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from npu_migrate.core.diagnostics import Report, Severity, Table
+from npu_migrate.core.diagnostics import Diagnostic, Report, Severity, Table
 from npu_migrate.memory.advice import advise
 from npu_migrate.memory.context import Bytes, DeviceContext
 from npu_migrate.memory.fragmentation import analyze_fragmentation, analyze_oom
@@ -13,27 +15,35 @@ from npu_migrate.memory.leaks import analyze_leaks
 from npu_migrate.memory.model import ALLOC, FREE_REQ, Snapshot
 from npu_migrate.memory.peak import analyze_peak
 from npu_migrate.memory.sites import SiteTable
-from npu_migrate.memory.waste import analyze_waste
+from npu_migrate.memory.consistency import analyze_consistency
+from npu_migrate.memory.flame import group_views, groups, top_stacks
+from npu_migrate.memory.waste import Thresholds, analyze_waste
 
 SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
+TOP_STACKS = 20  # allocation identities listed per device in JSON
+
+
 def build_contexts(snapshot: Snapshot, devices: list[int] | None = None,
-                   step_frame: str | None = None) -> list[DeviceContext]:
+                   step_frame: str | None = None, thresholds: Thresholds | None = None
+                   ) -> list[DeviceContext]:
     sites = SiteTable(snapshot.stacks)
     contexts = []
     for device in devices if devices is not None else snapshot.devices:
         ctx = DeviceContext.build(snapshot, device, sites, step_frame)
-        for analysis in (analyze_history, analyze_peak, analyze_leaks, analyze_fragmentation,
-                         analyze_oom, analyze_waste):
+        for analysis in (analyze_history, analyze_consistency, analyze_peak, analyze_leaks,
+                         analyze_fragmentation, analyze_oom):
             analysis(ctx)
+        analyze_waste(ctx, thresholds)
         contexts.append(ctx)
     return contexts
 
 
 def analyze(snapshot: Snapshot, devices: list[int] | None = None,
-            step_frame: str | None = None) -> tuple[Report, list[DeviceContext]]:
-    contexts = build_contexts(snapshot, devices, step_frame)
+            step_frame: str | None = None, thresholds: Thresholds | None = None
+            ) -> tuple[Report, list[DeviceContext]]:
+    contexts = build_contexts(snapshot, devices, step_frame, thresholds)
     report = Report(f"Memory snapshot analysis: {snapshot.path}")
     report.summary = {
         "file": snapshot.path,
@@ -50,6 +60,8 @@ def analyze(snapshot: Snapshot, devices: list[int] | None = None,
     for ctx in contexts:
         report.tables.extend(ctx.tables)
         report.findings.extend(ctx.findings)
+    report.findings += [Diagnostic("MEM009", text, snapshot.path, 0, 0, Severity.WARNING)
+                        for text in snapshot.inconsistencies]
     advice_findings, advice_table = advise(contexts, snapshot.path)
     report.findings.extend(advice_findings)
     if advice_table is not None:
@@ -88,8 +100,18 @@ def device_records(contexts: list[DeviceContext]) -> list[dict]:
             "initial": dict(zip(("allocated", "active", "reserved"), rep.initial)),
             "final": dict(zip(("allocated", "active", "reserved"), rep.final)),
             "leak_sites": ctx.facts.get("leak_sites", []),
+            "at_peak": at_moment(ctx, rep.peak_index),
         })
     return out
+
+
+def at_moment(ctx: DeviceContext, event: int) -> dict[str, Any]:
+    """What is allocated after `event`: the top allocation identities (stack + operator) with
+    their frames, and the totals by operator, thread and stream where the data has them."""
+    rows = np.flatnonzero(ctx.rep.blocks.allocated_at(event))
+    return {"event": event, "bytes": int(ctx.rep.blocks.counted[rows].sum()),
+            "blocks": len(rows), "top_stacks": top_stacks(ctx, rows, TOP_STACKS),
+            "by": {view: groups(ctx, rows, view)[:TOP_STACKS] for view in group_views(ctx)}}
 
 
 def stream_peaks(ctx: DeviceContext) -> list[tuple[int, int, int]]:

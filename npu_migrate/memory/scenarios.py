@@ -220,4 +220,91 @@ def starts_with_frees(blocks: int = 64, block_bytes: int = 8 * MiB) -> tuple[dic
     return cut, blocks * block_bytes
 
 
-__all__ = ["STREAM", "cases", "deep_model", "site", "starts_with_frees"]
+LOGITS_LINE = ("train_step", TRAIN, 42)  # logits = model(x)
+MASK_LINE = ("forward", MODEL, 30)  # mask = causal_mask(x), read by every layer
+
+
+def idle_run(layers: int = 16, steps: int = 6, *, stale_logits: bool = False,
+             mask: bool = False, prefetch: bool = False, optimizer_temps: bool = False,
+             with_time: bool = True, seq: int = 512, hidden: int = 1024) -> dict[str, Any]:
+    """A training loop whose blocks have the shapes MEM005 must tell apart: logits kept until
+    the next step's logits replace them (idle: the stale reference), and blocks that look long
+    lived but are in use: an attention mask every layer reads, the next batch prefetched one
+    step ahead, activations kept for the backward, per-parameter optimizer temporaries."""
+    events: list[dict] = []
+    clock = [1_760_000_000_000_000]
+    alloc = SimulatedAllocator(events, clock, with_time)
+    act_bytes, weight_bytes = seq * hidden * 4, hidden * hidden * 4
+    param_stack = _stack(("__init__", MODEL, 20), ("_apply", f"{TORCH}/nn/modules/module.py", 900))
+    for _ in range(layers):
+        alloc.alloc(weight_bytes, param_stack)
+    logits_stack = _stack(LOGITS_LINE, LINEAR, CALL)
+    batch_stack = _stack(("load_batch", TRAIN, 30), ("to", f"{TORCH}/_tensor.py", 1100))
+    logits = None
+    batch = alloc.alloc(act_bytes, batch_stack)
+    grads: list[int] = []
+    for _ in range(steps):
+        upcoming = alloc.alloc(act_bytes, batch_stack) if prefetch else None
+        masked = alloc.alloc(seq * seq * 4, _stack(MASK_LINE, CALL)) if mask else None
+        kept = []
+        for k in range(layers):
+            user = layer_line(k)
+            kept.append(alloc.alloc(act_bytes, _stack(user, LINEAR, CALL)))
+            tmp = alloc.alloc(2 * act_bytes, _stack(user, ("softmax", f"{TORCH}/nn/functional.py",
+                                                           2137), CALL))
+            alloc.free_block(tmp, _stack(user, CALL))
+        new_logits = alloc.alloc(8 * act_bytes, logits_stack)
+        if logits is not None and stale_logits:
+            alloc.free_block(logits, _stack(LOGITS_LINE))  # freed when `logits` is rebound
+        logits = new_logits
+        back = _stack(("train_step", TRAIN, 44), BACKWARD)
+        for k in reversed(range(layers)):
+            if len(grads) < layers:
+                grads.append(alloc.alloc(weight_bytes, back))
+            tmp = alloc.alloc(act_bytes, back)
+            alloc.free_block(kept[k], back)
+            alloc.free_block(tmp, back)
+        if masked is not None:
+            alloc.free_block(masked, back)
+        run = _stack(("train_step", TRAIN, 46), *ADAM_STEP)
+        previous = alloc.alloc(weight_bytes, run)
+        for _ in range(layers - 1 if optimizer_temps else 0):
+            tmp = alloc.alloc(weight_bytes, run)
+            alloc.free_block(previous, run)  # the previous parameter's temporary dies after
+            previous = tmp
+        alloc.free_block(previous, run)
+        if not stale_logits:
+            alloc.free_block(logits, _stack(("train_step", TRAIN, 48)))  # del logits
+            logits = None
+        if prefetch and upcoming is not None:
+            alloc.free_block(batch, _stack(("train_step", TRAIN, 49)))
+            batch = upcoming
+    snapshot: dict[str, Any] = {"segments": alloc.segments_dump(), "device_traces": [events]}
+    if with_time:
+        snapshot["allocator_settings"] = {"PYTORCH_CUDA_ALLOC_CONF": "",
+                                          "expandable_segments": False}
+    snapshot["_facts"] = {"idle_site": site(LOGITS_LINE) if stale_logits else None,
+                          "leak_site": None, "single_pass": False}
+    return snapshot
+
+
+def idle_cases() -> list[tuple[str, dict[str, Any]]]:
+    """(name, snapshot) for the inefficient-block review: which MEM005 must find, which not."""
+    return [
+        ("stale logits held into the next step", idle_run(stale_logits=True)),
+        ("stale logits, torch_npu shape (no time)", idle_run(stale_logits=True,
+                                                             with_time=False)),
+        ("stale logits next to a mask every layer reads", idle_run(stale_logits=True,
+                                                                   mask=True)),
+        ("stale logits larger than all activations (4 layers)", idle_run(
+            layers=4, steps=3, stale_logits=True)),
+        ("attention mask every layer reads", idle_run(mask=True)),
+        ("next batch prefetched one step ahead", idle_run(prefetch=True)),
+        ("per-parameter optimizer temporaries", idle_run(optimizer_temps=True)),
+        ("activations kept for the backward", idle_run()),
+        ("inference loop x = layer(x), activations dominate", deep_model(
+            8, 60, grad_mode=False, hidden=2048, seq=1024)),
+    ]
+
+
+__all__ = ["STREAM", "cases", "deep_model", "idle_cases", "site", "starts_with_frees"]

@@ -8,6 +8,9 @@ from functools import lru_cache
 from importlib import resources
 
 Frame = tuple[str, str, int]
+# pseudo frame files of msMemScope rows without a Python stack -> the word that names them
+PSEUDO_FILES = {"<operator>": "operator", "<owner>": "owner"}
+NO_STACK = "<no stack recorded>"
 
 
 @lru_cache(maxsize=1)
@@ -35,16 +38,25 @@ def site_of(stack: tuple[Frame, ...]) -> str:
     """The innermost user frame as `file.py:line (function)`; library frames are skipped, and
     a stack of library frames only gives its innermost Python frame."""
     if not stack:
-        return "<no stack recorded>"
+        return NO_STACK
     chosen = next((f for f in stack if not is_library(f)), None)
     if chosen is None:  # all library code: the innermost Python frame, else the innermost
         internals = _internals()  # C++ frame outside the allocator itself
         chosen = next((f for f in stack if f[1].endswith(".py")), None) or next(
             (f for f in stack if not internals.search(f[0])), stack[0])
     name, filename, line = chosen
-    if filename == "<owner>":  # msMemScope rows without a Python stack
-        return f"owner {name}"
+    if filename in PSEUDO_FILES:  # msMemScope rows without a Python stack
+        return f"{PSEUDO_FILES[filename]} {name}"
     return f"{filename.rsplit('/', 1)[-1]}:{line} ({name})"
+
+
+def frame_label(frame: Frame) -> str:
+    """One frame as `file:line function`, or `operator NAME` / `owner LABEL` for the pseudo
+    frames msMemScope rows get in place of a Python stack."""
+    name, filename, line = frame
+    if filename in PSEUDO_FILES:
+        return f"{PSEUDO_FILES[filename]} {name}"
+    return f"{filename}:{line} {name}"
 
 
 def category_of(stack: tuple[Frame, ...]) -> str:
@@ -59,7 +71,7 @@ def category_of(stack: tuple[Frame, ...]) -> str:
 def format_stack(stack: tuple[Frame, ...], limit: int = 40) -> list[str]:
     """Outermost first, as Python tracebacks read; C++ unwinder noise ('??' files) dropped."""
     frames = [f for f in stack if f[1] != "??"] or list(stack)
-    return [f"{filename}:{line} {name}" for name, filename, line in reversed(frames[:limit])]
+    return [frame_label(f) for f in reversed(frames[:limit])]
 
 
 class SiteTable:
@@ -73,7 +85,7 @@ class SiteTable:
 
     def site(self, stack: int) -> str:
         if stack not in self._site:
-            self._site[stack] = site_of(self.stacks[stack]) if stack >= 0 else "<no stack recorded>"
+            self._site[stack] = site_of(self.stacks[stack]) if stack >= 0 else NO_STACK
         return self._site[stack]
 
     def full(self, stack: int) -> str:

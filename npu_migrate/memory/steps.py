@@ -98,6 +98,8 @@ def find_steps(snapshot: Snapshot, rep: Replay, frame_pattern: str | None = None
 
 def _from_annotations(snapshot: Snapshot, rep: Replay) -> Steps | None:
     times = rep.trace.time_us
+    if times is None:
+        return None
     mstx = [a for a in snapshot.annotations if a.get("source") == "mstx"]
     if mstx:
         marks = sorted(int(a["time_us"]) for a in mstx

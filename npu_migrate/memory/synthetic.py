@@ -49,9 +49,9 @@ STACKS = {
 
 
 class _Block:
-    __slots__ = ("addr", "size", "state", "prev", "next", "seg")
+    __slots__ = ("addr", "next", "prev", "seg", "size", "state")
 
-    def __init__(self, addr: int, size: int, seg: "_Segment"):
+    def __init__(self, addr: int, size: int, seg: _Segment):
         self.addr, self.size, self.state, self.seg = addr, size, "inactive", seg
         self.prev: _Block | None = None
         self.next: _Block | None = None
@@ -147,7 +147,8 @@ class SimulatedAllocator:
     def segments_dump(self, device: int = 0) -> list[dict[str, Any]]:
         out = []
         for seg in self.segments:
-            blocks, block = [], seg.head
+            blocks: list[dict[str, Any]] = []
+            block = seg.head
             while block is not None:
                 live = block.state != "inactive"
                 blocks.append({"address": block.addr, "size": block.size,
@@ -165,18 +166,36 @@ class SimulatedAllocator:
         return out
 
 
+def layer_stacks(layer: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Activation and temporary stacks of one layer: torch frames, the block's own lines
+    (attention or MLP), the model's layer loop, the training step."""
+    model = "/home/user/model.py"
+    block = ("attention", model, 60 + 10 * (layer % 4)) if layer % 2 else ("mlp", model, 90)
+    outer = [("_call_impl", f"{TORCH}/nn/modules/module.py", 1750),
+             ("forward", model, 120 + layer), ("_call_impl", f"{TORCH}/nn/modules/module.py",
+                                               1750), ("train_step", TRAIN, 41)]
+    act = _frames(("linear", f"{TORCH}/nn/functional.py", 100),
+                  ("forward", f"{TORCH}/nn/modules/linear.py", 125), *[block], *outer)
+    tmp = _frames(("softmax", f"{TORCH}/nn/functional.py", 2137), *[block], *outer)
+    return act, tmp
+
+
 def training_snapshot(target_events: int = 20000, layers: int = 12, seed: int = 0, *,
                       leak: bool = True, with_time: bool = True, profiler_steps: bool = True,
                       seq_lengths: tuple[int, ...] = (100, 300, 700, 1500, 3000),
                       hidden: int = 1024, private_pool: bool = False,
-                      pending_at_end: bool = False, hold_output: bool = False) -> dict[str, Any]:
-    """A CUDA-style snapshot of a training loop with about `target_events` trace entries."""
+                      pending_at_end: bool = False, hold_output: bool = False,
+                      per_layer_stacks: bool = False) -> dict[str, Any]:
+    """A CUDA-style snapshot of a training loop with about `target_events` trace entries.
+    `per_layer_stacks` gives each layer's activations and temporaries their own call stacks
+    (a deep module path per layer), as a real model's do, for the flame graph's sake."""
     rng = random.Random(seed)
     events: list[dict] = []
     clock = [1_760_000_000_000_000]
     alloc = SimulatedAllocator(events, clock, with_time)
     annotations: list[dict] = []
-    params = [alloc.alloc(hidden * hidden * 4, STACKS["param"]) for _ in range(layers)]
+    for _ in range(layers):  # the parameters, held for the whole run
+        alloc.alloc(hidden * hidden * 4, STACKS["param"])
     grads: list[int] = []
     state: list[int] = []
     output = None
@@ -187,10 +206,12 @@ def training_snapshot(target_events: int = 20000, layers: int = 12, seed: int = 
                                 "time_us": clock[0] + 1})
         seq = rng.choice(seq_lengths)
         acts = []
-        for _ in range(layers):
-            acts.append(alloc.alloc(seq * hidden * 4, STACKS["act"]))
-            tmp = alloc.alloc(seq * hidden * 8, STACKS["tmp"])
-            alloc.free_block(tmp, STACKS["tmp"])
+        for layer in range(layers):
+            act_stack, tmp_stack = layer_stacks(layer) if per_layer_stacks else (
+                STACKS["act"], STACKS["tmp"])
+            acts.append(alloc.alloc(seq * hidden * 4, act_stack))
+            tmp = alloc.alloc(seq * hidden * 8, tmp_stack)
+            alloc.free_block(tmp, tmp_stack)
         if hold_output:  # `out = model(x)`: the previous out dies only when out is rebound
             previous, output = output, alloc.alloc(seq * hidden * 16, STACKS["output"])
             if previous is not None:
@@ -246,7 +267,7 @@ def as_torch_npu(snapshot: dict[str, Any], workspace: int = 0) -> dict[str, Any]
     segments = [dict(s) for s in snapshot["segments"]]
     if workspace:
         addr = 0x7E0000000000
-        head = [{"action": a, "addr": addr, "size": workspace, "stream": STREAM, "frames": []}
+        head: list[dict[str, Any]] = [{"action": a, "addr": addr, "size": workspace, "stream": STREAM, "frames": []}
                 for a in ("workspace_snapshot", "segment_alloc", "alloc")]
         traces[0] = head + traces[0]
         segments.append({"device": 0, "address": addr, "total_size": workspace,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -37,6 +38,9 @@ def parse_size(text: str | None) -> int | None:
 def event_range(ctx: DeviceContext, start: int | None, end: int | None,
                 since_s: float | None, until_s: float | None) -> tuple[int, int]:
     """[lo, hi) in event indices from event ids and/or seconds since the first event."""
+    for name, value in (("--since", since_s), ("--until", until_s)):
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"{name} {value}: give a number of seconds")
     n = ctx.rep.n_events
     lo, hi = max(start or 0, 0), n if end is None else min(end + 1, n)
     times = ctx.rep.trace.time_us

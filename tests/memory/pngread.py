@@ -26,7 +26,8 @@ def _sequential(line: np.ndarray, previous: np.ndarray, channels: int, kind: int
 
 def read_png(path) -> tuple[int, int, int, list[bytes]]:
     """(width, height, channels, rows of raw pixel bytes)."""
-    data = open(path, "rb").read()
+    with open(path, "rb") as handle:
+        data = handle.read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, idat, header = 8, b"", None
     while pos < len(data):

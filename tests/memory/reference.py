@@ -18,6 +18,8 @@ def load_raw(path):
 
 def final_live(raw, device):
     """addr -> requested size of blocks allocated at dump time (pending ones excluded)."""
+    if isinstance(raw, list):
+        raw = {"segments": raw}
     live, pending = {}, {}
     for seg in raw["segments"]:
         if seg.get("device", 0) != device:
@@ -36,7 +38,10 @@ def final_live(raw, device):
 
 def replay(raw, device):
     """Allocated bytes after every event, the live set at the peak and action counts."""
-    trace = raw["device_traces"][device]
+    if isinstance(raw, list):  # an old segments-only dump: a bare list of segments
+        raw = {"segments": raw, "device_traces": []}
+    traces = raw.get("device_traces", [])
+    trace = traces[device] if device < len(traces) else []
     live, _ = final_live(raw, device)
     # walk backwards from the dump-time state to the state before the first event
     start = dict(live)
@@ -87,3 +92,62 @@ def never_freed_by_site(raw, device, filename_part):
         size, count, first, last = sites.get(key, (0, 0, index, index))
         sites[key] = (size + entry["size"], count + 1, min(first, index), max(last, index))
     return sites
+
+
+def msmemscope_rows(path):
+    """The rows of an msMemScope export (CSV or the .db table), as dicts of strings."""
+    import csv
+    import sqlite3
+
+    if str(path).endswith(".db"):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            table = next(t for (t,) in conn.execute("SELECT name FROM sqlite_master")
+                         if t in ("memscope_dump", "leaks_dump"))
+            cursor = conn.execute(f'SELECT * FROM "{table}"')
+            names = [d[0] for d in cursor.description]
+            return [{k: "" if v is None else str(v) for k, v in zip(names, row)}
+                    for row in cursor]
+        finally:
+            conn.close()
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def replay_msmemscope(path):
+    """device -> (peak allocated, allocated at the end) from the pool MALLOC/FREE rows, replayed
+    in ID order with plain dicts: sizes by magnitude, the exit clean-up (after ACL_FINI or
+    marked shadow) not counted as frees, and what was held before the first row taken as the
+    least the trace allows (a free of an unknown block means it existed)."""
+    import re
+
+    size_re = re.compile(r'"?size"?\s*:\s*"?(-?\d+)')
+    rows = sorted(msmemscope_rows(path), key=lambda r: int(r["ID"]))
+    live, totals, series, finishing = {}, {}, {}, False
+    for row in rows:
+        event, kind = row["Event"].strip().upper(), row["Event Type"].strip().upper()
+        if event == "SYSTEM" and kind == "ACL_FINI":
+            finishing = True
+        device = row["Device Id"].strip()
+        if event not in ("MALLOC", "FREE") or not device.isdigit() or kind not in (
+                "PTA", "ATB", "MINDSPORE", "PTA_WORKSPACE"):
+            continue
+        attr = row["Attr"]
+        if event == "FREE" and (finishing or "shadow" in attr):
+            continue
+        device = int(device)
+        match = size_re.search(attr)
+        size = abs(int(match.group(1))) if match else 0
+        ptr = row["Ptr"].strip().lower()
+        held = live.setdefault(device, {})
+        if event == "MALLOC":
+            held[ptr] = size
+            totals[device] = totals.get(device, 0) + size
+        else:
+            totals[device] = totals.get(device, 0) - held.pop(ptr, size)
+        series.setdefault(device, []).append(totals[device])
+    out = {}
+    for device, values in series.items():
+        start = max(0, -min(values))
+        out[device] = (start + max(max(values), 0), start + values[-1])
+    return out

@@ -113,7 +113,7 @@ def test_compare(write_pickle):
     assert peaks[1] == ref_a and peaks[2] == ref_b and peaks[3] == ref_b - ref_a
     sites = data["tables"][1]["rows"]
     assert sites[0][1] in ("train.py:41 (train_step)", "train.py:44 (train_step)")
-    categories = {row[1]: row for row in data["tables"][2]["rows"]}
+    categories = {row[1]: row for row in data["tables"][3]["rows"]}
     assert categories["activation"][4] > 0 and categories["parameter"][4] == 0
 
 

@@ -96,7 +96,34 @@ def bad_pickles() -> list[tuple[str, bytes]]:
         "frames_not_list": snapshot(event={"frames": 5}),
         "frame_line_inf": snapshot(event={"frames": [
             {"name": "f", "filename": "a.py", "line": float("inf")}]}),
+        "annotations_not_list": snapshot(external_annotations=5),
+        "annotations_garbage": snapshot(external_annotations=[1, "x"]),
+        "annotation_time_text": snapshot(external_annotations=[
+            {"name": "ProfilerStep#1", "stage": "START", "time_us": "12"}]),
+        "unknown_state_type": snapshot({"blocks": [{"size": 512, "state": ["?"]}]}),
+        "unknown_state_name": snapshot({"blocks": [{"size": 512, "state": "allocated"}]}),
+        "allocator_settings_list": snapshot(allocator_settings=[1]),
+        "segment_type_number": snapshot({"segment_type": 7}),
+        "expandable_text": snapshot({"is_expandable": "yes"}),
+        "pool_id_text": snapshot({"segment_pool_id": "0,0"}),
     }
+    # typed fields: a number given as text is refused (numpy would read '512' as 512)
+    plain.update({
+        "event_size_text": snapshot(event={"size": "512"}),
+        "event_addr_text": snapshot(event={"addr": "4096"}),
+        "event_stream_text": snapshot(event={"stream": "0"}),
+        "event_time_text": snapshot(event={"time_us": "1"}),
+        "event_size_float": snapshot(event={"size": 512.0}),
+        "event_size_bool": snapshot(event={"size": True}),
+        "event_action_number": snapshot(event={"action": 5}),
+        "event_no_size": {"segments": [SEGMENT], "device_traces": [[
+            {k: v for k, v in EVENT.items() if k != "size"}]]},
+        "block_size_text": snapshot({"blocks": [{"size": "512", "state": "inactive"}]}),
+        "segment_size_text": snapshot({"total_size": "2097152"}),
+        "frame_line_text": snapshot(event={"frames": [
+            {"name": "f", "filename": "a.py", "line": "3"}]}),
+        "frame_not_dict": snapshot(event={"frames": ["a.py:3"]}),
+    })
     for name, data in plain.items():
         cases.append((name, pickle.dumps(data, protocol=4)))
     cases += [
@@ -117,11 +144,8 @@ def odd_but_valid() -> list[tuple[str, bytes]]:
         "stack_200000_frames": snapshot(event={"frames": frames}),
         "frame_name_10mb": snapshot(event={"frames": [
             {"name": "x" * 10_000_000, "filename": "a.py", "line": 1}]}),
-        "annotations_not_list": snapshot(external_annotations=5),
-        "annotations_garbage": snapshot(external_annotations=[1, "x", {"time_us": float("inf"),
-                                                                      "name": "ProfilerStep#1",
-                                                                      "stage": "START"}]),
-        "unknown_state": snapshot({"blocks": [{"size": 512, "state": ["?"]}]}),
+        "annotations_absent_fields": snapshot(external_annotations=[{"name": "x"}]),
+        "unknown_action": snapshot(event={"action": "prefetch"}),
         "no_traces": {"segments": [SEGMENT]},
         "legacy_list": [SEGMENT],
     }

@@ -1,10 +1,17 @@
-"""The HTML report in a real headless Chromium: loads offline with no script error, draws."""
+"""The HTML report in a real headless Chromium (driven over the DevTools protocol): it loads
+offline without a script error and draws; its tables sort, open rows with their stacks and
+follow the timeline; the flame graph, the pool view and the exact totals at any event agree
+with the command line and the independent oracle; keys, clicks and the overview brush work;
+it opens on the OOM device or the highest peak. Screenshots are written to the test's tmp
+folder (and to $MEMORY_SCREENSHOTS when set, for a person to look at)."""
 
 from __future__ import annotations
 
+import json
+import os
+import pickle
 import re
-import shutil
-import subprocess
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -12,101 +19,61 @@ from click.testing import CliRunner
 from npu_migrate.commands.memory import command
 from npu_migrate.memory.synthetic import training_snapshot
 
+from .browser import CHROMIUM, Browser
 from .conftest import REAL_FILES
+from .msmemscope_example import FIXTURES
 from .pngread import colours
+from .reference import load_raw
+from .reference import replay as reference_replay
 
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
-                 if shutil.which(n)), None)
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH "
-                                    "(apt-get install -y chromium)")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH "
+                                "(apt-get install -y chromium)")
 
 
-def chromium(tmp_path, *args):
-    profile = tmp_path / "profile"
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--no-first-run", f"--user-data-dir={profile}", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+def run(*args):
+    result = CliRunner().invoke(command, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def shot(page, tmp_path, name):
+    path = page.screenshot(tmp_path / f"{name}.png")
+    folder = os.environ.get("MEMORY_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / path.name).write_bytes(path.read_bytes())
+    return path
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    """One HTML report of a 40,000-event synthetic run, shared by the tests below."""
-    import pickle
+def browser():
+    with Browser() as chromium:
+        yield chromium
 
+
+def opened(browser, path, fragment=""):
+    page = browser.open(Path(path).as_uri() + (f"#{fragment}" if fragment else ""))
+    attrs = page.attrs()
+    assert attrs.get("render") == "ok" and "error" not in attrs, attrs
+    return page
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """A 40,000-event synthetic run: its pickle and HTML page."""
     folder = tmp_path_factory.mktemp("html")
     data = training_snapshot(target_events=40000, layers=8)
     data.pop("_facts")
     snapshot = folder / "snap.pickle"
     snapshot.write_bytes(pickle.dumps(data, protocol=5))
-    out = folder / "report.html"
-    result = CliRunner().invoke(command, ["report", str(snapshot), "--html", str(out),
-                                          "--format", "json"])
-    assert result.exit_code == 0, result.output
-    return out
+    page = folder / "report.html"
+    run("report", snapshot, "--html", page, "--format", "json")
+    return snapshot, page
 
-
-def test_page_is_self_contained(page):
-    text = page.read_text()
-    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", text)
-    assert "cdn" not in text.lower() and "http://" not in text and "https://" not in text
-    assert text.count("<script") == 2  # the data block and our own code
-
-
-@needs_chromium
-def test_loads_without_script_errors_and_draws(page, tmp_path):
-    dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
-    body = re.search(r"<body[^>]*>", dom).group(0)
-    assert 'data-render="ok"' in body and "data-error" not in body
-    assert int(re.search(r'data-drawn="(\d+)"', body).group(1)) > 100
-    shot = tmp_path / "shot.png"
-    chromium(tmp_path, f"--screenshot={shot}", "--window-size=1000,900", page.as_uri())
-    seen = colours(shot)
-    assert len(seen) > 50, "the screenshot looks blank"
-    blue = sum(n for (r, g, b), n in seen.items() if abs(r - 40) < 30 and abs(g - 100) < 30
-               and b > 180)
-    assert blue > 200, "no allocated-memory curve (blue) on the timeline"
-
-
-@needs_chromium
-@pytest.mark.skipif(not REAL_FILES, reason="real snapshots absent (../shared)")
-def test_real_multi_device_file_opens_on_its_oom(tmp_path):
-    path = next((p for p in REAL_FILES if "multi_gpu" in p.name), None)
-    if path is None:
-        pytest.skip("multi_gpu_expandable_oom.pickle absent")
-    page = tmp_path / "real.html"
-    result = CliRunner().invoke(command, ["report", str(path), "--html", str(page),
-                                          "--format", "json"])
-    assert result.exit_code == 0, result.output
-    # a link to the OOM event opens device 1 zoomed on it
-    dom = chromium(tmp_path, "--dump-dom", page.as_uri() + "#device=1&event=421").stdout
-    body = re.search(r"<body[^>]*>", dom).group(0)
-    assert 'data-render="ok"' in body and "data-error" not in body
-    low, high = map(int, re.search(r'id="range">events (\d+)-(\d+) of 596<', dom).groups())
-    assert low < 421 < high and high - low < 596
-    assert 'id="moment-label">event 421 ' in dom
-    findings = re.search(r'<ol id="findings">(.*?)</ol>', dom, re.DOTALL).group(1)
-    assert "MEM003 device 1" in findings and "device 2" not in findings
-
-
-@needs_chromium
-def test_the_error_marker_catches_script_errors(page, tmp_path):
-    """The harness itself: a page whose script throws must show data-error."""
-    broken = tmp_path / "broken.html"
-    broken.write_text(page.read_text().replace("</body>", "<script>null.x = 1;</script></body>"))
-    body = re.search(r"<body[^>]*>", chromium(tmp_path, "--dump-dom", broken.as_uri()).stdout)
-    assert "data-error=" in body.group(0)
-
-
-# ---- tables: Block view, Event view, top sites, leaked blocks; search, filters, findings,
-# ---- keyboard (driven through the page's #hash parameters, then read back from the DOM)
 
 @pytest.fixture(scope="module")
 def leak_page(tmp_path_factory):
-    """A 10-step run with a leak at train.py:48: its HTML page and its JSON report."""
-    import json
-    import pickle
-
+    """A 10-step run with a leak at train.py:48: its HTML page, JSON report and blocks."""
     from npu_migrate.memory.scenarios import deep_model
 
     folder = tmp_path_factory.mktemp("tables")
@@ -114,105 +81,287 @@ def leak_page(tmp_path_factory):
     data.pop("_facts")
     snapshot = folder / "loop.pickle"
     snapshot.write_bytes(pickle.dumps(data))
-    out = folder / "report.html"
-    result = CliRunner().invoke(command, ["report", str(snapshot), "--html", str(out),
-                                          "--format", "json"])
-    assert result.exit_code == 0, result.output
-    blocks = CliRunner().invoke(command, ["blocks", str(snapshot), "--format", "json",
-                                          "--limit", "100000"])
-    return out, json.loads(result.output), json.loads(blocks.output)
+    page = folder / "report.html"
+    report = json.loads(run("report", snapshot, "--html", page, "--format", "json"))
+    blocks = json.loads(run("blocks", snapshot, "--format", "json", "--limit", "100000"))
+    return page, report, blocks, snapshot
 
 
-def body_of(tmp_path, page, fragment):
-    dom = chromium(tmp_path, "--dump-dom", page.as_uri() + "#" + fragment).stdout
-    body = re.search(r"<body[^>]*>", dom).group(0)
-    assert 'data-render="ok"' in body and "data-error" not in body, body
-    attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body))
-    return attrs, dom
+def test_page_is_self_contained(synthetic):
+    text = synthetic[1].read_text()
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", text)
+    assert "cdn" not in text.lower() and "http://" not in text and "https://" not in text
+    assert text.count("<script") == 2  # the data block and our own code
 
 
-@needs_chromium
-def test_block_view_lists_blocks_with_mindstudio_columns(leak_page, tmp_path):
-    page, _, _ = leak_page
-    attrs, dom = body_of(tmp_path, page, "tab=blocks")
-    assert attrs["table"] == "blocks" and int(attrs["table-rows"]) > 0
-    head = re.search(r"<thead>(.*?)</thead>", dom, re.DOTALL).group(1)
-    for column in ("id", "requested size", "size", "address", "state", "alloc event",
-                   "free event", "site"):
-        assert f"<th>{column}</th>" in head
+def test_loads_without_script_errors_and_draws(browser, synthetic, tmp_path):
+    page = opened(browser, synthetic[1])
+    attrs = page.attrs()
+    assert int(attrs["drawn"]) > 100 and int(attrs["tableMatches"]) > 1000
+    seen = colours(shot(page, tmp_path, "synthetic"))
+    assert len(seen) > 50, "the screenshot looks blank"
+    blue = sum(n for (r, g, b), n in seen.items() if abs(r - 40) < 30 and abs(g - 100) < 30
+               and b > 180)
+    assert blue > 200, "no allocated-memory curve (blue) on the timeline"
 
 
-@needs_chromium
-def test_search_by_address_and_site(leak_page, tmp_path):
-    page, _, blocks = leak_page
+def test_the_error_marker_catches_script_errors(browser, synthetic, tmp_path):
+    """The harness itself: a page whose script throws must show data-error."""
+    broken = tmp_path / "broken.html"
+    broken.write_text(synthetic[1].read_text().replace("</body>",
+                                                       "<script>null.x = 1;</script></body>"))
+    page = browser.open(broken.as_uri())
+    assert "error" in page.attrs()
+
+
+# ---- exact numbers at any event: totals, flame graph, pool view ---------------------------
+
+def test_totals_flame_and_pool_at_any_event_match_the_oracle(browser, synthetic):
+    snapshot, path = synthetic
+    ref = reference_replay(load_raw(snapshot), 0)
+    page = opened(browser, path)
+    attrs = page.attrs()
+    assert int(attrs["event"]) == ref["peak_index"]
+    assert int(attrs["flameTotal"]) == ref["peak"]
+    for event in (0, 1234, 20000, ref["peak_index"] - 7, len(ref["allocated"]) - 1):
+        assert page.eval(f"window.memoryReport.allocatedAt({event})") == ref["allocated"][event]
+        page.eval(f"window.memoryReport.setEvent({event})")
+        page.wait_for(f"document.body.dataset.poolEvent === '{event}'")
+        flame_total = int(page.attrs()["flameTotal"])
+        assert flame_total == ref["allocated"][event]
+        pool = json.loads(run("pool", snapshot, "--event", event, "--format", "json"))
+        summary = pool["summary"]
+        got = page.attrs()
+        assert int(got["poolReserved"]) == summary["device 0 reserved"]
+        assert int(got["poolFree"]) == summary["device 0 free"]
+        assert int(got["poolLargest"]) == summary["device 0 largest free block"]
+
+
+def test_arrow_keys_step_the_current_event(browser, synthetic):
+    snapshot, path = synthetic
+    ref = reference_replay(load_raw(snapshot), 0)
+    page = opened(browser, path)
+    peak = ref["peak_index"]
+    for _ in range(3):
+        page.key("ArrowLeft")
+    page.wait_for(f"document.body.dataset.poolEvent === '{peak - 3}'")
+    assert int(page.attrs()["flameTotal"]) == ref["allocated"][peak - 3]
+    page.key("ArrowRight")
+    page.wait_for(f"document.body.dataset.event === '{peak - 2}'")
+    page.key("ArrowLeft", shift=True)  # 1% of the events
+    step = round(len(ref["allocated"]) / 100)
+    page.wait_for(f"document.body.dataset.poolEvent === '{peak - 2 - step}'")
+    assert int(page.attrs()["flameTotal"]) == ref["allocated"][peak - 2 - step]
+
+
+def test_overview_brush_selects_a_range(browser, synthetic):
+    page = opened(browser, synthetic[1])
+    before = page.eval("document.getElementById('range').textContent")
+    page.drag("#overview", 0.3, 0.45)
+    after = page.eval("document.getElementById('range').textContent")
+    low, high, total = map(int, re.search(r"events (\d+)-(\d+) of (\d+)", after).groups())
+    assert before != after and 0.15 * total < low < high < 0.5 * total
+    assert high - low < 0.3 * total
+
+
+def test_flame_views_and_zoom(browser, synthetic, tmp_path):
+    page = opened(browser, synthetic[1])
+    tree = json.loads(run("flame", synthetic[0], "--format", "json"))["flames"][0]["tree"]
+    assert page.attrs()["flameTop"] == tree["children"][0]["name"]
+    page.eval("var s=document.getElementById('flame-view'); s.value='stream';"
+              "s.dispatchEvent(new Event('change'))")
+    assert page.attrs()["flameTop"] == "stream 0x5a5a0000"
+    page.eval("var s=document.getElementById('flame-view'); s.value='frame';"
+              "s.dispatchEvent(new Event('change'))")
+    height = page.eval("document.getElementById('flame').clientHeight")
+    page.click("#flame", 0.2, 24 / height)  # the first row under the root: the widest frame
+    label = page.eval("document.getElementById('flame-label').textContent")
+    assert "zoomed into" in label
+    shot(page, tmp_path, "flame_zoomed")
+    page.click("#flame", 0.5, 8 / height)  # the top bar zooms back out
+    assert "zoomed into" not in page.eval("document.getElementById('flame-label').textContent")
+
+
+# ---- tables -----------------------------------------------------------------------------
+
+def headers(page):
+    return page.eval("Array.from(document.querySelectorAll('#table thead th'))"
+                     ".map(th => th.textContent)")
+
+
+def listed(page, column):
+    index = headers(page).index(column)
+    return page.eval(f"Array.from(document.querySelectorAll('#table tbody tr'))"
+                     f".map(tr => tr.children[{index}].textContent)")
+
+
+def test_block_view_columns(browser, leak_page):
+    page = opened(browser, leak_page[0], "tab=blocks")
+    for column in ("id", "size", "requested", "address", "state", "alloc event", "free event",
+                   "lifetime (events)", "stream", "flags", "site"):
+        assert column in headers(page)
+
+
+def test_sorting_by_clicking_headers(browser, leak_page):
+    page_path, _, blocks, _ = leak_page
+    page = opened(browser, page_path)
+    table = blocks["tables"][0]
+    names = [c["name"] for c in table["columns"]]
+    rows = [(r[names.index("size")], r[0]) for r in table["rows"]]
+    head = headers(page).index("size") + 1
+    page.click(f"#table thead th:nth-child({head})")
+    assert page.attrs()["sort"] == "size:desc"
+    ids = [int(v) for v in listed(page, "id")]
+    assert ids == [i for _, i in sorted(rows, key=lambda r: (-r[0], r[1]))][:len(ids)]
+    page.click(f"#table thead th:nth-child({head})")
+    assert page.attrs()["sort"] == "size:asc"
+    ids = [int(v) for v in listed(page, "id")]
+    assert ids == [i for _, i in sorted(rows)][:len(ids)]
+
+
+def test_opened_rows_show_their_stack(browser, leak_page):
+    page = opened(browser, leak_page[0], "search=train.py:48")
+    page.click("#table tbody tr:nth-child(1)")
+    details = page.eval("document.getElementById('details').textContent")
+    assert "call stack, outermost first:" in details and "train.py:48 train_step" in details
+    assert page.attrs()["detailsStack"] == "yes"
+    page = opened(browser, leak_page[0], "tab=events&search=train.py:48")
+    page.click("#table tbody tr:nth-child(1)")
+    details = page.eval("document.getElementById('details').textContent")
+    assert details.startswith("event ") and "train.py:48 train_step" in details
+
+
+def test_search_by_address_and_site(browser, leak_page):
+    _, _, blocks, _ = leak_page
     rows = blocks["tables"][0]["rows"]
     columns = [c["name"] for c in blocks["tables"][0]["columns"]]
     leak_rows = [r for r in rows if r[columns.index("call_stack")] == "train.py:48 (train_step)"]
     address = leak_rows[0][columns.index("address")]
-    attrs, dom = body_of(tmp_path, page, f"search={address}")
-    assert attrs["table-first"] == str(leak_rows[0][0])
-    assert address in re.search(r"<tbody>(.*?)</tbody>", dom, re.DOTALL).group(1)
-    attrs, dom = body_of(tmp_path, page, "search=train.py:48")
-    assert int(attrs["table-matches"]) == len(leak_rows)
+    page = opened(browser, leak_page[0], f"search={address}")
+    assert page.attrs()["tableFirst"] == str(leak_rows[0][0])
+    page = opened(browser, leak_page[0], "search=train.py:48")
+    assert int(page.attrs()["tableMatches"]) == len(leak_rows)
 
 
-@needs_chromium
-def test_filters_by_size_and_state(leak_page, tmp_path):
-    page, _, _ = leak_page
-    everything, _ = body_of(tmp_path, page, "state=")
-    big, _ = body_of(tmp_path, page, "min=1G")
-    assert int(big["table-matches"]) == 0 < int(everything["table-matches"])
-    _, dom = body_of(tmp_path, page, "state=0")
-    body = re.search(r"<tbody>(.*?)</tbody>", dom, re.DOTALL).group(1)
-    assert "freed" not in body and "active_allocated" in body
+def test_filters_by_size_and_state(browser, leak_page):
+    everything = opened(browser, leak_page[0], "state=").attrs()
+    big = opened(browser, leak_page[0], "min=1G").attrs()
+    assert int(big["tableMatches"]) == 0 < int(everything["tableMatches"])
+    page = opened(browser, leak_page[0], "state=0")
+    assert set(listed(page, "state")) == {"active_allocated"}
 
 
-@needs_chromium
-def test_table_follows_the_timeline_selection(leak_page, tmp_path):
-    page, _, _ = leak_page
-    whole, _ = body_of(tmp_path, page, "tab=events")
-    zoomed, _ = body_of(tmp_path, page, "tab=events&event=300")
-    assert 0 < int(zoomed["table-matches"]) < int(whole["table-matches"])
+def test_table_follows_the_timeline_selection(browser, leak_page):
+    whole = opened(browser, leak_page[0], "tab=events").attrs()
+    zoomed = opened(browser, leak_page[0], "tab=events&event=300").attrs()
+    assert 0 < int(zoomed["tableMatches"]) < int(whole["tableMatches"])
 
 
-@needs_chromium
-def test_clicking_a_finding_highlights_its_blocks(leak_page, tmp_path):
-    page, report, _ = leak_page
+def test_clicking_a_finding_highlights_its_blocks(browser, leak_page):
+    page_path, report, _, _ = leak_page
     device_findings = [f for f in report["findings"] if f["device"] in (0, None)]
     index = next(i for i, f in enumerate(device_findings) if f["code"] == "MEM001")
     leak = device_findings[index]
-    attrs, dom = body_of(tmp_path, page, f"finding={index}")
-    assert int(attrs["highlighted"]) == len(leak["blocks"]) == int(attrs["table-matches"])
-    assert dom.count('class="hl') == len(leak["blocks"])
-    leaked, _ = body_of(tmp_path, page, "tab=leaked")
-    assert int(leaked["table-matches"]) == len(leak["blocks"])
+    page = opened(browser, page_path, f"finding={index}")
+    attrs = page.attrs()
+    assert int(attrs["highlighted"]) == len(leak["blocks"]) == int(attrs["tableMatches"])
+    leaked = opened(browser, page_path, "tab=leaked").attrs()
+    assert int(leaked["tableMatches"]) == len(leak["blocks"])
 
 
-@needs_chromium
-def test_keyboard_navigation(leak_page, tmp_path):
-    page, _, _ = leak_page
-    first, _ = body_of(tmp_path, page, "keys=j")
-    second, _ = body_of(tmp_path, page, "keys=jjjk")  # down three, up one
-    third, _ = body_of(tmp_path, page, "keys=jjj")
-    assert first["selected-row"] != second["selected-row"] != third["selected-row"]
-    events, _ = body_of(tmp_path, page, "keys=2")
-    sites, dom = body_of(tmp_path, page, "keys=3")
-    assert events["table"] == "events" and sites["table"] == "sites"
-    assert "train.py:48 (train_step)" in dom
-    nxt, _ = body_of(tmp_path, page, "keys=n")
-    assert int(nxt["highlighted"]) > 0
+def test_keyboard_navigation(browser, leak_page):
+    page = opened(browser, leak_page[0])
+    page.key("j")
+    first = page.attrs()["selectedRow"]
+    for key in "jjjk":
+        page.key(key)
+    assert page.attrs()["selectedRow"] != first
+    page.key("2")
+    assert page.attrs()["table"] == "events"
+    page.key("3")
+    assert page.attrs()["table"] == "sites"
+    assert "train.py:48 (train_step)" in page.eval("document.querySelector('#table').textContent")
+    page.key("n")
+    assert int(page.attrs()["highlighted"]) > 0
 
 
-@needs_chromium
-def test_msmemscope_block_view_has_owner_and_accesses(tmp_path):
-    from .test_leak_evidence import msmemscope_rows
-    from .test_msmemscope import write_csv
+# ---- opening device, real files, msMemScope -------------------------------------------------
 
-    source = write_csv(tmp_path / "memscope_dump_1.csv", msmemscope_rows())
-    page = tmp_path / "msm.html"
-    result = CliRunner().invoke(command, ["report", str(source), "--html", str(page)])
-    assert result.exit_code == 0, result.output
-    attrs, dom = body_of(tmp_path, page, "search=history")
-    head = re.search(r"<thead>(.*?)</thead>", dom, re.DOTALL).group(1)
-    assert "<th>owner</th>" in head and "<th>first access (us)</th>" in head
-    assert int(attrs["table-matches"]) == 6  # the six never-freed PTA@user@history blocks
+def real(name):
+    path = next((p for p in REAL_FILES if p.name == name), None)
+    if path is None:
+        pytest.skip(f"{name} absent (../shared)")
+    return path
+
+
+def test_real_multi_device_file_opens_on_its_oom(browser, tmp_path):
+    path = real("multi_gpu_expandable_oom.pickle")
+    html = tmp_path / "real.html"
+    run("report", path, "--html", html, "--format", "json")
+    page = opened(browser, html)  # no #device: the OOM's device is chosen
+    attrs = page.attrs()
+    assert attrs["device"] == "1" and attrs["event"] == "421" and attrs["poolEvent"] == "421"
+    pool = json.loads(run("pool", path, "--event", 421, "--device", 1, "--format", "json"))
+    assert int(attrs["poolFree"]) == pool["summary"]["device 1 free"]
+    findings = page.eval("document.getElementById('findings').textContent")
+    assert "MEM003 device 1" in findings and "device 2" not in findings
+    shot(page, tmp_path, "real_oom")
+
+
+def test_without_an_oom_the_page_opens_on_the_highest_peak(browser, tmp_path):
+    path = real("snapshot_with_multi_devices.pkl")
+    html = tmp_path / "multi.html"
+    doc = json.loads(run("report", path, "--html", html, "--format", "json"))
+    highest = max(doc["devices"], key=lambda d: d["peak"]["bytes"])["device"]
+    assert opened(browser, html).attrs()["device"] == str(highest)
+
+
+def test_msmemscope_page_has_threads_accesses_and_thresholds(browser, tmp_path):
+    from .test_msmemscope import rows, write_csv
+
+    source = write_csv(tmp_path / "memscope_dump_1.csv", rows())
+    html = tmp_path / "msm.html"
+    run("report", source, "--html", html)
+    page = opened(browser, html)
+    for column in ("allocation id", "process/thread", "first access (us)", "last access (us)",
+                   "max access interval (us)", "accesses", "flags", "operator", "owner"):
+        assert column in headers(page)
+    flagged = int(page.attrs()["inefficient"])
+    assert flagged >= 2
+    page.eval("var i=document.getElementById('lazy'); i.value='99%';"
+              "i.dispatchEvent(new Event('change'));"
+              "var d=document.getElementById('delayed'); d.value='99%';"
+              "d.dispatchEvent(new Event('change'))")
+    assert int(page.attrs()["inefficient"]) < flagged
+    page.key("5")
+    assert page.attrs()["table"] == "inefficient"
+    assert int(page.attrs()["tableMatches"]) == int(page.attrs()["inefficient"])
+
+
+def test_msmemscope_leak_example_page(browser, tmp_path):
+    html = tmp_path / "leaks.html"
+    run("report", FIXTURES / "leaks.csv", "--html", html)
+    page = opened(browser, html, "search=_to_copy")
+    assert int(page.attrs()["tableMatches"]) == 2
+    assert set(listed(page, "operator")) == {"aten._to_copy.default"}
+    assert set(listed(page, "process/thread")) == {"3290097/3290097"}
+    page.click("#table tbody tr:nth-child(1)")
+    details = page.eval("document.getElementById('details').textContent")
+    assert "operator aten._to_copy.default" in details and "allocation id" in details
+    shot(page, tmp_path, "msmemscope_leak")
+
+
+def test_fragmentation_finding_and_pool_view_count_free_memory_alike(browser, synthetic):
+    from npu_migrate.memory.context import fmt_bytes
+
+    snapshot, path = synthetic
+    doc = json.loads(run(snapshot, "--format", "json"))
+    device_findings = [f for f in doc["findings"] if f["device"] in (0, None)]
+    index = next(i for i, f in enumerate(device_findings) if f["code"] == "MEM002")
+    finding = device_findings[index]
+    pool = json.loads(run("pool", snapshot, "--event", finding["event"], "--format", "json"))
+    free = pool["summary"]["device 0 free"]
+    assert f"of {fmt_bytes(free)} free in the pool" in finding["message"]
+    page = opened(browser, path, f"finding={index}")
+    page.wait_for(f"document.body.dataset.poolEvent === '{finding['event']}'")
+    assert int(page.attrs()["poolFree"]) == free

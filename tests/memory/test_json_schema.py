@@ -57,6 +57,7 @@ SUBCOMMANDS = {
     "events": lambda p: ["events", p, "--limit", "20"],
     "blocks": lambda p: ["blocks", p, "--limit", "20"],
     "pool": lambda p: ["pool", p, "--event", "100"],
+    "flame": lambda p: ["flame", p, "--by", "stream"],
     "compare": lambda p: ["compare", p, p],
 }
 
@@ -110,3 +111,13 @@ def test_text_when_piped_is_plain_and_untruncated(snap):
     assert text.rstrip().splitlines()[-1] == (
         f"{len(doc['findings'])} findings: {counts['error']} error, {counts['warning']} "
         f"warning, {counts['info']} info")
+
+
+def test_msmemscope_report_and_compare_validate():
+    from .msmemscope_example import FIXTURES
+
+    report = check(json.loads(run(FIXTURES / "leaks.csv", "--format", "json").output), "report")
+    assert {"operator", "thread"} <= set(report["devices"][0]["at_peak"]["by"])
+    doc = check(json.loads(run("compare", FIXTURES / "baseline.csv", FIXTURES / "leaks.csv",
+                               "--format", "json").output), "compare")
+    assert [f["code"] for f in doc["findings"]] == ["MEM001", "MEM004"]

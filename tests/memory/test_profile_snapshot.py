@@ -62,7 +62,7 @@ def test_categories_from_the_producer_and_from_frames_agree(profiled):
     raw = load_raw(profiled)
     snap = load_snapshot(profiled)
     device = next(d for d, t in enumerate(raw["device_traces"]) if t)
-    report, contexts = analyze(snap)
+    report, _ = analyze(snap)
     table = next(t for t in report.tables if "by category" in t.title)
     assert "from the producer" in table.title
     trace = snap.traces[device]

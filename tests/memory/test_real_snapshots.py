@@ -124,8 +124,9 @@ def test_fragmentation_in_the_non_expandable_npu_file():
     assert advice and "expandable_segments:True" in advice[0].message
     # each forced segment really had the bytes but not the piece, re-checked on the pool
     ctx = contexts[0]
-    for event, request, _, free, largest in ctx.facts["forced_segments"]:
+    for event, request, _, free, largest, total in ctx.facts["forced_segments"]:
         pool = pool_at(ctx.snapshot, ctx.rep, event - 1)
+        assert pool.free == total
         stream = int(ctx.rep.trace.stream[event])
         same = [s for s in pool.segments if s.stream == stream and not s.expandable
                 and s.size > 2 << 20]
