@@ -193,11 +193,11 @@ def _memory_snapshot() -> list[dict[str, Any]]:
 
 
 def set_autocast_enabled(enabled: bool) -> None:
-    torch.set_autocast_enabled(STATE.backing, enabled)
+    torch.set_autocast_enabled("npu", enabled)
 
 
 def set_autocast_dtype(dtype: torch.dtype) -> None:
-    torch.set_autocast_dtype(STATE.backing, dtype)
+    torch.set_autocast_dtype("npu", dtype)
 
 
 _FUNCTIONS = (caching_allocator_alloc, caching_allocator_delete, device_of, use_mem_pool,

@@ -173,8 +173,8 @@ def set_stream(s: Stream) -> None:
 
 # ---- RNG: the backing device's generator ---------------------------------------------------
 def manual_seed(seed: int) -> None:
-    if STATE.audit is not None and STATE.audit.separate_rng:  # the device's own stream
-        STATE.audit.seed(seed)
+    if STATE.npu_rng is not None:  # the device's own stream
+        STATE.npu_rng.seed(seed)
     elif _cuda():
         torch.cuda.manual_seed(seed)
     else:  # the CPU generator directly: torch.manual_seed itself calls back into this module
@@ -201,8 +201,8 @@ def initial_seed() -> int:
 
 
 def _rng() -> Any:
-    if STATE.audit is not None and STATE.audit.separate_rng:
-        return STATE.audit.npu_generator
+    if STATE.npu_rng is not None:
+        return STATE.npu_rng.generator
     return torch.cuda if _cuda() else torch.default_generator
 
 
@@ -233,11 +233,11 @@ def empty_cache() -> None:
 
 
 def is_autocast_enabled() -> bool:
-    return torch.is_autocast_enabled(STATE.backing)
+    return torch.is_autocast_enabled(_NPU)
 
 
 def get_autocast_dtype() -> torch.dtype:
-    return torch.get_autocast_dtype(STATE.backing)
+    return torch.get_autocast_dtype(_NPU)
 
 
 def _amp_module(name: str) -> types.ModuleType:
@@ -266,10 +266,10 @@ def _amp_module(name: str) -> types.ModuleType:
             self._scale.fill_(scale)
 
     def custom_fwd(fwd=None, *, cast_inputs=None):
-        return torch.amp.custom_fwd(fwd, device_type=STATE.backing, cast_inputs=cast_inputs)
+        return torch.amp.custom_fwd(fwd, device_type=_NPU, cast_inputs=cast_inputs)
 
     def custom_bwd(bwd=None):
-        return torch.amp.custom_bwd(bwd, device_type=STATE.backing)
+        return torch.amp.custom_bwd(bwd, device_type=_NPU)
 
     amp.autocast, amp.GradScaler, amp.custom_fwd, amp.custom_bwd = autocast, GradScaler, custom_fwd, custom_bwd
     amp.__all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 MAPPING: dict[str, Any] = json.loads((Path(__file__).with_name("mapping.json")).read_text())
+AUTOCAST: dict[str, Any] = json.loads((Path(__file__).with_name("autocast.json")).read_text())
 
 
 class EmulationError(RuntimeError):
@@ -29,9 +30,10 @@ class State:
     current_index: int = 0
     amp_used: bool = False  # an npu autocast region was entered with enabled=True
     undo: list[Callable[[], None]] = field(default_factory=list)
-    device_mode: Any = None
-    memory: Any = None  # _memory.CpuMemoryTracker when backing is cpu
-    audit: Any = None  # _audit.PlacementAudit when activate(audit=True)
+    memory: Any = None  # _memory.CpuMemoryTracker when backing is cpu (sees every new npu tensor)
+    sites: Any = None  # _audit.HostSites when activate(audit=True): where host tensors were made
+    npu_rng: Any = None  # _audit.NpuRandomStream when activate(separate_rng=True)
+    fidelity: Any = None  # _fidelity.OperatorFidelity: CPU-fallback and float64 warnings
     precision: Any = None  # _precision.DevicePrecision when activate(precision="device")
 
 

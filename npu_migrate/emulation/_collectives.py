@@ -1,0 +1,78 @@
+"""The "hccl" process-group backend of the emulated npu, run by the backing device's backend.
+
+Gloo (and NCCL) read a tensor's memory in C++ and know no "npu" device. torch_npu registers
+ProcessGroupHCCL as backend "hccl" for the npu device; the emulation registers, under the same
+name and device (`torch.distributed.Backend.register_backend`), a backend whose every collective
+hands the backing tensors (`NpuTensor.inner`, which share their data with the npu tensors) to a
+gloo (or, on a CUDA backing, NCCL) backend of its own. So `init_process_group("hccl")` works as on
+a device (`dist.get_backend()` is "hccl"), and `all_reduce`, `broadcast`, DDP's bucketed gradient
+reductions, ... work in place on npu tensors. As with HCCL, host tensors have no backend in such a
+group.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ._state import MAPPING, STATE
+from ._tensor import NpuTensor
+
+NAME = "hccl"  # the backend's name in torch.distributed, as torch_npu registers it
+# the Backend methods that take tensors, forwarded with the tensors unwrapped
+_COLLECTIVES = ("allreduce", "allreduce_coalesced", "broadcast", "allgather", "_allgather_base",
+                "allgather_coalesced", "allgather_into_tensor_coalesced", "reduce_scatter",
+                "_reduce_scatter_base", "reduce_scatter_tensor_coalesced", "reduce", "gather", "scatter",
+                "alltoall", "alltoall_base", "send", "recv", "recv_anysource", "barrier")
+
+
+def _backing(value: Any) -> Any:
+    if isinstance(value, NpuTensor):
+        return value.inner
+    if isinstance(value, list):
+        return [_backing(v) for v in value]
+    return value
+
+
+def _forwarder(name: str) -> Any:
+    def forward(self: Any, *args: Any) -> Any:
+        return getattr(self.backing, name)(*(_backing(a) for a in args))
+
+    forward.__name__ = name
+    return forward
+
+
+class NpuBackend(torch._C._distributed_c10d.Backend):  # type: ignore[misc]
+    """A c10d backend for npu tensors that runs every collective on a backing-device backend."""
+
+    def __init__(self, store: Any, rank: int, size: int, timeout: timedelta) -> None:
+        super().__init__(rank, size)
+        prefixed = dist.PrefixStore("npu_migrate_emulation/", store)
+        if MAPPING["dist_backends"][NAME][STATE.backing] == "nccl":
+            self.backing = dist.ProcessGroupNCCL(prefixed, rank, size)
+        else:
+            self.backing = dist.ProcessGroupGloo(prefixed, rank, size, timeout)
+
+    def getBackendName(self) -> str:
+        return NAME
+
+    def name(self) -> str:
+        return NAME
+
+
+for _name in _COLLECTIVES:
+    setattr(NpuBackend, _name, _forwarder(_name))
+
+
+_REGISTERED: list[bool] = []
+
+
+def register() -> None:
+    """Once per process (torch keeps registered backends for good)."""
+    if _REGISTERED:
+        return
+    dist.Backend.register_backend(NAME, NpuBackend, devices=["npu"])
+    _REGISTERED.append(True)
