@@ -2,12 +2,12 @@
 
 Gloo (and NCCL) read a tensor's memory in C++ and know no "npu" device. torch_npu registers
 ProcessGroupHCCL as backend "hccl" for the npu device; the emulation registers, under the same
-name and device (`torch.distributed.Backend.register_backend`), a backend whose every collective
-hands the backing tensors (`NpuTensor.inner`, which share their data with the npu tensors) to a
-gloo (or, on a CUDA backing, NCCL) backend of its own. So `init_process_group("hccl")` works as on
-a device (`dist.get_backend()` is "hccl"), and `all_reduce`, `broadcast`, DDP's bucketed gradient
-reductions, ... work in place on npu tensors. As with HCCL, host tensors have no backend in such a
-group.
+name (`torch.distributed.Backend.register_backend`), a Python process group whose every
+collective hands the backing tensors (`NpuTensor.inner`, which share their data with the npu
+tensors) to a gloo (or, on a CUDA backing, NCCL) backend of its own. So `init_process_group("hccl")`
+works as on a device (`dist.get_backend()` is "hccl"), and `all_reduce`, `broadcast`, DDP's
+bucketed gradient reductions, ... work in place on npu tensors. Unlike HCCL, host tensors work in
+such a group too (torch replaces the whole group by a Python one, for every device).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import torch
 import torch.distributed as dist
 
 from ._state import MAPPING, STATE
@@ -38,15 +37,16 @@ def _backing(value: Any) -> Any:
 
 
 def _forwarder(name: str) -> Any:
-    def forward(self: Any, *args: Any) -> Any:
-        return getattr(self.backing, name)(*(_backing(a) for a in args))
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.backing, name)(*(_backing(a) for a in args),
+                                           **{k: _backing(v) for k, v in kwargs.items()})
 
     forward.__name__ = name
     return forward
 
 
-class NpuBackend(torch._C._distributed_c10d.Backend):  # type: ignore[misc]
-    """A c10d backend for npu tensors that runs every collective on a backing-device backend."""
+class NpuProcessGroup(dist.ProcessGroup):
+    """A process group for npu tensors that runs every collective on a backing-device backend."""
 
     def __init__(self, store: Any, rank: int, size: int, timeout: timedelta) -> None:
         super().__init__(rank, size)
@@ -64,7 +64,7 @@ class NpuBackend(torch._C._distributed_c10d.Backend):  # type: ignore[misc]
 
 
 for _name in _COLLECTIVES:
-    setattr(NpuBackend, _name, _forwarder(_name))
+    setattr(NpuProcessGroup, _name, _forwarder(_name))
 
 
 _REGISTERED: list[bool] = []
@@ -74,5 +74,5 @@ def register() -> None:
     """Once per process (torch keeps registered backends for good)."""
     if _REGISTERED:
         return
-    dist.Backend.register_backend(NAME, NpuBackend, devices=["npu"])
+    dist.Backend.register_backend(NAME, NpuProcessGroup, devices=["npu", "cpu"])
     _REGISTERED.append(True)

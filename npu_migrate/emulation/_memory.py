@@ -11,6 +11,7 @@ keys `segments` and `device_traces`, trace entries without `time_us`).
 from __future__ import annotations
 
 import collections
+import os
 import pickle
 import sys
 import traceback
@@ -27,8 +28,9 @@ _STACKS = ("python", "all")
 
 
 def _frames() -> list[dict[str, Any]]:
-    stack = traceback.extract_stack()[:-5]  # drop the tracker's and the device's own frames
-    return [{"filename": f.filename, "line": f.lineno or 0, "name": f.name} for f in reversed(stack)]
+    own = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the tracker's and the device's frames
+    return [{"filename": f.filename, "line": f.lineno or 0, "name": f.name}
+            for f in reversed(traceback.extract_stack()) if not f.filename.startswith(own)]
 
 
 class CpuMemoryTracker:

@@ -247,6 +247,8 @@ def _factory_ops() -> Iterator[tuple[str, Any]]:
 
 def _factory_kernel(op: Any) -> Callable[..., NpuTensor]:
     def kernel(*args: Any, **kwargs: Any) -> NpuTensor:
+        if not STATE.active:  # registrations outlive deactivate(): torch offers no way to drop them
+            raise RuntimeError("npu device: the npu-migrate emulation is not active (and no torch_npu is loaded)")
         device = kwargs.get("device")
         index = device.index if isinstance(device, torch.device) and device.index is not None else STATE.current_index
         kwargs["device"] = backing(index)
