@@ -18,7 +18,9 @@ gets a PrivateUse1 kernel that builds on the backing device and wraps.
 Device indices: the Python device guard counts one device, and the autograd engine asserts on a
 tensor of `npu:1`. Every wrapper is therefore `npu:0` to torch's C++ side; the index the code asked
 for (`torch.npu.set_device(1)`, `"npu:1"`) is kept on the wrapper and reported by `x.device` and
-`x.get_device()`, and an op mixing two indices raises as a device does.
+`x.get_device()`, and an op mixing two indices raises as a device does. Because C++ code makes
+tensors with the device `npu:0` of a wrapper, a device argument `npu:0` means the current device
+(as `npu` does): after `torch.npu.set_device(1)` no tensor lands on npu:0.
 """
 
 from __future__ import annotations
@@ -147,6 +149,15 @@ def to_npu(tensor: torch.Tensor, index: int | None = None) -> NpuTensor:
     return tensor.to(torch.device(NPU, STATE.current_index if index is None else index))
 
 
+def logical_index(device: Any) -> int:
+    """The npu index a device argument means. torch's C++ side knows only npu:0 (see the module
+    docstring) and makes tensors "like" an npu tensor with that device (DDP's gradient buckets,
+    autograd's zeros), so index 0, like no index, means the current device: on a device
+    process whose current device is npu:1, they would be on npu:1."""
+    index = device.index if isinstance(device, torch.device) else None
+    return STATE.current_index if not index else index
+
+
 def backing(index: int = 0) -> torch.device:
     return torch.device("cuda", index) if STATE.backing == "cuda" else torch.device("cpu")
 
@@ -196,7 +207,7 @@ def dispatch(func: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
         target = torch.device(target)
         if target.type != NPU:  # .cpu(), .to("cpu"), empty_like(x, device="cpu"): a plain result
             return func(*inner_args, **inner_kwargs)
-        index = target.index if target.index is not None else STATE.current_index
+        index = logical_index(target)
         inner_kwargs["device"] = backing(index)
     if len(call.indices) > 1 and func not in _MIX_ALLOWED:
         low, high = sorted(call.indices)[:2]
@@ -249,8 +260,7 @@ def _factory_kernel(op: Any) -> Callable[..., NpuTensor]:
     def kernel(*args: Any, **kwargs: Any) -> NpuTensor:
         if not STATE.active:  # registrations outlive deactivate(): torch offers no way to drop them
             raise RuntimeError("npu device: the npu-migrate emulation is not active (and no torch_npu is loaded)")
-        device = kwargs.get("device")
-        index = device.index if isinstance(device, torch.device) and device.index is not None else STATE.current_index
+        index = logical_index(kwargs.get("device"))
         kwargs["device"] = backing(index)
         kwargs.pop("pin_memory", None)
         if STATE.npu_rng is not None and op in STATE.npu_rng.random_ops:
