@@ -96,6 +96,11 @@ class NpuTensor(torch.Tensor):
     def data_ptr(self) -> int:
         return self.inner.data_ptr()
 
+    def untyped_storage(self) -> torch.UntypedStorage:
+        # the backing storage: shared by views, so storage identity, data_ptr() and nbytes() mean
+        # what they mean for a device tensor (its .device is the backing device's)
+        return self.inner.untyped_storage()
+
     def numpy(self, *, force: bool = False) -> Any:
         if not force:  # a device tensor never converts; numpy(force=True) copies to the host first
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to "
@@ -226,10 +231,11 @@ def dispatch(func: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
 def _mix_message(func: Any, first: str, second: str, host: torch.Tensor | None = None) -> str:
     name = func._schema.name.removeprefix("aten::")
     where = ""
-    if host is not None and STATE.sites is not None:
-        made = STATE.sites.site_of(host)
+    if STATE.sites is not None:  # activate(audit=True): the verifier reads "placement audit"
+        where = ": placement audit"
+        made = STATE.sites.site_of(host) if host is not None else None
         if made:
-            where = f"; the {second.upper()} tensor {list(host.shape)} was made at {made}"
+            where += f"; the {second.upper()} tensor {list(host.shape)} was made at {made}"
     return (f"Expected all tensors to be on the same device, but found at least two devices, {first} and "
             f"{second}! (in {name}; npu-migrate emulation{where})")
 
