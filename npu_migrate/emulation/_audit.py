@@ -160,7 +160,12 @@ def install(audit: bool, separate_rng: bool) -> None:
         sites = HostSites()
         sites.__enter__()
         STATE.sites = sites
-        STATE.undo.append(lambda: (sites.__exit__(None, None, None), setattr(STATE, "sites", None)))
+
+        def leave() -> None:
+            sites.__exit__(None, None, None)
+            STATE.sites = None
+
+        STATE.undo.append(leave)
     if separate_rng:
         STATE.npu_rng = NpuRandomStream()
         STATE.undo.append(lambda: setattr(STATE, "npu_rng", None))

@@ -74,7 +74,7 @@ def install(device_type: str) -> DeviceAutocast:
 
 
 # ---- the npu's autocast kernels ------------------------------------------------------------------
-_NPU_KEY = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1)
+_NPU_KEY = torch._C.DispatchKeySet(torch._C.DispatchKey.__members__["AutocastPrivateUse1"])
 _CACHE: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(leaf) -> (leaf, its cast)
 _KERNELS: list[Any] = []  # the library holding them (registrations live as long as it does)
 

@@ -3,7 +3,7 @@
 Gloo (and NCCL) read a tensor's memory in C++ and know no "npu" device. torch_npu registers
 ProcessGroupHCCL as backend "hccl" for the npu device; the emulation registers, under the same
 name (`torch.distributed.Backend.register_backend`), a Python process group whose every
-collective hands the backing tensors (`NpuTensor.inner`, which share their data with the npu
+collective hands the backing tensors (`NpuTensor.backing_tensor`, which share their data with the npu
 tensors) to a gloo (or, on a CUDA backing, NCCL) backend of its own. So `init_process_group("hccl")`
 works as on a device (`dist.get_backend()` is "hccl"), and `all_reduce`, `broadcast`, DDP's
 bucketed gradient reductions, ... work in place on npu tensors. Unlike HCCL, host tensors work in
@@ -30,7 +30,7 @@ _COLLECTIVES = ("allreduce", "allreduce_coalesced", "broadcast", "allgather", "_
 
 def _backing(value: Any) -> Any:
     if isinstance(value, NpuTensor):
-        return value.inner
+        return value.backing_tensor
     if isinstance(value, list):
         return [_backing(v) for v in value]
     return value
@@ -49,10 +49,11 @@ class NpuProcessGroup(dist.ProcessGroup):
     """A process group for npu tensors that runs every collective on a backing-device backend."""
 
     def __init__(self, store: Any, rank: int, size: int, timeout: timedelta) -> None:
-        super().__init__(rank, size)
+        super().__init__(rank, size)  # type: ignore[call-arg]  # the Python-subclass constructor
+        self.backing: Any
         prefixed = dist.PrefixStore("npu_migrate_emulation/", store)
         if MAPPING["dist_backends"][NAME][STATE.backing] == "nccl":
-            self.backing = dist.ProcessGroupNCCL(prefixed, rank, size)
+            self.backing = dist.ProcessGroupNCCL(prefixed, rank, size, dist.ProcessGroupNCCL.Options())
         else:
             self.backing = dist.ProcessGroupGloo(prefixed, rank, size, timeout)
 

@@ -157,7 +157,8 @@ def _record_memory_history(enabled: str | None = "all", context: str | None = "a
         raise TypeError(f"_record_memory_history(): stacks must be one of {_STACKS}, got {stacks!r}")
     t = _tracker()
     if not t:
-        torch.cuda.memory._record_memory_history(enabled, context=context, stacks=stacks,
+        # (checked against _ENABLED above: None, "state" or "all")
+        torch.cuda.memory._record_memory_history(enabled, context=context, stacks=stacks,  # type: ignore[arg-type]
                                                  max_entries=max_entries)
         return
     if enabled is None:

@@ -19,8 +19,9 @@ from ._state import MAPPING, STATE, EmulationError
 _NPU = MAPPING["device_type"]
 
 
-def _module(name: str, doc: str) -> types.ModuleType:
-    module = types.ModuleType(name, doc)
+def _module(name: str, doc: str) -> Any:
+    """A module whose names are set one by one below (typed Any: its shape is built at run time)."""
+    module: Any = types.ModuleType(name, doc)
     module.__spec__ = importlib.machinery.ModuleSpec(name, loader=None, origin="npu-migrate emulation")
     module.__npu_migrate_emulation__ = True
     return module
@@ -263,7 +264,8 @@ def _amp_module(name: str) -> types.ModuleType:
                 return super().update(new_scale)
             scale = self.get_scale()  # a static loss scale: never grows, never backs off
             super().update()
-            self._scale.fill_(scale)
+            if self._scale is not None:
+                self._scale.fill_(scale)
 
     def custom_fwd(fwd=None, *, cast_inputs=None):
         return torch.amp.custom_fwd(fwd, device_type=_NPU, cast_inputs=cast_inputs)
@@ -336,7 +338,7 @@ def _profiler_module() -> types.ModuleType:
                                      else torch.profiler.ProfilerActivity.CPU)
 
     def profile(*args: Any, activities: Any = None, experimental_config: Any = None, **kwargs: Any):
-        acts = sorted({a for a in (activities or [activity.CPU])}, key=str)
+        acts = sorted(set(activities or [activity.CPU]), key=str)
         return torch.profiler.profile(*args, activities=acts, **kwargs)
 
     class _ExperimentalConfig:
@@ -413,8 +415,8 @@ def build_modules() -> dict[str, types.ModuleType]:
     root.__path__ = []  # a package, so `import torch_npu.npu` resolves through sys.modules
     root.npu = npu
     root.profiler = _profiler_module()
-    for name, fn in ops.REFERENCE_OPS.items():
-        setattr(root, name, fn)
+    for name, op in ops.REFERENCE_OPS.items():
+        setattr(root, name, op)
     root.__getattr__ = _unknown_attribute
     return {"torch_npu": root, "torch_npu.npu": npu, "torch_npu.npu.amp": npu.amp,
             "torch_npu.npu.memory": memory, "torch_npu.npu.mstx": npu.mstx,

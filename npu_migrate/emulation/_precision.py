@@ -20,7 +20,9 @@ lose the low bits they lose on such a kernel (a sum of 4096 terms near 1.0 is of
 
 from __future__ import annotations
 
+import sys
 import types
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -150,7 +152,13 @@ def install(enabled: bool, fp16_accumulation: bool = False) -> None:
     if not enabled:
         return
     mode = DevicePrecision(fp16_accumulation=fp16_accumulation)
-    mode.matmul, mode.conv = torch.npu.matmul, torch.npu.conv
+    npu: Any = sys.modules["torch.npu"]  # the emulated namespace: the switches the code sets
+    mode.matmul, mode.conv = npu.matmul, npu.conv
     mode.__enter__()
     STATE.precision = mode
-    STATE.undo.append(lambda: (mode.__exit__(None, None, None), setattr(STATE, "precision", None)))
+
+    def leave() -> None:
+        mode.__exit__(None, None, None)
+        STATE.precision = None
+
+    STATE.undo.append(leave)

@@ -1,7 +1,7 @@
 """The emulated device: tensors that are on "npu" as far as torch and the user's code can tell.
 
 An `NpuTensor` is a wrapper tensor subclass (torch's `_make_wrapper_subclass`) whose device is the
-renamed PrivateUse1 backend, "npu". It holds a tensor of the backing device (`inner`: CPU, or CUDA
+renamed PrivateUse1 backend, "npu". It holds a tensor of the backing device (`backing_tensor`: CPU, or CUDA
 with `activate("cuda")`) and runs every aten operator on it in `__torch_dispatch__`, wrapping the
 results again. So `x.device` is `npu:0`, `x.is_cpu` is False, results of ops stay on the npu, and
 an op that mixes an npu tensor with a CPU tensor that has dimensions raises the error a device
@@ -28,11 +28,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, SupportsIndex
 
 import torch
 
-from ._state import INTERNAL_OPS, MAPPING, STATE, EmulationError
+from ._state import MAPPING, STATE, EmulationError
 
 aten = torch.ops.aten
 NPU = MAPPING["device_type"]
@@ -47,9 +47,9 @@ _FACTORY_SKIP = ("sparse", "quantized", "cudnn", "mkldnn", "nested", "_make_dep_
 
 
 class NpuTensor(torch.Tensor):
-    """A tensor on the emulated npu; `inner` holds its data on the backing device."""
+    """A tensor on the emulated npu; `backing_tensor` holds its data on the backing device."""
 
-    inner: torch.Tensor
+    backing_tensor: torch.Tensor
     npu_index: int
 
     @staticmethod
@@ -57,7 +57,7 @@ class NpuTensor(torch.Tensor):
         wrapper = torch.Tensor._make_wrapper_subclass(
             cls, inner.size(), strides=inner.stride(), storage_offset=inner.storage_offset(),
             dtype=inner.dtype, layout=inner.layout, device=torch.device(NPU, 0), requires_grad=requires_grad)
-        wrapper.inner = inner
+        wrapper.backing_tensor = inner
         wrapper.npu_index = index
         return wrapper
 
@@ -75,15 +75,15 @@ class NpuTensor(torch.Tensor):
     # traceable wrapper subclass: Module.to()/.npu() then swap each Parameter in place
     # (torch.utils.swap_tensors), so optimizers built before the move keep the same objects
     def __tensor_flatten__(self) -> tuple[list[str], int]:
-        return ["inner"], self.npu_index
+        return ["backing_tensor"], self.npu_index
 
     @staticmethod
     def __tensor_unflatten__(inner_tensors: dict[str, torch.Tensor], index: int, outer_size: Any,
                              outer_stride: Any) -> NpuTensor:
-        return NpuTensor(inner_tensors["inner"], index)
+        return NpuTensor(inner_tensors["backing_tensor"], index)
 
-    @property  # type: ignore[override]
-    def device(self) -> torch.device:
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]  # torch's is a plain attribute
         return torch.device(NPU, self.npu_index)
 
     def get_device(self) -> int:
@@ -94,12 +94,12 @@ class NpuTensor(torch.Tensor):
         return True
 
     def data_ptr(self) -> int:
-        return self.inner.data_ptr()
+        return self.backing_tensor.data_ptr()
 
     def untyped_storage(self) -> torch.UntypedStorage:
         # the backing storage: shared by views, so storage identity, data_ptr() and nbytes() mean
         # what they mean for a device tensor (its .device is the backing device's)
-        return self.inner.untyped_storage()
+        return self.backing_tensor.untyped_storage()
 
     def numpy(self, *, force: bool = False) -> Any:
         if not force:  # a device tensor never converts; numpy(force=True) copies to the host first
@@ -108,11 +108,11 @@ class NpuTensor(torch.Tensor):
         return self.detach().cpu().numpy()
 
     def tolist(self) -> Any:
-        return self.inner.tolist()
+        return self.backing_tensor.tolist()
 
-    def __repr__(self, *, tensor_contents: Any = None) -> str:
+    def __repr__(self, *, tensor_contents=None):  # type: ignore[no-untyped-def]
         # printed from a host copy, as a device tensor prints: tensor([...], device='npu:0', ...)
-        text = repr(self.inner.detach().cpu())
+        text = repr(self.backing_tensor.detach().cpu())
         suffixes = [f"device='{self.device}'"]
         if self.grad_fn is not None:
             suffixes.append(f"grad_fn=<{type(self.grad_fn).__name__}>")
@@ -125,11 +125,12 @@ class NpuTensor(torch.Tensor):
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> NpuTensor:
+    def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
         if id(self) in memo:
             return memo[id(self)]
         with torch.no_grad():
-            copy = NpuTensor(self.inner.clone(), self.npu_index, requires_grad=self.requires_grad)
+            copy: torch.Tensor = NpuTensor(self.backing_tensor.clone(), self.npu_index,
+                                           requires_grad=self.requires_grad)
         if getattr(self, "_is_param", False):
             copy = torch.nn.Parameter(copy, requires_grad=self.requires_grad)
         if self.grad is not None:
@@ -137,7 +138,7 @@ class NpuTensor(torch.Tensor):
         memo[id(self)] = copy
         return copy
 
-    def __reduce_ex__(self, protocol: int) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         return reduce_for_save(self)
 
 
@@ -149,18 +150,13 @@ def wrap(inner: torch.Tensor, index: int) -> NpuTensor:
     return out
 
 
-def to_npu(tensor: torch.Tensor, index: int | None = None) -> NpuTensor:
-    """A copy of a host (or backing-device) tensor on the npu, keeping autograd history."""
-    return tensor.to(torch.device(NPU, STATE.current_index if index is None else index))
-
-
 def logical_index(device: Any) -> int:
     """The npu index a device argument means. torch's C++ side knows only npu:0 (see the module
     docstring) and makes tensors "like" an npu tensor with that device (DDP's gradient buckets,
     autograd's zeros), so index 0, like no index, means the current device: on a device
     process whose current device is npu:1, they would be on npu:1."""
     index = device.index if isinstance(device, torch.device) else None
-    return STATE.current_index if not index else index
+    return index if index else STATE.current_index
 
 
 def backing(index: int = 0) -> torch.device:
@@ -180,7 +176,7 @@ class _Call:
 
     def unwrap(self, value: Any) -> Any:
         if isinstance(value, NpuTensor):
-            inner = value.inner
+            inner = value.backing_tensor
             self.wrappers[id(inner)] = value
             self.index = value.npu_index
             self.indices.add(value.npu_index)
@@ -234,7 +230,7 @@ def _mix_message(func: Any, first: str, second: str, host: torch.Tensor | None =
     if STATE.sites is not None:  # activate(audit=True): the verifier reads "placement audit"
         where = ": placement audit"
         made = STATE.sites.site_of(host) if host is not None else None
-        if made:
+        if made and host is not None:
             where += f"; the {second.upper()} tensor {list(host.shape)} was made at {made}"
     return (f"Expected all tensors to be on the same device, but found at least two devices, {first} and "
             f"{second}! (in {name}; npu-migrate emulation{where})")
@@ -278,8 +274,8 @@ def _factory_kernel(op: Any) -> Callable[..., NpuTensor]:
 
 def _copy_from(source: torch.Tensor, destination: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     """copy_ into an npu tensor where torch excludes Python dispatch (torch.tensor(data, device="npu"))."""
-    data = source.inner if isinstance(source, NpuTensor) else source
-    target = destination.inner if isinstance(destination, NpuTensor) else destination
+    data = source.backing_tensor if isinstance(source, NpuTensor) else source
+    target = destination.backing_tensor if isinstance(destination, NpuTensor) else destination
     target.copy_(data, non_blocking=non_blocking)
     return destination
 
@@ -361,7 +357,7 @@ def reduce_for_save(tensor: NpuTensor) -> Any:
     (the tagger below), rebuilt by torch._utils._rebuild_tensor_v2; a Parameter as a Parameter."""
     if getattr(tensor, "_is_param", False):
         return (torch._utils._rebuild_parameter, (tensor.detach(), tensor.requires_grad, OrderedDict()))
-    inner = tensor.inner.cpu() if tensor.inner.device.type != "cpu" else tensor.inner
+    inner = tensor.backing_tensor.cpu() if tensor.backing_tensor.device.type != "cpu" else tensor.backing_tensor
     storage = inner.untyped_storage()
     setattr(storage, _LOCATION, f"{NPU}:{tensor.npu_index}")
     typed = torch.storage.TypedStorage(wrap_storage=storage, dtype=inner.dtype, _internal=True)
@@ -426,15 +422,3 @@ def _storage_location(tensor: torch.Tensor) -> str | None:
         return location_tag(tensor.untyped_storage())
     except (RuntimeError, NotImplementedError):
         return None
-
-
-def internal(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Run `func` as an op of the emulation's own (per-op recorders skip it)."""
-    def run(*args: Any, **kwargs: Any) -> Any:
-        INTERNAL_OPS.depth += 1
-        try:
-            return func(*args, **kwargs)
-        finally:
-            INTERNAL_OPS.depth -= 1
-
-    return run

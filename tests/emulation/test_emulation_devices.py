@@ -165,7 +165,7 @@ def test_other_reference_ops(emu):
 def test_unknown_operator_fails_clearly(emu):
     from torch_npu import npu_some_fused_kernel  # importing the name works
 
-    with pytest.raises(EmulationError, match="torch_npu.npu_some_fused_kernel"):
+    with pytest.raises(EmulationError, match=r"torch_npu\.npu_some_fused_kernel"):
         npu_some_fused_kernel(torch.ones(1))
     with pytest.raises(AttributeError, match="no attribute 'not_an_op'"):
         _ = emu.not_an_op
