@@ -13,7 +13,7 @@ plain CPU torch, on the verifier's bench models, in the same run.
 
 The previous emulation is `npu_migrate/` of `--baseline-rev` (default: main), exported with
 `git archive` into a temporary folder that goes first on PYTHONPATH. Printed: medians over
-`repeats` and the ratio new / previous.
+`repeats` and the ratio new / previous. Children run with OMP_NUM_THREADS=1.
 """
 
 from __future__ import annotations
@@ -67,12 +67,15 @@ print(time.perf_counter() - start)
 def export(rev: str, into: Path) -> Path:
     archive = subprocess.run(["git", "archive", rev, "npu_migrate", "codemods"], cwd=ROOT, capture_output=True,
                              check=True).stdout
+    into.mkdir()
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into
 
 
 def run(cmd: list[str], pythonpath: Path, cwd: Path) -> tuple[float, str]:
-    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    # one intra-op thread: on a busy 2-core machine OpenMP's spinning threads made plain CPU steps
+    # 100x slower than with one thread (and the numbers meaningless); one thread is stable
+    env = {**os.environ, "PYTHONPATH": str(pythonpath), "OMP_NUM_THREADS": "1"}
     check = subprocess.run([sys.executable, "-c", "import npu_migrate; print(npu_migrate.__file__)"], cwd=cwd,
                            env=env, capture_output=True, text=True, check=True).stdout
     if not check.startswith(str(pythonpath)):

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ._state import STATE, set_attr
+from ._state import STATE, enter_mode, set_attr
 
 _SITE = "_npu_migrate_site"
 _PACKAGE_DIRS = tuple(os.path.dirname(m.__file__ or "") + os.sep for m in (torch,)) + (
@@ -157,15 +157,7 @@ def install(audit: bool, separate_rng: bool) -> None:
     """Enter the host-site recorder (audit) and/or the device's random stream; undone by deactivate()."""
     if audit:
         _tag_loader_batches()
-        sites = HostSites()
-        sites.__enter__()
-        STATE.sites = sites
-
-        def leave() -> None:
-            sites.__exit__(None, None, None)
-            STATE.sites = None
-
-        STATE.undo.append(leave)
+        enter_mode(HostSites(), "sites")
     if separate_rng:
         STATE.npu_rng = NpuRandomStream()
         STATE.undo.append(lambda: setattr(STATE, "npu_rng", None))

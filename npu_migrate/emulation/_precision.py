@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ._state import STATE
+from ._state import enter_mode
 
 _DROPPED_BITS = 13  # float32 has 23 mantissa bits, HF32 keeps 10
 aten = torch.ops.aten
@@ -154,11 +154,4 @@ def install(enabled: bool, fp16_accumulation: bool = False) -> None:
     mode = DevicePrecision(fp16_accumulation=fp16_accumulation)
     npu: Any = sys.modules["torch.npu"]  # the emulated namespace: the switches the code sets
     mode.matmul, mode.conv = npu.matmul, npu.conv
-    mode.__enter__()
-    STATE.precision = mode
-
-    def leave() -> None:
-        mode.__exit__(None, None, None)
-        STATE.precision = None
-
-    STATE.undo.append(leave)
+    enter_mode(mode, "precision")

@@ -42,6 +42,18 @@ STATE = State()
 INTERNAL_OPS = types.SimpleNamespace(depth=0)
 
 
+def enter_mode(mode: Any, field_name: str) -> None:
+    """Enter a torch mode, keep it in STATE.<field_name>; deactivate() leaves it and clears the field."""
+    mode.__enter__()
+    setattr(STATE, field_name, mode)
+
+    def leave() -> None:
+        mode.__exit__(None, None, None)
+        setattr(STATE, field_name, None)
+
+    STATE.undo.append(leave)
+
+
 def set_attr(obj: Any, name: str, value: Any) -> None:
     """setattr that remembers how to undo itself on deactivate()."""
     missing = object()

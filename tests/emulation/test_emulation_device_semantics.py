@@ -82,6 +82,7 @@ def test_host_conversions_behave_as_for_a_device_tensor(emu):
     with pytest.raises(TypeError, match="can't convert npu:0 device type tensor to numpy"):
         x.numpy()
     assert x.tolist() == [1.5, 2.5] and x[0].item() == 1.5 and f"{x.sum():.2f}" == "4.00"
+    assert bool(x.sum() > 4) is False and int(x[1]) == 2 and float(x[0]) == 1.5
     for host in (x.cpu(), x.to("cpu"), x.to(torch.device("cpu")), x.detach().cpu()):
         assert type(host) is torch.Tensor and host.device.type == "cpu"
         assert host.numpy().tolist() == [1.5, 2.5]
