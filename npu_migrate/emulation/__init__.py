@@ -3,6 +3,8 @@
 `activate()` makes `import torch_npu`, `torch.npu.*`, `.npu()`, `"npu"` device strings,
 `torch.device("npu", i)`, `torch.autocast("npu")`, `torch.amp.GradScaler("npu")` and the
 `hccl` distributed backend work on CPU (or on CUDA with `activate("cuda")`), with memory statistics.
+npu tensors are on an emulated device (`_tensor.NpuTensor`): they report `npu:N`, raise on a
+CPU/NPU mix as a device does, and warn where torch_npu would fall back to the CPU (`_fidelity`).
 A torch_npu custom operator without a reference implementation raises `EmulationError` naming it.
 
 It never activates when the real torch_npu is importable: `activate()` raises `RealTorchNpuError`.

@@ -38,7 +38,8 @@ class State:
 
 
 STATE = State()
-# depth > 0 while the emulation runs ops of its own (the copies of .to()): per-op recorders skip them
+# depth > 0 while the emulation runs ops of its own, which per-op recorders (the verifier's capture)
+# skip; the npu device runs none at the recorders' level, so it stays 0 (kept for their import)
 INTERNAL_OPS = types.SimpleNamespace(depth=0)
 
 
