@@ -1,6 +1,6 @@
 """What checking the rule data tables on load costs: parsing every codemods/data/*.json (the
 baseline, done anyway) against parsing and checking each against its schema
-(codemods.framework.data.read_table). Medians of 31 rounds, in one process, the same files.
+(codemods.data.tables.read_table). Medians of 31 rounds, in one process, the same files.
 
     python bench/data_tables_bench.py
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from codemods.framework import data
+from codemods.data import tables as data
 
 ROUNDS = 31
 

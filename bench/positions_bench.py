@@ -1,4 +1,4 @@
-"""Positions benchmark: `codemods.framework.positions.node_positions` against LibCST's public
+"""Positions benchmark: `codemods.api.positions.node_positions` against LibCST's public
 position providers, on the calls the engine really makes.
 
     python bench/positions_bench.py                  # torch's cuda, amp, distributed, utils
@@ -29,8 +29,9 @@ from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper, PositionP
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from codemods.framework import base, positions
-from codemods.framework.registry import all_rules, select_rules
+from codemods.api import positions
+from codemods.api import rule as base
+from codemods.api.registry import all_rules, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 
 Call = tuple[cst.Module, list[cst.CSTNode] | None]  # None: every node (files with suppressions)

@@ -29,14 +29,19 @@ STANDS_ON: dict[str, tuple[str, ...]] = {
     "npu_migrate": (),  # the top-level __init__ files are leaves: they import nothing of ours
     "codemods": (),
     "npu_migrate.core": (),
-    "codemods.framework": ("npu_migrate.core",),
-    "codemods.rules": ("codemods.framework",),
+    "codemods.data": ("npu_migrate.core",),
+    "codemods.model": ("npu_migrate.core",),
+    "codemods.api": ("codemods.data", "codemods.model"),
+    "codemods.analyses": ("codemods.api",),
+    "codemods.families": ("codemods.analyses",),
+    "codemods.rules": ("codemods.families",),
+    "codemods.docgen": ("codemods.api",),
     "npu_migrate.apply": ("codemods.rules",),
     "npu_migrate.analyze": ("npu_migrate.apply",),
     "npu_migrate.emulation": ("npu_migrate.core",),
     "npu_migrate.verify": ("npu_migrate.emulation",),
     "npu_migrate.memory": ("npu_migrate.core",),
-    "npu_migrate.commands": ("npu_migrate.analyze", "npu_migrate.verify", "npu_migrate.memory"),
+    "npu_migrate.commands": ("npu_migrate.analyze", "npu_migrate.verify", "npu_migrate.memory", "codemods.docgen"),
     "npu_migrate.cli": ("npu_migrate.commands",),
     "npu_migrate.__main__": ("npu_migrate.cli",),
 }
@@ -300,7 +305,7 @@ def test_the_scanner_sees_every_kind_of_import() -> None:
     source = """
 import npu_migrate.core.sources as sources
 from . import imports
-from .base import _private_helper, Rule
+from .facts import _private_helper, FileFacts
 from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from npu_migrate.apply.engine import RuleSet
@@ -310,10 +315,10 @@ def late():
     import importlib
     return importlib.import_module("npu_migrate.core.diffs"), sources._decode
 """
-    found = scan_source("codemods.framework.example", source)
+    found = scan_source("codemods.model.example", source)
     assert {(i.target, i.names) for i in found.imports} == {
-        ("npu_migrate.core.sources", ()), ("codemods.framework.imports", ()),
-        ("codemods.framework.base", ("_private_helper", "Rule")),
+        ("npu_migrate.core.sources", ()), ("codemods.model.imports", ()),
+        ("codemods.model.facts", ("_private_helper", "FileFacts")),
         ("npu_migrate.apply.engine", ("RuleSet",)), ("codemods.rules.npu130_amp_device", ()),
         ("npu_migrate.core.diffs", ())}
     assert [(target, names) for target, names, _ in found.external] == [
@@ -329,8 +334,11 @@ def test_cycles_are_found_and_a_dag_has_none() -> None:
 
 
 def test_the_layer_order_allows_down_and_forbids_up() -> None:
-    assert "npu_migrate.core" in allowed("codemods.rules")  # through the framework
-    assert "codemods.framework" not in allowed("npu_migrate.core")
+    assert "npu_migrate.core" in allowed("codemods.rules")  # through the rule API and the analyses
+    assert "codemods.model" in allowed("codemods.rules")
+    assert "codemods.rules" not in allowed("codemods.analyses")
+    assert "codemods.analyses" not in allowed("codemods.api")
+    assert "codemods.api" not in allowed("npu_migrate.core")
     assert "npu_migrate.apply" not in allowed("npu_migrate.memory")
     assert "npu_migrate.emulation" not in allowed("npu_migrate.analyze")
 
@@ -388,7 +396,7 @@ def test_rules_never_import_each_other() -> None:
              for i in all_imports() if unit_of(i.source) == RULES_UNIT
              and unit_of(i.target) == RULES_UNIT and i.source != RULES_UNIT}
     _judge("rule", found, "a rule imports another rule module; move the shared helper into "
-                          "codemods.framework:")
+                          "the layers below (codemods.families or codemods.analyses):")
 
 
 def test_no_private_libcst_module_or_name() -> None:
@@ -472,3 +480,29 @@ def test_every_module_imports_from_a_plain_checkout() -> None:
     failures = json.loads(result.stdout.strip().splitlines()[-1])
     assert not failures, "modules that do not import:\n" + "\n".join(
         f"  {name}: {message}" for name, message in failures.items())
+
+
+def _doc_layers() -> dict[str, tuple[str, ...]]:
+    """The layer table of docs/architecture.md: folder -> the folders it stands on, as units."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## The layers, bottom up", 1)[1].split("\n## ", 1)[0]
+    found: dict[str, tuple[str, ...]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not cells[1].startswith("`"):
+            continue
+        def unit(folder: str) -> str:
+            return folder.strip("`").removesuffix(".py").replace("/", ".")
+        below = () if cells[2] == "nothing of ours" else tuple(unit(f) for f in cells[2].split(", "))
+        found[unit(cells[1])] = below
+    return found
+
+
+def test_the_layer_table_in_the_docs_is_the_enforced_one() -> None:
+    declared = {unit: below for unit, below in STANDS_ON.items() if unit not in LEAVES}
+    documented = _doc_layers()
+    assert documented == declared, (
+        "docs/architecture.md's layer table and STANDS_ON differ:\n"
+        + "\n".join(f"  {unit}: doc {documented.get(unit)} vs test {declared.get(unit)}"
+                    for unit in sorted(set(documented) | set(declared))
+                    if documented.get(unit) != declared.get(unit)))

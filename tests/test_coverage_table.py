@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods.framework import coverage
-from codemods.framework.registry import all_rules
+from codemods.api.registry import all_rules
+from codemods.docgen import coverage
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "coverage.md"
@@ -34,8 +34,8 @@ def test_problems_catch_an_unregistered_code_and_a_missing_code(tmp_path, monkey
     monkeypatch.setattr(coverage, "DATA", tmp_path)
     found = coverage.problems({"NPU101"})
     assert found == [
-        "x.json: no schema in codemods/framework/data.py SCHEMAS",
-        "y.json: no schema in codemods/framework/data.py SCHEMAS",
+        "x.json: no schema in codemods/data/tables.py SCHEMAS",
+        "y.json: no schema in codemods/data/tables.py SCHEMAS",
         f"{tmp_path / 'y.json'}: entries[0]: missing key 'transfer_to_npu' (and 1 more)",
         "x.json: 'torch.cuda.foo': code NPU999 is not a registered rule",
         "x.json: 'torch.cuda.bar': action 'flag' without a rule code",
@@ -61,9 +61,9 @@ def test_rendering_is_stable() -> None:
 def test_document_is_up_to_date() -> None:
     # regenerated from whatever data exists now: a data change without regeneration fails here
     if not DOC.exists():
-        pytest.fail("docs/coverage.md is missing: run `python -m codemods.framework.coverage`")
+        pytest.fail("docs/coverage.md is missing: run `python -m codemods.docgen.coverage`")
     assert DOC.read_text(encoding="utf-8") == coverage.render(), (
-        "docs/coverage.md is stale: run `python -m codemods.framework.coverage`")
+        "docs/coverage.md is stale: run `python -m codemods.docgen.coverage`")
 
 
 def test_cli_check_and_write(tmp_path, capsys) -> None:
@@ -71,7 +71,7 @@ def test_cli_check_and_write(tmp_path, capsys) -> None:
     assert coverage.main(["--check", "--output", str(out)]) == 1
     assert "stale" in capsys.readouterr().err
     # the documented command, as a user runs it
-    wrote = subprocess.run([sys.executable, "-m", "codemods.framework.coverage", "--output", str(out)],
+    wrote = subprocess.run([sys.executable, "-m", "codemods.docgen.coverage", "--output", str(out)],
                            capture_output=True, text=True)
     assert wrote.returncode == 0, wrote.stderr
     assert out.read_text(encoding="utf-8") == coverage.render()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from codemods.api.registry import all_rules, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
-from codemods.framework.registry import all_rules, select_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "insertion"

@@ -1,7 +1,7 @@
 """NPU100: add `import torch_npu` to files the migration makes depend on it."""
 
-from codemods.framework.base import Fix, Rule
-from codemods.framework.cases import Invalid, Valid
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
 
 
 class AddTorchNpuImport(Rule):

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.families.cuda_method import RenameRule
-from codemods.framework.nodes import code_of
-from codemods.framework.portable import (
+from codemods.analyses.portable import (
     generic_device_value,
     indexed_device,
     is_device_index,
     portable_ok,
     require_device,
 )
+from codemods.api.cases import Invalid, Valid
+from codemods.families.cuda_method import RenameRule
+from codemods.model.cstnodes import code_of
 
 
 class CudaMethod(RenameRule):

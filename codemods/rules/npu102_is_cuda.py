@@ -6,9 +6,9 @@ import re
 
 import libcst as cst
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.families.cuda_method import RenameRule
-from codemods.framework.portable import device_type, portable_ok
+from codemods.analyses.portable import device_type, portable_ok
+from codemods.api.cases import Invalid, Valid
+from codemods.families.cuda_method import RenameRule
 from npu_migrate.core.diagnostics import Severity
 
 

@@ -6,12 +6,9 @@ import re
 
 import libcst as cst
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.devices import (
-    is_device_name,
-    mentions_cuda,
-)
-from codemods.framework.families.device_strings import DeviceRule
+from codemods.analyses.devices import is_device_name, mentions_cuda
+from codemods.api.cases import Invalid, Valid
+from codemods.families.device_strings import DeviceRule
 
 
 class DeviceString(DeviceRule):

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.constantflow import binds_in_scope, kept_device_bindings
-from codemods.framework.devices import (
-    collection_mentions_cuda,
-    is_device_name,
-    mentions_cuda,
-)
-from codemods.framework.families.device_strings import DeviceRule
-from codemods.framework.nodes import code_of
-from codemods.framework.positions import node_positions
+from codemods.analyses.constantflow import binds_in_scope, kept_device_bindings
+from codemods.analyses.devices import collection_mentions_cuda, is_device_name, mentions_cuda
+from codemods.api.cases import Invalid, Valid
+from codemods.api.positions import node_positions
+from codemods.families.device_strings import DeviceRule
+from codemods.model.cstnodes import code_of
 
 _COMPARE = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
 
@@ -109,7 +105,7 @@ class DeviceComparison(DeviceRule):
                                                   or collection_mentions_cuda(comparison.comparisons[0].comparator)):
             return False
         if self._kept is None:
-            self._kept = kept_device_bindings(self.context.facts, self.table)
+            self._kept = self.context.model.derived(kept_device_bindings, self.table)
         line = self._kept.get(side.value)
         module = self.context.module
         if line is None or module is None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.devices import collection_mentions_cuda
-from codemods.framework.families.device_strings import DeviceRule
+from codemods.analyses.devices import collection_mentions_cuda
+from codemods.api.cases import Invalid, Valid
+from codemods.families.device_strings import DeviceRule
 
 
 class ArgparseDevice(DeviceRule):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.framework.base import Fix, Rule, dotted_expr, dotted_name
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.families.torch_cuda_api import PREFILTER, AliasUse, alias_uses, cuda_names
-from codemods.framework.nodes import alias_asname, code_of, split_import
-from codemods.framework.portable import generic_name
+from codemods.analyses.portable import generic_name
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.families.torch_cuda_api import PREFILTER, AliasUse, alias_uses, cuda_names
+from codemods.model.cstnodes import alias_asname, code_of, dotted_expr, dotted_name, split_import
 from npu_migrate.core.diagnostics import Severity
 
 CUDA = "torch.cuda"

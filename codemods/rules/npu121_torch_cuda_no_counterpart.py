@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.framework.base import Fix, Rule, dotted_name
-from codemods.framework.cases import Invalid
-from codemods.framework.families.torch_cuda_api import cuda_names
+from codemods.api.cases import Invalid
+from codemods.api.rule import Fix, Rule
+from codemods.families.torch_cuda_api import cuda_names
+from codemods.model.cstnodes import dotted_name
 from npu_migrate.core.diagnostics import Severity
 
 CUDA = "torch.cuda"

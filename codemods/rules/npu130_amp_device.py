@@ -22,12 +22,12 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix, Rule, dotted_name
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.data import load_data
-from codemods.framework.devices import device_expr, mentions_cuda
-from codemods.framework.nodes import alias_local, code_of, keyword, split_import
-from codemods.framework.portable import device_type, portable_ok
+from codemods.analyses.devices import device_expr, mentions_cuda
+from codemods.analyses.portable import device_type, portable_ok
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.data.tables import load_data
+from codemods.model.cstnodes import alias_local, code_of, dotted_name, keyword, split_import
 from npu_migrate.core.diagnostics import Severity
 
 DATA = "amp.json"

@@ -6,12 +6,11 @@ import re
 
 import libcst as cst
 
-from codemods.framework.base import dotted_expr
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.portable import require_device
-from codemods.framework.targets import version_allows
-from codemods.framework.families.distributed import DistRule, DistTable
-from codemods.framework.nodes import code_of
+from codemods.analyses.portable import require_device
+from codemods.api.cases import Invalid, Valid
+from codemods.api.targets import version_allows
+from codemods.families.distributed import DistRule, DistTable
+from codemods.model.cstnodes import code_of, dotted_expr
 
 _PAIR = re.compile(r"(\w+):(\w+)")
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.families.distributed import DistRule
-from codemods.framework.base import dotted_expr
-from codemods.framework.nodes import code_of
-from codemods.framework.portable import require_device
-from codemods.framework.targets import version_allows
+from codemods.analyses.portable import require_device
+from codemods.api.cases import Invalid, Valid
+from codemods.api.targets import version_allows
+from codemods.families.distributed import DistRule
+from codemods.model.cstnodes import code_of, dotted_expr
 
 
 class NcclBackendConstant(DistRule):

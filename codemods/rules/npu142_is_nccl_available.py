@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.families.distributed import DistRule
+from codemods.api.cases import Invalid, Valid
+from codemods.families.distributed import DistRule
 
 
 class IsNcclAvailable(DistRule):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.framework.base import Fix
-from codemods.framework.cases import Invalid
-from codemods.framework.families.distributed import DistRule
+from codemods.api.cases import Invalid
+from codemods.api.rule import Fix
+from codemods.families.distributed import DistRule
 
 
 class ProcessGroupNccl(DistRule):

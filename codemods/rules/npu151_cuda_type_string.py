@@ -7,10 +7,10 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 
-from codemods.framework.base import Fix, Rule
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.namemap import entries_for
-from codemods.framework.nodes import string_value, with_string
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.families.namemap import entries_for
+from codemods.model.cstnodes import string_value, with_string
 from npu_migrate.core.diagnostics import Severity
 
 DATA = "coverage_tensors.json"

@@ -7,11 +7,11 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.devices import device_expr
-from codemods.framework.namemap import CoverageRule
-from codemods.framework.nodes import code_of, string_value
+from codemods.analyses.devices import device_expr
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix
+from codemods.families.namemap import CoverageRule
+from codemods.model.cstnodes import code_of, string_value
 from npu_migrate.core.diagnostics import Severity
 
 # functions whose `map_location` maps saved storage locations: keyword, or this position

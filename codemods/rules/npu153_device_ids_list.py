@@ -6,11 +6,11 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.devices import device_collection
-from codemods.framework.namemap import CoverageRule
-from codemods.framework.nodes import code_of
+from codemods.analyses.devices import device_collection
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix
+from codemods.families.namemap import CoverageRule
+from codemods.model.cstnodes import code_of
 
 # data-parallel wrappers whose `device_ids` (keyword, or this position) is a list of devices
 _DEVICE_IDS = {"torch.nn.parallel.DistributedDataParallel": 1, "torch.nn.parallel.distributed.DistributedDataParallel": 1,

@@ -6,10 +6,10 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.namemap import CoverageRule
-from codemods.framework.nodes import keyword
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix
+from codemods.families.namemap import CoverageRule
+from codemods.model.cstnodes import keyword
 from npu_migrate.core.diagnostics import Severity
 
 _HISTORY = frozenset({"torch.cuda.memory._record_memory_history", "torch.npu.memory._record_memory_history",

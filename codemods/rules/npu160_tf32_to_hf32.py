@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from codemods.framework.base import Fix
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.namemap import NameMapRule, name_prefilter
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix
+from codemods.families.namemap import NameMapRule, name_prefilter
 
 DATA = "coverage_backends.json"
 

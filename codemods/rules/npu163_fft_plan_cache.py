@@ -6,9 +6,10 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix, dotted_parts
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.namemap import NameMapRule, name_prefilter
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix
+from codemods.families.namemap import NameMapRule, name_prefilter
+from codemods.model.cstnodes import dotted_parts
 from npu_migrate.core.diagnostics import Severity
 
 DATA = "coverage_backends.json"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from codemods.framework.base import Fix
-from codemods.framework.cases import Invalid
-from codemods.framework.namemap import NameMapRule, name_prefilter
+from codemods.api.cases import Invalid
+from codemods.api.rule import Fix
+from codemods.families.namemap import NameMapRule, name_prefilter
 from npu_migrate.core.diagnostics import Severity
 
 DATA = "coverage_backends.json"

@@ -6,9 +6,9 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.namemap import CoverageRule
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix
+from codemods.families.namemap import CoverageRule
 
 _AUTOGRAD_PROFILE = frozenset({"torch.autograd.profiler.profile", "torch.autograd.profile"})
 

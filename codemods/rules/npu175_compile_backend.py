@@ -6,12 +6,12 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix
-from codemods.framework.portable import device_type, portable_ok
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.data import load_data
-from codemods.framework.namemap import CoverageRule
-from codemods.framework.nodes import string_value, with_string
+from codemods.analyses.portable import device_type, portable_ok
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix
+from codemods.data.tables import load_data
+from codemods.families.namemap import CoverageRule
+from codemods.model.cstnodes import string_value, with_string
 from npu_migrate.core.diagnostics import Severity
 
 DATA = "coverage_graphs.json"

@@ -7,12 +7,12 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix
-from codemods.framework.capability import CAPABILITY_CALLS, kept_capabilities
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.facts import ast_dotted_parts
-from codemods.framework.namemap import CoverageRule
-from codemods.framework.positions import node_positions
+from codemods.analyses.capability import CAPABILITY_CALLS, kept_capabilities
+from codemods.api.cases import Invalid, Valid
+from codemods.api.positions import node_positions
+from codemods.api.rule import Fix
+from codemods.families.namemap import CoverageRule
+from codemods.model.astnodes import ast_dotted_parts
 from npu_migrate.core.diagnostics import Severity
 
 _CAPABILITY = CAPABILITY_CALLS

@@ -6,17 +6,15 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.constantflow import ConstantFlow
-from codemods.framework.devices import (
-    device_expr,
-    device_positions,
-)
-from codemods.framework.namemap import CoverageRule
-from codemods.framework.portable import generic_device_value
-from codemods.framework.nodes import string_value
+from codemods.analyses.constantflow import ConstantFlow
+from codemods.analyses.devices import device_expr, device_positions
+from codemods.analyses.portable import generic_device_value
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix
+from codemods.families.namemap import CoverageRule
+from codemods.model.cstnodes import string_value
 from npu_migrate.core.diagnostics import Severity
+
 
 class ModuleDeviceConstant(CoverageRule):
     """## What it does
@@ -86,8 +84,7 @@ class ModuleDeviceConstant(CoverageRule):
     @property
     def flow(self) -> ConstantFlow:
         if self._flow is None:
-            self._flow = ConstantFlow(self.context.facts.tree, self.context.facts.aliases,
-                                      self.context.facts.constants, device_positions())
+            self._flow = self.context.model.derived(ConstantFlow, device_positions())
         return self._flow
 
     def visit_Module(self, node: cst.Module) -> None:

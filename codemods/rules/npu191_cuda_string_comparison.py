@@ -7,14 +7,11 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix
-from codemods.framework.cases import Invalid
-from codemods.framework.devices import (
-    device_positions,
-    is_device_name,
-)
-from codemods.framework.namemap import CoverageRule
-from codemods.framework.nodes import string_value
+from codemods.analyses.devices import device_positions, is_device_name
+from codemods.api.cases import Invalid
+from codemods.api.rule import Fix
+from codemods.families.namemap import CoverageRule
+from codemods.model.cstnodes import string_value
 from npu_migrate.core.diagnostics import Severity
 
 _CUDA = re.compile(r"cuda(:\d+)?")

@@ -7,12 +7,11 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework import envmap
-from codemods.framework.base import dotted_name
-from codemods.framework.cases import Invalid
-from codemods.framework.families.env_vars import EnvVarRule, fstring_template, subscript_key
-from codemods.framework.nodes import code_of, verbatim_string
-from codemods.framework.portable import ASCEND_VISIBLE, CUDA_VISIBLE, TWIN_MESSAGE, shell_visible_twins
+from codemods.analyses import envmap
+from codemods.analyses.portable import ASCEND_VISIBLE, CUDA_VISIBLE, TWIN_MESSAGE, shell_visible_twins
+from codemods.api.cases import Invalid
+from codemods.families.env_vars import EnvVarRule, fstring_template, subscript_key
+from codemods.model.cstnodes import code_of, dotted_name, verbatim_string
 from npu_migrate.core.diagnostics import Severity
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from codemods.framework import envmap
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.families.env_vars import EnvVarRule
+from codemods.analyses import envmap
+from codemods.api.cases import Invalid, Valid
+from codemods.families.env_vars import EnvVarRule
 
 
 class EnvVarRename(EnvVarRule):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from codemods.framework import envmap
-from codemods.framework.cases import Invalid
-from codemods.framework.families.env_vars import EnvVarRule
+from codemods.analyses import envmap
+from codemods.api.cases import Invalid
+from codemods.families.env_vars import EnvVarRule
 from npu_migrate.core.diagnostics import Severity
 
 

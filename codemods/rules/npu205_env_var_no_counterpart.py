@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from codemods.framework import envmap
-from codemods.framework.base import Fix
-from codemods.framework.cases import Invalid
-from codemods.framework.families.env_vars import EnvVarRule
+from codemods.analyses import envmap
+from codemods.api.cases import Invalid
+from codemods.api.rule import Fix
+from codemods.families.env_vars import EnvVarRule
 
 
 class EnvNoCounterpart(EnvVarRule):

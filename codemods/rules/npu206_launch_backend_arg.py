@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.families.env_vars import EnvVarRule
+from codemods.api.cases import Invalid, Valid
+from codemods.families.env_vars import EnvVarRule
 
 
 class LaunchBackendArg(EnvVarRule):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.cudaonly import HUB_FLASH_ATTENTION
-from codemods.framework.families.third_party import ThirdPartyRule, library_prefilter
+from codemods.analyses.cudaonly import HUB_FLASH_ATTENTION
+from codemods.api.cases import Invalid, Valid
+from codemods.families.third_party import ThirdPartyRule, library_prefilter
 
 
 class FlashAttn(ThirdPartyRule):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.families.third_party import ThirdPartyRule, library_prefilter
+from codemods.api.cases import Invalid, Valid
+from codemods.families.third_party import ThirdPartyRule, library_prefilter
 
 
 class Bitsandbytes(ThirdPartyRule):

@@ -10,15 +10,10 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 
-from codemods.framework.base import dotted_name
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.cudaonly import PROJECT_OPTION, is_extension_loader, last_part
-from codemods.framework.families.third_party import (
-    ThirdPartyRule,
-    best_import_entry,
-    entries,
-    library_prefilter,
-)
+from codemods.analyses.cudaonly import PROJECT_OPTION, is_extension_loader, last_part
+from codemods.api.cases import Invalid, Valid
+from codemods.families.third_party import ThirdPartyRule, best_import_entry, entries, library_prefilter
+from codemods.model.cstnodes import dotted_name
 from npu_migrate.core.discovery import CUDA_SUFFIXES
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codemods.framework.cases import Invalid
-from codemods.framework.families.third_party import ThirdPartyRule, entries
+from codemods.api.cases import Invalid
+from codemods.families.third_party import ThirdPartyRule, entries
 from npu_migrate.core.diagnostics import Diagnostic, Severity
 
 

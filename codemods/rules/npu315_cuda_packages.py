@@ -7,8 +7,8 @@ import re
 from functools import cache
 from typing import Any
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.families.third_party import ThirdPartyRule, entries
+from codemods.api.cases import Invalid, Valid
+from codemods.families.third_party import ThirdPartyRule, entries
 
 # `name`, `- name=1.0`, `- nvidia::cuda-toolkit`, `name[extra]>=1.0; marker`, `- pip:` ...
 _REQUIREMENT = re.compile(r"(?:-\s+)?(?:(?P<channel>[A-Za-z0-9][\w.\-]*)::)?(?P<name>[A-Za-z0-9][\w.\-]*)")

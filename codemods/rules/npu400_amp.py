@@ -16,11 +16,7 @@ from functools import cached_property
 import libcst as cst
 import libcst.matchers as m
 
-from codemods.framework.base import Fix, Rule
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.nodes import code_of
-from codemods.framework.portable import device_name, require_device
-from codemods.framework.loops import (
+from codemods.analyses.loops import (
     BlockPlan,
     Site,
     TrainingStep,
@@ -30,6 +26,10 @@ from codemods.framework.loops import (
     insertion_data,
     with_block,
 )
+from codemods.analyses.portable import device_name, require_device
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.model.cstnodes import code_of
 from npu_migrate.core.diagnostics import Severity
 
 
@@ -327,7 +327,7 @@ class InsertAmp(Rule):
         suppressions = self.context.suppressions
         if not suppressions:
             return False
-        from codemods.framework.positions import node_positions
+        from codemods.api.positions import node_positions
 
         where = node_positions(module, nodes)
         offset = self.context.line_offset

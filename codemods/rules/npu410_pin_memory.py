@@ -5,7 +5,7 @@ Opt-in. `DataLoader(...)` without `pin_memory` gets `pin_memory=True` and, when 
 of the batch get `non_blocking=True`. A loader with no workers gets a diagnostic.
 
 Which loop iterates a pinned loader is decided on the whole file (Python's `ast`, computed once,
-`codemods/framework/loadervalues.py`): names bound to a pinning `DataLoader(...)`, to a helper
+`codemods/analyses/loadervalues.py`): names bound to a pinning `DataLoader(...)`, to a helper
 that returns one (in this module, or in another one through the project index), or to a
 function parameter that every visible call fills with one.
 """
@@ -20,10 +20,8 @@ from functools import cached_property
 import libcst as cst
 import libcst.matchers as m
 
-from codemods.framework.base import Fix, Rule, dotted_parts
-from codemods.framework.cases import Invalid
-from codemods.framework.loadervalues import LOADER_INDEX_OPTION, PinnedLoaders, pinned_loaders
-from codemods.framework.loops import (
+from codemods.analyses.loadervalues import LOADER_INDEX_OPTION, PinnedLoaders, pinned_loaders
+from codemods.analyses.loops import (
     Site,
     append_elements,
     calls_in,
@@ -32,7 +30,9 @@ from codemods.framework.loops import (
     target_names,
     walk,
 )
-from codemods.framework.nodes import code_of, keyword
+from codemods.api.cases import Invalid
+from codemods.api.rule import Fix, Rule
+from codemods.model.cstnodes import code_of, dotted_parts, keyword
 from npu_migrate.core.diagnostics import Severity
 
 
@@ -41,7 +41,7 @@ class InsertPinMemory(Rule):
 
     `DataLoader(...)` without `pin_memory` gets `pin_memory=True` (and `persistent_workers=True` when it has workers); the host→device copies of its batches get `non_blocking=True`.
 
-    Opt-in: `npu-migrate apply --enable pin-memory`.
+    Opt-in: `npu-migrate apply --enable pin-memory`, or with the tuning rules, `--enable tune` (docs/tune.md).
 
     ## Why
 
@@ -120,6 +120,7 @@ class InsertPinMemory(Rule):
                "batch copies get `non_blocking=True`")
     fix = Fix.SAFE
     default = False
+    families = ("tune",)  # `apply --enable tune` brings it in with NPU600-NPU629
     severity = Severity.INFO
     prefilter = r"DataLoader|\.(?:to|npu|cuda)\("
     whole_statements = True  # a loop over a loader and the copies in its body
@@ -187,7 +188,7 @@ class InsertPinMemory(Rule):
     @cached_property
     def pinned(self) -> PinnedLoaders | None:
         """The loaders of this file that pin; helpers from other modules come from the project
-        index (`codemods/framework/loadervalues.py`)."""
+        index (`codemods/analyses/loadervalues.py`)."""
         index = self.context.options.get(LOADER_INDEX_OPTION) or {}
         imported = index.get(os.path.abspath(self.context.path), ()) if index else ()
         if "DataLoader" not in self.context.source and not imported:

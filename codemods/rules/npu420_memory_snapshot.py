@@ -21,11 +21,11 @@ from functools import cached_property
 
 import libcst as cst
 
-from codemods.framework.base import Fix, Rule
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.loops import Site, find_training_steps, insertion_data
-from codemods.framework.nodes import code_of
-from codemods.framework.portable import device_name, require_device
+from codemods.analyses.loops import Site, find_training_steps, insertion_data
+from codemods.analyses.portable import device_name, require_device
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.model.cstnodes import code_of
 from npu_migrate.core.diagnostics import Severity
 
 COUNTER = "npu_migrate_step"
@@ -248,7 +248,7 @@ class InsertMemorySnapshot(Rule):
                 return
 
     def _is_first_guard(self, module: cst.Module, stmt: cst.If) -> bool:
-        from codemods.framework.positions import node_positions
+        from codemods.api.positions import node_positions
 
         line = node_positions(module, [stmt])[id(stmt)][0] + self.context.line_offset
         return line == self.main_guard_line
@@ -299,7 +299,7 @@ class InsertMemorySnapshot(Rule):
         suppressions = self.context.suppressions
         if not suppressions:
             return False
-        from codemods.framework.positions import node_positions
+        from codemods.api.positions import node_positions
 
         where = node_positions(module, nodes)
         return any(suppressions.suppresses(self.code, line + self.context.line_offset)

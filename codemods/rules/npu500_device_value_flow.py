@@ -5,7 +5,7 @@
 ... `x.to(pick())`, `def build(name="cuda"): torch.device(name)`, a config field
 `accel: str = "cuda"` read as `cfg.accel` in a device position, a module constant another module
 imports and uses as a device. The flow is computed once per file with `ast`
-(`codemods.framework.devicevalues`); module constants read by other modules, and the
+(`codemods.analyses.devicevalues`); module constants read by other modules, and the
 parameters of other modules' functions called with a CUDA literal by keyword
 (`load_state_dict(path, location='cuda')`), come from the project indexes the apply command
 computes over every discovered file (see docs/engine.md, docs/device-values.md).
@@ -26,19 +26,19 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import Fix, Rule
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.devicevalues import (
+from codemods.analyses.devices import device_expr, device_positions, mentions_cuda
+from codemods.analyses.devicevalues import (
     INDEX_OPTION,
     PARAMETER_INDEX_OPTION,
-    device_places,
     FileFlow,
     Finding,
+    device_places,
 )
-from codemods.framework.positions import node_positions
-from codemods.framework.devices import device_expr, device_positions, mentions_cuda
-from codemods.framework.families.device_strings import PREFILTER
-from codemods.framework.nodes import code_of
+from codemods.api.cases import Invalid, Valid
+from codemods.api.positions import node_positions
+from codemods.api.rule import Fix, Rule
+from codemods.families.device_strings import PREFILTER
+from codemods.model.cstnodes import code_of
 from npu_migrate.core.diagnostics import Severity
 
 _PLAIN = re.compile(r"cuda(:\d+)?")

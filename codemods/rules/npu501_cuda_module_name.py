@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ast
 from typing import Any
-import libcst as cst
-from codemods.framework.base import Fix, Rule, dotted_name
-from codemods.framework.families.torch_cuda_api import PREFILTER, alias_uses, cuda_names
 
-from codemods.framework.cases import Invalid, Valid
+import libcst as cst
+
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.families.torch_cuda_api import PREFILTER, alias_uses, cuda_names
+from codemods.model.cstnodes import dotted_name
 
 
 def _binds(tree: ast.Module, name: str) -> bool:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from typing import Any
+
 import libcst as cst
-from codemods.framework.base import Fix, Rule, dotted_expr
-from codemods.framework.targets import too_old, version_allows
-from codemods.framework.families.torch_cuda_api import cuda_names
+
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.api.targets import too_old, version_allows
+from codemods.families.torch_cuda_api import cuda_names
+from codemods.model.cstnodes import dotted_expr
 from npu_migrate.core.diagnostics import Severity
-
-from codemods.framework.cases import Invalid, Valid
-
 
 _INTROSPECTION = frozenset({"getattr", "hasattr"})
 

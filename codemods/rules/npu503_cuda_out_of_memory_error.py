@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from typing import Any
-import libcst as cst
-from codemods.framework.base import Fix, Rule
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.targets import too_old, version_allows
+import libcst as cst
+
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.api.targets import too_old, version_allows
 
 
 class CudaOutOfMemory(Rule):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from typing import Any
+
 import libcst as cst
-from codemods.framework.base import Fix, Rule
+
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.model.cstnodes import string_value
 from npu_migrate.core.diagnostics import Severity
-
-from codemods.framework.cases import Invalid, Valid
-
 
 _PROVIDER = "CUDAExecutionProvider"
 _CANN = "CANNExecutionProvider"
@@ -16,12 +17,6 @@ _CANN = "CANNExecutionProvider"
 
 _TENSORRT = "TensorrtExecutionProvider"
 
-
-def _string(node: cst.CSTNode) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
 
 
 class OnnxRuntimeCann(Rule):
@@ -67,7 +62,7 @@ class OnnxRuntimeCann(Rule):
         return any(t == "onnxruntime" or t.startswith("onnxruntime.") for t in self.context.facts.aliases.values())
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> Any:
-        value = _string(updated_node)
+        value = string_value(updated_node)
         if value not in (_PROVIDER, _TENSORRT) or not self._uses_onnxruntime():
             return updated_node
         if self.target == "portable" and value == _PROVIDER:
@@ -94,7 +89,7 @@ class OnnxRuntimeCann(Rule):
     def _mark(self, node: cst.List | cst.Tuple) -> None:
         if self.target == "portable":
             self.tree.nodes("listed").update(
-                e.value for e in node.elements if isinstance(e, cst.Element) and _string(e.value) == _PROVIDER)
+                e.value for e in node.elements if isinstance(e, cst.Element) and string_value(e.value) == _PROVIDER)
 
     def leave_List(self, original_node: cst.List, updated_node: cst.List) -> Any:
         return self._twin(original_node, updated_node)
@@ -108,14 +103,14 @@ class OnnxRuntimeCann(Rule):
         the providers its build lacks, so the list runs on a CUDA, an Ascend or a CPU build."""
         if self.target != "portable" or not self._uses_onnxruntime():
             return updated
-        names = [_string(e.value) for e in updated.elements if isinstance(e, cst.Element)]
+        names = [string_value(e.value) for e in updated.elements if isinstance(e, cst.Element)]
         if _PROVIDER not in names or _CANN in names:
             return updated
         elements = []
         for element in updated.elements:
             elements.append(element)
             value = element.value if isinstance(element, cst.Element) else None
-            if isinstance(value, cst.SimpleString) and _string(value) == _PROVIDER:
+            if isinstance(value, cst.SimpleString) and string_value(value) == _PROVIDER:
                 twin = value.with_changes(value=value.value.replace(_PROVIDER, _CANN))
                 comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
                 elements[-1] = element.with_changes(comma=comma)

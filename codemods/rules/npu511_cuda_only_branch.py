@@ -9,18 +9,18 @@ from typing import Any
 
 import libcst as cst
 import libcst.matchers as m
-from codemods.framework.base import Fix, Rule
-from codemods.framework.cudaonly import PROJECT_OPTION, CudaOnlyNames, cuda_only_library, import_reason
-from codemods.framework.constantflow import kept_device_bindings
-from codemods.framework.devices import device_positions
-from codemods.framework.facts import iter_statements
-from codemods.framework.families.lightning import CUDA_ACCELERATORS, accelerator_variables
-from codemods.framework.positions import node_positions
+
+from codemods.analyses.capability import capability_break
+from codemods.analyses.constantflow import kept_device_bindings
+from codemods.analyses.cudaonly import PROJECT_OPTION, CudaOnlyNames, cuda_only_library, import_reason
+from codemods.analyses.devices import device_positions
+from codemods.api.cases import Invalid, Valid
+from codemods.api.positions import node_positions
+from codemods.api.rule import Fix, Rule
+from codemods.families.lightning import CUDA_ACCELERATORS, accelerator_variables
+from codemods.model.astnodes import iter_statements
+from codemods.model.cstnodes import string_value
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
-
-from codemods.framework.capability import capability_break
-from codemods.framework.cases import Invalid, Valid
-
 
 _CUDA_LITERAL = re.compile(r"cuda(:\d*)?")
 
@@ -60,12 +60,6 @@ def _scopes_around(tree: ast.Module, line: int) -> list[ast.stmt]:
               and s.lineno <= line <= (s.end_lineno or s.lineno)]
     return sorted(around, key=lambda s: s.lineno, reverse=True)
 
-
-def _string(node: cst.CSTNode) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
 
 
 class CudaOnlyBranch(Rule):
@@ -133,7 +127,7 @@ class CudaOnlyBranch(Rule):
             return updated_node
         runner = self.runner
         assert runner is not None
-        if runner._suppressed(self.code, original_node):
+        if runner.suppressed(self.code, original_node):
             return updated_node  # `ignore[NPU511]`: the other rules' rewrites and their edits stand
         if original_node in self.tree.nodes("beside_npu") and not self._npu_test(original_node.test) \
                 and not self._reads_own_is_cuda(original_node.test):
@@ -216,7 +210,7 @@ class CudaOnlyBranch(Rule):
 
     def _cuda_guard(self, test: cst.BaseExpression) -> bool:
         for node in m.findall(test, m.SimpleString() | m.Call() | m.Attribute()):
-            if isinstance(node, cst.SimpleString) and _CUDA_LITERAL.fullmatch(_string(node) or ""):
+            if isinstance(node, cst.SimpleString) and _CUDA_LITERAL.fullmatch(string_value(node) or ""):
                 return True
             if isinstance(node, cst.Call) and self.resolve(node.func) == "torch.cuda.is_available":
                 return True
@@ -228,7 +222,7 @@ class CudaOnlyBranch(Rule):
         """Whether a test, as written, asks for the NPU (`"npu"`, `.startswith("npu:")`,
         `torch.npu.is_available()`, `x.is_npu`)."""
         for node in m.findall(test, m.SimpleString() | m.Attribute()):
-            if isinstance(node, cst.SimpleString) and _NPU_LITERAL.fullmatch(_string(node) or ""):
+            if isinstance(node, cst.SimpleString) and _NPU_LITERAL.fullmatch(string_value(node) or ""):
                 return True
             if isinstance(node, cst.Attribute) and (
                     node.attr.value == "is_npu" or (self.resolve(node) or "").startswith(("torch.npu.", "torch_npu."))):
@@ -257,8 +251,8 @@ class CudaOnlyBranch(Rule):
         runner = self.runner
         assert runner is not None
         path, code, severity = self.context.path, self.code, self.severity
-        runner._accepted = [(node, _as_kept_report(make, path, code, severity) if id(node) in in_body else make)
-                            for node, make in runner._accepted]
+        runner.revise_recorded(lambda node, make: _as_kept_report(make, path, code, severity)
+                               if id(node) in in_body else make)
         self.report(original_node, "this CUDA branch sits beside the NPU branch of the same if/elif chain: it "
                                    "stays as written (the NPU takes its own branch; rewriting this one too would "
                                    "shadow it or send the NPU where the code did not)")
@@ -322,7 +316,7 @@ class CudaOnlyBranch(Rule):
             if id(node) in not_references:
                 continue
             if isinstance(node, cst.SimpleString):
-                if _string(node) == _TENSORRT:
+                if string_value(node) == _TENSORRT:
                     return "ONNX Runtime's TensorRT provider"
                 continue
             if isinstance(node, (cst.Import, cst.ImportFrom)):
@@ -349,12 +343,12 @@ class CudaOnlyBranch(Rule):
             assert isinstance(assign, cst.Assign)
             name = assign.targets[0].target
             assert isinstance(name, cst.Name)
-            if not _CUDA_LITERAL.fullmatch(_string(assign.value) or ""):
+            if not _CUDA_LITERAL.fullmatch(string_value(assign.value) or ""):
                 continue
             if self._kept is None:
-                self._kept = kept_device_bindings(self.context.facts, device_positions())
+                self._kept = self.context.model.derived(kept_device_bindings, device_positions())
             if name.value in self._kept:
-                return f"`{name.value} = {_string(assign.value)!r}`, a CUDA device that stays as written (reported there)"
+                return f"`{name.value} = {string_value(assign.value)!r}`, a CUDA device that stays as written (reported there)"
         return None
 
     def _lightning_cuda_accelerator(self, body: cst.CSTNode) -> str | None:
@@ -363,13 +357,13 @@ class CudaOnlyBranch(Rule):
         counterpart (NPU520), so an NPU guard would send the NPU into it."""
         for assign in m.findall(body, m.Assign(value=m.SimpleString())):
             assert isinstance(assign, cst.Assign)
-            if (_string(assign.value) or "").lower() not in CUDA_ACCELERATORS:
+            if (string_value(assign.value) or "").lower() not in CUDA_ACCELERATORS:
                 continue
             if self._accelerators is None:
                 self._accelerators = accelerator_variables(self.context.facts)
             for target in assign.targets:
                 if isinstance(target.target, cst.Name) and target.target.value in self._accelerators:
-                    return f"Lightning's CUDA accelerator (`{target.target.value} = {_string(assign.value)!r}` " \
+                    return f"Lightning's CUDA accelerator (`{target.target.value} = {string_value(assign.value)!r}` " \
                            "is passed as `accelerator=`)"
         return None
 
@@ -389,7 +383,7 @@ class CudaOnlyBranch(Rule):
         inside = _node_ids(test)
         runner = self.runner
         assert runner is not None
-        runner._accepted = [(node, make) for node, make in runner._accepted if id(node) not in inside]
+        runner.revise_recorded(lambda node, make: None if id(node) in inside else make)
 
 
 def _node_ids(root: cst.CSTNode) -> set[int]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import libcst as cst
-from codemods.framework.base import Fix, Rule
-from npu_migrate.core.diagnostics import Severity
-from codemods.framework.families.lightning import (
+
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.families.lightning import (
     CUDA_ACCELERATORS,
     ENTRY_POINTS,
     LEGACY_STRATEGY_ACCELERATORS,
@@ -14,9 +15,7 @@ from codemods.framework.families.lightning import (
     lightning_name,
     text_of,
 )
-
-from codemods.framework.cases import Invalid, Valid
-
+from npu_migrate.core.diagnostics import Severity
 
 # under --target portable: what keeps one Trainer call right on every cluster
 _PORTABLE_ROUTE = ("for one code base use `accelerator=\"auto\"` (CUDA where there is a GPU, else CPU); Lightning "

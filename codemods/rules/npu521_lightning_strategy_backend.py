@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from typing import Any
+
 import libcst as cst
-from codemods.framework.base import Fix, Rule, dotted_expr
-from codemods.framework.nodes import code_of
-from codemods.framework.portable import require_device
-from codemods.framework.targets import version_allows
-from codemods.framework.families.lightning import lightning_name, text_of
 
-from codemods.framework.cases import Invalid, Valid
-
+from codemods.analyses.portable import require_device
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.api.targets import version_allows
+from codemods.families.lightning import lightning_name, text_of
+from codemods.model.cstnodes import code_of, dotted_expr
 
 _STRATEGIES = frozenset({"DDPStrategy", "FSDPStrategy", "DeepSpeedStrategy", "DDPSpawnStrategy",
                          "ModelParallelStrategy"})

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from typing import Any
-import libcst as cst
-from codemods.framework.base import Fix, Rule
 
-from codemods.framework.cases import Invalid, Valid
+import libcst as cst
+
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
 from npu_migrate.core.diagnostics import Severity
 
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from typing import Any
+
 import libcst as cst
 import libcst.matchers as m
-from codemods.framework.base import Fix, Rule, dotted_expr
-from codemods.framework.families.torch_cuda_api import cuda_names
-from codemods.framework.portable import generic_name
+
+from codemods.analyses.portable import generic_name
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.families.torch_cuda_api import cuda_names
+from codemods.model.cstnodes import dotted_expr
 from npu_migrate.core.diagnostics import Severity
-
-from codemods.framework.cases import Invalid, Valid
-
 
 _PATCHERS = frozenset({"patch", "setattr", "delattr", "object"})
 # Lightning's test markers (`lightning.fabric.utilities.testing._runif_reasons`, litgpt's `_RunIf`)

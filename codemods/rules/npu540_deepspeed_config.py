@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from codemods.framework.base import Fix, Rule
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.jsonspans import JsonSpanError, Path, Span, json_spans, line_col
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.model.jsonspans import JsonSpanError, Path, Span, json_spans, line_col
 from npu_migrate.core.diagnostics import Severity
 
 # top-level keys only a DeepSpeed configuration has: a JSON file without one is not checked

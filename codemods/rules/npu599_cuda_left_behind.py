@@ -6,15 +6,14 @@ import ast
 import bisect
 import warnings
 from typing import ClassVar
-from codemods.framework.base import Fix, Rule
-from codemods.framework.cudasites import cuda_sites, statement_spans
-from codemods.framework.facts import FileFacts
-from codemods.framework.linemap import line_map
-from codemods.framework.suppression import ALL
+
+from codemods.analyses.cudasites import cuda_sites, statement_spans
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule
+from codemods.api.suppression import ALL
+from codemods.model.facts import FileFacts
+from codemods.model.linemap import line_map
 from npu_migrate.core.diagnostics import Diagnostic, Severity
-
-from codemods.framework.cases import Invalid, Valid
-
 
 # Files that can hold a site spell one of these (a plain alternation: `(?i)` or a long list of
 # library names makes this search the slowest of all prefilters). A file that imports a CUDA-only
@@ -42,7 +41,7 @@ class CudaLeftBehind(Rule):
 
     ## Why
 
-    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (`codemods/framework/cudasites.py`, an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement or the line carries an `npu-migrate: ignore` comment. Comments, docstrings, log/help text and paths are never sites, nor is `import torch.backends.cudnn` (harmless on NPU; the flags it sets are NPU161). Lines point at the original file.
+    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (`codemods/analyses/cudasites.py`, an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement or the line carries an `npu-migrate: ignore` comment. Comments, docstrings, log/help text and paths are never sites, nor is `import torch.backends.cudnn` (harmless on NPU; the flags it sets are NPU161). Lines point at the original file.
 
     ## Example
 

@@ -19,7 +19,7 @@ __all__ = ["SECTIONS", "Assessment", "analyze", "default_plan"]
 
 def default_plan(select: Sequence[str] = (), ignore: Sequence[str] = (), enable: Sequence[str] = (),
                  options: dict | None = None, per_file_ignores: dict | None = None, root: str = ".") -> RunPlan:
-    from codemods.framework.registry import all_rules, select_rules
+    from codemods.api.registry import all_rules, select_rules
 
     chosen = select_rules(all_rules(), select, ignore, enable)
     return RunPlan([r.code for r in chosen], dict(options or {}), dict(per_file_ignores or {}), root)

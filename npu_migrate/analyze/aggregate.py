@@ -26,8 +26,8 @@ from npu_migrate.core.diagnostics import Diagnostic, Severity, Table
 SECTIONS = ("architecture", "computation", "memory")
 SECTION_CODES = {
     "architecture": ("ANA001", "ANA002", "ANA003", "ANA004", "ANA010", "ANA020"),
-    "computation": ("ANA030", "ANA031", "ANA032", "ANA033"),
-    "memory": ("ANA040", "ANA041", "ANA042", "ANA043", "ANA044", "ANA045", "ANA046", "ANA047", "ANA048"),
+    "computation": ("ANA030", "ANA031", "ANA032", "ANA033", "ANA034"),
+    "memory": ("ANA040", "ANA041", "ANA042", "ANA043", "ANA044", "ANA045", "ANA046", "ANA047", "ANA048", "ANA049"),
 }
 @dataclass
 class Assessment:
@@ -218,6 +218,10 @@ class Aggregator(EffortModel, MemorySection):
         for key, detail_text, path, line in sorted(self.third_party, key=lambda t: (t[2], t[3])):
             entry = entries[key]
             route = (entry["npu"] + ": " if entry["npu"] else "") + entry["note"]
+            if entry["library"].lower().startswith("apex"):
+                from npu_migrate.analyze.tuning import apex_routes
+
+                route += f" Routes by torch_npu release: {apex_routes()}"
             custom.rows.append([entry["library"], detail_text, where(path, line), route])
             extra.append(finding("ANA020", path, (line, 0), f"{entry['library']} ({detail_text}): {route}",
                                  evidence=[f"{detail_text} at line {line}" if line else f"file {detail_text}"]))

@@ -242,6 +242,66 @@ The finding lists what `analyze` saw, each with its line, and a confidence (high
 `npu-migrate apply --enable amp` inserts autocast (an opt-in rule); check accuracy after enabling it.
 """,
 
+    "ANA034": """\
+# ANA034 tuning-computation
+
+## What it means
+
+Ascend-specific tuning in the computation section of `npu-migrate analyze`: fused optimizers (NPU600), compile mode for dynamic shapes (NPU601), fused operators (NPU610-NPU613), the launch environment (NPU620, NPU621). Each finding is
+what one opt-in `tune` rule would change on that line (or, at medium confidence, why it would
+not), with the expected effect and the command that applies it (docs/tune.md).
+
+```text
+train.py:51:17: ANA034 fused optimizer: `torch.optim.AdamW` -> `torch_npu.optim.NpuFusedAdamW` ... (`npu-migrate apply --enable fused-optimizer`, NPU600)
+```
+
+## Why
+
+Huawei's ModelZoo ports add this tuning to the upstream code they port; the CUDA code has none of
+it. `analyze` runs the `tune` family (`apply --enable tune`) on the file with the engine, so a
+finding claims exactly what `apply` would do.
+
+## Evidence
+
+The line and its text, and the rule (code and name) that rewrites or reports it; confidence
+high for a rewrite, medium for a report (the rule explains why it leaves the line).
+
+## What to do
+
+`npu-migrate apply --enable tune PATH` (or `--enable <rule name>`), then `npu-migrate verify`
+original against tuned; the `target-version` setting keeps every rewrite within the torch_npu
+release you run.
+""",
+    "ANA049": """\
+# ANA049 tuning-memory
+
+## What it means
+
+Ascend-specific tuning in the memory section of `npu-migrate analyze`: static shapes with `drop_last=True` on training loaders (NPU602), pinned memory and non-blocking copies (NPU410). Each finding is
+what one opt-in `tune` rule would change on that line (or, at medium confidence, why it would
+not), with the expected effect and the command that applies it (docs/tune.md).
+
+```text
+train.py:53:14: ANA049 static shapes: added `drop_last=True` (training loader ...) (`npu-migrate apply --enable static-shapes`, NPU602)
+```
+
+## Why
+
+Huawei's ModelZoo ports add this tuning to the upstream code they port; the CUDA code has none of
+it. `analyze` runs the `tune` family (`apply --enable tune`) on the file with the engine, so a
+finding claims exactly what `apply` would do.
+
+## Evidence
+
+The line and its text, and the rule (code and name) that rewrites or reports it; confidence
+high for a rewrite, medium for a report (the rule explains why it leaves the line).
+
+## What to do
+
+`npu-migrate apply --enable tune PATH` (or `--enable <rule name>`), then `npu-migrate verify`
+original against tuned; the `target-version` setting keeps every rewrite within the torch_npu
+release you run.
+""",
     "ANA033": """\
 # ANA033 loss-scaling
 

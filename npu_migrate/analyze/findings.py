@@ -21,6 +21,7 @@ CODES: dict[str, tuple[str, str, Severity]] = {
     "ANA031": ("fusion-opportunity", "Operators that a fused NPU API or torch.compile can serve in one kernel", INFO),
     "ANA032": ("amp-opportunity", "Training without mixed precision", INFO),
     "ANA033": ("loss-scaling", "Loss scaling that fp16 autocast needs, or that bf16 does not", INFO),
+    "ANA034": ("tuning-computation", "Ascend tuning a `tune` rule applies: fused optimizer, fused operator, compile mode, launch environment", INFO),
     "ANA040": ("dataloader-settings", "A DataLoader whose settings hold the NPU back", INFO),
     "ANA041": ("sync-in-loop", "A host synchronisation (.item(), .cpu(), .numpy(), .tolist()) in the training loop", WARNING),
     "ANA042": ("transfer-in-loop", "A blocking host-to-device copy in the training loop", INFO),
@@ -30,6 +31,7 @@ CODES: dict[str, tuple[str, str, Severity]] = {
     "ANA046": ("accumulation-opportunity", "The optimizer steps every iteration: no gradient accumulation", INFO),
     "ANA047": ("allocator-advice", "A pattern that calls for a PYTORCH_NPU_ALLOC_CONF setting", INFO),
     "ANA048": ("redundant-transfer", "A device copy that repeats one already made", WARNING),
+    "ANA049": ("tuning-memory", "Ascend tuning a `tune` rule applies: static shapes (drop_last), pinned non-blocking transfers", INFO),
 }
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import ast
 import re
 
-from codemods.framework.facts import FileFacts
-from codemods.framework.facts import ast_dotted_parts as dotted
+from codemods.model.astnodes import ast_dotted_parts as dotted
+from codemods.model.facts import FileFacts
 from npu_migrate.analyze import catalog
-from npu_migrate.analyze.model import FileScan, ModuleClass, Site
 from npu_migrate.analyze.devices import HOST_FACTORIES, device_like
 from npu_migrate.analyze.loops import LoopAnalysis, training_loops
+from npu_migrate.analyze.model import FileScan, ModuleClass, Site
 
 CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 TORCH_CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "LightningModule"})

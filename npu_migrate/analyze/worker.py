@@ -10,11 +10,12 @@ import re
 import warnings
 from collections.abc import Iterator, Sequence
 
-from codemods.framework.facts import FileFacts
+from codemods.model.facts import FileFacts
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.classify import classify
 from npu_migrate.analyze.model import FileScan
 from npu_migrate.analyze.scan import Scanner
+from npu_migrate.analyze.tuning import tuning_findings
 from npu_migrate.apply.engine import RuleSet, migrate_text
 from npu_migrate.apply.runner import RunPlan
 from npu_migrate.core.discovery import CUDA_SUFFIXES, SHELL_SUFFIXES
@@ -42,6 +43,7 @@ def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
                 scan.distributed.append(("launcher", launcher.group(0).strip(), number))
         if plan is not None:
             _classify(scan, text, plan)
+        scan.findings += tuning_findings(path, text)
         return scan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarnings of the user's code are not ours to print
@@ -61,6 +63,7 @@ def analyze_file(path: str, plan: RunPlan | None) -> FileScan:
                                     "file not analysed (please report this as a bug)")
     if plan is not None:
         _classify(scan, text, plan, tree)  # the file is parsed once
+    scan.findings += tuning_findings(path, text, tree)
     return scan
 
 
@@ -82,7 +85,7 @@ _LEFT_OUT: dict[frozenset[str], RuleSet | None] = {}
 
 def _left_out(ruleset: RuleSet, plan: RunPlan) -> RuleSet | None:
     """The rules this file's selection leaves out, with the plan's options (None: none)."""
-    from codemods.framework.registry import all_rules
+    from codemods.api.registry import all_rules
 
     selected = frozenset(ruleset.codes())
     if selected not in _LEFT_OUT:

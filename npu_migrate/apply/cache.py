@@ -75,7 +75,7 @@ def tool_fingerprint() -> str:
 
 
 def _plugin_fingerprints() -> list[str]:
-    from codemods.framework.registry import builtin_rules, plugin_origin, plugin_rules
+    from codemods.api.registry import builtin_rules, plugin_origin, plugin_rules
 
     builtins = set(builtin_rules())
     out = []

@@ -18,13 +18,15 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.framework.base import TEXT_LANGUAGES, Rule, RuleContext, RuleRunner
-from codemods.framework.prefilter import Prefilter
-from codemods.framework.facts import FileFacts
-from codemods.framework.imports import insert_imports, is_settings_module, split_lines
-from codemods.framework.portable import define_device, guard_import
-from codemods.framework.suppression import Suppressions, skips_file
-from codemods.framework.targets import plan_rules, report_instead, target_of
+from codemods.analyses.portable import define_device, guard_import
+from codemods.api.prefilter import Prefilter
+from codemods.api.rule import TEXT_LANGUAGES, Rule, RuleContext
+from codemods.api.runner import RuleRunner
+from codemods.api.suppression import Suppressions, skips_file
+from codemods.api.targets import plan_rules, report_instead, target_of
+from codemods.model.facts import FileFacts
+from codemods.model.filemodel import FileModel
+from codemods.model.imports import insert_imports, is_settings_module, split_lines
 from npu_migrate.apply import grammar
 from npu_migrate.apply.notebook_run import migrate_notebook
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
@@ -60,7 +62,7 @@ class RuleSet:
 
     def __init__(self, rules: Sequence[type[Rule]], options: Mapping[str, Any] | None = None) -> None:
         self.options = dict(options or {})
-        from codemods.framework.registry import all_rules
+        from codemods.api.registry import all_rules
 
         running, self.report_only = plan_rules(list(rules), target_of(self.options), all_rules())
         self.rules = running + self.report_only
@@ -78,7 +80,7 @@ class RuleSet:
 
     def matching(self, rules: Iterable[type[Rule]], text: str) -> list[type[Rule]]:
         """The rules whose prefilter matches `text`. Each distinct prefilter is searched once, and
-        each of their gate words looked for once (see `codemods.framework.prefilter`): separate
+        each of their gate words looked for once (see `codemods.api.prefilter`): separate
         simple searches beat one big alternation, which defeats `re`'s literal scan."""
         found: list[type[Rule]] = []
         hits: dict[int, bool] = {}
@@ -173,8 +175,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     tree = tree or _parse_ast(text, path, outcome)
     if tree is None:
         return outcome
-    context = RuleContext(path, text, FileFacts.from_tree(tree), ruleset.options,
-                          Suppressions.parse(text))
+    context = RuleContext(FileModel(path, text, tree, ruleset.options), Suppressions.parse(text))
     rules = {cls: cls(context) for cls in candidates}
     for cls, rule in rules.items():
         rule.report_only = cls in ruleset.report_only
@@ -227,7 +228,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     if context.definitions and context.edits:
         new_text, line = define_device(new_text, context.definitions)
         if line:
-            context.edits.append(Edit("NPU100", "defined the portable device value", line, 1))
+            context.edits.append(Edit("NPU100", "added the module-level statements the rewrite needs after the imports", line, 1))
     # the rewrite is parsed once: to check it, and for the sweep to read
     new_tree, problem = _reparse(new_text) if new_text != text else (None, None)
     for cls in sweeps:
@@ -257,8 +258,7 @@ def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
     prefilter = ruleset.text_filters[language]
     if prefilter is not None and not prefilter.search(text):
         return outcome
-    context = RuleContext(path, text, FileFacts(ast.Module(body=[], type_ignores=[])),
-                          ruleset.options, Suppressions.parse(text))
+    context = RuleContext(FileModel.empty(path, text, ruleset.options), Suppressions.parse(text))
     new_text = text
     for cls in ruleset.matching(ruleset.text_rules[language], text):
         if cls in ruleset.report_only:  # its rewrite is dropped; what it would do is reported
@@ -278,7 +278,7 @@ def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
 def unknown_suppressions(text: str, path: str) -> list[Diagnostic]:
     """NPU001 (like ruff's RUF100): a code in `# npu-migrate: ignore[...]` that no rule has, so
     the comment silences nothing (a typo, or a rule that was removed)."""
-    from codemods.framework.registry import all_rules
+    from codemods.api.registry import all_rules
     from npu_migrate.apply.codes import CODES
     from npu_migrate.core.config import did_you_mean
 
@@ -457,7 +457,7 @@ def migrate_source(text: str, path: str = "<string>", select: Iterable[str] = ()
                    options: Mapping[str, Any] | None = None) -> str:
     """Convenience for tests and other wings: the migrated text (unchanged text if nothing to do).
     Raises ValueError when the file cannot be migrated."""
-    from codemods.framework.registry import all_rules, select_rules
+    from codemods.api.registry import all_rules, select_rules
 
     ruleset = RuleSet(select_rules(all_rules(), select, ignore, enable), options)
     outcome = migrate_text(text, path, ruleset)

@@ -1,13 +1,13 @@
 """Facts about the whole project that single-file rules need, computed once per run.
 
-- the device-value index (`codemods.framework.devicevalues.project_device_index`), which says how
+- the device-value index (`codemods.analyses.devicevalues.project_device_index`), which says how
   other modules use a module's CUDA device constants, and the parameter index
   (`project_parameter_index`), where the parameters of functions other modules call with a CUDA
   literal go (NPU500);
-- the project's CUDA-only modules (`codemods.framework.cudaonly.project_cuda_only_modules`), whose
+- the project's CUDA-only modules (`codemods.analyses.cudaonly.project_cuda_only_modules`), whose
   functions a CUDA guard may select (NPU511), and the CUDA extensions it builds, whose imports
   NPU311 reports;
-- the loader index (`codemods.framework.loadervalues.project_loader_index`): helpers of other
+- the loader index (`codemods.analyses.loadervalues.project_loader_index`): helpers of other
   modules that return a pinning DataLoader (NPU410).
 
 Also which `.json` files the code passes to DeepSpeed (`deepspeed_config_references`, NPU540).
@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from codemods.framework.cudaonly import PROJECT_OPTION, project_cuda_only_modules
-from codemods.framework.devicevalues import (
+from codemods.analyses.cudaonly import PROJECT_OPTION, project_cuda_only_modules
+from codemods.analyses.devicevalues import (
     INDEX_OPTION,
     PARAMETER_INDEX_OPTION,
     parse_source,
@@ -38,19 +38,20 @@ from codemods.framework.devicevalues import (
     project_parameter_index,
     read_source,
 )
-from codemods.framework.facts import FileFacts, ast_dotted_parts
-from codemods.framework.loadervalues import LOADER_INDEX_OPTION, project_loader_index
+from codemods.analyses.loadervalues import LOADER_INDEX_OPTION, project_loader_index
+from codemods.model.astnodes import ast_dotted_parts
+from codemods.model.facts import FileFacts
 from npu_migrate.apply.runner import RunPlan
 
 
 def _device_index(files: Sequence[str], root: str) -> dict[str, Any]:
-    from codemods.framework.devicevalues import device_places
+    from codemods.analyses.devicevalues import device_places
 
     return project_device_index(files, root, device_places())
 
 
 def _parameter_index(files: Sequence[str], root: str) -> dict[str, Any]:
-    from codemods.framework.devicevalues import device_places
+    from codemods.analyses.devicevalues import device_places
 
     return project_parameter_index(files, root, device_places())
 

@@ -73,7 +73,7 @@ class RunPlan:
         ignored = self.ignored_for(path)
         ruleset = self._rulesets.get(ignored)
         if ruleset is None:
-            from codemods.framework.registry import all_rules
+            from codemods.api.registry import all_rules
 
             by_code = {r.code: r for r in all_rules()}
             rules = [by_code[c] for c in self.codes

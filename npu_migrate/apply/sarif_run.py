@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from npu_migrate import __version__
-from npu_migrate.core.diagnostics import Diagnostic, Severity
 from npu_migrate.apply.runner import FileResult
+from npu_migrate.core.diagnostics import Diagnostic, Severity
 from npu_migrate.core.sarif import to_sarif
 
 FAILURE_CODE = "NPU000"
@@ -25,7 +25,7 @@ def failure_diagnostic(error: str, path: str) -> Diagnostic:
 
 
 def run_to_sarif(results: Iterable[FileResult]) -> dict[str, Any]:
-    from codemods.framework.registry import all_rules
+    from codemods.api.registry import all_rules
 
     diagnostics: list[Diagnostic] = []
     for result in results:

@@ -21,7 +21,7 @@ def resolve_rule_selectors(settings: Settings) -> Settings:
     their globs lose a leading `./`. Raises ConfigError naming the file and the key."""
     if settings.source is None:  # defaults: nothing to check
         return settings
-    from codemods.framework.registry import all_rules, selector_matches
+    from codemods.api.registry import all_rules, selector_matches
 
     where = f"{settings.source}: [tool.{SECTION}]"
     rules = all_rules()

@@ -16,17 +16,33 @@ import click
 from npu_migrate.apply.cache import DEFAULT_DIR, Cache, run_key
 from npu_migrate.apply.project import attach_project_facts, deepspeed_config_references
 from npu_migrate.apply.runner import FileResult, RunPlan, clean_stale_temps, process_bytes, run, write_back
-from npu_migrate.apply.selection import (SelectionError, changed_since, parse_shard,
-                                         resolve_rule_selectors, shard)
+from npu_migrate.apply.selection import SelectionError, changed_since, parse_shard, resolve_rule_selectors, shard
 from npu_migrate.apply.summary import RunSummary, package_of
 from npu_migrate.commands.apply_report import MACHINE_FORMATS, Reporter, findings, render_report
 from npu_migrate.core import formats
-from npu_migrate.core.config import (TARGETS, ConfigError, Settings, SettingsFinder, did_you_mean,
-                                     parse_table, show_settings)
+from npu_migrate.core.config import (
+    TARGETS,
+    ConfigError,
+    Settings,
+    SettingsFinder,
+    did_you_mean,
+    parse_table,
+    show_settings,
+)
 from npu_migrate.core.diffs import colourise, unified_diff
-from npu_migrate.core.discovery import (CUDA_SUFFIXES, JSON_SUFFIXES, MANIFEST_SUFFIXES, PYTHON_SUFFIXES,
-                                        SHELL_SUFFIXES, copy_ignore, deepspeed_config_name, discover,
-                                        excluded, manifest_name, output_dir_problem)
+from npu_migrate.core.discovery import (
+    CUDA_SUFFIXES,
+    JSON_SUFFIXES,
+    MANIFEST_SUFFIXES,
+    PYTHON_SUFFIXES,
+    SHELL_SUFFIXES,
+    copy_ignore,
+    deepspeed_config_name,
+    discover,
+    excluded,
+    manifest_name,
+    output_dir_problem,
+)
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 from npu_migrate.core.parallel import exit_status, stop_on_signals
 
@@ -202,7 +218,7 @@ def show_settings_of(finder: SettingsFinder, path: str) -> str:
 
 
 def _plan(settings: Settings, select: Sequence[str], ignore: Sequence[str], enable: Sequence[str]) -> RunPlan:
-    from codemods.framework.registry import RuleError, all_rules, select_rules
+    from codemods.api.registry import RuleError, all_rules, select_rules
 
     rules = all_rules()
     try:

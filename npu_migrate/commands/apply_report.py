@@ -230,7 +230,7 @@ def _isatty(stream: Any) -> bool:
 
 
 def _rule_names() -> dict[str, str]:
-    from codemods.framework.registry import all_rules
+    from codemods.api.registry import all_rules
 
     return {"NPU000": "file-failed", "NPU001": "unknown-suppression-code"} | {
         r.code: r.name for r in all_rules()}

@@ -4,10 +4,10 @@
     python -m npu_migrate.commands.docgen --check    # exit 1 when anything is stale (CI)
 
 - `docs/rules/CODE.md` for every rule, rendered from the rule's docstring and cases
-  (`codemods.framework.pages`), and for every code a wing prints (ANA, MEM, VER, ...), from the
+  (`codemods.docgen.pages`), and for every code a wing prints (ANA, MEM, VER, ...), from the
   `CODES` dict of `npu_migrate/<wing>/codes.py`;
 - the rule tables of the family pages (`docs/rules-*.md`), between the generated markers;
-- `docs/coverage.md`, from the data tables (`codemods.framework.coverage`).
+- `docs/coverage.md`, from the data tables (`codemods.docgen.coverage`).
 
 It lives with the commands, the one layer above both the rules and the wings it reads (a
 developer's command: `python -m`, not a subcommand of the CLI).
@@ -22,9 +22,9 @@ import re
 import sys
 from pathlib import Path
 
-from codemods.framework import coverage
-from codemods.framework.pages import render_rule_page
-from codemods.framework.registry import builtin_rules
+from codemods.api.registry import builtin_rules
+from codemods.docgen import coverage
+from codemods.docgen.pages import render_rule_page
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -3,7 +3,7 @@
 Pages come from the installed code, never from a docs/ folder, so an installed wheel prints
 the same page as a checkout:
 - a rule's page is rendered from the rule itself (docstring sections, fix safety, default, data
-  rows, cases) by `codemods.framework.pages`, the renderer that also writes docs/rules/CODE.md;
+  rows, cases) by `codemods.docgen.pages`, the renderer that also writes docs/rules/CODE.md;
 - a plugin rule whose docstring lacks the sections may ship `docs/CODE.md` beside its module;
 - a diagnostic code that is not a rule (NPU000, ANA*, MEM*, VER*) prints its wing's page, from the
   `CODES` of `npu_migrate/<wing>/codes.py`.
@@ -34,8 +34,8 @@ def _plugin_page(rule: Any) -> str | None:
 
 def doc_page(rule: Any, origin: str | None = None) -> str:
     """The page of a rule (see the module docstring)."""
-    from codemods.framework.cases import doc_of, sections
-    from codemods.framework.pages import render_rule_page
+    from codemods.api.cases import doc_of, sections
+    from codemods.docgen.pages import render_rule_page
 
     if origin and not sections(doc_of(rule)):
         page = _plugin_page(rule)
@@ -52,7 +52,7 @@ def code_page(code: str) -> str | None:
 
 
 def targets(rule: Any) -> dict[str, str]:
-    from codemods.framework.cases import targets_of
+    from codemods.api.cases import targets_of
 
     return targets_of(rule)
 
@@ -76,8 +76,8 @@ def _describe(rule: Any, origin: str | None) -> dict[str, Any]:
 def command(code: str | None, fmt: str) -> None:
     """List every rule (code, name, default on/off, fix safety, targets, summary), or show CODE's
     page (a rule's code or name, or a diagnostic code such as ANA001)."""
-    from codemods.framework.data import DataError
-    from codemods.framework.registry import RuleError, all_rules, find_rule, plugin_origin
+    from codemods.api.registry import RuleError, all_rules, find_rule, plugin_origin
+    from npu_migrate.core.tables import DataError
 
     try:
         rules = all_rules()

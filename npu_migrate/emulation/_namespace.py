@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from . import _extras, _memory, ops
+from . import _extras, _memory, fused_ops, ops
 from ._state import MAPPING, STATE, EmulationError
 
 _NPU = MAPPING["device_type"]
@@ -417,10 +417,11 @@ def build_modules() -> dict[str, types.ModuleType]:
     root.profiler = _profiler_module()
     for name, op in ops.REFERENCE_OPS.items():
         setattr(root, name, op)
+    tuned = fused_ops.register(root, _module)  # torch_npu.optim and the fused operators (NPU600-NPU613)
     root.__getattr__ = _unknown_attribute
     return {"torch_npu": root, "torch_npu.npu": npu, "torch_npu.npu.amp": npu.amp,
             "torch_npu.npu.memory": memory, "torch_npu.npu.mstx": npu.mstx,
-            "torch_npu.profiler": root.profiler, **submodules}
+            "torch_npu.profiler": root.profiler, **submodules, **tuned}
 
 
 def _unknown_attribute(name: str) -> Any:

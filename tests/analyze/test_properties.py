@@ -5,7 +5,7 @@ import ast
 import hypothesmith
 from hypothesis import HealthCheck, given, settings
 
-from codemods.framework.facts import FileFacts
+from codemods.model.facts import FileFacts
 from npu_migrate.analyze.scan import Scanner
 
 

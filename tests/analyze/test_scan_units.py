@@ -2,7 +2,7 @@
 import ast
 import textwrap
 
-from codemods.framework.facts import FileFacts
+from codemods.model.facts import FileFacts
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.aggregate import Aggregator
 from npu_migrate.analyze.scan import Scanner

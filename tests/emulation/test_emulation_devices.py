@@ -139,9 +139,12 @@ def test_npu_fusion_attention_matches_sdpa(emu, layout):
     assert torch.allclose(out, pack(expected), atol=1e-5)
     out.sum().backward()
     assert q.grad is not None
-    by_mode = emu.npu_fusion_attention(pack(q), pack(k), pack(v), n, layout, sparse_mode=2,
-                                       scale=d ** -0.5)[0]
+    compressed = torch.ones(2048, 2048, dtype=torch.bool).triu(1)  # the mask torch_npu documents for mode 2
+    by_mode = emu.npu_fusion_attention(pack(q), pack(k), pack(v), n, layout, atten_mask=compressed,
+                                       sparse_mode=2, scale=d ** -0.5)[0]
     assert torch.allclose(by_mode, out, atol=1e-6)
+    with pytest.raises(Exception, match="sparse_mode=2 needs atten_mask"):
+        emu.npu_fusion_attention(pack(q), pack(k), pack(v), n, layout, sparse_mode=2, scale=d ** -0.5)
 
 
 def test_fusion_attention_grouped_query(emu):

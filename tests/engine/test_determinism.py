@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from codemods.framework.registry import builtin_rules
+from codemods.api.registry import builtin_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 from npu_migrate.apply.runner import RunPlan, run
 
@@ -86,7 +86,7 @@ def test_every_rule_on_every_fixture_is_repeatable_in_one_process():
 
 _CHILD = """
 import sys
-from codemods.framework.registry import builtin_rules
+from codemods.api.registry import builtin_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 sys.path.insert(0, sys.argv[1])
 from test_determinism import visible_devices_file

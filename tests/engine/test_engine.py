@@ -1,18 +1,17 @@
 """The engine: prefilter, chunked single parse, suppression, import insertion, re-parse."""
 
 import ast
+import re
 
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-import re
-
+from codemods.api.positions import node_positions
+from codemods.api.registry import RuleError, all_rules, select_rules
+from codemods.api.rule import Fix, Rule
+from codemods.model.imports import split_lines
 from npu_migrate.apply.engine import RuleSet, migrate_source, migrate_text, plan_pieces
-from codemods.framework.imports import split_lines
-from codemods.framework.base import Fix, Rule
-from codemods.framework.positions import node_positions
-from codemods.framework.registry import RuleError, all_rules, select_rules
 
 CORE = ["NPU100", "NPU101", "NPU102"]
 
@@ -224,7 +223,7 @@ def test_statement_starting_on_the_line_another_ends_stays_in_its_piece():
 
 
 def test_attribute_and_subscript_assignments_do_not_hide_imports():
-    from codemods.framework.facts import FileFacts
+    from codemods.model.facts import FileFacts
 
     facts = FileFacts.from_tree(ast.parse(
         "import os\nimport torch\ntorch.backends.cudnn.benchmark = True\nos.environ['A'] = '1'\n"

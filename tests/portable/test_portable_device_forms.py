@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.framework.registry import all_rules, select_rules
+from codemods.api.registry import all_rules, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from codemods.framework.registry import all_rules, select_rules
+from codemods.api.registry import all_rules, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 
 TRAIN = '''\

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from codemods.framework.data import load_data
-from codemods.framework.registry import all_rules, select_rules
+from codemods.api.registry import all_rules, select_rules
+from codemods.data.tables import load_data
 from npu_migrate.apply.engine import RuleSet, migrate_text
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from codemods.framework.data import load_data
-from codemods.framework.registry import all_rules, select_rules
-from codemods.framework.targets import plan_rules, version_allows
+from codemods.api.registry import all_rules, select_rules
+from codemods.api.targets import plan_rules, version_allows
+from codemods.data.tables import load_data
 from npu_migrate.apply.cache import run_key
 from npu_migrate.apply.engine import RuleSet, migrate_text
 from npu_migrate.core.config import Settings
@@ -70,7 +70,7 @@ def test_autoload_row() -> None:
 
 def test_every_row_is_consulted_by_the_rules() -> None:
     """A torch row is named by a rule; a torch_npu row (`names`) lists names the npu target
-    writes (an `npu` value of a data table), which codemods/framework/namemap.py checks."""
+    writes (an `npu` value of a data table), which codemods/families/namemap.py checks."""
     sources = "".join(p.read_text(encoding="utf-8") for p in (REPO / "codemods").rglob("*.py"))
     tables = "".join(p.read_text(encoding="utf-8") for p in (REPO / "codemods" / "data").glob("coverage_*.json"))
     for api, row in load_data("api_versions.json")["apis"].items():
@@ -169,7 +169,7 @@ BY_DEVICE_TYPE = re.compile(r"""\{"cuda": "\w+", "npu": "\w+"\}\.get\(DEVICE\.ty
 
 
 def _npu_cases():
-    from codemods.framework.cases import Invalid, cases_of
+    from codemods.api.cases import Invalid, cases_of
 
     return [pytest.param(rule, case.source, case.path, id=f"{rule.code}-{index}")
             for rule in all_rules() for index, case in enumerate(cases_of(rule))

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from codemods.framework.registry import all_rules, select_rules
+from codemods.api.registry import all_rules, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "targets.md"

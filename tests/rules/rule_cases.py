@@ -7,9 +7,9 @@ import ast
 import copy
 from types import SimpleNamespace
 
-from codemods.framework.cases import Invalid, Valid
-from codemods.framework.data import load_data
-from codemods.framework.registry import all_rules, select_rules
+from codemods.api.cases import Invalid, Valid
+from codemods.api.registry import all_rules, select_rules
+from codemods.data.tables import load_data
 from npu_migrate.apply.engine import FileOutcome, RuleSet, migrate_text
 
 # the coverage tables whose entries the name rules match by qualified name

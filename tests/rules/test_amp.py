@@ -3,7 +3,7 @@
 
 import rule_cases
 
-from codemods.framework.data import load_data
+from codemods.data.tables import load_data
 from codemods.rules.npu130_amp_device import DATA
 
 CODES = ["NPU130"]

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from codemods.framework.base import RuleContext, RuleRunner
-from codemods.framework.facts import FileFacts
-from codemods.framework.registry import all_rules, select_rules
+from codemods.api.registry import all_rules, select_rules
+from codemods.api.rule import RuleContext
+from codemods.api.runner import RuleRunner
+from codemods.model.filemodel import FileModel
 from npu_migrate.apply.engine import RuleSet, migrate_text
 
 FAMILY = ["NPU100", "NPU101", "NPU102", "NPU103", "NPU104", "NPU105", "NPU120", "NPU121",
@@ -187,7 +188,7 @@ def test_migrated_code_runs_against_torch_with_an_npu_backend(tmp_path):
 
 def _run_rules_directly(module: cst.Module, source: str):
     """Bypass the prefilters: every rule of the family visits every node of the module."""
-    context = RuleContext("gen.py", source, FileFacts.from_tree(ast.parse(source)))
+    context = RuleContext(FileModel("gen.py", source, ast.parse(source)))
     runner = RuleRunner([cls(context) for cls in RULES])
     new_module, _ = runner.run(module, 0)
     return new_module.code

@@ -8,8 +8,8 @@ import ast
 import pytest
 from rule_cases import codes_at, for_codes
 
-from codemods.framework.facts import FileFacts
-from codemods.framework.namemap import name_prefilter
+from codemods.families.namemap import name_prefilter
+from codemods.model.facts import FileFacts
 
 _RULES = for_codes(with_import=True)
 migrate, after, assert_idempotent = _RULES.migrate, _RULES.after, _RULES.assert_idempotent

@@ -233,7 +233,7 @@ def test_device_ids_unchanged() -> None:
 
 def test_the_load_to_cpu_lambda_is_not_reported():
     """DETR's `map_location=lambda storage, loc: storage` keeps storages on the CPU: nothing to do."""
-    from codemods.framework.registry import all_rules, select_rules
+    from codemods.api.registry import all_rules, select_rules
     from npu_migrate.apply.engine import RuleSet, migrate_text
 
     ruleset = RuleSet(select_rules(all_rules(), select=["NPU152"]))

@@ -6,8 +6,9 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from codemods.framework.data import DATA
 from rule_cases import NAME_FILES, codes_at, data, for_codes, name_entries
+
+from codemods.data.tables import DATA
 
 _RULES = for_codes(with_import=True)
 migrate = _RULES.migrate

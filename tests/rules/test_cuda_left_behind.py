@@ -4,8 +4,8 @@ other diagnostic is reported; text, comments, docstrings and what rules handled 
 import pytest
 import rule_cases
 
-from codemods.framework.cudasites import cuda_sites
-from codemods.framework.registry import all_rules, select_rules
+from codemods.analyses.cudasites import cuda_sites
+from codemods.api.registry import all_rules, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 
 T = "import torch\n"

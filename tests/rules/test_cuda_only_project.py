@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from codemods.framework.cudaonly import CudaOnlyNames, project_cuda_only_modules
+from codemods.analyses.cudaonly import CudaOnlyNames, project_cuda_only_modules
 from npu_migrate.commands.apply import command
 
 KERNELS = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef kernel(x):\n    pass\n"

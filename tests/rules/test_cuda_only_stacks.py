@@ -4,7 +4,7 @@ stay CUDA guards (never half-migrated)."""
 import pytest
 import rule_cases
 
-from codemods.framework.registry import all_rules, select_rules
+from codemods.api.registry import all_rules, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 
 ORT = "import onnxruntime as ort\n"

@@ -1,4 +1,4 @@
-"""codemods/framework/data.py: every table has a schema and matches it, a broken table is one
+"""codemods/data/tables.py: every table has a schema and matches it, a broken table is one
 clear error naming the file and field, and contradicting entries fail the check."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from codemods.framework import data
+from codemods.data import tables as data
+from npu_migrate.core import tables
 
 
 def test_every_table_has_a_schema_and_matches_it_and_nothing_contradicts() -> None:
@@ -23,14 +24,14 @@ def test_every_table_has_a_schema_and_matches_it_and_nothing_contradicts() -> No
     (True, int, ["n: expected an integer, got true"]),
     (None, (str, None), []),
     (3, (str, None), ["n: expected a string or null, got 3"]),
-    ("maybe", data.OneOf("rewrite", "flag"), ['n: "maybe" is not one of "rewrite", "flag"']),
-    ([1, "a"], data.ListOf(int), ['n[1]: expected an integer, got "a"']),
-    ({"a": 1}, data.MapOf(str), ["n.a: expected a string, got 1"]),
-    ({"b": 1}, data.Record(required={"a": int}),
+    ("maybe", tables.OneOf("rewrite", "flag"), ['n: "maybe" is not one of "rewrite", "flag"']),
+    ([1, "a"], tables.ListOf(int), ['n[1]: expected an integer, got "a"']),
+    ({"a": 1}, tables.MapOf(str), ["n.a: expected a string, got 1"]),
+    ({"b": 1}, tables.Record(required={"a": int}),
      ["n: missing key 'a'", "n: unknown key 'b' (known: a)"]),
 ])
 def test_checker(value, spec, expected) -> None:
-    assert data.check(value, spec, "n") == expected
+    assert tables.check(value, spec, "n") == expected
 
 
 def _copy(tmp_path):
@@ -48,7 +49,7 @@ def _edit(path, change) -> None:
 def test_a_field_off_its_schema_names_file_and_field(tmp_path) -> None:
     folder = _copy(tmp_path)
     _edit(folder / "torch_cuda.json", lambda t: t["entries"][3].update(action="rename"))
-    with pytest.raises(data.DataError) as error:
+    with pytest.raises(tables.DataError) as error:
         data.read_table(folder / "torch_cuda.json")
     message = str(error.value)
     assert message.startswith(str(folder / "torch_cuda.json")) and "entries[3].action" in message
@@ -58,7 +59,7 @@ def test_a_field_off_its_schema_names_file_and_field(tmp_path) -> None:
 def test_not_json_names_the_line(tmp_path) -> None:
     path = tmp_path / "amp.json"
     path.write_text('{\n  "entries": [,]\n}\n', encoding="utf-8")
-    with pytest.raises(data.DataError, match=r"amp.json:2: not valid JSON"):
+    with pytest.raises(tables.DataError, match=r"amp.json:2: not valid JSON"):
         data.read_table(path)
 
 
@@ -85,12 +86,12 @@ def test_two_renames_to_different_names_contradict_and_agreeing_ones_do_not(tmp_
 
 
 def test_check_command(tmp_path) -> None:
-    ok = subprocess.run([sys.executable, "-m", "codemods.framework.data", "--check"],
+    ok = subprocess.run([sys.executable, "-m", "codemods.data.tables", "--check"],
                         capture_output=True, text=True, check=False)
     assert ok.returncode == 0, ok.stderr
     folder = _copy(tmp_path)
     _edit(folder / "env_vars.json", lambda t: t.pop("npu_checks"))
-    bad = subprocess.run([sys.executable, "-m", "codemods.framework.data", "--check", "--directory", str(folder)],
+    bad = subprocess.run([sys.executable, "-m", "codemods.data.tables", "--check", "--directory", str(folder)],
                          capture_output=True, text=True, check=False)
     assert bad.returncode == 1
     assert bad.stderr == f"data: {folder / 'env_vars.json'}: (top): missing key 'npu_checks'\n"

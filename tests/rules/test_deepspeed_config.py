@@ -6,7 +6,7 @@ import os
 import pytest
 import rule_cases
 
-from codemods.framework.jsonspans import JsonSpanError, json_spans, line_col
+from codemods.model.jsonspans import JsonSpanError, json_spans, line_col
 
 
 def migrate(text: str, path: str = "ds_config.json"):

@@ -5,7 +5,7 @@ import json
 import pytest
 import rule_cases
 
-from codemods.framework.devices import device_positions, load_positions
+from codemods.analyses.devices import device_positions, load_positions
 
 CODES = ["NPU103", "NPU104", "NPU105"]
 T = "import torch\n"

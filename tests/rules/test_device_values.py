@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 import rule_cases
 
-from codemods.framework.devicevalues import (
+from codemods.analyses.devicevalues import (
     INDEX_OPTION,
     PARAMETER_INDEX_OPTION,
+    device_places,
     module_names,
     project_device_index,
     project_parameter_index,
 )
-from codemods.framework.registry import all_rules, select_rules
-from codemods.framework.devicevalues import device_places
+from codemods.api.registry import all_rules, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 
 CODES = ["NPU500"]
@@ -182,8 +182,8 @@ def test_index_ignores_ambiguous_module_names_and_broken_files(tmp_path):
 
 
 def test_flow_is_ast_only_and_handles_nested_scopes():
-    from codemods.framework.devicevalues import FileFlow
-    from codemods.framework.facts import FileFacts
+    from codemods.analyses.devicevalues import FileFlow
+    from codemods.model.facts import FileFacts
 
     src = T + "def outer(x):\n    d = 'cuda'\n    def inner():\n        return x.to(d)\n    return inner\n"
     tree = ast.parse(src)

@@ -4,8 +4,8 @@
 import pytest
 import rule_cases
 
-from codemods.framework.data import load_data
-from codemods.framework.families.distributed import DATA, dist_table
+from codemods.data.tables import load_data
+from codemods.families.distributed import DATA, dist_table
 from codemods.rules.npu140_nccl_backend import backend_text
 
 CODES = ["NPU140", "NPU141", "NPU142", "NPU143"]

@@ -13,7 +13,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from codemods.framework.registry import builtin_rules
+from codemods.api.registry import builtin_rules
 from npu_migrate.commands import docgen
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,8 +60,8 @@ def _run(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 CHECK_CASES = """
-from codemods.framework.cases import cases_of
-from codemods.framework.registry import all_rules, find_rule, select_rules
+from codemods.api.cases import cases_of
+from codemods.api.registry import all_rules, find_rule, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 rule = find_rule("NPU120")
 for case in cases_of(rule):
@@ -90,7 +90,7 @@ def test_a_data_driven_rename_is_one_entry_and_one_case(tmp_path) -> None:
                      '                     after="import torch\\ntorch.npu.made_up_sync()\\n"))\n')
     checked = _run(site, "-c", CHECK_CASES)
     assert checked.returncode == 0, checked.stderr
-    assert _run(site, "-m", "codemods.framework.data", "--check").returncode == 0
+    assert _run(site, "-m", "codemods.data.tables", "--check").returncode == 0
     # the generator sees exactly the rule's page and the coverage table go stale ...
     stale = _run(site, "-m", "npu_migrate.commands.docgen", "--check")
     assert stale.returncode == 1

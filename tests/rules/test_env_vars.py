@@ -9,8 +9,8 @@ import rule_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemods.framework import envmap
-from codemods.framework.registry import all_rules, select_rules
+from codemods.analyses import envmap
+from codemods.api.registry import all_rules, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 from npu_migrate.core.diagnostics import Severity
 

@@ -6,7 +6,7 @@ from textwrap import dedent
 import pytest
 import rule_cases
 
-from codemods.framework.registry import all_rules, select_rules
+from codemods.api.registry import all_rules, select_rules
 
 
 def migrate(src: str, dtype: str | None = None, enable=("amp",), select=("NPU100",)):

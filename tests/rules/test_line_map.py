@@ -6,8 +6,8 @@ from __future__ import annotations
 import difflib
 import random
 
-from codemods.framework.imports import split_lines
-from codemods.framework.linemap import line_map
+from codemods.model.imports import split_lines
+from codemods.model.linemap import line_map
 
 
 def _difflib_map(old: str, new: str) -> dict[int, int]:

@@ -8,7 +8,7 @@ from textwrap import dedent
 import pytest
 import rule_cases
 
-from codemods.framework.loadervalues import LOADER_INDEX_OPTION, project_loader_index
+from codemods.analyses.loadervalues import LOADER_INDEX_OPTION, project_loader_index
 
 HEADER = "import torch\nfrom torch.utils.data import DataLoader\n"
 

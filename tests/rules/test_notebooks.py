@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from codemods.framework.registry import all_rules, select_rules
+from codemods.api.registry import all_rules, select_rules
 from npu_migrate.apply.engine import RuleSet, migrate_text
 from npu_migrate.core.diffs import unified_diff
 from npu_migrate.core.notebooks import NotebookError, cell_diff, extract, read

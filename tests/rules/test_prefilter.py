@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from codemods.framework.prefilter import Prefilter, required_words
-from codemods.framework.registry import all_rules
+from codemods.api.prefilter import Prefilter, required_words
+from codemods.api.registry import all_rules
 
 
 @pytest.mark.parametrize(("pattern", "words"), [

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from codemods.framework.cases import SECTIONS, TARGETS, Invalid, Valid, cases_of, doc_of, sections, targets_of
-from codemods.framework.registry import builtin_rules
 from rule_cases import migrate, run_case
+
+from codemods.api.cases import SECTIONS, TARGETS, Invalid, Valid, cases_of, doc_of, sections, targets_of
+from codemods.api.registry import builtin_rules
 
 RULES = builtin_rules()
 CASES = [pytest.param(rule, case, id=f"{rule.code}-{type(case).__name__.lower()}-{index}")
@@ -78,7 +78,7 @@ def test_page_example_is_what_the_default_rules_do(rule, before, after, path) ->
 
 
 def test_case_texts_may_be_indented_inside_the_cases_list():
-    from codemods.framework.cases import Invalid, unindent
+    from codemods.api.cases import Invalid, unindent
 
     case = Invalid("""\
     import torch

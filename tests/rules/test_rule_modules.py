@@ -1,12 +1,12 @@
 """The shape of codemods/rules: one rule (one code) a module, named after its code, and no rule
-module importing another (shared code lives in codemods/framework)."""
+module importing another (shared code lives in codemods/families and codemods/analyses)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-from codemods.framework.registry import builtin_rules
+from codemods.api.registry import builtin_rules
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "codemods" / "rules"
 MODULES = sorted(p for p in RULES_DIR.glob("*.py") if p.name != "__init__.py")

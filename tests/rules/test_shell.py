@@ -10,7 +10,7 @@ import rule_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemods.framework.shellwords import lex
+from codemods.model.shellwords import lex
 
 SHELL_CODES = ["NPU251", "NPU252", "NPU253", "NPU254", "NPU255", "NPU256", "NPU257"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import rule_cases
 
-from codemods.framework.families.third_party import best_import_entry, entries
-from codemods.framework.registry import all_rules, find_rule, select_rules
+from codemods.api.registry import all_rules, find_rule, select_rules
+from codemods.families.third_party import best_import_entry, entries
 from codemods.rules.npu312_cuda_source_file import cu_file_diagnostic
 from npu_migrate.apply.engine import RuleSet, migrate_text
 from npu_migrate.core.diagnostics import Severity

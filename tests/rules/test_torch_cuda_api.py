@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import rule_cases
 
-from codemods.framework.data import load_data
-from codemods.framework.families.torch_cuda_api import DATA, cuda_names
+from codemods.data.tables import load_data
+from codemods.families.torch_cuda_api import DATA, cuda_names
 
 CODES = ["NPU120", "NPU121"]
 T = "import torch\n"

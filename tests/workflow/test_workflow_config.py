@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from npu_migrate.core.config import load_settings
-from codemods.framework.registry import all_rules
-
 from workflow_helpers import CUDA, apply, git, summary_of, write
+
+from codemods.api.registry import all_rules
+from npu_migrate.core.config import load_settings
 
 
 def project(tmp_path: Path, table: str) -> Path:

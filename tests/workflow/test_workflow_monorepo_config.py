@@ -8,11 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from npu_migrate.core.config import ConfigError, SettingsFinder, did_you_mean, load_config_file
-from codemods.framework.registry import all_rules
-
 from workflow_helpers import CUDA, apply, write
+
+from codemods.api.registry import all_rules
+from npu_migrate.core.config import ConfigError, SettingsFinder, did_you_mean, load_config_file
 
 
 def monorepo(tmp_path: Path) -> Path:

@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from codemods.framework import registry
-
 from workflow_helpers import CUDA, REPO, apply, cli, write
+
+from codemods.api import registry
 
 SOURCE = """\
 import torch
@@ -161,13 +160,13 @@ BROKEN = [
     ("fake_rules1", "fake_rules1", "raise RuntimeError('boom')\n", "failed to load: RuntimeError: boom"),
     ("fake_rules2:VALUE", "fake_rules2", "VALUE = 3\n", "is neither a Rule subclass"),
     ("fake_rules3", "fake_rules3",
-     "from codemods.framework.base import Rule\nclass R(Rule):\n    code = 'NPU999'\n    name = 'r'\n",
+     "from codemods.api.rule import Rule\nclass R(Rule):\n    code = 'NPU999'\n    name = 'r'\n",
      "code NPU999 uses a prefix reserved for built-in rules"),
     ("fake_rules4", "fake_rules4",
-     "from codemods.framework.base import Rule\nclass R(Rule):\n    code = 'FAK1'\n    name = 'Bad Name'\n",
+     "from codemods.api.rule import Rule\nclass R(Rule):\n    code = 'FAK1'\n    name = 'Bad Name'\n",
      "name 'Bad Name' must be kebab-case"),
     ("fake_rules5", "fake_rules5",
-     "from codemods.framework.base import Rule\nclass R(Rule):\n    code = 'EXA101'\n    name = 'dup'\n",
+     "from codemods.api.rule import Rule\nclass R(Rule):\n    code = 'EXA101'\n    name = 'dup'\n",
      "rule code EXA101 is defined twice"),
 ]
 

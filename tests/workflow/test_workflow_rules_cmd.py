@@ -13,11 +13,10 @@ import sysconfig
 from pathlib import Path
 
 from click.testing import CliRunner
-
-from npu_migrate.commands.rules import command
-from codemods.framework.registry import all_rules
-
 from workflow_helpers import REPO
+
+from codemods.api.registry import all_rules
+from npu_migrate.commands.rules import command
 
 
 def test_listing_has_every_rule_with_default_fix_safety_and_targets():
@@ -30,7 +29,7 @@ def test_listing_has_every_rule_with_default_fix_safety_and_targets():
     assert set(by_code) == {r.code for r in rules}
     for rule in rules:
         code, name, default, fix, targets, *_ = by_code[rule.code]
-        expected = "npu,portable" if "portable" in rule.supported_targets or rule.portable_keeps else "npu"  # codemods/framework/targets.py
+        expected = "npu,portable" if "portable" in rule.supported_targets or rule.portable_keeps else "npu"  # codemods/api/targets.py
         assert (name, default, fix, targets) == (rule.name, "on" if rule.default else "off", rule.fix.value, expected)
     assert any(not r.default for r in rules) and "off" in {v[2] for v in by_code.values()}
 

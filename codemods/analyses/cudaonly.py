@@ -1,0 +1,484 @@
+"""CUDA-only code: the libraries that run on NVIDIA GPUs only, and the project's own modules and
+functions that reach them.
+
+A guard such as `if x.is_cuda: return dtw_cuda(x)` selects CUDA-only code even when the branch
+names no CUDA-only library itself: `dtw_cuda` may import `.triton_ops`, a module of the project
+that imports `triton`. NPU511 keeps such a guard on CUDA. What it needs from other files comes
+from `project_cuda_only_modules`, computed once per run over every discovered file (so a file's
+result does not depend on which files a run migrates), and handed to the rule in its options.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import os
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from codemods.analyses.devicevalues import module_names, parse_source, read_source
+from codemods.model.astnodes import ast_dotted_parts
+
+# the top-level modules of libraries that run on NVIDIA GPUs only
+CUDA_ONLY_LIBRARIES = frozenset({
+    "apex", "tensorrt", "torch_tensorrt", "pycuda", "cupy", "cupyx", "bitsandbytes", "xformers",
+    "flash_attn", "flash_attn_2_cuda", "triton", "pynvml", "nvidia_smi", "GPUtil", "gpustat",
+    "transformer_engine", "nvidia", "cudf", "cuml", "numba.cuda",
+})
+# a Hugging Face Hub repo id of a flash-attention kernel (`kernels-community/flash-attn3`): what
+# such a repo holds is built for NVIDIA GPUs, loaded with the `kernels` package (which itself is
+# not CUDA-only: it loads an NPU build where a repo has one)
+HUB_FLASH_ATTENTION = re.compile(r"[\w.-]+/flash[-_]?(?:attn|attention)[\w.-]*", re.IGNORECASE)
+_HUB_LOADERS = frozenset({"get_kernel", "has_kernel", "get_locked_kernel", "load_kernel"})
+PROJECT_OPTION = "cuda_only_modules"  # the rule-options key holding the project's CUDA-only modules
+_LIBRARY_IMPORT = re.compile(
+    rb"^[ \t]*(?:import|from)[ \t]+(?:" + b"|".join(re.escape(name.encode()) for name in sorted(CUDA_ONLY_LIBRARIES))
+    + rb")\b", re.MULTILINE)
+
+
+def cuda_only_library(module: str) -> str | None:
+    """The CUDA-only library a dotted module name belongs to (`triton.language` -> `triton`)."""
+    for library in CUDA_ONLY_LIBRARIES:
+        if module == library or module.startswith(library + "."):
+            return library
+    return None
+
+
+# -- the project: which of its modules import CUDA-only code at module level -----------------------
+
+def relative_target(path: str, level: int, module: str | None) -> list[str]:
+    """The files a relative import in `path` can mean (`from ..a.b import c` -> `../a/b.py`,
+    `../a/b/__init__.py`), as absolute paths."""
+    base = os.path.dirname(os.path.abspath(path))
+    for _ in range(level - 1):
+        base = os.path.dirname(base)
+    stem = os.path.join(base, *module.split(".")) if module else base
+    return [stem + ".py", os.path.join(stem, "__init__.py")]
+
+
+def _top_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Imports that run when the module is imported: not those inside functions or classes."""
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in ("body", "orelse", "finalbody", "handlers"):
+                stack.extend(getattr(node, name, None) or [])
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _required_imports(statements: list[ast.stmt],
+                      module: list[ast.stmt] | None = None) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Imports a module cannot be imported without: unconditional ones at module level, and those
+    in a `try` whose import-error handler raises again (whisper's `triton_ops.py`). An import under
+    an `if`, or in a `try` that falls back (timm's `except ImportError: amp = None`), is optional:
+    the module works without the library, so it is not CUDA-only; unless the module's own
+    top-level code uses the name anyway (litgpt's unsloth kernels: `if _TRITON_AVAILABLE: import
+    triton`, then `@triton.jit` on a top-level function), which it cannot without the library."""
+    module = statements if module is None else module
+    for node in statements:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.Try):
+            catching = [h for h in node.handlers if h.type is None or any(
+                isinstance(n, ast.Name) and n.id in _IMPORT_ERRORS for n in ast.walk(h.type))]
+            if all(h.body and isinstance(h.body[-1], ast.Raise) for h in catching):
+                yield from _required_imports(node.body, module)
+            yield from _required_imports(node.finalbody, module)
+        elif isinstance(node, ast.With):
+            yield from _required_imports(node.body, module)
+        elif isinstance(node, ast.If):
+            guarded = [i for i in node.body if isinstance(i, (ast.Import, ast.ImportFrom))]
+            if guarded:
+                used = _loaded_at_import(module, node)
+                yield from (i for i in guarded if any((a.asname or a.name).split(".")[0] in used for a in i.names))
+
+
+def _loaded_at_import(module: list[ast.stmt], skip: ast.stmt) -> set[str]:
+    """Names the module's top-level code loads when it is imported (decorators, bases and
+    default values of its functions and classes, its other statements), `skip` left out."""
+    found: set[str] = set()
+    for stmt in module:
+        if stmt is skip or isinstance(stmt, (ast.If, ast.Try)):
+            continue  # another guarded block may use the name under the same guard
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            parts: list[ast.AST] = list(stmt.decorator_list)
+            if isinstance(stmt, ast.ClassDef):
+                parts += [*stmt.bases, *stmt.keywords]
+            else:
+                parts += [*stmt.args.defaults, *(d for d in stmt.args.kw_defaults if d is not None)]
+        else:
+            parts = [stmt]
+        found |= {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return found
+
+
+def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict[str, str]]:
+    """`{"files": {abspath: why}, "modules": {dotted name: why}, "extensions": {module name: why}}`:
+    the CUDA extensions the project builds (`_cuda_extensions`), and the project's files that
+    import a CUDA-only library or such an extension when they are imported, directly or through another such file
+    (followed until nothing new is found; a module of a package whose `__init__` is such a file is
+    one too). `why` names the library and the file: "`triton` (in
+    `pkg/triton_ops.py`)". Cheap: only files with an import line that can be a required one and
+    names a library (then a file found so far) are parsed."""
+    root = os.path.abspath(root)
+    python = [os.path.abspath(p) for p in paths if p.endswith(".py")]
+    by_module: dict[str, set[str]] = {}
+    for path in python:
+        for name in module_names(path, root):
+            by_module.setdefault(name, set()).add(path)
+    # each file's import lines, read once: a file without a matching one that can be a required
+    # import needs no parse
+    imports = {path: _import_lines(path) for path in python}
+    extensions = _cuda_extensions(imports, root)
+    found: dict[str, str] = {}
+    pattern: re.Pattern[bytes] | None = _LIBRARY_IMPORT
+    if extensions:  # an import line naming one of the project's CUDA extensions
+        pattern = re.compile(_LIBRARY_IMPORT.pattern + rb"|\b(?:" + b"|".join(
+            re.escape(last_part(n).encode()) for n in sorted(extensions)) + rb")\b", re.MULTILINE)
+    while pattern is not None:
+        new: dict[str, str] = {}
+        for path in python:
+            lines = imports[path]
+            if path in found or lines is None or not lines.any_required(pattern):
+                continue
+            data = read_source(path)
+            tree = parse_source(data) if data is not None else None
+            why = tree and _imports_cuda_only(tree, path, by_module, found, root, extensions)
+            if why:
+                new[path] = why
+        stems = sorted({os.path.splitext(os.path.basename(p))[0] if not p.endswith("__init__.py")
+                        else os.path.basename(os.path.dirname(p)) for p in new})
+        # importing any module of a package runs the package's `__init__` first (others reach those
+        # modules through the package's name, already among the stems)
+        packages = [os.path.dirname(p) + os.sep for p in new if p.endswith(os.sep + "__init__.py")]
+        for path in python:
+            if path not in found and path not in new:
+                inside = next((d for d in packages if path.startswith(d)), None)
+                if inside is not None:
+                    new[path] = new[inside + "__init__.py"]
+        found.update(new)
+        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(s.encode()) for s in stems) + rb")\b") if stems else None
+    modules = {name: found[path] for name, paths_of in by_module.items() if len(paths_of) == 1
+               for path in paths_of if path in found}
+    result: dict[str, dict[str, str]] = {"files": found, "modules": modules} if found else {}
+    if extensions:
+        result["extensions"] = extensions
+    return result
+
+
+_EXTENSION_TEXT = b"CUDAExtension"
+
+
+def last_part(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def _cuda_extensions(imports: Mapping[str, _ImportLines | None], root: str) -> dict[str, str]:
+    """`{module name: why}` for the CUDA extensions the project builds (`CUDAExtension("pkg._C",
+    [...])` or `name=` in its setup scripts): modules made from CUDA sources, which cannot be built
+    on an Ascend host, so no import of them can succeed there (Swin-Transformer's
+    `swin_window_process`). Only files spelling `CUDAExtension` are parsed."""
+    found: dict[str, str] = {}
+    for path, lines in imports.items():
+        if lines is None or _EXTENSION_TEXT not in lines.data:
+            continue
+        tree = parse_source(lines.data)
+        for node in ast.walk(tree) if tree is not None else ():
+            if not isinstance(node, ast.Call) or (ast_dotted_parts(node.func) or [""])[-1] != "CUDAExtension":
+                continue
+            name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+            if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value:
+                found.setdefault(name.value, f"`{name.value}`, a CUDA extension (built in "
+                                             f"`{os.path.relpath(path, root)}`)")
+    return found
+
+
+def extension_imported(node: ast.Import | ast.ImportFrom, extensions: Mapping[str, str]) -> str | None:
+    """The project's CUDA extension an import brings in, or None. An absolute import names it
+    whole (`import pkg._C`, `from pkg import _C`); a relative one by its last part (`from . import _C`)."""
+    if not extensions:
+        return None
+    if isinstance(node, ast.ImportFrom) and node.level:
+        parts = {last_part(node.module)} if node.module else set()
+        parts |= {alias.name for alias in node.names}
+        return next((n for n in sorted(extensions) if last_part(n) in parts), None)
+    modules = _imported_modules(node)
+    return next((n for n in sorted(extensions) if n in modules), None)
+
+
+# each keyword alone opens with a literal, which `re` scans for fast (3x a `^[ \t]*(?:import|from)`
+# pattern over torch's sources)
+_IMPORT_KEYWORDS = (re.compile(rb"import[ \t]"), re.compile(rb"from[ \t]"))
+_MARGIN_LINE = re.compile(rb"^[^\s#][^\n]*", re.MULTILINE)  # a statement line at the margin
+_BLOCK_AT_MARGIN = re.compile(rb"(?:try|with|except|else|finally|if)\b")
+
+
+class _ImportLines:
+    """A file's import lines, and which of them can hold a required import: at the margin, or
+    indented under a `try`/`with` block at the margin (the nearest margin line above opens or
+    continues one), or under an `if` at the margin (required when the module's top-level code uses
+    the name anyway); imports in functions and classes never are. The margin lines are
+    found only for a file whose indented import matches: most files have none that does."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.lines = _lines_opening_with_import(data)
+        self._margins: list[tuple[int, bytes]] | None = None
+
+    def any_required(self, pattern: re.Pattern[bytes]) -> bool:
+        return any(pattern.search(line) and self._required(start, line) for start, line in self.lines)
+
+    def _required(self, start: int, line: bytes) -> bool:
+        if not line[:1].isspace():
+            return True
+        if self._margins is None:
+            self._margins = [(m.start(), m.group()) for m in _MARGIN_LINE.finditer(self.data)]
+        above = bisect.bisect_right(self._margins, (start,)) - 1
+        return above >= 0 and _BLOCK_AT_MARGIN.match(self._margins[above][1]) is not None
+
+
+def _lines_opening_with_import(data: bytes) -> list[tuple[int, bytes]]:
+    """(offset, text) of the lines whose first word is `import` or `from`, in order."""
+    found: dict[int, bytes] = {}
+    for keyword in _IMPORT_KEYWORDS:
+        for match in keyword.finditer(data):
+            start = data.rfind(b"\n", 0, match.start()) + 1
+            if start not in found and not data[start:match.start()].strip(b" \t"):
+                end = data.find(b"\n", match.start())
+                found[start] = data[start:end if end >= 0 else len(data)]
+    return sorted(found.items())
+
+
+def _import_lines(path: str) -> _ImportLines | None:
+    """None: unreadable."""
+    data = read_source(path)
+    return _ImportLines(data) if data is not None else None
+
+
+def _imports_cuda_only(tree: ast.Module, path: str, by_module: Mapping[str, set[str]],
+                       found: Mapping[str, str], root: str, extensions: Mapping[str, str]) -> str | None:
+    for node in _required_imports(tree.body):
+        extension = extension_imported(node, extensions)
+        if extension:
+            return f"`{extension}` (in `{os.path.relpath(path, root)}`), a CUDA extension"
+        for module in _imported_modules(node):
+            library = cuda_only_library(module) if not isinstance(node, ast.ImportFrom) or not node.level else None
+            if library:
+                return f"`{library}` (in `{os.path.relpath(path, root)}`)"
+        for target in _project_targets(node, path, by_module):
+            if target in found:
+                return found[target]
+    return None
+
+
+def _imported_modules(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    module = node.module or ""
+    return [module] + [f"{module}.{alias.name}" for alias in node.names if module]
+
+
+def _project_targets(node: ast.Import | ast.ImportFrom, path: str, by_module: Mapping[str, set[str]]) -> list[str]:
+    if isinstance(node, ast.ImportFrom) and node.level:
+        return _relative_targets(node, path)
+    return [p for module in _imported_modules(node) if len(by_module.get(module, ())) == 1
+            for p in by_module[module]]
+
+
+def _relative_targets(node: ast.ImportFrom, path: str) -> list[str]:
+    """The files `from .m import a` can mean: `m` itself, or `m.a` where `a` is a submodule."""
+    submodules = [f"{node.module}.{alias.name}" if node.module else alias.name for alias in node.names]
+    return [target for module in [node.module, *submodules] for target in relative_target(path, node.level, module)]
+
+
+# -- one file: names and functions that lead to CUDA-only code -------------------------------------
+
+@dataclass
+class CudaOnlyNames:
+    """In one file: local names bound to CUDA-only code (imported from a CUDA-only library or
+    project module) and module-level functions whose bodies reach CUDA-only code, each with why."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    functions: dict[str, str] = field(default_factory=dict)
+    # availability flags: `has_apex = True` next to the `from apex... import ...` it vouches for,
+    # in a module-level `try` (True only where the CUDA-only library imports)
+    flags: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.functions)
+
+    @classmethod
+    def of(cls, tree: ast.Module, path: str, project: Mapping[str, Mapping[str, str]]) -> CudaOnlyNames:
+        result = cls()
+        for node in _top_level_imports(tree):
+            why = import_reason(node, path, project)
+            if why:
+                for alias in node.names:
+                    result.names[(alias.asname or alias.name).split(".")[0]] = why
+        for name, why in _compiled_extensions(tree):
+            result.names.setdefault(name, why)
+        for statement in tree.body:
+            if isinstance(statement, ast.Try):
+                why = next((r for n in statement.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                            and (r := import_reason(n, path, project))), None)
+                if why is None:
+                    continue
+                for assign in statement.body:
+                    if isinstance(assign, ast.Assign) and isinstance(assign.value, ast.Constant) \
+                            and assign.value.value is True:
+                        result.flags.update({t.id: why for t in assign.targets if isinstance(t, ast.Name)})
+        # classes count as functions do: `Op.apply(x)` of a `torch.autograd.Function` whose
+        # `forward` calls a compiled kernel selects that kernel
+        functions = {s.name: s for s in tree.body
+                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        # each body is walked once: what can make it CUDA-only, in walk order; then a function
+        # that calls a CUDA-only function is CUDA-only too, until nothing changes
+        candidates = set(result.names) | set(functions)
+        pending = {name: read for name, function in functions.items()
+                   if (read := result._events(function, path, project, candidates))[0] or read[1]}
+        changed = True
+        while changed:
+            changed = False
+            for name, (events, fallback) in pending.items():
+                if name not in result.functions:
+                    why = result._reason_of(events, fallback)
+                    if why:
+                        result.functions[name] = why
+                        changed = True
+        return result
+
+    def _events(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]],
+                candidates: set[str]) -> tuple[list[tuple[bool, str]], str | None]:
+        """What `reason_in` looks at in `scope`, read once: in walk order, (True, why) for an import
+        of CUDA-only code and (False, name) for a load of a name in `candidates`; and the Hub kernel
+        the scope loads, the reason when nothing else is."""
+        events: list[tuple[bool, str]] = []
+        loads_hub_kernels, repo = False, None
+        for node in ast.walk(scope):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                why = import_reason(node, path, project)
+                if why:
+                    events.append((True, why))
+                loads_hub_kernels = loads_hub_kernels or hub_kernel_loader(node)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in candidates:
+                events.append((False, node.id))
+            elif repo is None and isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and HUB_FLASH_ATTENTION.fullmatch(node.value):
+                repo = node.value
+        return events, _hub_reason(repo) if loads_hub_kernels and repo else None
+
+    def _reason_of(self, events: list[tuple[bool, str]], fallback: str | None) -> str | None:
+        for is_import, value in events:
+            if is_import:
+                return value
+            why = self.names.get(value) or self.functions.get(value)
+            if why:
+                return why if value in self.names else f"`{value}`, which uses {why}"
+        return fallback
+
+    def reason_in(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]],
+                  around_line: int | None = None) -> str | None:
+        """Why `scope` (a function, a class, a statement) reaches CUDA-only code, or None: a
+        CUDA-only import or name, or a Hugging Face Hub flash-attention kernel it loads through
+        `kernels` (nanochat's FA3 loader). With `around_line` (a guard inside `scope`), an `if`
+        block that does not hold that line is left out: an import or call under another branch
+        (`if args.use_bnb_linear: import bitsandbytes`) is an option of the scope, not the path the
+        guard selects."""
+        loads_hub_kernels, repo = False, None
+        for node in _walk_around(scope, around_line):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                why = import_reason(node, path, project)
+                if why:
+                    return why
+                loads_hub_kernels = loads_hub_kernels or hub_kernel_loader(node)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                why = self.names.get(node.id) or self.functions.get(node.id)
+                if why:
+                    return why if node.id in self.names else f"`{node.id}`, which uses {why}"
+            elif repo is None and isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and HUB_FLASH_ATTENTION.fullmatch(node.value):
+                repo = node.value
+        return _hub_reason(repo) if loads_hub_kernels and repo else None
+
+
+def _hub_reason(repo: str) -> str:
+    return f"`{repo}`, a Hugging Face Hub flash-attention kernel (built for NVIDIA GPUs)"
+
+
+# mmcv's loader of its compiled ops, `ext_loader.load_ext('_ext', [...])` (also in the many
+# projects that vendor mmcv): mmcv's guards pick these kernels over a PyTorch fallback on CUDA
+# tensors (`if not x.is_cuda: return reference(x)`); the vendored copies carry no NPU build of them
+_EXTENSION_LOADER = "ext_loader.load_ext"
+
+
+def is_extension_loader(dotted: str) -> bool:
+    """Whether a dotted callee is mmcv's `ext_loader.load_ext`, as mmcv or a vendored copy spells it."""
+    return dotted == _EXTENSION_LOADER or dotted.endswith("." + _EXTENSION_LOADER)
+
+
+def _compiled_extensions(tree: ast.Module) -> Iterator[tuple[str, str]]:
+    """Module-level names bound to a compiled extension (`ext_module = ext_loader.load_ext(...)`)."""
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
+            continue
+        func = stmt.value.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute))):
+            continue
+        loader = ast.unparse(func)
+        if is_extension_loader(loader):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, f"mmcv's compiled CUDA ops (`{target.id} = {loader}(...)`)"
+
+
+def _walk_around(scope: ast.AST, line: int | None) -> Iterator[ast.AST]:
+    """`ast.walk(scope)` (the same order), without the `if` statements whose lines do not hold
+    `line` (if given)."""
+    if line is None:
+        yield from ast.walk(scope)
+        return
+    todo = deque([scope])
+    while todo:
+        node = todo.popleft()
+        if node is not scope and isinstance(node, ast.If) \
+                and not node.lineno <= line <= (node.end_lineno or node.lineno):
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def hub_kernel_loader(node: ast.Import | ast.ImportFrom) -> bool:
+    """`import kernels` or `from kernels import get_kernel, ...`: Hugging Face's Hub kernel loader
+    (a project's own `kernels` package, Swin-Transformer's, imports other names)."""
+    if isinstance(node, ast.Import):
+        return any(alias.name == "kernels" for alias in node.names)
+    return not node.level and node.module == "kernels" and any(alias.name in _HUB_LOADERS for alias in node.names)
+
+
+def import_reason(node: ast.Import | ast.ImportFrom, path: str, project: Mapping[str, Mapping[str, str]]) -> str | None:
+    """Why an import brings in CUDA-only code: a CUDA-only library, one of the project's CUDA
+    extensions, or a project module that imports one."""
+    extension = extension_imported(node, project.get("extensions", {}))
+    if extension:
+        return project["extensions"][extension]
+    if not (isinstance(node, ast.ImportFrom) and node.level):
+        for module in _imported_modules(node):
+            library = cuda_only_library(module)
+            if library:
+                return f"`{library}`"
+            why = project.get("modules", {}).get(module)
+            if why:
+                return why
+        return None
+    files = project.get("files", {})
+    for target in _relative_targets(node, path):
+        if target in files:
+            return files[target]
+    return None

@@ -1,0 +1,673 @@
+"""Device values that travel: where a CUDA device string built in one place ends up.
+
+An `ast` pass per file (and one cheap pass over the project for module constants) follows a
+CUDA device literal (`"cuda:0"`, `f"cuda:{rank}"`, `"cuda:%d" % i`, `"cuda:" + str(i)`,
+`"cuda:{}".format(g)`) from where it is written to where it is used:
+
+- through local variables, parameter defaults (`def build(dev_name="cuda")`) and the arguments
+  of calls of the file's own functions, positional or keyword (`load(p, location="cuda")`),
+- attributes (`self.accel = "cuda"`, a dataclass/config field `accel: str = "cuda"`, read
+  anywhere in the file as `<obj>.accel`), dict entries (`cfg = {"accel": "cuda"}` read as
+  `cfg["accel"]` / `cfg.get("accel")`),
+- function returns (`def pick(): return "cuda:0"` then `x.to(pick())`),
+- derived strings (`f"{dev}:{rank}"`, `dev + ":0"`, `str(dev)`, `torch.device(dev)`),
+- module constants across modules (the project index, `project_device_index`),
+- keyword arguments of other modules' functions (`project_parameter_index`).
+
+A use is a *device position* when it is an argument the device table calls a device
+(`codemods/data/device_positions*.json`: `device=`, `map_location=`, `torch.device(x)`,
+`x.to(x)`, ...). Print and logging calls neither count nor block. A literal whose every use is a
+device position (at least one) is *proven*; one with some device uses and some others is
+*probable*. Rules turn these into rewrites and reports (NPU500).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from codemods.analyses.devices import device_positions
+from codemods.model.astnodes import call_name, qualified_name
+from codemods.model.facts import FileFacts
+
+DEVICE_LITERAL = re.compile(r"cuda(:\d+)?|cuda:(%[-+ 0#]*\d*[dis]|%\(\w+\)[dis]|\{[^{}]*\})|cuda:")
+_PLAIN = re.compile(r"cuda(:\d+)?")
+_NEUTRAL_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical",
+                            "exception", "log", "write", "echo", "secho"})
+_OTHER_DEVICES = re.compile(r"cpu|mps|xpu|meta|npu(:\d+)?|cuda(:\d+)?")
+# a module-level `NAME = "cuda[:N]"` (annotated or not) at the start of a line: only such files
+# can export a device constant, so only they are parsed in the index's first pass
+_CONSTANT_LINE = re.compile(rb"""^[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*['"]cuda(?::\d+)?['"]""", re.MULTILINE)
+INDEX_OPTION = "device_index"  # the RuleContext.options key holding the project index
+PARAMETER_INDEX_OPTION = "device_parameters"  # ... and the one holding `project_parameter_index`
+_MAX_DEPTH = 6
+
+
+@dataclass(frozen=True)
+class DevicePlaces:
+    """The parts of the device table this analysis needs."""
+
+    keywords: frozenset[str]
+    functions: Mapping[str, tuple[frozenset[int], frozenset[str]]]
+    methods: Mapping[str, frozenset[int]]
+
+
+def literal_root(node: ast.expr) -> ast.Constant | None:
+    """The CUDA string a device-valued expression is built on, or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node if DEVICE_LITERAL.fullmatch(node.value) and node.value != "cuda:" else None
+    if isinstance(node, ast.JoinedStr) and node.values:
+        head = node.values[0]
+        if isinstance(head, ast.Constant) and head.value in ("cuda", "cuda:"):
+            rest = node.values[1:]
+            if (head.value == "cuda" and not rest) or (len(rest) == 1 and isinstance(rest[0], ast.FormattedValue)):
+                return head
+        return None
+    if isinstance(node, ast.BinOp) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+        if isinstance(node.op, ast.Mod) and node.left.value.startswith("cuda:") and \
+                DEVICE_LITERAL.fullmatch(node.left.value):
+            return node.left
+        if isinstance(node.op, ast.Add) and node.left.value == "cuda:":
+            return node.left
+        return None
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+            and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str)
+            and re.fullmatch(r"cuda:\{[^{}]*\}", node.func.value.value)):
+        return node.func.value
+    return None
+
+
+@dataclass
+class Verdict:
+    """What the uses of one CUDA literal say. `device` and `other` hold evidence lines."""
+
+    device: list[str] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)
+
+    @property
+    def proven(self) -> bool:
+        return bool(self.device) and not self.other
+
+    @property
+    def probable(self) -> bool:
+        return bool(self.device) and bool(self.other)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A literal to rewrite (`proven`) or report, with the evidence path in words."""
+
+    line: int
+    col: int  # 1-based column of the expression built on the literal
+    value: str  # the literal's text value ("cuda:0", "cuda:%d", "cuda:")
+    proven: bool
+    evidence: str
+
+
+
+class FileFlow:
+    """One file's device-value flow; `findings()` lists the literals that reach a device."""
+
+    def __init__(self, tree: ast.Module, facts: FileFacts, places: DevicePlaces,
+                 module_uses: Mapping[str, Mapping[str, Any]] | None = None,
+                 device_names: Iterable[str] = (),
+                 parameters: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None) -> None:
+        self.tree = tree
+        self.aliases = facts.aliases
+        self.constants = facts.constants
+        self.places = places
+        self.module_uses = module_uses or {}  # NAME -> {"device": [...], "other": [...]} from other modules
+        # "module.function" -> parameter -> {"device": [...], "other": [...]}: where the parameters
+        # of other modules' functions go (`project_parameter_index`)
+        self.parameters = parameters or {}
+        self.device_names = frozenset(device_names)
+        self.parents: dict[int, ast.AST] = {}
+        self.scope_of: dict[int, ast.AST] = {}  # id(node) -> innermost function (or the module)
+        self.locals: dict[int, set[str]] = {}  # id(function) -> names it binds
+        self.loads: dict[tuple[int, str], list[ast.Name]] = {}
+        self.attr_loads: dict[str, list[ast.expr]] = {}  # attribute/dict key -> loads
+        self.calls: dict[str, list[ast.Call]] = {}  # local function name -> calls of it
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.literals: list[ast.expr] = []  # string constants and templates, in walk order
+        self._index()
+
+    # -- indexing ---------------------------------------------------------------------------
+    def _index(self) -> None:
+        stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
+        self.locals[id(self.tree)] = set()
+        while stack:
+            node, scope = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+                inner = scope
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    inner = child
+                    names = self.locals.setdefault(id(child), set())
+                    arguments = child.args
+                    for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                arguments.vararg, arguments.kwarg]:
+                        if arg is not None:
+                            names.add(arg.arg)
+                    if not isinstance(child, ast.Lambda):
+                        self.locals[id(scope)].add(child.name)
+                        if scope is self.tree:
+                            self.functions[child.name] = child
+                self.scope_of[id(child)] = scope if child is inner else inner
+                if isinstance(child, ast.Name):
+                    if isinstance(child.ctx, ast.Load):
+                        self.loads.setdefault((id(scope), child.id), []).append(child)
+                    else:
+                        self.locals[id(scope)].add(child.id)
+                elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load):
+                    self.attr_loads.setdefault(child.attr, []).append(child)
+                elif isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Load):
+                    key = child.slice
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        self.attr_loads.setdefault(key.value, []).append(child)
+                elif isinstance(child, ast.Call):
+                    func = child.func
+                    if isinstance(func, ast.Name):
+                        self.calls.setdefault(func.id, []).append(child)
+                    elif (isinstance(func, ast.Attribute) and func.attr == "get" and child.args
+                          and isinstance(child.args[0], ast.Constant) and isinstance(child.args[0].value, str)):
+                        self.attr_loads.setdefault(child.args[0].value, []).append(child)
+                elif isinstance(child, (ast.Constant, ast.JoinedStr)):
+                    self.literals.append(child)
+                stack.append((child, inner))
+
+    def _name_loads(self, scope: ast.AST, name: str) -> list[ast.Name]:
+        """Loads of `name` that see the binding of `scope` (nested functions that do not bind
+        it themselves see it too)."""
+        found = list(self.loads.get((id(scope), name), []))
+        for (scope_id, loaded), nodes in self.loads.items():
+            if loaded != name or scope_id == id(scope):
+                continue
+            for node in nodes:
+                owner = self.scope_of.get(id(node))
+                while owner is not None and owner is not scope and name not in self.locals.get(id(owner), ()):
+                    owner = self.scope_of.get(id(owner))
+                if owner is scope:
+                    found.append(node)
+        return found
+
+    # -- classifying one use ----------------------------------------------------------------------
+    def classify(self, node: ast.expr, verdict: Verdict, depth: int, seen: set[int]) -> None:
+        """Follow the value of `node` up through the expressions that carry it."""
+        if depth > _MAX_DEPTH or id(node) in seen:
+            return
+        seen.add(id(node))
+        parent = self.parents.get(id(node))
+        line = getattr(node, "lineno", 0)
+        if isinstance(parent, ast.FormattedValue):
+            joined = self.parents.get(id(parent))
+            if isinstance(joined, ast.JoinedStr) and joined.values and joined.values[0] is parent:
+                return self.classify(joined, verdict, depth, seen)
+            return self._text_or(joined, verdict, line, "formatted into a string")
+        if isinstance(parent, ast.BinOp) and parent.left is node and isinstance(parent.op, (ast.Add, ast.Mod)):
+            return self.classify(parent, verdict, depth, seen)
+        if isinstance(parent, ast.IfExp) and node is not parent.test:
+            return self.classify(parent, verdict, depth, seen)
+        if isinstance(parent, ast.Call) and node in parent.args:
+            return self._argument(parent, parent.args.index(node), None, verdict, depth, seen, line)
+        if isinstance(parent, ast.keyword):
+            call = self.parents.get(id(parent))
+            if isinstance(call, ast.Call):
+                return self._argument(call, -1, parent.arg, verdict, depth, seen, line)
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and node is parent.value:
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            for target in targets:
+                self.follow_target(target, verdict, depth + 1, seen)
+            return None
+        if isinstance(parent, ast.Return):
+            function = self.scope_of.get(id(parent))
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                calls = self.calls.get(function.name, [])
+                if not calls:
+                    verdict.other.append(f"returned by `{function.name}()` (line {line}), called nowhere in this file")
+                for call in calls:
+                    self.classify(call, verdict, depth + 1, seen)
+            return None
+        if isinstance(parent, ast.Compare):
+            others = [o for o in [parent.left, *parent.comparators] if o is not node]
+            if all(isinstance(o, ast.Constant) and isinstance(o.value, str) and _OTHER_DEVICES.fullmatch(o.value)
+                   for o in others):
+                verdict.device.append(f"compared with a device string (line {line})")
+            else:
+                verdict.other.append(f"compared (line {line})")
+            return None
+        if isinstance(parent, ast.arguments):
+            function = self.parents.get(id(parent))
+            name = _parameter_of(parent, node)
+            if name is not None and function is not None:
+                return self._follow_name(function, name, verdict, depth + 1, seen)
+        if isinstance(parent, ast.Dict) and node in parent.values:
+            holder = self.parents.get(id(parent))
+            if isinstance(holder, ast.keyword) and holder.arg in self.places.keywords:
+                # `device_map={"": dev}`, `map_location={"cuda:1": dev}`: the values are devices
+                verdict.device.append(f"a value of `{holder.arg}=` (line {line})")
+                return None
+            key = parent.keys[parent.values.index(node)]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return self._follow_key(key.value, verdict, depth + 1, seen, f"entry {key.value!r} (line {line})")
+        what = type(parent).__name__ if parent is not None else "module"
+        verdict.other.append(f"used as {what} (line {line})")
+        return None
+
+    def _text_or(self, node: ast.AST | None, verdict: Verdict, line: int, what: str) -> None:
+        call = node
+        while call is not None and not isinstance(call, (ast.Call, ast.stmt)):
+            call = self.parents.get(id(call))
+        if isinstance(call, ast.Call) and call_name(call.func) in _NEUTRAL_CALLS:
+            return
+        verdict.other.append(f"{what} (line {line})")
+
+    def _argument(self, call: ast.Call, index: int, keyword: str | None, verdict: Verdict,
+                  depth: int, seen: set[int], line: int) -> None:
+        func = call.func
+        name = call_name(func)
+        if name in _NEUTRAL_CALLS:
+            return
+        qualified = qualified_name(func, self.aliases)
+        label = qualified or name or "a call"
+        if keyword is not None:
+            spec = self.places.functions.get(qualified or "")
+            if keyword in self.places.keywords or (spec and keyword in spec[1]):
+                verdict.device.append(f"`{keyword}=` of `{label}()` (line {line})")
+                return
+            if keyword in self.device_names:
+                verdict.device.append(f"`{keyword}=` (line {line})")
+                return
+            if isinstance(func, ast.Name) and func.id in self.functions:
+                self._into_keyword(self.functions[func.id], keyword, verdict, depth, seen, line)
+                return
+            uses = self.parameters.get(qualified or "", {}).get(keyword)
+            if uses is not None:  # a parameter of another module's function
+                verdict.device += list(uses.get("device", ()))
+                verdict.other += list(uses.get("other", ()))
+                return
+            verdict.other.append(f"`{keyword}=` of `{label}()` (line {line})")
+            return
+        spec = self.places.functions.get(qualified or "")
+        if spec and index in spec[0]:
+            verdict.device.append(f"argument of `{label}()` (line {line})")
+            return
+        if qualified is None and isinstance(func, ast.Attribute) and index in self.places.methods.get(func.attr, ()):
+            verdict.device.append(f"argument of `.{func.attr}()` (line {line})")
+            return
+        if name == "str" and qualified is None:
+            return self.classify(call, verdict, depth, seen)
+        if isinstance(func, ast.Name) and func.id in self.functions:
+            self._into_parameter(self.functions[func.id], index, verdict, depth, seen, line)
+            return
+        verdict.other.append(f"argument {index + 1} of `{label}()` (line {line})")
+
+    def _into_keyword(self, function: ast.FunctionDef | ast.AsyncFunctionDef, keyword: str,
+                      verdict: Verdict, depth: int, seen: set[int], line: int) -> None:
+        """`load(p, location="cuda")` of a function of this file: where its `location` goes."""
+        arguments = function.args
+        if keyword not in {a.arg for a in [*arguments.args, *arguments.kwonlyargs]}:
+            verdict.other.append(f"`{keyword}=` of `{function.name}()` (line {line})")
+            return
+        self._follow_name(function, keyword, verdict, depth + 1, seen)
+
+    def parameter_uses(self, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> Verdict:
+        """Where the parameter `name` of one of this file's functions goes."""
+        verdict = Verdict()
+        self._follow_name(function, name, verdict, 1, set())
+        return verdict
+
+    def _into_parameter(self, function: ast.FunctionDef | ast.AsyncFunctionDef, index: int,
+                        verdict: Verdict, depth: int, seen: set[int], line: int) -> None:
+        positional = [*function.args.posonlyargs, *function.args.args]
+        if index >= len(positional):
+            verdict.other.append(f"passed to `{function.name}()` (line {line})")
+            return
+        self._follow_name(function, positional[index].arg, verdict, depth + 1, seen)
+
+    def follow_target(self, target: ast.expr, verdict: Verdict, depth: int, seen: set[int]) -> None:
+        if isinstance(target, ast.Name):
+            scope = self.scope_of.get(id(target), self.tree)
+            if isinstance(self.parents.get(id(self.parents.get(id(target)))), ast.ClassDef):
+                self._follow_key(target.id, verdict, depth, seen, f"class field `{target.id}`")
+                return
+            self._follow_name(scope, target.id, verdict, depth, seen)
+        elif isinstance(target, ast.Attribute):
+            self._follow_key(target.attr, verdict, depth, seen, f"attribute `.{target.attr}`")
+        elif isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
+                and isinstance(target.slice.value, str):
+            self._follow_key(target.slice.value, verdict, depth, seen, f"entry {target.slice.value!r}")
+        else:
+            verdict.other.append(f"unpacked (line {getattr(target, 'lineno', 0)})")
+
+    def _follow_name(self, scope: ast.AST, name: str, verdict: Verdict, depth: int, seen: set[int]) -> None:
+        if scope is self.tree and name in self.module_uses:
+            uses = self.module_uses[name]
+            verdict.device += list(uses.get("device", ()))
+            verdict.other += list(uses.get("other", ()))
+        loads = self._name_loads(scope, name)
+        if not loads and scope is not self.tree and not (scope is self.tree and name in self.module_uses):
+            verdict.other.append(f"`{name}` is never read")
+        for load in loads:
+            self.classify(load, verdict, depth, seen)
+
+    def _follow_key(self, key: str, verdict: Verdict, depth: int, seen: set[int], what: str) -> None:
+        loads = self.attr_loads.get(key, [])
+        if not loads:
+            verdict.other.append(f"{what} is never read in this file")
+        for load in loads:
+            self.classify(load, verdict, depth, seen)
+
+    # -- results ---------------------------------------------------------------------------------
+    def findings(self, skip: Iterable[int] = ()) -> list[Finding]:
+        """Every CUDA literal whose value reaches a device position somewhere. Literals already
+        in a device position (NPU103 rewrites those) and ids in `skip` are left out."""
+        skipped = set(skip)
+        found = []
+        for literal in self.literals:
+            # the value is the literal, or the `%` / `+` / `.format(...)` built on it
+            node: ast.AST = literal
+            parent = self.parents.get(id(literal))
+            if isinstance(parent, ast.BinOp) and parent.left is literal:
+                node = parent
+            elif isinstance(parent, ast.Attribute) and isinstance(self.parents.get(id(parent)), ast.Call):
+                node = self.parents[id(parent)]
+            root = literal_root(node) if isinstance(node, ast.expr) else None
+            if root is None or id(node) in skipped or not isinstance(node, ast.expr):
+                continue
+            parent = self.parents.get(id(node))
+            if isinstance(parent, (ast.BinOp, ast.JoinedStr, ast.Call)) and literal_root(parent) is not None:
+                continue  # the bigger expression is the value
+            if isinstance(parent, ast.Attribute):
+                continue  # "cuda:{}".format: its Call is the value
+            verdict = Verdict()
+            self.classify(node, verdict, 0, set())
+            if not verdict.device:
+                continue
+            if self._direct_device(node) or self._module_constant(node):
+                continue  # NPU103's and NPU190's own
+            first = verdict.device[0]
+            if verdict.proven:
+                evidence = f"reaches {first}" + (f" and {len(verdict.device) - 1} more device use(s)"
+                                                  if len(verdict.device) > 1 else "")
+            else:
+                evidence = f"reaches {first}, but is also {verdict.other[0]}"
+            found.append(Finding(node.lineno, node.col_offset + 1, str(root.value), verdict.proven, evidence))
+        return found
+
+    def _module_constant(self, node: ast.expr) -> bool:
+        """`NAME = "cuda"` at module level, assigned once: NPU190 decides, except for a
+        constant only other modules read (the project index)."""
+        parent = self.parents.get(id(node))
+        if not (isinstance(parent, ast.Assign) and self.parents.get(id(parent)) is self.tree
+                and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
+            return False
+        name = parent.targets[0].id
+        return name in self.constants and name not in self.module_uses
+
+    def _device_choice(self, node: ast.IfExp) -> bool:
+        """NPU103's `"cuda" if <compares with "cuda"> else "cpu"`."""
+        branches = (node.body, node.orelse)
+        if not all(isinstance(b, ast.Constant) and isinstance(b.value, str) for b in branches):
+            return False
+        compares = [n for n in ast.walk(node.test) if isinstance(n, ast.Compare)]
+        return any(_cuda_constant(o) for c in compares for o in [c.left, *c.comparators])
+
+    def _direct_device(self, node: ast.expr) -> bool:
+        """Whether the literal itself sits in a position NPU103 rewrites (a device keyword or
+        argument, the value of a device-named target inside a function or class, a device-named
+        parameter's default, a device-keyed dict entry, a branch chosen by `is_available()`)."""
+        parent = self.parents.get(id(node))
+        names = self.device_names
+        if isinstance(parent, ast.IfExp):
+            return ("is_available" in ast.dump(parent.test) or self._device_choice(parent)
+                    or self._direct_device(parent))
+        if isinstance(parent, ast.Compare):  # NPU104: `device == "cuda"`, `"cuda" in device`
+            return any(_spelled(o).lower() in names or (isinstance(o, ast.Attribute) and o.attr == "type")
+                       for o in [parent.left, *parent.comparators] if o is not node)
+        if isinstance(parent, ast.keyword):
+            call = self.parents.get(id(parent))
+            spec = self.places.functions.get(qualified_name(call.func, self.aliases) or "") \
+                if isinstance(call, ast.Call) else None
+            return parent.arg in self.places.keywords or bool(spec and parent.arg in spec[1])
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and (
+                self.scope_of.get(id(parent)) is not self.tree
+                or isinstance(self.parents.get(id(parent)), ast.ClassDef)):
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            if all(_spelled(t).lower() in names for t in targets):
+                return True
+        if isinstance(parent, ast.arguments) and (_parameter_of(parent, node) or "").lower() in names:
+            return True
+        if isinstance(parent, ast.Dict) and node in parent.values:
+            key = parent.keys[parent.values.index(node)]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and (
+                    key.value in self.places.keywords or key.value.lower() in names):
+                return True
+        if isinstance(parent, ast.Call) and node in parent.args:
+            func = parent.func
+            spec = self.places.functions.get(qualified_name(func, self.aliases) or "")
+            index = parent.args.index(node)
+            if spec and index in spec[0]:
+                return True
+            if isinstance(func, ast.Attribute) and index in self.places.methods.get(func.attr, ()):
+                return True
+        return False
+
+
+def _cuda_constant(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(_PLAIN.fullmatch(node.value))
+
+
+def _parameter_of(arguments: ast.arguments, default: ast.expr) -> str | None:
+    positional = [*arguments.posonlyargs, *arguments.args]
+    for arg, value in zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults):
+        if value is default:
+            return arg.arg
+    for arg, keyword_default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        if keyword_default is default:
+            return arg.arg
+    return None
+
+
+def _spelled(target: ast.expr) -> str:
+    if isinstance(target, ast.Name):
+        return target.id
+    return target.attr if isinstance(target, ast.Attribute) else ""
+
+
+
+# -- the project index: module constants used across modules ------------------------------------
+
+def module_names(path: str, root: str) -> list[str]:
+    """Dotted names a file can be imported as: every suffix of its path below `root`
+    (`src/pkg/env.py` -> `src.pkg.env`, `pkg.env`, `env`)."""
+    relative = os.path.relpath(os.path.abspath(path), root)
+    parts = relative[:-3].split(os.sep) if relative.endswith(".py") else []
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    if not parts or any(p.startswith("..") for p in parts):
+        return []
+    return [".".join(parts[i:]) for i in range(len(parts))]
+
+
+def project_device_index(paths: Iterable[str], root: str, places: DevicePlaces) -> dict[str, dict[str, Any]]:
+    """For the whole project (every discovered file, whatever subset this run migrates):
+    `{abspath of defining file: {CONSTANT: {"device": [...], "other": [...]}}}` for module
+    constants that hold a CUDA device string and are imported by other modules.
+
+    Two cheap passes: files mentioning `cuda` are parsed for their constants, then files
+    mentioning one of those names are parsed for how they use the imported constant."""
+    python = [p for p in paths if p.endswith(".py")]
+    exported: dict[str, tuple[str, str]] = {}  # "module.NAME" -> (abspath, NAME)
+    ambiguous: set[str] = set()
+    for path in python:
+        data = read_source(path)
+        if data is None or not _CONSTANT_LINE.search(data):
+            continue
+        tree = parse_source(data)
+        if tree is None:
+            continue
+        constants = FileFacts.from_tree(tree).constants
+        for name, value in constants.items():
+            if isinstance(value, str) and _PLAIN.fullmatch(value):
+                for module in module_names(path, root):
+                    key = f"{module}.{name}"
+                    if key in exported and exported[key][0] != os.path.abspath(path):
+                        ambiguous.add(key)
+                    exported[key] = (os.path.abspath(path), name)
+    for key in ambiguous:
+        exported.pop(key, None)
+    if not exported:
+        return {}
+    names = {name for _, name in exported.values()}
+    pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
+    index: dict[str, dict[str, Any]] = {}
+    for path in python:
+        data = read_source(path)
+        if data is None or not pattern.search(data):
+            continue
+        tree = parse_source(data)
+        if tree is None:
+            continue
+        facts = FileFacts.from_tree(tree)
+        imported = {local: exported[target] for local, target in facts.aliases.items() if target in exported}
+        modules = {local: target for local, target in facts.aliases.items()
+                   if any(key.startswith(target + ".") for key in exported)}
+        if not imported and not modules:
+            continue
+        flow = FileFlow(tree, facts, places)
+        where = os.path.relpath(os.path.abspath(path), root)
+        for local, (defining, name) in imported.items():
+            if defining == os.path.abspath(path):
+                continue
+            entry = index.setdefault(defining, {}).setdefault(name, {"device": [], "other": []})
+            verdict = Verdict()
+            for load in flow.loads.get((id(tree), local), []) + _nested_loads(flow, local):
+                flow.classify(load, verdict, 0, set())
+            entry["device"] += [f"{where}: {e}" for e in verdict.device]
+            entry["other"] += [f"{where}: {e}" for e in verdict.other]
+        for module in modules.values():
+            for attribute_loads in flow.attr_loads.values():
+                for attribute_load in attribute_loads:
+                    if not isinstance(attribute_load, ast.Attribute) or qualified_name(attribute_load, facts.aliases) is None:
+                        continue
+                    target = qualified_name(attribute_load, facts.aliases)
+                    if target not in exported or not target.startswith(module + "."):
+                        continue
+                    defining, name = exported[target]
+                    entry = index.setdefault(defining, {}).setdefault(name, {"device": [], "other": []})
+                    verdict = Verdict()
+                    flow.classify(attribute_load, verdict, 0, set())
+                    entry["device"] += [f"{where}: {e}" for e in verdict.device]
+                    entry["other"] += [f"{where}: {e}" for e in verdict.other]
+    return index
+
+
+# a CUDA literal passed by keyword (`load_state_dict(path, location='cuda')`): only files with one
+# are parsed in the parameter index's first pass; the literal is found first (a pattern that
+# starts with `\w` would be tried at every position of every file), then the keyword before it
+_CUDA_LITERAL = re.compile(rb"""['"]cuda(?::\d+)?['"]""")
+_KEYWORD_BEFORE = re.compile(rb"(\w+)\s*=\s*$")
+
+
+def _literal_keywords(data: bytes) -> set[str]:
+    """The keywords a CUDA literal is passed by in `data` (`location` of `location='cuda'`)."""
+    found = set()
+    for match in _CUDA_LITERAL.finditer(data):
+        before = _KEYWORD_BEFORE.search(data, max(0, match.start() - 64), match.start())
+        if before is not None and data[before.start() - 1:before.start()] not in (b".",):
+            found.add(before.group(1).decode("ascii", "replace"))
+    return found
+
+
+def project_parameter_index(paths: Iterable[str], root: str,
+                            places: DevicePlaces) -> dict[str, dict[str, dict[str, Any]]]:
+    """For the whole project: `{"module.function": {parameter: {"device": [...], "other": [...]}}}`
+    for the module-level functions of the project that some module calls with a CUDA device
+    literal by keyword (ControlNet's `load_state_dict(path, location='cuda')`, defined in
+    `cldm/model.py` as `torch.load(path, map_location=torch.device(location))`): where that
+    parameter goes in the function, so the caller's literal is a device value when every use is.
+
+    Two cheap passes: files with such a keyword literal are parsed for the calls, then the files
+    defining the called functions for their parameters."""
+    python = [os.path.abspath(p) for p in paths if p.endswith(".py")]
+    by_module: dict[str, set[str]] = {}
+    for path in python:
+        for name in module_names(path, root):
+            by_module.setdefault(name, set()).add(path)
+    wanted: dict[str, set[str]] = {}  # "module.function" -> keywords passed a CUDA literal
+    for path in python:
+        data = read_source(path)
+        # a literal passed as `device=` / `map_location=` ... is a device position wherever it
+        # goes (NPU103 rewrites it at the call): only other keywords need the callee's parameter
+        if data is None or b"cuda" not in data or not _literal_keywords(data) - places.keywords:
+            continue
+        tree = parse_source(data)
+        if tree is None:
+            continue
+        aliases = FileFacts.from_tree(tree).aliases
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            qualified = qualified_name(node.func, aliases)
+            if qualified is None or len(by_module.get(qualified.rpartition(".")[0], ())) != 1:
+                continue
+            for argument in node.keywords:
+                value = argument.value
+                if argument.arg and argument.arg not in places.keywords and isinstance(value, ast.Constant) \
+                        and isinstance(value.value, str) and _PLAIN.fullmatch(value.value):
+                    wanted.setdefault(qualified, set()).add(argument.arg)
+    index: dict[str, dict[str, dict[str, Any]]] = {}
+    flows: dict[str, FileFlow | None] = {}
+    for qualified, keywords in sorted(wanted.items()):
+        module, _, name = qualified.rpartition(".")
+        (path,) = by_module[module]
+        if path not in flows:
+            data = read_source(path)
+            tree = parse_source(data) if data is not None else None
+            flows[path] = FileFlow(tree, FileFacts.from_tree(tree), places) if tree is not None else None
+        flow = flows[path]
+        function = flow.functions.get(name) if flow is not None else None
+        if flow is None or function is None:
+            continue
+        arguments = function.args
+        where = os.path.relpath(path, root)
+        for keyword in sorted(keywords & {a.arg for a in [*arguments.args, *arguments.kwonlyargs]}):
+            verdict = flow.parameter_uses(function, keyword)
+            index.setdefault(qualified, {})[keyword] = {
+                "device": [f"{where}: `{keyword}` of `{name}()` {e}" for e in verdict.device],
+                "other": [f"{where}: `{keyword}` of `{name}()` {e}" for e in verdict.other]}
+    return index
+
+
+def _nested_loads(flow: FileFlow, name: str) -> list[ast.Name]:
+    return [n for (scope, loaded), nodes in flow.loads.items() if loaded == name and scope != id(flow.tree)
+            for n in nodes if name not in flow.locals.get(scope, ())]
+
+
+def read_source(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def parse_source(data: bytes) -> ast.Module | None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+
+def device_places() -> DevicePlaces:
+    """The device table's positions (`codemods/data/device_positions*.json`) for the flow."""
+    table = device_positions()
+    return DevicePlaces(table.keywords, table.functions, table.methods)

@@ -1,0 +1,214 @@
+"""The rule API: one small LibCST transformer per concern, run together in one traversal.
+
+A rule subclasses `Rule`, sets its code, name, summary, fix safety and a cheap `prefilter`
+regex, and defines LibCST `visit_<Node>` / `leave_<Node>` methods as a `CSTTransformer`
+would. Rules never do I/O: they see a tree and a `RuleContext` and return a tree; edits and
+diagnostics are recorded with `self.fixed(...)` and `self.report(...)`.
+
+Rule state has two lifetimes, both controlled by the engine. A rule instance lives for one
+file (the engine makes new instances for every file), so plain attributes and `self.file` are
+per-file. State about nodes belongs in `self.tree`, a `TreeScratch` the runner creates before
+it visits a tree and drops after: the engine parses a file statement by statement, and a node
+remembered past its tree (by `id()`, say) could match an unrelated node of a later tree that
+reuses its address. The scratch is keyed by the nodes themselves (LibCST nodes compare by
+identity), so a key can neither outlive its tree nor be mistaken for another node.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+import libcst as cst
+
+from codemods.api.suppression import Suppressions
+from codemods.model.cstnodes import dotted_parts
+from codemods.model.facts import FileFacts
+from codemods.model.filemodel import FileModel
+from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
+from npu_migrate.core.discovery import CUDA_SUFFIXES, JSON_SUFFIXES, MANIFEST_SUFFIXES, SHELL_SUFFIXES
+
+# The languages a rule may have besides "python", and the files each one handles: rules in them
+# see a file's text, not a tree. Python is everything else.
+# ("json": the DeepSpeed configuration files discovery chose, NPU540; "manifest": the pip
+# requirements and conda environment files it chose by name, NPU315)
+TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES, "json": JSON_SUFFIXES,
+                  "manifest": MANIFEST_SUFFIXES}
+
+
+class Fix(str, enum.Enum):
+    """Fix safety, as ruff has it: safe fixes keep meaning; unsafe ones may not (opt-in)."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    NONE = "none"  # diagnostic only
+
+
+@dataclass
+class RuleContext:
+    """What a rule may know about the file it is looking at. Shared by all rules of a file.
+
+    `model` is the per-file model (`codemods.model.filemodel`): the text, the `ast` tree, the
+    facts and every analysis derived from them, computed once whichever rule asks first."""
+
+    model: FileModel
+    suppressions: Suppressions = field(default_factory=Suppressions)
+    edits: list[Edit] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # imports the rewritten code needs; the engine adds the missing ones after the pass
+    imports: set[tuple[str, str | None, str | None]] = field(default_factory=set)
+    # module-level statements the rewrite needs after the imports (portable's DEVICE)
+    definitions: set[str] = field(default_factory=set)
+    # set by the runner for the chunk being processed (line offset of the chunk in the file)
+    line_offset: int = 0
+    in_import: int = 0  # > 0 while the traversal is inside an import statement (kept by the runner)
+    module: cst.Module | None = None
+    _pending: list[tuple[cst.CSTNode, Callable[[int, int], Any]]] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return self.model.path
+
+    @property
+    def source(self) -> str:
+        """The whole decoded text of the file."""
+        return self.model.source
+
+    @property
+    def facts(self) -> FileFacts:
+        return self.model.facts
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        """The run's rule options: settings meant for rules, and the project facts they declared."""
+        return self.model.options
+
+    def resolve(self, node: cst.CSTNode) -> str | None:
+        """Qualified name of a Name/Attribute chain, aliases resolved (`th.cuda` -> `torch.cuda`)."""
+        parts = dotted_parts(node)
+        return self.facts.qualify(parts) if parts else None
+
+    def require_import(self, module: str, name: str | None = None, asname: str | None = None) -> None:
+        """Ask the engine for `import module` or `from module import name [as asname]`."""
+        self.imports.add((module, name, asname))
+
+
+# what a rule recorded about a node, made into an Edit or a Diagnostic once its position is known
+Recorded = Callable[[int, int], Any]
+
+
+class Traversal(Protocol):
+    """What a rule may ask of the traversal that runs it (`codemods.api.runner.RuleRunner`)."""
+
+    def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = None) -> Any:
+        """The LibCST metadata the rule declared in `METADATA_DEPENDENCIES`."""
+
+    def suppressed(self, code: str, node: cst.CSTNode) -> bool:
+        """Whether `node` sits on a line that suppresses `code`."""
+
+    def revise_recorded(self, revise: Callable[[cst.CSTNode, Recorded], Recorded | None]) -> None:
+        """Let a rule that undoes a piece of the rewrite revise what the rules recorded so far in
+        this piece: `revise(node, recorded)` returns what stays (None drops it)."""
+
+
+class TreeScratch(dict[str, Any]):
+    """A rule's state about the nodes of the tree being visited (see the module docstring).
+    `nodes(name)` is a named set of nodes, `table(name)` a named node -> value mapping."""
+
+    def nodes(self, name: str) -> set[cst.CSTNode]:
+        found: set[cst.CSTNode] = self.setdefault(name, set())
+        return found
+
+    def table(self, name: str) -> dict[cst.CSTNode, Any]:
+        found: dict[cst.CSTNode, Any] = self.setdefault(name, {})
+        return found
+
+
+class Rule:
+    """Base of every codemod. Subclasses set the class attributes and define visit/leave methods."""
+
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    fix: ClassVar[Fix] = Fix.SAFE
+    default: ClassVar[bool] = True  # in the default set; opt-in rules (insertions) say False
+    # families a selector may name besides the code and the name (`--enable tune`)
+    families: ClassVar[tuple[str, ...]] = ()
+    severity: ClassVar[Severity] = Severity.INFO  # severity of self.report() without an override
+    prefilter: ClassVar[str] = ""  # regex on the raw text; a file (chunk) is parsed only if some rule's matches
+    needs_torch_npu: ClassVar[bool] = False  # its edits make the file depend on `import torch_npu`
+    # True for rules that must see whole top-level statements (a loop and the function around
+    # it); others may be handed one statement of a function or class body, dedented
+    whole_statements: ClassVar[bool] = False
+    # "python" rules are LibCST transformers; rules in one of TEXT_LANGUAGES ("shell", "cuda")
+    # implement `rewrite_text` over the file's text (and record edits with `fixed_at`/`report_at`).
+    language: ClassVar[str] = "python"
+    # the targets it writes code for (codemods/api/targets.py): under another target the
+    # engine runs it report-only; a portable rule names the npu rules it stands in for
+    supported_targets: ClassVar[frozenset[str]] = frozenset({"npu"})
+    replaces: ClassVar[tuple[str, ...]] = ()
+    # why its CUDA code may stay as it is under `portable` (harmless elsewhere, or nothing
+    # device-generic exists): its would-be npu rewrites are then info lines saying so
+    portable_keeps: ClassVar[str | None] = None
+    METADATA_DEPENDENCIES: ClassVar[tuple[Any, ...]] = ()
+
+    def __init__(self, context: RuleContext) -> None:
+        self.context = context
+        self.runner: Traversal | None = None
+        self.file: dict[str, Any] = {}  # per-file state (a rule instance serves one file)
+        # per-tree state; only valid during a traversal (the runner sets and drops it)
+        self.tree: TreeScratch = TreeScratch()
+        self.report_only = False  # set by the engine: its rewrites are dropped and reported
+
+    @property
+    def target(self) -> str:
+        return self.context.options.get("target") or "npu"
+
+    @classmethod
+    def project_prefilter(cls, options: Mapping[str, Any]) -> str | None:
+        """A regex for more text the rule acts on, built from the run's rule options: for a rule
+        whose targets are names a project defines (the modules of its CUDA extensions, NPU311),
+        which no fixed `prefilter` can spell. None (most rules): `prefilter` alone."""
+        return None
+
+    # -- helpers for rule authors ------------------------------------------------------------
+    def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = None) -> Any:
+        assert self.runner is not None
+        return self.runner.get_metadata(key, node, default)
+
+    def fixed(self, node: cst.CSTNode, message: str) -> None:
+        """Record that this rule rewrote `node` (an original node), with an explanation."""
+        code = self.code
+        self.context._pending.append((node, lambda line, col: Edit(code, message, line, col)))
+
+    def report(self, node: cst.CSTNode, message: str, severity: Severity | None = None,
+               code: str | None = None) -> None:
+        """Record a diagnostic at `node` (an original node)."""
+        sev = severity or self.severity
+        code = code or self.code
+        path = self.context.path
+        self.context._pending.append(
+            (node, lambda line, col: Diagnostic(code, message, path, line, col, sev)))
+
+    def resolve(self, node: cst.CSTNode) -> str | None:
+        return self.context.resolve(node)
+
+    def fixed_at(self, line: int, col: int, message: str) -> None:
+        """For text (shell) rules: record an edit at a known position of the original text."""
+        self.context.edits.append(Edit(self.code, message, line, col))
+
+    def report_at(self, line: int, col: int, message: str, severity: Severity | None = None,
+                  code: str | None = None) -> None:
+        self.context.diagnostics.append(Diagnostic(code or self.code, message, self.context.path,
+                                                   line, col, severity or self.severity))
+
+    def rewrite_text(self, text: str) -> str:
+        """Shell rules override this; Python rules use visit/leave methods instead."""
+        return text
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        return {"code": cls.code, "name": cls.name, "summary": cls.summary, "fix": cls.fix.value,
+                "default": cls.default}

@@ -1,0 +1,187 @@
+"""The one-pass dispatch: `RuleRunner` runs every selected rule over one parsed piece in a single
+LibCST traversal, drops suppressed changes, and places what the rules recorded at file positions.
+`compile_prefilter` joins the selected rules' prefilters."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from types import MethodType
+from typing import Any, cast
+
+import libcst as cst
+
+from codemods.api.positions import node_positions
+from codemods.api.rule import Recorded, Rule, TreeScratch
+from npu_migrate.core.diagnostics import Diagnostic, Edit
+
+_IMPORTS = (cst.Import, cst.ImportFrom)
+
+
+def _as_report(make: Callable[[int, int], Any], path: str, rule: Rule) -> Callable[[int, int], Any]:
+    """A recorded edit of a report-only rule, turned into a diagnostic at the same place."""
+    from codemods.api.targets import report_instead
+
+    def made(line: int, col: int) -> Any:
+        item = make(line, col)
+        return report_instead(item, path, rule) if isinstance(item, Edit) else item
+    return made
+
+
+class RuleCrash(Exception):
+    """A rule raised: the engine fails that one file and names the rule."""
+
+    def __init__(self, code: str, error: Exception) -> None:
+        super().__init__(f"rule {code} crashed: {type(error).__name__}: {error}")
+        self.code = code
+
+
+class RuleRunner(cst.CSTTransformer):
+    """Runs many rules in one traversal: dispatches each node to every rule that handles its type.
+
+    A rule's change to a node on a line carrying `# npu-migrate: ignore[CODE]` is dropped, with
+    the edits it recorded, so suppression works for fixes as well as for diagnostics.
+    """
+
+    def __init__(self, rules: Iterable[Rule]) -> None:
+        super().__init__()
+        self.rules = list(rules)
+        deps: set[Any] = set()
+        self._visit: dict[str, list[MethodType]] = {}  # bound methods of the rules
+        self._leave: dict[str, list[tuple[Rule, Callable[..., Any]]]] = {}
+        for rule in self.rules:
+            rule.runner = self
+            deps.update(rule.METADATA_DEPENDENCIES)
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_") and "_" not in attr[6:]:
+                    self._visit.setdefault(attr[6:], []).append(getattr(rule, attr))
+                elif attr.startswith("leave_") and "_" not in attr[6:]:
+                    self._leave.setdefault(attr[6:], []).append((rule, getattr(rule, attr)))
+        self.METADATA_DEPENDENCIES = tuple(deps)  # type: ignore[misc]
+        self._context = self.rules[0].context if self.rules else None
+        self._accepted: list[tuple[cst.CSTNode, Callable[[int, int], Any]]] = []
+        self._all_positions: dict[int, tuple[int, int]] | None = None
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        kind = type(node)
+        if kind in _IMPORTS:
+            self._context.in_import += 1  # type: ignore[union-attr]
+        methods = self._visit.get(kind.__name__)
+        if not methods:
+            return True
+        context = self._context
+        assert context is not None
+        context._pending = []
+        for method in methods:
+            rule = cast(Rule, method.__self__)
+            # a report-only rule may plan its rewrite on the way down (NPU171 asks for
+            # `import torch_npu` there): nothing of a rewrite it will not make may stay
+            kept = (set(context.imports), set(context.definitions)) if rule.report_only else None
+            try:
+                method(node)
+            except Exception as exc:
+                raise RuleCrash(rule.code, exc) from exc
+            if kept is not None:
+                context.imports, context.definitions = kept
+        # keep what visit_ methods report (on_leave collects only what leave_ methods say)
+        self._accepted.extend(context._pending)
+        context._pending = []
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        kind = type(original_node)
+        if kind in _IMPORTS:
+            self._context.in_import -= 1  # type: ignore[union-attr]
+        handlers = self._leave.get(kind.__name__)
+        if not handlers:
+            return updated_node
+        context = self._context
+        assert context is not None
+        for rule, method in handlers:
+            context._pending = []
+            imports = (set(context.imports), set(context.definitions)) if rule.report_only else None
+            try:
+                result = method(original_node, updated_node)
+            except Exception as exc:
+                raise RuleCrash(rule.code, exc) from exc
+            pending = context._pending
+            context._pending = []
+            if imports is not None and result is not updated_node:
+                context.imports, context.definitions = imports  # report-only: nothing of the rewrite stays
+                result = updated_node
+                pending = [(node, _as_report(make, context.path, rule)) for node, make in pending]
+            if result is not updated_node and self.suppressed(rule.code, original_node):
+                continue  # drop the change and what the rule said about it
+            self._accepted.extend(pending)
+            if result is not updated_node:
+                updated_node = result
+                if not isinstance(result, type(original_node)):
+                    break  # removed or replaced by another kind of node: other rules cannot apply
+        return updated_node
+
+    # rules are dispatched per node type only (see __init__): skip LibCST's per-attribute
+    # `visit_<Node>_<attr>` lookups, two getattr calls for every child of every node
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+    def revise_recorded(self, revise: Callable[[cst.CSTNode, Recorded], Recorded | None]) -> None:
+        revised = ((node, revise(node, recorded)) for node, recorded in self._accepted)
+        self._accepted = [(node, recorded) for node, recorded in revised if recorded is not None]
+
+    def suppressed(self, code: str, node: cst.CSTNode) -> bool:
+        context = self._context
+        assert context is not None and context.suppressions is not None
+        if not context.suppressions:
+            return False
+        if self._all_positions is None:  # files with suppressions are rare: map every node once
+            assert context.module is not None
+            self._all_positions = node_positions(context.module, None)
+        position = self._all_positions.get(id(node))
+        if position is None:  # the Module itself has no syntactic position: nothing to suppress
+            return False
+        line = position[0] + context.line_offset
+        return context.suppressions.suppresses(code, line)
+
+    def run(self, module: cst.Module, line_offset: int,
+            col_shift: Sequence[int] = ()) -> tuple[cst.Module, list[Edit | Diagnostic]]:
+        """Transform one parsed chunk. Returns the new chunk and what the rules recorded, placed
+        in the file: `line_offset` lines down, and `col_shift[i]` columns right on chunk line i+1
+        (the indentation the engine removed to parse a nested block on its own)."""
+        context = self._context
+        assert context is not None
+        context.module = module
+        context.line_offset = line_offset
+        self._accepted = []
+        self._all_positions = None
+        for rule in self.rules:
+            rule.runner = self  # a file's rules may serve several runners (one per rule subset)
+            rule.tree = TreeScratch()  # a fresh scratch per tree: its lifetime is this traversal
+        try:
+            if self.METADATA_DEPENDENCIES:
+                new_module = cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(self)
+            else:
+                new_module = module.visit(self)
+        finally:
+            for rule in self.rules:
+                rule.tree = TreeScratch()  # drop this tree's nodes with the tree
+        items: list[Edit | Diagnostic] = []
+        if self._accepted:
+            where = node_positions(module, [node for node, _ in self._accepted])
+            for node, make in self._accepted:
+                line, col = where[id(node)]
+                shift = col_shift[line - 1] if line - 1 < len(col_shift) else 0
+                items.append(make(line + line_offset, col + shift))
+        return new_module, items
+
+
+def compile_prefilter(rules: Iterable[type[Rule]]) -> re.Pattern[str] | None:
+    """One regex for the selected rules; None means some rule wants every file."""
+    patterns = []
+    for rule in rules:
+        if not rule.prefilter:
+            return None
+        patterns.append(f"(?:{rule.prefilter})")
+    return re.compile("|".join(patterns)) if patterns else re.compile(r"(?!)")

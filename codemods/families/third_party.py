@@ -1,0 +1,194 @@
+"""NPU301-NPU314: CUDA-only third-party code (apex, flash-attn, xformers, bitsandbytes, Triton,
+CuPy, NVML, CUDA extensions, channels_last, ...) is reported with its NPU route.
+
+Nothing here rewrites: none of these mappings is exact (argument meanings, return values or
+numerics differ), so each report says what to write instead. Entries live in
+`data/third_party.json`; an import is reported once, by the most specific entry that names it,
+a call or attribute use where an entry asks for it, and a keyword argument (`load_in_8bit=`) of
+any call where an entry is "at" "keyword". `cu_file_diagnostic` is the report for
+a `.cu`/`.cuh` file found while walking a tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cache
+from typing import Any
+
+import libcst as cst
+import libcst.matchers as m
+
+from codemods.analyses import envmap
+from codemods.api.rule import Fix, Rule
+from codemods.model.cstnodes import dotted_name, dotted_parts
+from npu_migrate.core.diagnostics import Severity
+from npu_migrate.core.discovery import CUDA_SUFFIXES
+
+_IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda"}
+
+
+@cache
+def entries() -> tuple[dict[str, Any], ...]:
+    return tuple(envmap.load("third_party.json")["entries"])
+
+
+@cache
+def _heads() -> frozenset[str]:
+    return frozenset(e["cuda"].split(".")[0] for e in entries() if set(e["at"]) - {"keyword"})
+
+
+def best_import_entry(qualified: str) -> dict[str, Any] | None:
+    """The most specific entry naming `qualified` (or a module above it) for import reports."""
+    found = [e for e in entries() if "import" in e["at"]
+             and (qualified == e["cuda"] or qualified.startswith(e["cuda"] + "."))]
+    return max(found, key=lambda e: len(e["cuda"]), default=None)
+
+
+def library_prefilter(code: str) -> str:
+    """Import statements always spell the top module; a call or attribute use through an alias
+    spells `.last_name`. Generic words (`torch`, `load`, `jit`, `cuda`) would match most files.
+    Plain literals, no leading `\\b`: a literal start lets `re` skip ahead fast."""
+    words: set[str] = set()
+    for entry in entries():
+        if entry["code"] != code or not entry["at"]:
+            continue
+        if "keyword" in entry["at"]:
+            words.add(re.escape(entry["cuda"]) + r"\s*=")
+            continue
+        parts = entry["cuda"].split(".")
+        if parts[0] != "torch" and "import" in entry["at"]:
+            words.add(re.escape(parts[0]))
+        if {"call", "reference"} & set(entry["at"]) and parts[-1] not in _IGNORED_TOKENS:
+            # torch names may be imported by name (`from torch import channels_last`), and so may a
+            # name whose import is not reported (`from transformers import BitsAndBytesConfig`)
+            by_name = parts[0] == "torch" or "import" not in entry["at"]
+            words.add(re.escape(parts[-1]) if by_name else r"\." + re.escape(parts[-1]))
+    if code == "NPU311":
+        words |= {r"\.cuh?[\"']", "cuda_sources", "with_cuda", "cpp_extension"}
+    return "|".join(sorted(words)) if words else r"(?!)"
+
+
+class ThirdPartyRule(Rule):
+    fix = Fix.NONE
+    severity = Severity.WARNING
+    default = True
+
+    def _entries(self, at: str) -> list[dict[str, Any]]:
+        return [e for e in entries() if e["code"] == self.code and at in e["at"]]
+
+    def _qualify(self, node: cst.BaseExpression) -> str | None:
+        parts = dotted_parts(node)
+        if not parts:
+            return None
+        # FileFacts forgets a module alias once an assignment goes through it (`torch.x.y = ...`):
+        # a chain spelled from a known library's own name still counts
+        qualified = self.context.facts.qualify(parts)
+        if qualified is None and parts[0] in _heads() and parts[0] in self._imported_heads():
+            qualified = ".".join(parts)
+        return qualified
+
+    def _imported_heads(self) -> set[str]:
+        heads = getattr(self, "_heads_cache", None)
+        if heads is None:
+            heads = {alias.name.split(".")[0] for node in ast.walk(self.context.facts.tree)
+                     if isinstance(node, ast.Import) for alias in node.names if alias.asname is None}
+            self._heads_cache = heads
+        return heads
+
+    def _report_import(self, node: cst.CSTNode, qualified: str) -> None:
+        entry = best_import_entry(qualified)
+        if entry is not None and entry["code"] == self.code:
+            self.report(node, f"`{qualified}`: {entry['message']}")
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name:
+                self._report_import(alias, name)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None:
+            return
+        module = dotted_name(node.module)
+        if not module:
+            return
+        if isinstance(node.names, cst.ImportStar):
+            self._report_import(node, module)
+            return
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name:
+                self._report_import(alias, f"{module}.{name}")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._report_call(node):  # `BitsAndBytesConfig(load_in_4bit=True)`: said once
+            self._report_keywords(node)
+
+    def _report_keywords(self, node: cst.Call) -> None:
+        """`load_in_8bit=True` in any call (an entry at "keyword"): reported unless the value is
+        a literal `False`/`None`, which asks for nothing CUDA-only."""
+        wanted = self._entries("keyword")
+        if not wanted:
+            return
+        for arg in node.args:
+            if arg.keyword is None or m.matches(arg.value, m.Name("False") | m.Name("None")):
+                continue
+            for entry in wanted:
+                if entry["cuda"] == arg.keyword.value:
+                    self.report(arg, f"`{arg.keyword.value}=`: {entry['message']}")
+
+    def _report_call(self, node: cst.Call) -> bool:
+        """Report a call an entry names; whether one was reported."""
+        wanted = self._entries("call")
+        if not wanted:
+            return False
+        name = self._qualify(node.func)
+        for entry in wanted:
+            if entry["cuda"] != name:
+                continue
+            if "import" in entry["at"] and isinstance(node.func, cst.Name):
+                continue  # imported by name: the import statement carries the report
+            if entry.get("when") == "cuda_sources" and not _builds_cuda(node):
+                if entry.get("message_computed") and _computed_sources(node):
+                    self.report(node, entry["message_computed"])
+                    return True
+                continue
+            self.report(node, entry["message"])
+            return True
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        wanted = self._entries("reference")
+        if wanted:
+            name = self._qualify(node)
+            for entry in wanted:
+                if entry["cuda"] == name:
+                    self.report(node, entry["message"])
+
+
+def _computed_sources(call: cst.Call) -> bool:
+    """Whether a load(...) call's sources are computed (not a literal list of strings)."""
+    for index, arg in enumerate(call.args):
+        if (arg.keyword and arg.keyword.value == "sources") or (arg.keyword is None and index == 1):
+            value = arg.value
+            if isinstance(value, (cst.List, cst.Tuple)):
+                return not all(isinstance(e.value, cst.SimpleString) for e in value.elements)
+            return not isinstance(value, cst.SimpleString)
+    return False
+
+
+def _builds_cuda(call: cst.Call) -> bool:
+    """Whether a cpp_extension load/load_inline call compiles CUDA code."""
+    for arg in call.args:
+        keyword = arg.keyword.value if arg.keyword else None
+        if keyword in ("cuda_sources", "extra_cuda_cflags") and not m.matches(arg.value, m.Name("None")):
+            return True
+        if keyword == "with_cuda" and m.matches(arg.value, m.Name("True")):
+            return True
+        for string in m.findall(arg.value, m.SimpleString()):
+            assert isinstance(string, cst.SimpleString)
+            if string.raw_value.endswith(CUDA_SUFFIXES):
+                return True
+    return False
+

@@ -1,0 +1,67 @@
+"""NPU120: `torch.cuda.<name>` becomes `torch.npu.<name>` for every name torch_npu provides;
+NPU121: a `torch.cuda` name with no NPU counterpart is reported with what to do instead.
+
+The names are data (`codemods/data/torch_cuda.json`). Aliases are resolved: `th.cuda.X`,
+`from torch.cuda import X` (the import moves to `torch.npu`; names without a counterpart stay
+in a `torch.cuda` import of their own), and module aliases (`import torch.cuda as tc`,
+`from torch import cuda`), whose import is repointed at `torch.npu` when every use of the
+alias is a name we rewrite. A `torch.cuda.<name>` in neither list is left to other rules.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cache
+
+from codemods.data.tables import load_data
+
+DATA = "torch_cuda.json"
+
+
+@dataclass(frozen=True)
+class CudaNames:
+    rewrites: dict[str, str]  # torch.cuda name -> attribute of torch.npu
+    flags: dict[str, str]  # torch.cuda name -> what to do instead
+
+
+@cache
+def cuda_names() -> CudaNames:
+    data = load_data(DATA)
+    rewrites, flags = {}, {}
+    for entry in data["entries"]:
+        name = entry["cuda"].removeprefix("torch.cuda.")
+        if entry["action"] == "rewrite":
+            rewrites[name] = entry["npu"].removeprefix("torch.npu.")
+        elif entry["action"] == "flag":
+            flags[name] = entry["note"]
+    return CudaNames(rewrites, flags)
+
+
+# `torch.cuda.X`, `cuda.X`, `from torch.cuda import`, `from torch import cuda[,)]`, `... cuda as`
+PREFILTER = r"\bcuda\b(?:\.[A-Za-z_]|\s*[,)]|\s+(?:import|as)\b)|import[^\n]*\bcuda\b"
+
+
+@dataclass(frozen=True)
+class AliasUse:
+    """How a local name bound to the `torch.cuda` module is used in the whole file."""
+
+    attrs: frozenset[str]
+    bare: bool  # used other than as `alias.<name>`
+
+    def blockers(self, rewrites: dict[str, str]) -> list[str]:
+        found = sorted(self.attrs - rewrites.keys())
+        return found + (["the module itself"] if self.bare else [])
+
+
+def alias_uses(tree: ast.Module, local: str) -> AliasUse:
+    attrs: set[str] = set()
+    owners: set[int] = set()
+    loads = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == local:
+            attrs.add(node.attr)
+            owners.add(id(node.value))
+        elif isinstance(node, ast.Name) and node.id == local:
+            loads += 1
+    return AliasUse(frozenset(attrs), loads > len(owners))

@@ -1,0 +1,62 @@
+"""`ast` node helpers, one spelling for every layer (their LibCST twins are in
+`codemods.model.cstnodes`): statements of a body, dotted names, qualified names through a
+file's import aliases, the name a call calls, the names an assignment binds."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping, Sequence
+
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def iter_statements(statements: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included, without walking into expressions."""
+    stack = list(reversed(statements))
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in _BODIES:
+            children = getattr(node, name, None)
+            if children:
+                stack.extend(reversed(children))
+
+
+def ast_dotted_parts(node: ast.AST) -> list[str] | None:
+    """The `ast` twin of `base.dotted_parts`: `a.b.c` -> ['a', 'b', 'c'], else None."""
+    parts = []
+    while type(node) is ast.Attribute:  # `type() is`: this runs on every name analyze sees
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)
+    parts.reverse()
+    return parts
+
+
+def bound_names(target: ast.expr) -> list[str]:
+    """Names an assignment target binds: `a`, `a, (b, *c)`; not the base of `a.b` or `a[i]`."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return bound_names(target.value)
+    return []
+
+
+def qualified_name(node: ast.expr, aliases: Mapping[str, str]) -> str | None:
+    """`th.cuda.x` -> `torch.cuda.x` through the file's import aliases; None for a chain whose
+    head is not an imported name (or for anything but a chain of names)."""
+    parts = ast_dotted_parts(node)
+    if not parts or parts[0] not in aliases:
+        return None
+    return ".".join([aliases[parts[0]], *parts[1:]])
+
+
+def call_name(func: ast.expr) -> str:
+    """The last name of what a call calls: `f` of `f(x)` and of `a.b.f(x)`; "" for anything else."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""

@@ -1,0 +1,113 @@
+"""LibCST node helpers, one spelling for every layer: dotted names, source text of a node, string
+literals, keyword arguments, import aliases and splitting a `from` import. Pure functions of the
+tree; their `ast` twins are in `codemods.model.astnodes`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+_EMPTY_MODULE = cst.Module([])
+# `name=value` with no spaces around `=`, as PEP 8 writes keyword arguments
+KEYWORD_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                whitespace_after=cst.SimpleWhitespace(""))
+
+
+def dotted_parts(node: cst.CSTNode) -> list[str] | None:
+    """`a.b.c` -> ['a', 'b', 'c']; None when the chain has anything but names."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    parts.reverse()
+    return parts
+
+
+def dotted_name(node: cst.CSTNode | None) -> str | None:
+    """`a.b.c` -> "a.b.c" (module names in imports, attribute chains); None otherwise."""
+    parts = dotted_parts(node) if node is not None else None
+    return ".".join(parts) if parts else None
+
+
+def dotted_expr(dotted: str) -> cst.BaseExpression:
+    """'torch.npu.synchronize' -> the Attribute chain expression."""
+    head, *rest = dotted.split(".")
+    expr: cst.BaseExpression = cst.Name(head)
+    for part in rest:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """The source text of a node (as it would be printed on its own)."""
+    return _EMPTY_MODULE.code_for_node(node)
+
+
+def string_value(node: cst.CSTNode) -> str | None:
+    """The value of a plain (non-f, non-bytes) string literal, else None."""
+    if isinstance(node, cst.SimpleString) and "b" in node.prefix.lower():
+        return None
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def verbatim_string(node: cst.CSTNode) -> str | None:
+    """The value of a plain string literal whose source spells it verbatim (no escapes), so a
+    text edit of the value is an edit of the source."""
+    if not isinstance(node, cst.SimpleString) or "b" in node.prefix.lower() or "\\" in node.value:
+        return None
+    return node.raw_value
+
+
+def with_string(node: cst.SimpleString, value: str) -> cst.SimpleString:
+    """The same literal (prefix and quotes kept) holding another value without escapes."""
+    quote = node.quote
+    return node.with_changes(value=f"{node.prefix}{quote}{value}{quote}")
+
+
+def keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """The keyword argument `name=value`."""
+    return cst.Arg(value, keyword=cst.Name(name), equal=KEYWORD_EQUAL)
+
+
+def alias_asname(alias: cst.ImportAlias) -> str | None:
+    """`y` of `import x as y` / `from m import x as y`; None without `as`."""
+    if alias.asname is None:
+        return None
+    name = alias.asname.name
+    return name.value if isinstance(name, cst.Name) else None
+
+
+def alias_local(alias: cst.ImportAlias) -> str:
+    """The local name an import alias binds (`as` name, else the imported name)."""
+    return alias_asname(alias) or dotted_name(alias.name) or ""
+
+
+def split_import(stmt: cst.ImportFrom, moved: list[cst.ImportAlias], module: cst.BaseExpression,
+                 rest: list[cst.ImportAlias]) -> list[cst.ImportFrom] | None:
+    """`from M import <rest>; from <module> import <moved>` on the line where `stmt` starts.
+
+    The names that stay come first, on one line, so that both statements start on the same
+    line (tools that cut a file at statement starts keep them together); the moved names keep
+    the original parentheses, line breaks and comments. None when a name that stays carries a
+    comment, which one line could not keep."""
+    if any("#" in code_of(alias) for alias in rest):
+        return None
+    single = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT if i == len(rest) - 1 else
+                             cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+              for i, a in enumerate(rest)]
+    stay = stmt.with_changes(names=single, lpar=None, rpar=None)
+    parenthesized = stmt.lpar is not None
+    names = []
+    for i, alias in enumerate(moved):
+        last = i == len(moved) - 1
+        if last and not parenthesized:
+            alias = alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        elif not last and alias.comma is cst.MaybeSentinel.DEFAULT:
+            alias = alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        names.append(alias)
+    return [stay, stmt.with_changes(module=module, names=names)]

@@ -1,0 +1,142 @@
+"""The one loader of every data table of the product (the rules' tables in `codemods/data`, the
+wings' own): a small schema language, `check` against it, and `read_table`, which parses a JSON
+file and raises `DataError` naming the file and the bad field, so a broken table stops a run with
+one clear line instead of a KeyError deep inside the code that reads it.
+
+The schemas are plain Python values (no jsonschema at run time: the product must not depend on
+a test extra): a Python type (`str`, `int`, `bool`, `list`, `dict`) or a tuple of them (`(str,
+None)`: a string or null); `ListOf(spec)`; `MapOf(spec)` (any keys, values of spec);
+`OneOf(*values)`; `Record(required, optional)` (an object with those keys and no others).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class DataError(ValueError):
+    """A data table that cannot be read or does not match its schema."""
+
+
+# -- the schema language ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ListOf:
+    item: Any
+
+
+@dataclass(frozen=True)
+class MapOf:
+    value: Any
+
+
+@dataclass(frozen=True)
+class OneOf:
+    values: tuple[Any, ...]
+
+    def __init__(self, *values: Any) -> None:
+        object.__setattr__(self, "values", values)
+
+
+@dataclass(frozen=True)
+class Record:
+    required: dict[str, Any] = field(default_factory=dict)
+    optional: dict[str, Any] = field(default_factory=dict)
+    known: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "known", self.required | self.optional)
+
+
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "true/false", list: "a list", dict: "an object",
+               type(None): "null"}
+
+
+def _is(value: Any, kind: type) -> bool:
+    if kind is int:  # JSON true/false are not numbers
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def check(value: Any, spec: Any, where: str = "") -> list[str]:
+    """Problems of `value` against `spec`, each as 'where: what is wrong'."""
+    return _check(value, spec, (where,) if where else ())
+
+
+def _where(path: tuple[Any, ...]) -> str:
+    """'entries[3].action' from ('entries', 3, 'action'); built only for a problem."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top)"
+
+
+def _check(value: Any, spec: Any, path: tuple[Any, ...]) -> list[str]:
+    if spec is None:
+        spec = type(None)
+    if isinstance(spec, type):
+        return [] if _is(value, spec) else [f"{_where(path)}: expected {_describe(spec)}, got {json.dumps(value)[:60]}"]
+    if isinstance(spec, tuple):  # any of these
+        if any(not _check(value, option, path) for option in spec):
+            return []
+        return [f"{_where(path)}: expected {' or '.join(_describe(option) for option in spec)}, "
+                f"got {json.dumps(value)[:60]}"]
+    if isinstance(spec, OneOf):
+        return [] if value in spec.values else [
+            f"{_where(path)}: {json.dumps(value)} is not one of {', '.join(json.dumps(v) for v in spec.values)}"]
+    if isinstance(spec, ListOf):
+        if not isinstance(value, list):
+            return [f"{_where(path)}: expected a list"]
+        return [p for i, item in enumerate(value) for p in _check(item, spec.item, (*path, i))]
+    if isinstance(spec, MapOf):
+        if not isinstance(value, dict):
+            return [f"{_where(path)}: expected an object"]
+        return [p for key, item in value.items() for p in _check(item, spec.value, (*path, key))]
+    if isinstance(spec, Record):
+        if not isinstance(value, dict):
+            return [f"{_where(path)}: expected an object"]
+        found = [f"{_where(path)}: missing key {key!r}" for key in spec.required if key not in value]
+        known = spec.known
+        for key, item in value.items():
+            sub = known.get(key, _UNKNOWN)
+            if sub is _UNKNOWN:
+                found.append(f"{_where(path)}: unknown key {key!r} (known: {', '.join(sorted(known))})")
+            elif not (sub is str and type(item) is str):  # the common case, checked without a call
+                found += _check(item, sub, (*path, key))
+        return found
+    raise TypeError(f"not a schema: {spec!r}")
+
+
+_UNKNOWN = object()
+
+
+def _describe(spec: Any) -> str:
+    if spec is None:
+        return "null"
+    if isinstance(spec, type):
+        return _TYPE_NAMES.get(spec, spec.__name__)
+    return {ListOf: "a list", MapOf: "an object", Record: "an object"}.get(type(spec), "a value")
+
+
+def read_table(path: Path, schema: Any, label: str | None = None) -> dict[str, Any]:
+    """One JSON table, parsed and checked against `schema`; DataError names the file (as `label`
+    says it, else its path) and the first bad field."""
+    name = label or str(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(f"{name}: cannot read: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+        raise DataError(f"{name}{line}: not valid JSON: {reason}") from None
+    found = check(data, schema)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise DataError(f"{name}: {found[0]}{more}")
+    if not isinstance(data, dict):
+        raise DataError(f"{name}: expected an object at the top")
+    return data
