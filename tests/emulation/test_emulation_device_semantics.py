@@ -8,6 +8,7 @@ import copy
 import io
 import os
 import pickle
+import socket
 import subprocess
 import sys
 import warnings
@@ -308,7 +309,10 @@ dist.destroy_process_group()
 def test_ddp_over_gloo_in_two_processes(tmp_path):
     script = tmp_path / "ddp.py"
     script.write_text(DDP_SCRIPT)
-    base = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29500 + os.getpid() % 1000),
+    with socket.socket() as probe:  # a free port for the rendezvous
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
             "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2"}
     procs = [subprocess.Popen([sys.executable, "-m", "npu_migrate.emulation", str(script)],
                               env={**base, "RANK": str(r), "LOCAL_RANK": str(r)}, stdout=subprocess.PIPE,
