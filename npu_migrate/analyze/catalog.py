@@ -1,5 +1,5 @@
 """The analyzer's facts, loaded once from `data/`: operator catalog, NPU kernel list (op-plugin's
-aten operators, shipped as `npu_aten_ops.tsv`), third-party CUDA code, distributed set-ups,
+aten operators: `npu_migrate.core.kernels`), third-party CUDA code, distributed set-ups,
 fusion patterns, DataLoader advice and the rating weights. A new torch_npu release is a data
 change, never a code change."""
 
@@ -10,61 +10,20 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+# the kernel list lives in core (the emulation reads it too); re-exported for the analyzer's modules
+from npu_migrate.core.kernels import KERNEL_SECTIONS as KERNEL_SECTIONS
+from npu_migrate.core.kernels import KERNEL_TABLE as KERNEL_TABLE
+from npu_migrate.core.kernels import npu_kernels as npu_kernels
+from npu_migrate.core.kernels import parse_version as parse_version
+from npu_migrate.core.kernels import serves as serves
+
 DATA = Path(__file__).resolve().parent / "data"
-# sections of the kernel list whose operators run on the NPU; `custom` are torch_npu's own npu_* ops
-KERNEL_SECTIONS = frozenset({"official", "symint", "quant", "autograd", "torch_npu-supported",
-                             "torch_npu-symint"})
 
 
 @cache
 def load(name: str) -> Any:
     with open(DATA / f"{name}.json", encoding="utf-8") as handle:
         return json.load(handle)
-
-
-def parse_version(text: str) -> tuple[int, int]:
-    """'2.6', '2.6.0', 'v2.6', '2.6.0.post3' -> (2, 6). Raises ValueError for anything else."""
-    parts = text.strip().lstrip("v").split(".")
-    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
-        raise ValueError(f"not a torch_npu version: {text!r} (expected e.g. 2.6 or 2.6.0)")
-    return int(parts[0]), int(parts[1])
-
-
-def serves(ranges: str, version: tuple[int, int]) -> bool:
-    """Whether a kernel-list field (`all_version`, `v2.1-newest`, `v2.1-v2.12`, `v2.1, v2.2`)
-    covers a torch / torch_npu version (they move in step: torch_npu 2.6 runs on torch 2.6)."""
-    for token in (t.strip() for t in ranges.split(",")):
-        if token == "all_version":
-            return True
-        if not token:
-            continue
-        low, _, high = token.partition("-")
-        if parse_version(low) <= version and (high == "newest" or version <= parse_version(high or low)):
-            return True
-    return False
-
-
-@cache
-def npu_kernels(version: str | None = None) -> tuple[frozenset[str], frozenset[str]]:
-    """(aten operators with an NPU kernel, torch_npu custom operators), overloads stripped; with
-    `version`, only kernels whose acl_op or op_api field serves that torch_npu version."""
-    wanted = parse_version(version) if version else None
-    aten: set[str] = set()
-    custom: set[str] = set()
-    with open(DATA / "npu_aten_ops.tsv", encoding="utf-8") as handle:
-        for line in handle:
-            if line.startswith(("#", "section\t")) or not line.strip():
-                continue
-            fields = line.rstrip("\n").split("\t") + ["", ""]
-            section, overload, acl_op, op_api = fields[:4]
-            if wanted and not (serves(acl_op, wanted) or serves(op_api, wanted)):
-                continue
-            base = overload.split(".")[0]
-            if section in KERNEL_SECTIONS:
-                aten.add(base)
-            elif "custom" in section:
-                custom.add(base)
-    return frozenset(aten), frozenset(custom)
 
 
 def kernel_status(aten_ops: list[str] | None, version: str | None = None) -> tuple[str, list[str]]:

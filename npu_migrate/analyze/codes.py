@@ -178,7 +178,7 @@ values, vectors = torch.linalg.eigh(cov)   # ANA030: aten::_linalg_eigh has no N
 
 ## Why
 
-torch_npu registers NPU kernels for a list of aten operators (op-plugin's `op_plugin_functions.yaml`, shipped as `npu_migrate/analyze/data/npu_aten_ops.tsv`). A call that certainly lands on an operator missing from that list runs on the CPU: the inputs are copied to the host and back, with a warning (or an error with `TORCH_NPU_FALLBACK_CPU_DISABLE=1`). Only calls whose aten operators are certain are checked; composites are reported as unmapped in the support table instead.
+torch_npu registers NPU kernels for a list of aten operators (op-plugin's `op_plugin_functions.yaml`, shipped as `npu_migrate/core/data/npu_aten_ops.tsv`). A call that certainly lands on an operator missing from that list runs on the CPU: the inputs are copied to the host and back, with a warning (or an error with `TORCH_NPU_FALLBACK_CPU_DISABLE=1`). Only calls whose aten operators are certain are checked; composites are reported as unmapped in the support table instead.
 
 ## Evidence
 

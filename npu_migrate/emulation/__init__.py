@@ -3,6 +3,8 @@
 `activate()` makes `import torch_npu`, `torch.npu.*`, `.npu()`, `"npu"` device strings,
 `torch.device("npu", i)`, `torch.autocast("npu")`, `torch.amp.GradScaler("npu")` and the
 `hccl` distributed backend work on CPU (or on CUDA with `activate("cuda")`), with memory statistics.
+npu tensors are on an emulated device (`_tensor.NpuTensor`): they report `npu:N`, raise on a
+CPU/NPU mix as a device does, and warn where torch_npu would fall back to the CPU (`_fidelity`).
 A torch_npu custom operator without a reference implementation raises `EmulationError` naming it.
 
 It never activates when the real torch_npu is importable: `activate()` raises `RealTorchNpuError`.
@@ -97,8 +99,10 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
 
     `track_memory=False` skips the CPU allocation tracker behind torch.npu.memory_* (they then
     report 0): it costs a Python call per aten op, and the verifier measures with the profiler.
-    `audit=True` tracks every tensor's logical device and raises on a CPU/NPU mix, as a device
-    does; `separate_rng=True` (with audit) gives npu tensors a random stream of their own.
+    npu tensors are on the emulated device: `x.device` is npu:N, ops keep results there and raise
+    on a CPU/NPU mix as a device does. `audit=True` also records where host tensors are made, so
+    that error names the line of the CPU tensor; `separate_rng=True` gives npu tensors a random
+    stream of their own.
     `precision="device"` computes matmul/conv in HF32 where torch_npu does (conv by default,
     matmul when torch.npu.matmul.allow_hf32 is set or torch.npu.matmul.cube_math_type asks for it);
     with `fp16_accumulation=True` float16 matmuls also accumulate in float16 in blocks of 16, for
@@ -123,7 +127,7 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
         raise EmulationError(f"activate(device={device!r}): the backing device must be 'cpu' or 'cuda'")
     if device == "cuda" and not torch.cuda.is_available():
         raise EmulationError("activate(device='cuda'): no CUDA device is available")
-    from . import _accelerator, _audit, _autocast, _devices, _memory, _namespace, _precision
+    from . import _accelerator, _audit, _devices, _fidelity, _memory, _namespace, _precision
 
     backend_name = torch._C._get_privateuse1_backend_name()
     if backend_name not in ("privateuseone", "npu"):
@@ -134,13 +138,11 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
     STATE.backing, STATE.current_index, STATE.amp_used, STATE.undo = device, 0, False, []
     try:
         _namespace.install_modules()
-        _devices.install_device_mapping()
+        _devices.install_device()
         _accelerator.install_accelerator()  # portable code: torch.accelerator & co.
-        if audit or separate_rng:
-            _audit.install(tuple(_devices.DEVICE_KWARGS), separate_rng)
+        _audit.install(audit, separate_rng)
+        _fidelity.install()
         _precision.install(enabled=precision == "device", fp16_accumulation=fp16_accumulation)
-        autocast = _autocast.install(device)  # the device's autocast op lists, not the CPU's
-        STATE.undo.append(lambda: autocast.__exit__(None, None, None))
         if device == "cpu" and track_memory:
             _memory.start_cpu_tracker()
     except Exception:
@@ -162,7 +164,6 @@ def deactivate() -> None:
         return
     _undo_all()
     STATE.active = False
-    STATE.device_mode = None
     _leave_dormant_backend()
 
 

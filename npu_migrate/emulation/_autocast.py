@@ -1,7 +1,14 @@
-"""The device's autocast op lists on the CPU.
+"""Autocast on the emulated npu, and the device's autocast op lists for CUDA code run on the CPU.
 
-Under `torch.autocast("npu")` the emulation enables the backing device's autocast (the CPU's), but
-the CPU's op lists are not a GPU's or an NPU's: on the CPU, softmax, log_softmax, layer_norm,
+The npu: `torch.autocast("npu")` is torch's own autocast for the PrivateUse1 backend; it enables
+the AutocastPrivateUse1 dispatch key, for which torch_npu registers its kernels (torch_npu_api.md
+2.3, `AutoCastOps.cpp`). `install_npu_kernels` registers Python kernels there for the aten ops of
+upstream CUDA autocast's lists (`autocast.json`, "device"), with CUDA's cast policies: lower
+precision (the autocast dtype), float32, float32 through the op's own dtype argument, and promotion
+to the widest input type. They cast above autograd, as a device's autocast does, and cache the
+casts of leaf tensors that require grad (weights) until the outermost region exits.
+
+The CPU (`DeviceAutocast`, for the verifier's noise run of CUDA code on a CPU): the CPU's op lists are not a GPU's or an NPU's: on the CPU, softmax, log_softmax, layer_norm,
 exp, log, pow, sum and the losses run in bfloat16/float16 when their input is, while a CUDA device
 runs them in float32; and einsum, mv, addmv, addr and the RNN cells stay float32 on the CPU where
 a CUDA device lowers them. torch_npu registers its autocast kernels for the PrivateUse1 key with
@@ -21,20 +28,11 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-# upstream autocast_mode.cpp, CUDA: lower_precision_fp ops the CPU list lacks (matmul, mm, bmm,
-# addmm, baddbmm, addbmm, linear, conv*, prelu and scaled_dot_product_attention are in both)
-LOWER = frozenset({"addmv", "addr", "einsum", "mv", "chain_matmul", "multi_dot", "linalg_multi_dot",
-                   "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "linalg_vecdot"})
-# CUDA's fp32 and fp32_set_opt_dtype lists, by their Python names (functional, torch.* and Tensor.*)
-FLOAT32 = frozenset({
-    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal", "rsqrt",
-    "sinh", "tan", "pow", "__pow__", "__rpow__", "softplus", "layer_norm", "group_norm", "frobenius_norm",
-    "nuclear_norm", "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "nll_loss", "nll_loss2d",
-    "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss", "margin_ranking_loss",
-    "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
-    "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm", "logsumexp", "cross_entropy",
-    "prod", "softmax", "log_softmax", "cumprod", "cumsum", "linalg_vector_norm", "vector_norm",
-    "linalg_matrix_norm", "matrix_norm", "sum", "norm", "rms_norm"})
+from ._state import AUTOCAST
+
+_LISTS = AUTOCAST["cpu_differences"]
+LOWER = frozenset(_LISTS["lower"])
+FLOAT32 = frozenset(_LISTS["float32"])
 _LOW = (torch.float16, torch.bfloat16)
 
 
@@ -73,3 +71,92 @@ def install(device_type: str) -> DeviceAutocast:
     mode = DeviceAutocast(device_type)
     mode.__enter__()
     return mode
+
+
+# ---- the npu's autocast kernels ------------------------------------------------------------------
+_NPU_KEY = torch._C.DispatchKeySet(torch._C.DispatchKey.__members__["AutocastPrivateUse1"])
+_CACHE: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(leaf) -> (leaf, its cast)
+_KERNELS: list[Any] = []  # the library holding them (registrations live as long as it does)
+
+
+def _eligible(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != torch.float64
+
+
+def _cached_cast(value: Any, dtype: torch.dtype) -> Any:
+    if not _eligible(value) or value.dtype == dtype:
+        return value
+    cacheable = value.is_leaf and value.requires_grad and torch.is_autocast_cache_enabled()
+    if cacheable:
+        hit = _CACHE.get(id(value))
+        if hit is not None and hit[0] is value and hit[1].dtype == dtype:
+            return hit[1]
+    cast = value.to(dtype)
+    if cacheable:
+        _CACHE[id(value)] = (value, cast)
+    return cast
+
+
+def _map(values: Any, dtype: torch.dtype) -> Any:
+    if isinstance(values, (list, tuple)):
+        return type(values)(_map(v, dtype) for v in values)
+    return _cached_cast(values, dtype)
+
+
+def _tensors(values: Any) -> list[torch.Tensor]:
+    found: list[torch.Tensor] = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(v for v in value if isinstance(v, torch.Tensor))
+    return found
+
+
+def _kernel(op: Any, policy: str, device_type: str) -> Any:
+    positions = [i for i, a in enumerate(op._schema.arguments) if a.name == "dtype" and not a.kwarg_only]
+    dtype_at = positions[0] if positions else None
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with torch._C._ExcludeDispatchKeyGuard(_NPU_KEY):
+            if policy == "lower_precision_fp":
+                dtype = torch.get_autocast_dtype(device_type)
+            elif policy == "promote":
+                floats = [t.dtype for t in _tensors(list(args) + list(kwargs.values())) if t.is_floating_point()]
+                dtype = max(floats, key=lambda d: torch.finfo(d).bits, default=torch.float32)
+                if torch.float32 in floats and dtype != torch.float64:
+                    dtype = torch.float32
+            elif policy == "fp32_set_opt_dtype":
+                first = next(iter(_tensors(args)), None)
+                if dtype_at is not None and len(args) > dtype_at:
+                    if args[dtype_at] is None and _eligible(first):
+                        args = (*args[:dtype_at], torch.float32, *args[dtype_at + 1:])
+                elif kwargs.get("dtype") is None and _eligible(first):
+                    kwargs["dtype"] = torch.float32
+                return op(*args, **kwargs)
+            else:
+                dtype = torch.float32
+            return op(*_map(args, dtype), **{k: _map(v, dtype) for k, v in kwargs.items()})
+
+    return run
+
+
+def install_npu_kernels(device_type: str) -> None:
+    """Once per process: the AutocastPrivateUse1 kernels (they run only while autocast is on for
+    the npu, the key being excluded otherwise). torch.clear_autocast_cache() also clears the cache
+    of cast weights, as autocast's exit does for a device."""
+    if _KERNELS:
+        return
+    library = torch.library.Library("aten", "IMPL")
+    for policy, names in AUTOCAST["device"].items():
+        for qualified in names:
+            name, _, overload = qualified.partition(".")
+            op = getattr(getattr(torch.ops.aten, name), overload or "default")
+            library.impl(qualified, _kernel(op, policy, device_type), "AutocastPrivateUse1")
+    everything_else = torch.library.Library("_", "IMPL")  # as torch_npu: other ops fall through
+    everything_else.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
+    _KERNELS.extend((library, everything_else))
+
+
+def clear_cache() -> None:
+    _CACHE.clear()

@@ -1,11 +1,10 @@
-"""Device-string mapping: `"npu"`, `"npu:0"` and `torch.device("npu", 0)` are accepted wherever
-torch takes a device and are redirected to the backing device (CPU, or CUDA when asked).
+"""The npu device's entry points: `Tensor.npu()`, `Module.npu()`, `Tensor.is_npu`, and the
+plain-Python parts of torch that take a device without dispatching on it (`torch.load`, generators,
+events, the profiler, autocast bookkeeping, distributed backends).
 
-torch parses `"npu"` once `torch.utils.rename_privateuse1_backend("npu")` has run (torch_npu does
-the same, torch_npu_api.md §4); the tensors themselves live on the backing device. A
-TorchFunctionMode rewrites device arguments of every overridable torch call (factories, `.to`,
-`new_*`); the few plain-Python entry points (`torch.load`, autocast, GradScaler, distributed) are
-patched one by one.
+The tensors themselves are `_tensor.NpuTensor`s: factories and `.to("npu")` reach the npu through
+torch's dispatcher. `DeviceMapMode` is the older mechanism, still used by the verifier to map the
+original code's "cuda" onto the CPU: a TorchFunctionMode that rewrites device arguments.
 """
 
 from __future__ import annotations
@@ -16,8 +15,11 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ._autocast import clear_cache, install_npu_kernels
 from ._state import MAPPING, STATE, set_attr
+from ._tensor import backing, location_tag, npu_tensors_of, register_backend, restore_npu
 
+NPU = MAPPING["device_type"]
 DEVICE_KWARGS = tuple(MAPPING["device_kwargs"])
 
 
@@ -60,46 +62,26 @@ class DeviceMapMode(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def backing_device(device: Any = None) -> torch.device:
-    """The real device that an npu device (or index, or None) stands for."""
-    if STATE.backing == "cpu":
-        return torch.device("cpu")
-    if isinstance(device, int):
-        return torch.device("cuda", device)
-    if device is None:
-        return torch.device("cuda", STATE.current_index)
-    mapped = STATE.device_mode.map(device) if STATE.device_mode else device
-    return torch.device(mapped)
-
-
 def _npu_device(device: Any) -> torch.device:
-    # an npu device, mapped to the backing one by DeviceMapMode (so the placement audit sees "npu")
     if isinstance(device, int):
-        return torch.device(MAPPING["device_type"], device)
-    return torch.device(device) if device is not None else torch.device(MAPPING["device_type"], STATE.current_index)
+        return torch.device(NPU, device)
+    return torch.device(device) if device is not None else torch.device(NPU, STATE.current_index)
 
 
-def _tensor_npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
+def _tensor_npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):  # type: ignore[no-untyped-def]
     return self.to(_npu_device(device), non_blocking=non_blocking, memory_format=memory_format)
 
 
-def _module_npu(self, device=None):
+def _module_npu(self, device=None):  # type: ignore[no-untyped-def]
     return self.to(_npu_device(device))
 
 
-def _is_npu(self) -> bool:
-    # An emulated npu tensor is a tensor on the backing device (documented limitation on CPU).
-    return self.device.type == STATE.backing
-
-
-def install_device_mapping() -> None:
-    mode = DeviceMapMode({MAPPING["device_type"]: STATE.backing})
-    mode.__enter__()
-    STATE.device_mode = mode
-    STATE.undo.append(lambda: mode.__exit__(None, None, None))
-
+def install_device() -> None:
+    """The npu device itself (`_tensor`), its methods, and the Python entry points that torch
+    does not route through a device: loading, pinning, generators, events, AMP, distributed."""
+    register_backend()
     set_attr(torch.Tensor, "npu", _tensor_npu)
-    set_attr(torch.Tensor, "is_npu", property(_is_npu))
+    set_attr(torch.Tensor, "is_npu", property(lambda self: False))  # NpuTensor says True
     set_attr(torch.nn.Module, "npu", _module_npu)
     if STATE.backing == "cpu":
         # host memory cannot be pinned for a CPU "device": pinning is an identity, as torch does
@@ -108,32 +90,46 @@ def install_device_mapping() -> None:
         # the DataLoader's pinning thread asks the accelerator API for the device index
         set_attr(torch.accelerator, "current_device_index", lambda: STATE.current_index)
         set_attr(torch.accelerator, "set_device_index", lambda index: None)
+    _patch_serialization()
+    _patch_amp()
+    _patch_distributed()
+    _patch_device_objects()
 
+
+def _patch_serialization() -> None:
+    """torch.save writes npu tensors as a device does (storages located "npu:N"); torch.load
+    brings them back on the npu, or where map_location says."""
+    registry = torch.serialization._package_registry
+    entry = (5, location_tag, restore_npu)  # before the CPU tagger (10) and torch's PrivateUse1 one
+    registry.insert(0, entry)
+    STATE.undo.append(lambda: registry.remove(entry) if entry in registry else None)
     original_load = torch.load
 
-    def load(*args, **kwargs):
-        if "map_location" in kwargs:
-            kwargs["map_location"] = mode.map(kwargs["map_location"])
-        elif len(args) > 1:
-            args = (args[0], mode.map(args[1])) + tuple(args[2:])
-        return original_load(*args, **kwargs)
+    def load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return npu_tensors_of(original_load(f, _restore_to(map_location), *args, **kwargs))
 
     set_attr(torch, "load", load)
-    original_default = torch.set_default_device
-    # torch keeps the default-device mode under every other mode, so map the device up front
-    def set_default_device(device: Any) -> None:
-        if STATE.audit is not None:  # torch's default-device mode sits below the audit
-            named = str(device).split(":")[0] if device is not None else "cpu"
-            STATE.audit.default_device = "npu" if named == MAPPING["device_type"] else "cpu"
-        original_default(mode.map(device))
-
-    set_attr(torch, "set_default_device", set_default_device)
-    _patch_amp(mode)
-    _patch_distributed()
-    _patch_device_objects(mode)
 
 
-def _patch_device_objects(mode: DeviceMapMode) -> None:
+def _restore_to(map_location: Any) -> Any:
+    """torch.load's map_location, with "npu" targets kept on the host and marked as npu storages."""
+    if map_location is None or callable(map_location):
+        return map_location
+    if isinstance(map_location, dict):
+        table = {str(k): v for k, v in map_location.items()}
+        return lambda storage, location: _place(storage, table.get(location, location))
+    return lambda storage, location: _place(storage, map_location)
+
+
+def _place(storage: Any, target: Any) -> Any:
+    device = torch.device(target) if not isinstance(target, torch.device) else target
+    if device.type == NPU:
+        index = device.index if device.index is not None else STATE.current_index
+        return restore_npu(storage, f"{NPU}:{index}")
+    return storage if device.type == "cpu" else torch.serialization.default_restore_location(storage, str(device))
+
+
+def _patch_device_objects() -> None:
     """torch.Generator("npu") and torch.Event("npu") reach the PrivateUse1 hooks in C++, which
     only a real torch_npu registers: construct them on the backing device instead."""
 
@@ -145,12 +141,18 @@ def _patch_device_objects(mode: DeviceMapMode) -> None:
                 return make(*args, **kwargs)
             if device is None:
                 return original(*args, **kwargs)
-            return original(mode.map(device), *args, **kwargs)
+            named = torch.device(device) if not isinstance(device, int) else torch.device(NPU, device)
+            if named.type != NPU:
+                return original(named, *args, **kwargs)
+            return subclass(backing(named.index or 0), *args, **kwargs)  # draws on the backing device
 
         # isinstance(x, torch.Generator) must still hold for generators torch itself makes
         meta = type(f"{name}Type", (type(original),), {
             "__instancecheck__": lambda cls, obj: isinstance(obj, original),
             "__subclasscheck__": lambda cls, sub: issubclass(sub, original)})
+        # reports the npu device (as torch_npu's generators do)
+        subclass = type(f"Npu{name}", (original,), {"device": property(lambda self: torch.device(NPU, 0)),
+                                                     "__module__": "torch"})
         return meta(name, (original,), {"__new__": new, "__module__": "torch"})
 
     profile_cls = torch.autograd.profiler.profile
@@ -169,29 +171,29 @@ def _patch_device_objects(mode: DeviceMapMode) -> None:
         set_attr(torch, "Event", mapped_class(torch.Event, "Event", make))
 
 
-def _patch_amp(mode: DeviceMapMode) -> None:
+def _patch_amp() -> None:
+    """torch's own autocast runs for "npu" (the PrivateUse1 autocast key, with the kernels of
+    `_autocast`); this records that a region was entered and gives it torch_npu's default dtype."""
+    install_npu_kernels(NPU)
     autocast_cls = torch.amp.autocast_mode.autocast
     original_init = autocast_cls.__init__
-    npu = MAPPING["device_type"]
     default_dtype = getattr(torch, MAPPING["amp_default_dtype"])
 
-    def autocast_init(self, device_type, dtype=None, enabled=True, cache_enabled=None):
-        if device_type == npu:
-            device_type = STATE.backing
+    def autocast_init(self, device_type, dtype=None, enabled=True, cache_enabled=None):  # type: ignore[no-untyped-def]
+        if device_type == NPU:
             dtype = default_dtype if dtype is None else dtype
             if enabled:
                 STATE.amp_used = True
         original_init(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
     set_attr(autocast_cls, "__init__", autocast_init)
+    original_clear = torch.clear_autocast_cache
 
-    scaler_cls = torch.amp.GradScaler
-    original_scaler_init = scaler_cls.__init__
+    def clear_autocast_cache() -> None:
+        original_clear()
+        clear_cache()
 
-    def scaler_init(self, device="cuda", *args, **kwargs):
-        original_scaler_init(self, mode.map(device), *args, **kwargs)
-
-    set_attr(scaler_cls, "__init__", scaler_init)
+    set_attr(torch, "clear_autocast_cache", clear_autocast_cache)
 
 
 def _patch_distributed() -> None:
@@ -199,64 +201,42 @@ def _patch_distributed() -> None:
 
     if not dist.is_available():
         return
-    backends = MAPPING["dist_backends"]
+    from . import _collectives
+
+    _collectives.register()
+    aliases = MAPPING["dist_backends"]  # lccl: another npu backend of torch_npu, emulated as hccl
 
     def map_backend(backend: Any) -> Any:
         if not isinstance(backend, str):
             return backend
-        # "hccl" or "npu:hccl" (torch_npu_api.md §1.4); other backends pass through
         device, _, name = backend.rpartition(":")
-        if name in backends:
-            target = backends[name][STATE.backing]
-            return f"{STATE.backing}:{target}" if device else target
+        if name in aliases:
+            return f"{device}:{_collectives.NAME}" if device else _collectives.NAME
         return backend
 
     for func_name in ("init_process_group", "new_group"):
         original = getattr(dist, func_name)
 
-        def wrapper(*args, __original=original, **kwargs):
+        def wrapper(*args, __original=original, **kwargs):  # type: ignore[no-untyped-def]
             if "backend" in kwargs:
                 kwargs["backend"] = map_backend(kwargs["backend"])
             elif args and __original.__name__ == "init_process_group":
-                args = (map_backend(args[0]),) + tuple(args[1:])
-            if "device_id" in kwargs and STATE.device_mode is not None:
-                kwargs["device_id"] = STATE.device_mode.map(kwargs["device_id"])
-                if kwargs["device_id"] == torch.device("cpu"):
-                    kwargs.pop("device_id")
+                args = (map_backend(args[0]), *args[1:])
+            device_id = kwargs.get("device_id")
+            if device_id is not None and torch.device(device_id).type == NPU:
+                kwargs.pop("device_id")  # eager connection is HCCL's own; the backing backend connects lazily
             return __original(*args, **kwargs)
 
         wrapper.__name__ = func_name
         set_attr(dist, func_name, wrapper)
     set_attr(dist, "is_hccl_available", lambda: True)
-    if STATE.backing == "cpu":
-        _patch_barrier(dist)
 
     ddp = torch.nn.parallel.DistributedDataParallel
     original_ddp_init = ddp.__init__
 
-    def ddp_init(self, module, device_ids=None, output_device=None, *args, **kwargs):
-        if STATE.backing == "cpu":  # DDP wants no device ids for a CPU module
-            device_ids = output_device = None
-        original_ddp_init(self, module, device_ids, output_device, *args, **kwargs)
+    def ddp_init(self, module, device_ids=None, output_device=None, *args, **kwargs):  # type: ignore[no-untyped-def]
+        # DDP moves inputs for device_ids with the device module's streams, which the emulated
+        # torch.npu has only in name; the module and its inputs are on the npu already
+        original_ddp_init(self, module, None, None, *args, **kwargs)
 
     set_attr(ddp, "__init__", ddp_init)
-
-
-def _patch_barrier(dist: Any) -> None:
-    """barrier() asks torch._C._get_accelerator(), which is "npu" once the backend is renamed and
-    then needs the PrivateUse1 hooks of a real torch_npu: on a CPU backing the group is gloo, so
-    the barrier runs on the CPU, as `device_ids` cannot name a CPU device."""
-    import torch.distributed.distributed_c10d as c10d
-
-    original = c10d.barrier
-
-    def barrier(group=None, async_op=False, device_ids=None):
-        saved = torch._C._get_accelerator
-        torch._C._get_accelerator = lambda: torch.device("cpu")  # type: ignore[misc]
-        try:
-            return original(group=group, async_op=async_op)
-        finally:
-            torch._C._get_accelerator = saved
-
-    set_attr(dist, "barrier", barrier)
-    set_attr(c10d, "barrier", barrier)

@@ -17,7 +17,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _memory
-from ._state import STATE, EmulationError
+from ._state import EmulationError
 
 _TYPED = {"Float": torch.float32, "Double": torch.float64, "Half": torch.float16,
           "BFloat16": torch.bfloat16, "Long": torch.int64, "Int": torch.int32, "Short": torch.int16,
@@ -193,11 +193,11 @@ def _memory_snapshot() -> list[dict[str, Any]]:
 
 
 def set_autocast_enabled(enabled: bool) -> None:
-    torch.set_autocast_enabled(STATE.backing, enabled)
+    torch.set_autocast_enabled("npu", enabled)
 
 
 def set_autocast_dtype(dtype: torch.dtype) -> None:
-    torch.set_autocast_dtype(STATE.backing, dtype)
+    torch.set_autocast_dtype("npu", dtype)
 
 
 _FUNCTIONS = (caching_allocator_alloc, caching_allocator_delete, device_of, use_mem_pool,
@@ -226,7 +226,7 @@ _NOOPS = ("stop_device", "restart_device", "set_op_timeout_ms", "empty_virt_addr
 _UNSUPPORTED = ("obfuscation_initialize", "obfuscation_calculate", "obfuscation_finalize")
 
 
-def populate(npu: types.ModuleType, memory: types.ModuleType, make_module: Callable[..., Any],
+def populate(npu: Any, memory: Any, make_module: Callable[..., Any],
              stream_cls: type, rng_functions: dict[str, Callable[..., Any]]) -> dict[str, types.ModuleType]:
     """Adds the names above to the emulated torch.npu (and torch.npu.memory); returns the new
     submodules keyed by their torch_npu.npu.* name."""

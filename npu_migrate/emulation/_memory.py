@@ -1,8 +1,9 @@
 """Memory statistics and snapshots for the emulated device.
 
-On a CUDA backing the calls go to `torch.cuda`. On CPU there is no allocator with statistics, so a
-TorchDispatchMode watches every storage that an aten op returns and a weakref finalizer on the
-storage object tells when it dies (torch keeps one Python object per live storage). Live and peak
+On a CUDA backing the calls go to `torch.cuda`. On CPU there is no allocator with statistics, so the
+device (`_tensor.wrap`) shows the tracker the backing tensor of every npu tensor it makes, and a
+weakref finalizer on that tensor's storage object tells when the storage dies (torch keeps one
+Python object per live storage). Host tensors are not device memory and are not counted. Live and peak
 bytes follow; history entries and snapshots follow torch_npu's schema (memory_snapshot.md §1.8:
 keys `segments` and `device_traces`, trace entries without `time_us`).
 """
@@ -10,6 +11,7 @@ keys `segments` and `device_traces`, trace entries without `time_us`).
 from __future__ import annotations
 
 import collections
+import os
 import pickle
 import sys
 import traceback
@@ -17,8 +19,6 @@ import weakref
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from ._state import STATE
 
@@ -28,15 +28,15 @@ _STACKS = ("python", "all")
 
 
 def _frames() -> list[dict[str, Any]]:
-    stack = traceback.extract_stack()[:-4]  # drop the tracker's own frames
-    return [{"filename": f.filename, "line": f.lineno or 0, "name": f.name} for f in reversed(stack)]
+    own = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the tracker's and the device's frames
+    return [{"filename": f.filename, "line": f.lineno or 0, "name": f.name}
+            for f in reversed(traceback.extract_stack()) if not f.filename.startswith(own)]
 
 
-class CpuMemoryTracker(TorchDispatchMode):
-    """Counts bytes of live tensor storages created while it is on the dispatch stack."""
+class CpuMemoryTracker:
+    """Counts bytes of the live storages of npu tensors."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.allocated = 0
         self.peak = 0
         self.num_allocs = 0
@@ -45,14 +45,7 @@ class CpuMemoryTracker(TorchDispatchMode):
         self.history: collections.deque | None = None
         self.context: str | None = None
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for leaf in tree_leaves(out):
-            if isinstance(leaf, torch.Tensor):
-                self._see(leaf)
-        return out
-
-    def _see(self, tensor: torch.Tensor) -> None:
+    def see(self, tensor: torch.Tensor) -> None:
         try:
             storage = tensor.untyped_storage()
         except (RuntimeError, NotImplementedError):
@@ -94,7 +87,7 @@ class CpuMemoryTracker(TorchDispatchMode):
 class _Untracked(CpuMemoryTracker):
     """Stands in when activate(track_memory=False): every statistic stays 0."""
 
-    def _see(self, tensor: torch.Tensor) -> None:
+    def see(self, tensor: torch.Tensor) -> None:
         pass
 
 
@@ -149,7 +142,7 @@ def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
 def _cuda_index(device: Any) -> Any:
     if device is None or isinstance(device, int):
         return device
-    return STATE.device_mode.map(device) if STATE.device_mode else device
+    return torch.device(device).index
 
 
 def _record_memory_history(enabled: str | None = "all", context: str | None = "all",
@@ -164,7 +157,8 @@ def _record_memory_history(enabled: str | None = "all", context: str | None = "a
         raise TypeError(f"_record_memory_history(): stacks must be one of {_STACKS}, got {stacks!r}")
     t = _tracker()
     if not t:
-        torch.cuda.memory._record_memory_history(enabled, context=context, stacks=stacks,
+        # (checked against _ENABLED above: None, "state" or "all")
+        torch.cuda.memory._record_memory_history(enabled, context=context, stacks=stacks,  # type: ignore[arg-type]
                                                  max_entries=max_entries)
         return
     if enabled is None:
@@ -199,11 +193,9 @@ def _dump_snapshot(filename: str = "dump_snapshot.pickle", augment_with_fx_trace
 
 def start_cpu_tracker() -> CpuMemoryTracker:
     tracker = CpuMemoryTracker()
-    tracker.__enter__()
     STATE.memory = tracker
 
     def stop() -> None:
-        tracker.__exit__(None, None, None)
         STATE.memory = None
 
     STATE.undo.append(stop)

@@ -19,8 +19,9 @@ from ._state import MAPPING, STATE, EmulationError
 _NPU = MAPPING["device_type"]
 
 
-def _module(name: str, doc: str) -> types.ModuleType:
-    module = types.ModuleType(name, doc)
+def _module(name: str, doc: str) -> Any:
+    """A module whose names are set one by one below (typed Any: its shape is built at run time)."""
+    module: Any = types.ModuleType(name, doc)
     module.__spec__ = importlib.machinery.ModuleSpec(name, loader=None, origin="npu-migrate emulation")
     module.__npu_migrate_emulation__ = True
     return module
@@ -173,8 +174,8 @@ def set_stream(s: Stream) -> None:
 
 # ---- RNG: the backing device's generator ---------------------------------------------------
 def manual_seed(seed: int) -> None:
-    if STATE.audit is not None and STATE.audit.separate_rng:  # the device's own stream
-        STATE.audit.seed(seed)
+    if STATE.npu_rng is not None:  # the device's own stream
+        STATE.npu_rng.seed(seed)
     elif _cuda():
         torch.cuda.manual_seed(seed)
     else:  # the CPU generator directly: torch.manual_seed itself calls back into this module
@@ -201,8 +202,8 @@ def initial_seed() -> int:
 
 
 def _rng() -> Any:
-    if STATE.audit is not None and STATE.audit.separate_rng:
-        return STATE.audit.npu_generator
+    if STATE.npu_rng is not None:
+        return STATE.npu_rng.generator
     return torch.cuda if _cuda() else torch.default_generator
 
 
@@ -233,11 +234,11 @@ def empty_cache() -> None:
 
 
 def is_autocast_enabled() -> bool:
-    return torch.is_autocast_enabled(STATE.backing)
+    return torch.is_autocast_enabled(_NPU)
 
 
 def get_autocast_dtype() -> torch.dtype:
-    return torch.get_autocast_dtype(STATE.backing)
+    return torch.get_autocast_dtype(_NPU)
 
 
 def _amp_module(name: str) -> types.ModuleType:
@@ -263,13 +264,14 @@ def _amp_module(name: str) -> types.ModuleType:
                 return super().update(new_scale)
             scale = self.get_scale()  # a static loss scale: never grows, never backs off
             super().update()
-            self._scale.fill_(scale)
+            if self._scale is not None:
+                self._scale.fill_(scale)
 
     def custom_fwd(fwd=None, *, cast_inputs=None):
-        return torch.amp.custom_fwd(fwd, device_type=STATE.backing, cast_inputs=cast_inputs)
+        return torch.amp.custom_fwd(fwd, device_type=_NPU, cast_inputs=cast_inputs)
 
     def custom_bwd(bwd=None):
-        return torch.amp.custom_bwd(bwd, device_type=STATE.backing)
+        return torch.amp.custom_bwd(bwd, device_type=_NPU)
 
     amp.autocast, amp.GradScaler, amp.custom_fwd, amp.custom_bwd = autocast, GradScaler, custom_fwd, custom_bwd
     amp.__all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
@@ -336,7 +338,7 @@ def _profiler_module() -> types.ModuleType:
                                      else torch.profiler.ProfilerActivity.CPU)
 
     def profile(*args: Any, activities: Any = None, experimental_config: Any = None, **kwargs: Any):
-        acts = sorted({a for a in (activities or [activity.CPU])}, key=str)
+        acts = sorted(set(activities or [activity.CPU]), key=str)
         return torch.profiler.profile(*args, activities=acts, **kwargs)
 
     class _ExperimentalConfig:
@@ -413,8 +415,8 @@ def build_modules() -> dict[str, types.ModuleType]:
     root.__path__ = []  # a package, so `import torch_npu.npu` resolves through sys.modules
     root.npu = npu
     root.profiler = _profiler_module()
-    for name, fn in ops.REFERENCE_OPS.items():
-        setattr(root, name, fn)
+    for name, op in ops.REFERENCE_OPS.items():
+        setattr(root, name, op)
     tuned = fused_ops.register(root, _module)  # torch_npu.optim and the fused operators (NPU600-NPU613)
     root.__getattr__ = _unknown_attribute
     return {"torch_npu": root, "torch_npu.npu": npu, "torch_npu.npu.amp": npu.amp,

@@ -20,12 +20,14 @@ lose the low bits they lose on such a kernel (a sum of 4096 terms near 1.0 is of
 
 from __future__ import annotations
 
+import sys
 import types
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ._state import STATE
+from ._state import enter_mode
 
 _DROPPED_BITS = 13  # float32 has 23 mantissa bits, HF32 keeps 10
 aten = torch.ops.aten
@@ -150,7 +152,6 @@ def install(enabled: bool, fp16_accumulation: bool = False) -> None:
     if not enabled:
         return
     mode = DevicePrecision(fp16_accumulation=fp16_accumulation)
-    mode.matmul, mode.conv = torch.npu.matmul, torch.npu.conv
-    mode.__enter__()
-    STATE.precision = mode
-    STATE.undo.append(lambda: (mode.__exit__(None, None, None), setattr(STATE, "precision", None)))
+    npu: Any = sys.modules["torch.npu"]  # the emulated namespace: the switches the code sets
+    mode.matmul, mode.conv = npu.matmul, npu.conv
+    enter_mode(mode, "precision")

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MAPPING: dict[str, Any] = json.loads((Path(__file__).with_name("mapping.json")).read_text())
+from npu_migrate.core.tables import ListOf, MapOf, Record, read_table
+
+_NAMES = ListOf(str)
+# the emulation's facts, read and checked by core's one loader
+MAPPING: dict[str, Any] = read_table(Path(__file__).with_name("mapping.json"), Record(
+    {"_comment": str, "device_type": str, "device_kwargs": _NAMES, "dist_backends": MapOf(MapOf(str)),
+     "amp_default_dtype": str, "amp_supported_dtypes": _NAMES, "emulated_device_count": int,
+     "device_name": str}), "npu_migrate/emulation/mapping.json")
+AUTOCAST: dict[str, Any] = read_table(Path(__file__).with_name("autocast.json"), Record(
+    {"_comment": str,
+     "device": Record({"lower_precision_fp": _NAMES, "fp32": _NAMES, "fp32_set_opt_dtype": _NAMES, "promote": _NAMES}),
+     "cpu_differences": Record({"lower": _NAMES, "float32": _NAMES})}), "npu_migrate/emulation/autocast.json")
 
 
 class EmulationError(RuntimeError):
@@ -29,15 +39,29 @@ class State:
     current_index: int = 0
     amp_used: bool = False  # an npu autocast region was entered with enabled=True
     undo: list[Callable[[], None]] = field(default_factory=list)
-    device_mode: Any = None
-    memory: Any = None  # _memory.CpuMemoryTracker when backing is cpu
-    audit: Any = None  # _audit.PlacementAudit when activate(audit=True)
+    memory: Any = None  # _memory.CpuMemoryTracker when backing is cpu (sees every new npu tensor)
+    sites: Any = None  # _audit.HostSites when activate(audit=True): where host tensors were made
+    npu_rng: Any = None  # _audit.NpuRandomStream when activate(separate_rng=True)
+    fidelity: Any = None  # _fidelity.OperatorFidelity: CPU-fallback and float64 warnings
     precision: Any = None  # _precision.DevicePrecision when activate(precision="device")
 
 
 STATE = State()
-# depth > 0 while the emulation runs ops of its own (the copies of .to()): per-op recorders skip them
+# depth > 0 while the emulation runs ops of its own, which per-op recorders (the verifier's capture)
+# skip; the npu device runs none at the recorders' level, so it stays 0 (kept for their import)
 INTERNAL_OPS = types.SimpleNamespace(depth=0)
+
+
+def enter_mode(mode: Any, field_name: str) -> None:
+    """Enter a torch mode, keep it in STATE.<field_name>; deactivate() leaves it and clears the field."""
+    mode.__enter__()
+    setattr(STATE, field_name, mode)
+
+    def leave() -> None:
+        mode.__exit__(None, None, None)
+        setattr(STATE, field_name, None)
+
+    STATE.undo.append(leave)
 
 
 def set_attr(obj: Any, name: str, value: Any) -> None:

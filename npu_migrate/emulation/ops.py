@@ -19,6 +19,8 @@ def _to_bnsd(x: torch.Tensor, layout: str, heads: int | None) -> torch.Tensor:
         return x
     if layout == "BSND":
         return x.transpose(1, 2)
+    if heads is None:
+        raise EmulationError(f"npu_fusion_attention: layout {layout} needs the number of heads")
     if layout == "BSH":
         b, s, h = x.shape
         return x.view(b, s, heads, h // heads).transpose(1, 2)

@@ -183,7 +183,7 @@ def test_shipped_kernel_list_matches_reference():
     reference = os.path.join(REPO, "..", "shared", "reference", "npu_aten_ops.tsv")
     if not os.path.exists(reference):
         pytest.skip("../shared/reference is not present in this checkout")
-    with open(reference, encoding="utf-8") as a, open(catalog.DATA / "npu_aten_ops.tsv", encoding="utf-8") as b:
+    with open(reference, encoding="utf-8") as a, open(catalog.KERNEL_TABLE, encoding="utf-8") as b:
         assert a.read() == b.read()
 
 

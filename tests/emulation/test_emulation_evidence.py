@@ -1,4 +1,4 @@
-"""Emulation that gives evidence: placement audit, the device's own random stream, HF32."""
+"""Emulation that gives evidence: where a CPU tensor was made, the device's own random stream, HF32."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from npu_migrate import emulation
-from npu_migrate.emulation._audit import device_of
 from npu_migrate.emulation._precision import round_to_hf32
 
 
@@ -23,11 +22,11 @@ def audited():
 
 def test_a_training_loop_that_moves_everything_runs(audited):
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).to("npu")
-    assert device_of(model[0].weight) == "npu" and model[0].weight.device.type == "npu"
+    assert model[0].weight.device.type == "npu"
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     data = torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,)))
     for x, y in torch.utils.data.DataLoader(data, batch_size=4):
-        assert device_of(x) == "cpu"
+        assert x.device.type == "cpu"
         x, y = x.to("npu"), y.npu()
         loss = F.cross_entropy(model(x), y)
         optimizer.zero_grad()
@@ -35,7 +34,7 @@ def test_a_training_loop_that_moves_everything_runs(audited):
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
     hidden = model[0].weight.new_zeros(2, 3)
-    assert device_of(hidden) == "npu"
+    assert hidden.device.type == "npu"
     assert (torch.ones(2, device="npu") + torch.tensor(1.0)).tolist() == [2.0, 2.0]  # CPU scalar: allowed
 
 
@@ -52,8 +51,8 @@ def test_moving_copies_so_the_cpu_original_stays_cpu(audited):
     host = torch.ones(3)
     device_copy = host.to("npu")
     assert device_copy.untyped_storage() is not host.untyped_storage()
-    assert device_of(host) == "cpu" and device_of(device_copy) == "npu"
-    assert device_of(device_copy.cpu()) == "cpu"
+    assert host.device.type == "cpu" and device_copy.device.type == "npu"
+    assert device_copy.cpu().device.type == "cpu"
 
 
 def test_the_device_stream_differs_from_the_cpu_stream_and_follows_its_seed(audited):
@@ -63,7 +62,7 @@ def test_the_device_stream_differs_from_the_cpu_stream_and_follows_its_seed(audi
     on_cpu = F.dropout(torch.ones(64), 0.5)
     torch.manual_seed(0)
     again = F.dropout(torch.ones(64, device="npu"), 0.5)
-    assert not torch.equal(on_npu, on_cpu)
+    assert not torch.equal(on_npu.cpu(), on_cpu)
     assert torch.equal(on_npu, again)
 
 
