@@ -187,10 +187,7 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
             result.matched += 1
             value, reason = distance(ref, tgt)
             floor = max(floors.get(o["dtype"], 0.0) for o in ref["outputs"]) if ref["outputs"] else 0.0
-            if noise is not None:
-                expected = noise_at.get(i1 + offset, 0.0)
-            else:
-                expected = CLASS_NOISE[op_class(ref["name"])]
+            expected = noise_at.get(i1 + offset, 0.0) if noise is not None else CLASS_NOISE[op_class(ref["name"])]
             tolerance = noise_factor * expected + floor
             if tolerance > 0 and math.isfinite(value):
                 result.worst_ratio = max(result.worst_ratio, value / tolerance)

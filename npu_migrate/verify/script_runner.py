@@ -134,7 +134,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                               "record": record.events, "timing": {}}
     try:
         result["backend"] = _setup(job)
-    except Exception as error:  # noqa: BLE001 - reported to the parent
+    except Exception as error:  # reported to the parent
         result["error"] = {"type": type(error).__name__, "message": str(error), "phase": "setup",
                            "location": None}
         return result
@@ -168,7 +168,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         if not result["completed"]:
             result["error"] = {"type": "SystemExit", "message": f"the script exited with {exit_.code}",
                                "phase": "script", "location": None}
-    except BaseException as error:  # noqa: BLE001 - the migrated code may raise anything
+    except BaseException as error:  # the migrated code may raise anything
         result["error"] = describe_error(error, root, "script", None)
     finally:
         sys.stdout = stdout
