@@ -101,7 +101,7 @@ class Divergence:
     module: dict[str, Any] | None = None
     reference_site: str | None = None
     extra_ops: list[dict[str, Any]] = field(default_factory=list)
-    seq: int = 0
+    seq: float = 0  # position in the run (a cause found between two events gets a half step)
     missing_ops: list[dict[str, Any]] = field(default_factory=list)  # only the original runs them
 
     def to_dict(self) -> dict[str, Any]:
@@ -213,6 +213,30 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
     if candidates:
         result.first = min(candidates, key=lambda d: d.seq)
     return result
+
+
+def seq_mapper(reference: list[dict[str, Any]], migrated: list[dict[str, Any]]) -> tuple[Any, float]:
+    """(to_migrated_seq, end): where the migrated run stands when the original reaches its event
+    number `seq` (just before the migrated op aligned with the original's next op), and the
+    migrated run's last event number."""
+    import bisect
+
+    ref_ops, tgt_ops = _ops(reference), _ops(migrated)
+    end = float(migrated[-1]["seq"]) if migrated else 0.0
+    position: dict[int, int] = {}
+    for tag, i1, i2, j1, _ in _aligned(ref_ops, tgt_ops):
+        for offset in range(i2 - i1):
+            position[i1 + offset] = j1 + (offset if tag == "equal" else 0)
+    ref_seqs = [e["seq"] for e in ref_ops]
+
+    def to_migrated_seq(seq: int) -> float:
+        index = bisect.bisect_right(ref_seqs, seq)
+        j = position.get(index)
+        if j is None or j >= len(tgt_ops):
+            return end + 0.5
+        return tgt_ops[j]["seq"] - 0.5
+
+    return to_migrated_seq, end
 
 
 _LOW_PRECISION = ("float16", "bfloat16")

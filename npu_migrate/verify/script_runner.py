@@ -37,6 +37,15 @@ from .opcapture import (
     StopRun,
 )
 from .runner import _install_cuda_shim, describe_error
+from .statecapture import (
+    HookWatcher,
+    Instances,
+    LiveBytes,
+    ModeWatcher,
+    RegionWatcher,
+    SaveWatcher,
+    final_state,
+)
 
 
 def _foreach_as_on_a_gpu() -> None:
@@ -140,15 +149,18 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         return result
     _data_in_process()
     sites = Sites(str(root))
-    modules = ModuleTracker(sites)
+    instances = Instances()
+    modules = ModuleTracker(sites, on_model=instances.model_called)
     modules.install()
+    instances.install()
     StepCounter(record, sites, int(job["steps"])).install()
     seed = job.get("seed")
     if seed is not None:  # a default for scripts that do not seed; the script's own seeds win
         random.seed(seed)
         torch.manual_seed(seed)
-    SeedWatcher(record, sites).install()
-    MoveWatcher(record, sites).install()
+    for watcher in (SeedWatcher, MoveWatcher, ModeWatcher, RegionWatcher, HookWatcher, SaveWatcher):
+        watcher(record, sites).install()
+    memory = _memory_meter(job, result["backend"] or "")
     os.chdir(root)
     # the script's folder first, as `python train.py` has it; then the tree's root, as an installed
     # (`pip install -e .`) project has it, so `from mypackage import ...` finds this tree's copy
@@ -158,7 +170,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     sys.stdout = PrintTee(record, sites, echo=None)
     started = time.perf_counter()
     try:
-        with OpCapture(record, sites, modules):
+        with OpCapture(record, sites, modules, memory if isinstance(memory, LiveBytes) else None):
             runpy.run_path(str(script), run_name="__main__")
         result["completed"] = True
     except StopRun:
@@ -173,11 +185,35 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     finally:
         sys.stdout = stdout
     result["timing"]["script_s"] = time.perf_counter() - started
+    final_state(record, instances)
+    result["memory"] = _memory_result(memory)
     result["steps_run"] = record.step + 1
     result["hf32_used"] = _hf32_used(result.get("backend") or "")
     result["truncated"] = record.truncated
     result["amp_used"] = _amp_used(job["side"])
     return result
+
+
+def _memory_meter(job: dict[str, Any], backend: str) -> Any:
+    """What measures this side's peak memory: the device allocator's statistics on a device (the
+    module exposing them), the live storages of op outputs on the CPU and the emulation; None
+    with --no-memory."""
+    if not job.get("memory", True):
+        return None
+    device = torch.npu if backend == "torch_npu" else torch.cuda if backend == "cuda" else None
+    if device is not None:
+        device.reset_peak_memory_stats()
+        return device
+    return LiveBytes()
+
+
+def _memory_result(meter: Any) -> dict[str, Any] | None:
+    if meter is None:
+        return None
+    if isinstance(meter, LiveBytes):
+        return meter.result()
+    return {"peak": int(meter.max_memory_allocated()), "end": int(meter.memory_allocated()), "by_site": {},
+            "method": "device allocator statistics"}
 
 
 def _hf32_used(backend: str) -> list[str] | None:
