@@ -38,6 +38,9 @@ import click
               help="Script mode: write msprobe dump.json/stack.json of both sides under this folder.")
 @click.option("--compare-dumps", nargs=2, default=None, type=click.Path(path_type=Path), metavar="REF MIGRATED",
               help="Compare two msprobe dump.json files offline (e.g. one taken on an Ascend device).")
+@click.option("--device-dump", default=None, type=click.Path(path_type=Path), metavar="DUMP",
+              help="Script mode: an msprobe L1 dump.json taken on a device, aligned by API name with a reference "
+                   "run of --original (lines located in --migrated when given).")
 @click.option("--reference", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="Device of the reference side (float32).")
 @click.option("--backing", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
@@ -58,7 +61,7 @@ import click
 @click.option("--no-reference-store", is_flag=True, help="Script mode: run the reference afresh and keep nothing.")
 @click.argument("script", nargs=-1, type=click.UNPROCESSED)
 def command(original, migrated, portable, devices, entry, steps, seed, share_state, renames, rng, device_precision, fp16_accumulation, no_noise_run,
-            noise_factor, dump_dir, compare_dumps, reference, backing, max_peak, max_peak_ratio,
+            noise_factor, dump_dir, compare_dumps, device_dump, reference, backing, max_peak, max_peak_ratio,
             threshold_items, thresholds_file, no_memory, fmt, max_rows, timeout, reference_store, no_reference_store,
             script):
     """Run ORIGINAL on the reference and MIGRATED on the NPU (or its emulation) and compare.
@@ -92,6 +95,16 @@ def command(original, migrated, portable, devices, entry, steps, seed, share_sta
         sys.exit(_portable(portable, devices, script, steps=steps or 2, seed=seed, rng=rng,
                            device_precision=device_precision, noise_run=not no_noise_run,
                            noise_factor=noise_factor, timeout=timeout, fmt=fmt, **memory_settings))
+    if device_dump is not None:
+        if original is None or not script:
+            _usage_error("--device-dump needs --original TREE and the script after -- (the reference it is aligned with)")
+        from npu_migrate.verify.offline import compare_device_dump
+        from npu_migrate.verify.script import ScriptOptions
+
+        options = ScriptOptions(original, migrated or original, script[0], list(script[1:]), steps=steps or 2,
+                                seed=seed, reference=reference, noise_run=not no_noise_run, noise_factor=noise_factor,
+                                timeout=timeout, memory=False, reference_store=memory_settings["reference_store"])
+        sys.exit(_emit(compare_device_dump(options, device_dump), fmt, max_rows))
     if original is None or migrated is None:
         _usage_error("--original and --migrated are required (or --portable TREE, or --compare-dumps REF MIGRATED)")
     if script and entry:

@@ -116,6 +116,37 @@ class Comparison:
     worst_ratio: float = 0.0
     first: Divergence | None = None
     noise_measured: bool = False
+    rows: list[dict[str, Any]] = field(default_factory=list)  # one per matched op: msprobe's columns and the verdict
+
+
+MSPROBE_COLUMNS = ("Cosine", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio", "Five Thousandth Err Ratio")
+
+
+def msprobe_columns(ref: dict[str, Any], tgt: dict[str, Any]) -> dict[str, Any]:
+    """msprobe's comparison columns for one output (Ascend/msprobe pytorch_accuracy_compare_instruct.md,
+    "Comparison Metric Calculation Formulas"): in real-data mode, over our evenly spaced sample of the
+    output, Cosine, MaxAbsErr, MaxRelativeErr and the shares of elements whose relative error is
+    below 1/1000 and 5/1000; in statistics mode (no sample, e.g. a device dump) the differences of
+    Max, Min, Mean and L2 norm."""
+    columns: dict[str, Any] = dict.fromkeys(MSPROBE_COLUMNS)
+    for stat, label in (("Max", "Max diff"), ("Min", "Min diff"), ("Mean", "Mean diff"), ("Norm", "L2norm diff")):
+        a, b = ref.get(stat), tgt.get(stat)
+        columns[label] = None if a is None or b is None else b - a
+    rs, ts = ref.get("sample"), tgt.get("sample")
+    if not (isinstance(rs, torch.Tensor) and isinstance(ts, torch.Tensor) and rs.shape == ts.shape and rs.numel()):
+        return columns
+    finite = torch.isfinite(rs) & torch.isfinite(ts)
+    b, n = rs[finite].double(), ts[finite].double()
+    if not b.numel():
+        return columns
+    diff = (n - b).abs()
+    relative = diff / b.abs().clamp_min(1e-30)
+    norms = float(b.norm()) * float(n.norm())
+    columns.update({"Cosine": float((b * n).sum()) / norms if norms > 0 else (1.0 if float(diff.max()) == 0 else 0.0),
+                    "MaxAbsErr": float(diff.max()), "MaxRelativeErr": float(relative.max()),
+                    "One Thousandth Err Ratio": float((relative < 1e-3).double().mean()),
+                    "Five Thousandth Err Ratio": float((relative < 5e-3).double().mean())})
+    return columns
 
 
 def _ops(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -191,6 +222,7 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
             tolerance = noise_factor * expected + floor
             if tolerance > 0 and math.isfinite(value):
                 result.worst_ratio = max(result.worst_ratio, value / tolerance)
+            result.rows.append(_row(ref, tgt, value, tolerance, reason))
             if value <= tolerance:
                 continue
             if first_op is None:
@@ -237,6 +269,15 @@ def seq_mapper(reference: list[dict[str, Any]], migrated: list[dict[str, Any]]) 
         return tgt_ops[j]["seq"] - 0.5
 
     return to_migrated_seq, end
+
+
+def _row(ref: dict[str, Any], tgt: dict[str, Any], value: float, tolerance: float, reason: str) -> dict[str, Any]:
+    first_ref, first_tgt = ref["outputs"][0], tgt["outputs"][0]
+    return {"op": tgt["name"], "api": tgt.get("api"), "site": tgt.get("site"), "step": tgt.get("step"),
+            "phase": tgt.get("phase"), "seq": tgt.get("seq"), "shape": first_tgt.get("shape"),
+            "dtype": first_tgt.get("dtype"), **msprobe_columns(first_ref, first_tgt),
+            "distance": value if math.isfinite(value) else None, "tolerance": tolerance,
+            "result": "pass" if value <= tolerance else "diverges" + (f" ({reason})" if reason else "")}
 
 
 _LOW_PRECISION = ("float16", "bfloat16")

@@ -62,6 +62,7 @@ class ScriptOptions:
     max_peak: int | None = None  # budget of the migrated side's peak, bytes
     max_peak_ratio: float | None = None  # budget of migrated / reference peak
     reference_store: Path | None = None  # keep and reuse reference and noise runs here (store.py)
+    api_level: bool = False  # record torch API calls (msprobe's L1 names) instead of aten ops
 
 
 @dataclass
@@ -131,7 +132,8 @@ class ScriptOutcome:
                 "only_original_ops": comparison.only_reference if comparison else 0,
                 "only_migrated_ops": comparison.only_migrated if comparison else 0,
                 "worst_ratio_to_tolerance": comparison.worst_ratio if comparison else None,
-                "findings": [d.to_dict() for d in self.findings()], "sites": self.sites(), **self.data}
+                "findings": [d.to_dict() for d in self.findings()], "sites": self.sites(),
+                "ops": comparison.rows if comparison else [], **self.data}
 
     def report(self, max_rows: int = 50) -> Report:
         summary: dict[str, Any] = {"verdict": self.verdict.upper(), "reason": self.reason}
@@ -160,8 +162,38 @@ class ScriptOutcome:
             if first.extra_ops:
                 rows.append(["just before", ", ".join(f"{e['name']} at {e['site']}" for e in first.extra_ops[:5])])
             report.tables.append(Table("First divergence", ["", ""], rows))
+        if self.comparison and self.comparison.rows:
+            report.tables.append(_ops_table(self.comparison, max_rows))
         report.findings = self.findings()
         return report
+
+
+def _ops_table(comparison: Comparison, max_rows: int) -> Table:
+    """msprobe's columns beside our verdict, for the ops that matter most: those just before the
+    first divergence and the ones closest to their tolerance (all of them with --max-rows 0)."""
+    rows = comparison.rows
+    if max_rows and len(rows) > max_rows:
+        first = comparison.first.seq if comparison.first else None
+        before = [r for r in rows if first is not None and r["seq"] is not None and r["seq"] <= first][-(max_rows // 2):]
+        closest = sorted(rows, key=lambda r: -((r["distance"] or 0.0) / (r["tolerance"] or 1e-30)))
+        chosen = {id(r): r for r in before}
+        for row in closest:
+            if len(chosen) >= max_rows:
+                break
+            chosen.setdefault(id(row), row)
+        rows = sorted(chosen.values(), key=lambda r: r["seq"] or 0)
+
+    def number(value: Any) -> str:
+        return "-" if value is None else f"{value:.6g}"
+
+    table = [[r["op"], r["site"] or "?", str(r["step"]), "x".join(map(str, r["shape"] or [])), r["dtype"] or "",
+              number(r["Cosine"]), number(r["MaxAbsErr"]), number(r["MaxRelativeErr"]),
+              number(r["One Thousandth Err Ratio"]), number(r["Five Thousandth Err Ratio"]),
+              f"{number(r['distance'])} / {number(r['tolerance'])}", r["result"]] for r in rows]
+    return Table(f"Ops ({len(rows)} of {len(comparison.rows)} compared; msprobe's columns over the sample, "
+                 "then our distance / tolerance)",
+                 ["op", "at", "step", "shape", "dtype", "Cosine", "MaxAbsErr", "MaxRelativeErr",
+                  "One Thousandth Err Ratio", "Five Thousandth Err Ratio", "distance / tolerance", "result"], table)
 
 
 def _expand(site: str) -> list[str]:
@@ -257,7 +289,7 @@ def _job(options: ScriptOptions, side: str, root: Path, out: Path) -> dict[str, 
     return {"side": side, "root": str(Path(root).resolve()), "script": options.script, "args": options.args,
             "steps": options.steps, "seed": options.seed, "reference": options.reference,
             "backing": options.backing, "rng": options.rng, "device_precision": options.device_precision,
-            "fp16_accumulation": options.fp16_accumulation, "memory": options.memory,
+            "fp16_accumulation": options.fp16_accumulation, "memory": options.memory, "api_level": options.api_level,
             "original_root": str(Path(options.original).resolve()), "portable": options.portable,
             "target_device": options.target_device, "out": str(out)}
 
@@ -344,12 +376,13 @@ class _References:
 
         self.options, self.cache, self.workdir = options, cache, workdir
         self.base = (str(Path(options.original).resolve()), options.script, tuple(options.args), options.steps,
-                     options.seed, options.reference, options.portable, options.memory)
+                     options.seed, options.reference, options.portable, options.memory, options.api_level)
         self.store = ReferenceStore(options.reference_store) if options.reference_store else None
         self.key = ReferenceStore.settings_key({"script": options.script, "args": options.args,
                                                 "steps": options.steps, "seed": options.seed,
                                                 "reference": options.reference, "portable": options.portable,
-                                                "memory": options.memory}) if self.store else ""
+                                                "memory": options.memory, "api_level": options.api_level}) \
+            if self.store else ""
         self.entry: Path | None = None
         self.reused: list[str] = []
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from .apicapture import ApiCapture
 from .opcapture import (
     ModuleTracker,
     MoveWatcher,
@@ -170,7 +171,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     sys.stdout = PrintTee(record, sites, echo=None)
     started = time.perf_counter()
     try:
-        with OpCapture(record, sites, modules, memory if isinstance(memory, LiveBytes) else None):
+        capture = ApiCapture(record, sites) if job.get("api_level") else \
+            OpCapture(record, sites, modules, memory if isinstance(memory, LiveBytes) else None)
+        with capture:
             runpy.run_path(str(script), run_name="__main__")
         result["completed"] = True
     except StopRun:

@@ -62,7 +62,7 @@ class ModeWatcher:
                                     "function": function})
             return result
 
-        setattr(torch.nn.Module, "train", train)
+        torch.nn.Module.train = train
 
 
 class RegionWatcher:
@@ -226,7 +226,7 @@ class Instances:
             original(optimizer, *args, **kwargs)
             instances.optimizers.append(weakref.ref(optimizer))
 
-        setattr(torch.optim.Optimizer, "__init__", init)
+        torch.optim.Optimizer.__init__ = init
 
     def model_called(self, module: torch.nn.Module) -> None:
         if not any(ref() is module for ref in self.models):
