@@ -132,6 +132,9 @@ def _setup(job: dict[str, Any]) -> str:
     emulation.activate(job.get("backing", "cpu"), track_memory=False, audit=True,
                        separate_rng=job.get("rng") == "device", precision=precision,
                        fp16_accumulation=fp16_accumulation)
+    # torch_npu gives the NPU foreach kernels, so optimizers take their foreach path there, as the
+    # reference does; an emulated tensor backed by the CPU would otherwise loop per parameter
+    _foreach_as_on_a_gpu()
     accumulation = ", fp16 accumulation" if fp16_accumulation else ""
     return f"emulation ({job.get('backing', 'cpu')}, {precision} precision{accumulation}, rng {job.get('rng', 'align')})"
 
