@@ -195,9 +195,17 @@ class OpCapture(TorchDispatchMode):
         return out
 
 
+# ops that update their running statistics (arguments 3 and 4) in training mode (argument 5) while
+# their schema does not mark them as written
+_RUNNING_STATS = {"aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
+                  "aten.cudnn_batch_norm.default", "aten.miopen_batch_norm.default"}
+
+
 def _mutated_inputs(func: Any, args: tuple, produced: list[torch.Tensor]) -> list[torch.Tensor]:
     """Tensors an op writes to besides its outputs (batch norm's running mean and variance): state
     no output shows, so a changed momentum is seen at the op that updates it."""
+    if str(func) in _RUNNING_STATS:
+        return [t for t in args[3:5] if isinstance(t, torch.Tensor)] if len(args) > 5 and args[5] else []
     if not func._schema.is_mutable:
         return []
     found = []

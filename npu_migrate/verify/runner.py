@@ -53,7 +53,10 @@ class Side:
         if device == "cuda":
             if not torch.cuda.is_available():
                 raise SideError("--reference cuda: no CUDA device is available")
-            self.device, self.backend, self.stats = "cuda", "cuda", torch.cuda
+            from .tf32 import keep_off
+
+            keep_off()
+            self.device, self.backend, self.stats = "cuda", "cuda (TF32 off)", torch.cuda
             return
         self.device, self.backend, self.stats = "cpu", "cpu", None
         if not torch.cuda.is_available():

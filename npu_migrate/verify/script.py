@@ -139,7 +139,7 @@ class ScriptOutcome:
         summary: dict[str, Any] = {"verdict": self.verdict.upper(), "reason": self.reason}
         if self.location:
             summary["location"] = self.location
-        for key in ("reference", "noise", "target", "steps", "steps_run"):
+        for key in ("reference", "noise", "target", "steps", "steps_run", "tf32"):
             if key in self.data:
                 summary[key.replace("_", " ")] = self.data[key]
         if self.comparison:
@@ -441,6 +441,10 @@ def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, An
             "steps_run": target.get("steps_run")}
     if str(target.get("backend", "")).startswith("emulation"):
         data["scope"] = EMULATION_SCOPE
+    if reference.get("tf32_refused"):
+        first = reference["tf32_refused"][0]
+        data["tf32"] = (f"the original asks for TF32 ({first['setting']} = {first['value']} at {first['site']}); "
+                        "the reference computed in float32 regardless")
     if options.dump is not None:
         msprobe.write_dump(Path(options.dump) / "reference", reference["record"], str(options.original))
         msprobe.write_dump(Path(options.dump) / "migrated", target.get("record", []), str(options.migrated))

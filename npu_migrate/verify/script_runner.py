@@ -37,6 +37,7 @@ from .opcapture import (
     StepCounter,
     StopRun,
 )
+from . import tf32
 from .runner import _install_cuda_shim, describe_error
 from .statecapture import (
     HookWatcher,
@@ -94,7 +95,8 @@ def _setup(job: dict[str, Any]) -> str:
         if job.get("reference") == "cuda":
             if not torch.cuda.is_available():
                 raise RuntimeError("--reference cuda: no CUDA device is available")
-            backend = "cuda"
+            tf32.keep_off()
+            backend = "cuda (TF32 off)"
         else:
             if not torch.cuda.is_available():
                 _install_cuda_shim()
@@ -197,6 +199,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     result["hf32_used"] = _hf32_used(result.get("backend") or "")
     result["truncated"] = record.truncated
     result["amp_used"] = _amp_used(job["side"])
+    result["tf32_refused"] = list(tf32.REQUESTS)
     return result
 
 
