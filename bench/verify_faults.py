@@ -99,6 +99,18 @@ FAULTS = [
      "mask = self._generate_square_subsequent_mask(len(src)).to(device)",
      "mask = self._generate_square_subsequent_mask(len(src))"),
     ("AdamW weight decay dropped", "gpt", "train.py", "lr=1e-3, weight_decay=0.1)", "lr=1e-3)"),
+    # issue 26: a mode, a precision region, optimizer state, memory (each command has --max-peak-ratio 1.5)
+    ("mode: eval() in place of train()", "mnist", "main.py", "    model.train()\n    for batch_idx",
+     "    model.eval()\n    for batch_idx"),
+    ("precision region: forward under bf16 autocast", "mnist", "main.py",
+     "        output = model(data)\n        loss = F.nll_loss(output, target)",
+     "        with torch.autocast(\"npu\", dtype=torch.bfloat16):\n            output = model(data)\n"
+     "        loss = F.nll_loss(output, target)"),
+    ("state: Adadelta rho 0.9 -> 0.95", "mnist", "main.py", "optim.Adadelta(model.parameters(), lr=args.lr)",
+     "optim.Adadelta(model.parameters(), lr=args.lr, rho=0.95)"),
+    ("memory: forward hooks keep every activation", "mnist", "main.py", "    optimizer = optim.Adadelta(",
+     "    for layer in model.modules(): layer.register_forward_hook(lambda m, a, out, kept=[]: kept.append(out))\n"
+     "    optimizer = optim.Adadelta("),
     # the three faults msprobe's rule lets through, now with HF32 matmuls on (device noise present)
     ("LayerNorm eps 1e-3, HF32 on", "transformer+hf32", "model.py", "num_encoder_layers=nlayers)",
      "num_encoder_layers=nlayers, layer_norm_eps=1e-3)"),
@@ -219,7 +231,7 @@ def run(args: argparse.Namespace) -> None:
     def options(model: str, tree: Path) -> ScriptOptions:
         source, script, script_args, _ = models[model]
         return ScriptOptions(source, tree, script, script_args, steps=args.steps,
-                             device_precision=not args.exact, timeout=args.timeout)
+                             device_precision=not args.exact, timeout=args.timeout, max_peak_ratio=1.5)
 
     only = set(args.only.split(",")) if args.only else None
     rows = []
