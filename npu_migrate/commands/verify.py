@@ -107,6 +107,8 @@ def command(original, migrated, portable, devices, entry, steps, seed, share_sta
         sys.exit(_emit(compare_device_dump(options, device_dump), fmt, max_rows))
     if original is None or migrated is None:
         _usage_error("--original and --migrated are required (or --portable TREE, or --compare-dumps REF MIGRATED)")
+    if entry and (reference_store is not None or no_reference_store):
+        _usage_error("--reference-store/--no-reference-store apply to script mode (a script after --), not --entry")
     if script and entry:
         _usage_error("give either --entry (model mode) or a script after -- (script mode), not both")
     if not script and not entry:

@@ -30,7 +30,8 @@ EMULATION_SCOPE = (
     "Emulated PASS: the migrated script runs, places every tensor on the device (audited), seeds and "
     "computes the same numbers as the original within the noise the device's precision causes (HF32; "
     "under autocast, the device's op lists, taken to be CUDA's). It does not prove the device's own "
-    "kernels, fp16 accumulation, memory, speed, or multi-device collectives: run on an Ascend device "
+    "kernels, fp16 accumulation, the device allocator's memory figures (the peaks compared are tensor "
+    "storage), speed, or multi-device collectives: run on an Ascend device "
     "(or compare an msprobe dump taken there) for those.")
 
 

@@ -62,7 +62,7 @@ class ModeWatcher:
                                     "function": function})
             return result
 
-        torch.nn.Module.train = train
+        torch.nn.Module.train = train  # type: ignore[method-assign,assignment]
 
 
 class RegionWatcher:
@@ -226,7 +226,7 @@ class Instances:
             original(optimizer, *args, **kwargs)
             instances.optimizers.append(weakref.ref(optimizer))
 
-        torch.optim.Optimizer.__init__ = init
+        torch.optim.Optimizer.__init__ = init  # type: ignore[method-assign,assignment]
 
     def model_called(self, module: torch.nn.Module) -> None:
         if not any(ref() is module for ref in self.models):

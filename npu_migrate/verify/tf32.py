@@ -21,7 +21,7 @@ _ALLOWED = (False, "ieee", "none", "highest")  # "none": follow the global setti
 
 
 def _caller() -> str | None:
-    frame = sys._getframe(2)
+    frame: Any = sys._getframe(2)
     while frame is not None and ("/torch/" in frame.f_code.co_filename or frame.f_code.co_filename == __file__):
         frame = frame.f_back
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else None
@@ -65,7 +65,7 @@ def keep_off() -> None:
 
     matmul_type.__setattr__ = matmul_set  # type: ignore[method-assign]
 
-    cudnn_type = type(torch.backends.cudnn)
+    cudnn_type: Any = type(torch.backends.cudnn)
     for name in ("allow_tf32", "fp32_precision"):  # fp32_precision exists from torch 2.9 on
         inner = cudnn_type.__dict__.get(name)
         if inner is not None and hasattr(inner, "__set__"):

@@ -74,9 +74,9 @@ def _device_dump(folder: Path, eps: float = 1e-5, old_stack_layout: bool = False
             "input_args": [_tensor(t, f"{name}.forward.input.{i}") for i, t in enumerate(inputs)],
             "input_kwargs": {}, "output": [_tensor(output, f"{name}.forward.output.0")]}
         stacks[f"{name}.forward"] = [
-            f"File /usr/local/lib/python3.10/site-packages/msprobe/pytorch/hook_module/wrap.py, line 80, in forward, \n"
-            " return self.api(*args)",
-            f"File {DEVICE_ROOT}/train.py, line {line}, in <module>, \n {SCRIPT.splitlines()[line - 1]}"]
+            "File /usr/local/lib/python3.10/site-packages/msprobe/pytorch/hook_module/wrap.py, line 80, in forward, \n"
+            " return self.api(*args) \n",
+            f"File {DEVICE_ROOT}/train.py, line {line}, in <module>, \n {SCRIPT.splitlines()[line - 1]} \n"]
     data["Functional.linear.0.backward"] = {"input": [_tensor(torch.ones(4, 16), "g")],
                                             "output": [_tensor(torch.ones(4, 8), "gx"), _tensor(w.grad, "gw")]}
     folder.mkdir(parents=True, exist_ok=True)
