@@ -134,3 +134,42 @@ def test_the_json_output_carries_both_peaks(runs):
     document = json.loads(json.dumps(run(migrated).to_dict(), default=str))
     assert {"reference_peak", "migrated_peak", "ratio"} <= set(document["memory"])
 
+
+
+def _event(kind: str, seq: int, site: str, **fields) -> dict:
+    return {"kind": kind, "seq": seq, "site": site, "step": -1, "name": fields.pop("name", kind), **fields}
+
+
+def test_autocast_regions_compare_by_device_kind_and_dtype_and_skip_disabled_ones():
+    from npu_migrate.verify.statecompare import region_divergence
+
+    def same_line(site):
+        return site
+
+    cuda = [_event("region", 3, "t.py:9", device="cuda", dtype="float16", enabled=True)]
+    npu = [_event("region", 4, "t.py:9", device="npu", dtype="float16", enabled=True)]
+    assert region_divergence(cuda, npu, lambda seq: seq, float("inf"), same_line) is None
+    disabled = npu + [_event("region", 5, "t.py:12", device="npu", dtype="bfloat16", enabled=False)]
+    assert region_divergence(cuda, disabled, lambda seq: seq, float("inf"), same_line) is None
+    lowered = [_event("region", 4, "t.py:9", device="npu", dtype="bfloat16", enabled=True)]
+    found = region_divergence(cuda, lowered, lambda seq: seq, float("inf"), same_line)
+    assert (found.kind, found.site, found.seq) == ("precision", "t.py:9", 4)
+
+
+def test_a_mode_change_only_the_original_makes_is_placed_where_the_migrated_run_stands():
+    from npu_migrate.verify.statecompare import mode_divergence
+
+    original = [_event("mode", 7, "t.py:20", name="eval", value=False, **{"class": "Net"})]
+    found = mode_divergence(original, [], lambda seq: seq + 0.5, float("inf"), lambda site: "t.py:21")
+    assert (found.site, found.reference_site, found.seq) == (None, "t.py:20", 7.5)
+    assert "the migrated code does not" in found.reason
+    assert mode_divergence(original, [], lambda seq: 100.0, 50.0, lambda site: site) is None  # it raised before
+
+
+def test_hooks_only_the_migrated_code_registers_are_the_memory_suspects():
+    from npu_migrate.verify.statecompare import new_hooks
+
+    hook = {"name": "Module.register_forward_hook", "class": "Linear"}
+    original = [_event("hook", 1, "t.py:5", **hook)]
+    migrated = [_event("hook", 1, "t.py:6", **hook), _event("hook", 2, "t.py:7", **hook)]
+    assert [e["site"] for e in new_hooks(original, migrated)] == ["t.py:7"]
