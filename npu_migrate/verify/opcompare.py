@@ -126,7 +126,8 @@ def msprobe_columns(ref: dict[str, Any], tgt: dict[str, Any]) -> dict[str, Any]:
     """msprobe's comparison columns for one output (Ascend/msprobe pytorch_accuracy_compare_instruct.md,
     "Comparison Metric Calculation Formulas"): in real-data mode, over our evenly spaced sample of the
     output, Cosine, MaxAbsErr, MaxRelativeErr and the shares of elements whose relative error is
-    below 1/1000 and 5/1000; in statistics mode (no sample, e.g. a device dump) the differences of
+    below 1/1000 and 5/1000 (MaxRelativeErr None where the bench has a 0 the other side does not:
+    msprobe shows inf there); in statistics mode (no sample, e.g. a device dump) the differences of
     Max, Min, Mean and L2 norm."""
     columns: dict[str, Any] = dict.fromkeys(MSPROBE_COLUMNS)
     for stat, label in (("Max", "Max diff"), ("Min", "Min diff"), ("Mean", "Mean diff"), ("Norm", "L2norm diff")):
@@ -140,10 +141,12 @@ def msprobe_columns(ref: dict[str, Any], tgt: dict[str, Any]) -> dict[str, Any]:
     if not b.numel():
         return columns
     diff = (n - b).abs()
-    relative = diff / b.abs().clamp_min(1e-30)
+    relative = torch.where(diff == 0, torch.zeros_like(diff), diff / b.abs())  # inf where only the bench is 0
     norms = float(b.norm()) * float(n.norm())
+    max_relative = float(relative.max())
     columns.update({"Cosine": float((b * n).sum()) / norms if norms > 0 else (1.0 if float(diff.max()) == 0 else 0.0),
-                    "MaxAbsErr": float(diff.max()), "MaxRelativeErr": float(relative.max()),
+                    "MaxAbsErr": float(diff.max()),
+                    "MaxRelativeErr": max_relative if math.isfinite(max_relative) else None,
                     "One Thousandth Err Ratio": float((relative < 1e-3).double().mean()),
                     "Five Thousandth Err Ratio": float((relative < 5e-3).double().mean())})
     return columns

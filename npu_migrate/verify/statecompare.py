@@ -44,8 +44,8 @@ def _first_sequence_divergence(ref_events: list[dict[str, Any]], tgt_events: lis
             continue
         if j1 < j2:  # the migrated run does something here the original does not
             event = tgt_events[j1]
-            original = f"; the original {describe(ref_events[i1])} instead" if i1 < i2 else \
-                "; the original does not"
+            original = f"; the original does not (its next such change: at {ref_events[i1].get('site')})" \
+                if i1 < i2 else "; the original does not"
             return Divergence(kind, event["name"], event.get("site"),
                               f"the migrated code {describe(event)} here{original}",
                               step=event.get("step"), reference_site=ref_events[i1].get("site") if i1 < i2 else None,
