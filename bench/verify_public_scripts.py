@@ -207,8 +207,9 @@ def source_tree(script: Script, corpus: Path, mirror: Path, dest: Path) -> str |
     if not (script.commit and git_dir.is_dir()):
         return None
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", script.commit, script.subtree or "."],
-                             capture_output=True, check=False)
+    # data folders are left out as copy_tree leaves them (a mirror may lack their large blobs)
+    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", script.commit, script.subtree or ".",
+                              ":(exclude,glob)**/data/**"], capture_output=True, check=False)
     if archive.returncode:
         return None
     subprocess.run(["tar", "-x", "-C", str(dest), *(["--strip-components", str(script.subtree.count("/") + 1)]

@@ -84,7 +84,9 @@ class ScriptOutcome:
         first = self.comparison.first if self.comparison else None
         if first is not None:
             return first.site
-        return (self.error or {}).get("location")
+        if self.error:
+            return self.error.get("location")
+        return (self.data.get("memory") or {}).get("blame") if self.verdict == "fail" else None
 
     def sites(self) -> list[str]:
         """Every migrated-tree file:line the outcome names (the divergence, the line that built its
