@@ -183,18 +183,22 @@ class LiveBytes:
         self._snapshot_peak = 0
 
     def produced(self, tensor: torch.Tensor, site: str | None) -> None:
+        owner: Any
         try:
-            storage = tensor.untyped_storage()
-            key, size = storage._cdata, storage.nbytes()
+            owner = tensor.untyped_storage()
+            key, size = owner._cdata, owner.nbytes()
         except (RuntimeError, NotImplementedError, AttributeError, TypeError):
-            return
+            if tensor.layout != torch.strided:  # sparse: no storage of its own to count
+                return
+            # a tensor subclass without a storage of its own (a wrapper): counted while it lives
+            owner, key, size = tensor, id(tensor), tensor.numel() * tensor.element_size()
         if key in self.live or not size:
             return
         where = site or "<torch>"
         self.live[key] = (size, where)
         self.by_site[where] = self.by_site.get(where, 0) + size
         self.current += size
-        weakref.finalize(storage, self._released, key)
+        weakref.finalize(owner, self._released, key)
         if self.current > self.peak:
             self.peak = self.current
             if self.peak > 1.05 * self._snapshot_peak:  # a snapshot per 5% of growth keeps this cheap
