@@ -33,6 +33,7 @@ APIS = [
     "torch.profiler.ProfilerActivity", "torch.profiler.profile", "torch.random", "torch.save",
     "torch.set_float32_matmul_precision", "torch.strided", "torch.utils._foreach_utils",
     "torch.utils._python_dispatch.TorchDispatchMode", "torch.utils.data.DataLoader", "torch.view_as_real",
+    "torch.where", "torch.zeros_like",
 ]
 # reached through an alias, an object or a class the source does not spell as a torch.a.b chain
 INDIRECT = [
