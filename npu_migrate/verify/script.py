@@ -474,9 +474,10 @@ def _first_cause(comparison: Comparison, truth: dict[str, Any], spread: dict[str
     map_site = site_mapper(options.original, options.migrated)
     found = [comparison.first,
              mode_divergence(ref_events, tgt_events, to_migrated_seq, end, map_site),
-             region_divergence(ref_events, tgt_events, to_migrated_seq, end, map_site),
-             save_divergence(ref_events, tgt_events, noise_events, options.noise_factor),
-             state_divergence(ref_events, tgt_events, noise_events, options.noise_factor)]
+             region_divergence(ref_events, tgt_events, to_migrated_seq, end, map_site)]
+    if not target.get("error"):  # a run that raised ends where it raised: its saves and state are partial
+        found += [save_divergence(ref_events, tgt_events, noise_events, options.noise_factor),
+                  state_divergence(ref_events, tgt_events, noise_events, options.noise_factor)]
     candidates = [d for d in found if d is not None]
     if not candidates:
         return
