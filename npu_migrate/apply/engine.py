@@ -207,7 +207,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     npu_lines = [e.line for e in context.edits if e.code in npu_codes]
     needs_npu = target_of(ruleset.options) == "npu" and bool(npu_lines)
     adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
-    wanted = set(context.imports)
+    wanted = {item for item in context.imports if not _provided_elsewhere(item, context.facts, tree)}
     if needs_npu and adds_import:
         if is_settings_module(context.facts):  # the code that reads these values imports it
             first = min((e for e in context.edits if e.code in npu_codes), key=lambda e: (e.line, e.col))
@@ -246,6 +246,19 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
 
 
 _EVERYTHING = Prefilter("")  # some rule wants every piece
+
+
+def _provided_elsewhere(item: tuple[str, str | None, str | None], facts: FileFacts, tree: ast.Module) -> bool:
+    """Whether the file already uses, without importing it, the name an import would bind (a star
+    import or a launcher provides it). Adding `import torch` there would let every rule read the
+    file's `torch.cuda.*` as torch's on the next run, which would change the file again (issue 29);
+    the inserted code uses the name as the file does. `torch_npu` is always imported: loading it
+    is what makes the device exist."""
+    module, name, asname = item
+    local = asname or name or module.split(".")[0]
+    if module == "torch_npu" or local in facts.aliases:
+        return False
+    return any(isinstance(node, ast.Name) and node.id == local for node in ast.walk(tree))
 
 
 def _import_order(item: tuple[str, str | None, str | None]) -> tuple[int, str]:
