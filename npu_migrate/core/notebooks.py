@@ -19,6 +19,7 @@ import difflib
 import json
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, untyped in typeshed
@@ -271,8 +272,9 @@ def reassemble(text: str, extracted: Extracted, changed: dict[int, str]) -> str:
     return "".join(out)
 
 
-def cell_diff(old: str, new: str, path: str) -> str:
-    """A unified diff per changed code cell (`a/nb.ipynb (cell 3)`), lines relative to the cell."""
+def cell_diff(old: str, new: str, path: str, quote: Callable[[str], str] = str) -> str:
+    """A unified diff per changed code cell (`a/nb.ipynb (cell 3)`), lines relative to the cell;
+    `quote` makes a header's file name printable (`diffs.git_quoted`)."""
     try:
         old_cells = _code_cells(old)
         new_cells = _code_cells(new)
@@ -285,7 +287,7 @@ def cell_diff(old: str, new: str, path: str) -> str:
             continue
         label = f"{path} (cell {index + 1})"
         for line in difflib.unified_diff(source.splitlines(keepends=True), after.splitlines(keepends=True),
-                                         fromfile=f"a/{label}", tofile=f"b/{label}"):
+                                         fromfile=quote(f"a/{label}"), tofile=quote(f"b/{label}")):
             out.append(line if line.endswith("\n") else line + "\n")
     return "".join(out)
 

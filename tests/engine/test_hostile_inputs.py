@@ -1,0 +1,51 @@
+"""Bad input that must cost one clear line and never a traceback, a hang or a silent wrong result
+(issue 29): file names with control characters, code nested deeper than CPython compiles,
+malformed notebooks, hostile configuration values, read-only files, symbolic links in an output
+folder, look-alikes of the tool's temp files, and a configuration's cache folder."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from npu_migrate.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+CUDA = "import torch\n\n\ndef f(x):\n    return x.cuda()\n"
+MIGRATED = "import torch\nimport torch_npu  # noqa: F401\n\n\ndef f(x):\n    return x.npu()\n"
+
+
+def invoke(*args, cwd=None, monkeypatch=None):
+    if cwd is not None:
+        monkeypatch.chdir(cwd)
+    return CliRunner().invoke(main, ["apply", *map(str, args)], catch_exceptions=False)
+
+
+def git(cwd, *args):
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
+                           "-c", "init.defaultBranch=main", "-c", "core.quotePath=true", *args],
+                          cwd=cwd, capture_output=True, check=True).stdout.decode("utf-8", "surrogateescape")
+
+
+# -- control sequences in file names ------------------------------------------------------------
+NAMES = ["\x1b[31mred.py", "tab\there.py", "quote\"back\\slash.py", "caf\u00e9.py", "plain name.py"]
+
+
+def test_diff_headers_quote_file_names_as_git_does(tmp_path, monkeypatch):
+    """A name holding an escape sequence must not reach the terminal raw (it could recolour or
+    rewrite the screen); git's C-style quoting is what diff readers and `git apply` understand."""
+    for name in NAMES:
+        (tmp_path / name).write_text(CUDA)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "cuda")
+    ours = invoke("--diff", "--isolated", "--no-cache", ".", cwd=tmp_path, monkeypatch=monkeypatch).stdout
+    assert invoke("--isolated", "--no-cache", ".", cwd=tmp_path, monkeypatch=monkeypatch).exit_code == 0
+    theirs = git(tmp_path, "diff")
+    headers = sorted(line for line in ours.splitlines() if line.startswith(("--- ", "+++ ")))
+    assert headers == sorted(line for line in theirs.splitlines() if line.startswith(("--- ", "+++ ")))
+    assert "\x1b" not in ours and len(headers) == 2 * len(NAMES)
