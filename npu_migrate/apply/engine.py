@@ -34,6 +34,7 @@ from npu_migrate.core.discovery import manifest_name
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 
 UNKNOWN_SUPPRESSION = "NPU001"
+MALFORMED_SUPPRESSION = "NPU002"
 
 
 @dataclass
@@ -290,19 +291,21 @@ def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
 
 def unknown_suppressions(text: str, path: str) -> list[Diagnostic]:
     """NPU001 (like ruff's RUF100): a code in `# npu-migrate: ignore[...]` that no rule has, so
-    the comment silences nothing (a typo, or a rule that was removed)."""
+    the comment silences nothing (a typo, or a rule that was removed); NPU002: a malformed one."""
     from codemods.api.registry import all_rules
     from npu_migrate.apply.codes import CODES
     from npu_migrate.core.config import did_you_mean
 
     known = [r.code for r in all_rules()] + list(CODES)
-    found = []
-    for line, col, code in Suppressions.parse(text).unknown(frozenset(known)):
+    suppressions = Suppressions.parse(text)
+    found = [Diagnostic(MALFORMED_SUPPRESSION, f"malformed suppression comment: {why}", path, line, col,
+                        Severity.WARNING) for line, col, why in suppressions.malformed]
+    for line, col, code in suppressions.unknown(frozenset(known)):
         close = did_you_mean(code, known)
         hint = f"; did you mean {close}?" if close else ""
         found.append(Diagnostic(UNKNOWN_SUPPRESSION, f"unknown code `{code}` in a suppression comment "
                                 f"(it silences nothing){hint}", path, line, col, Severity.WARNING))
-    return found
+    return sorted(found, key=lambda d: (d.line, d.col))
 
 
 def _unsuppressed(context: RuleContext) -> list[Diagnostic]:

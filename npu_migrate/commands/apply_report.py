@@ -232,5 +232,6 @@ def _isatty(stream: Any) -> bool:
 def _rule_names() -> dict[str, str]:
     from codemods.api.registry import all_rules
 
-    return {"NPU000": "file-failed", "NPU001": "unknown-suppression-code"} | {
+    return {"NPU000": "file-failed", "NPU001": "unknown-suppression-code",
+            "NPU002": "malformed-suppression"} | {
         r.code: r.name for r in all_rules()}

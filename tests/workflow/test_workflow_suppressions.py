@@ -40,6 +40,35 @@ def test_unknown_code_in_a_suppression_is_warned_with_a_suggestion(tmp_path, mon
     assert json.loads(clean.stdout)["files"] == []  # a prefix is known: nothing to report
 
 
+@pytest.mark.parametrize("comment, why", [
+    ("# npu-migrate: ignore[NPU201,,", "unclosed"),
+    ("# npu-migrate: ignore[NPU201", "unclosed"),
+    ("# npu-migrate: ignore[]", "empty"),
+    ("# npu-migrate: ignore[ ]", "empty"),
+    ("# npu-migrate: ignore[NPU-201]", "not a code"),
+    ("# npu-migrate: ignore NPU201", "after `ignore`"),
+    ("# npu-migrate: ignore: NPU201", "after `ignore`"),
+])
+def test_a_malformed_suppression_is_reported_and_never_silences_everything(comment, why, tmp_path, monkeypatch):
+    """Issue 29: `ignore[NPU101,,` (unclosed) silenced every code on its line and `ignore[]`
+    none, both silently. A malformed comment now silences nothing and says why (NPU002)."""
+    write(tmp_path / "a.py", f"import os\n{ERROR_LINE}  {comment}\n")
+    result = apply("--check", "--output-format", "json", "a.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    found = {d["code"]: d for d in json.loads(result.stdout)["files"][0]["diagnostics"]}
+    assert set(found) == {"NPU002", "NPU201"}, found  # the error is still reported
+    assert found["NPU002"]["line"] == 2 and found["NPU002"]["severity"] == "warning"
+    assert why in found["NPU002"]["message"]
+
+
+@pytest.mark.parametrize("comment", ["# npu-migrate: ignore", "# npu-migrate: ignore  # legacy code",
+                                     "# npu-migrate: ignore[NPU201]", "# npu-migrate: ignore [NPU201]",
+                                     "# npu-migrate: ignore[NPU201,,NPU101]", "# npu-migrate: ignore[NPU2 NPU1]"])
+def test_well_formed_suppressions_silence_and_are_not_reported(comment, tmp_path, monkeypatch):
+    write(tmp_path / "a.py", f"import os\n{ERROR_LINE}  {comment}\n")
+    result = apply("--check", "--output-format", "json", "a.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert json.loads(result.stdout)["files"] == [], comment
+
+
 def test_add_noqa_silences_what_remains_and_nothing_else_changes(tmp_path, monkeypatch):
     body = (f"import os\nimport torch\n{ERROR_LINE}\nx = torch.ones(2).cuda()\n"
             "y = (1 +\n     2)\n")
@@ -100,7 +129,7 @@ def test_sarif_help_uri_is_a_versioned_page(tmp_path, monkeypatch):
 
 
 def test_apply_codes_have_pages_with_the_required_sections():
-    for code in ("NPU000", "NPU001"):
+    for code in ("NPU000", "NPU001", "NPU002"):
         page = code_page(code)
         assert page is not None and page.startswith(f"# {code} ")
         for section in ("## What it means", "## Why", "## Evidence", "## What to do"):
