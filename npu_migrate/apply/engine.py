@@ -319,10 +319,11 @@ def _parse_ast(text: str, path: str, outcome: FileOutcome) -> ast.Module | None:
         try:
             return ast.parse(text, filename=path)
         except SyntaxError as exc:
-            newer = grammar.ast_of_newer_syntax(text)  # newer Python than the one running us?
+            newer = grammar.ast_of_newer_syntax(text, exc)  # newer Python than the one running us?
             if newer is not None:
                 return newer
-            outcome.error = f"{path}:{exc.lineno or 0}:{exc.offset or 0}: syntax error: {exc.msg}"
+            limit = " (beyond what any CPython compiles)" if grammar.beyond_cpython_limits(exc) else ""
+            outcome.error = f"{path}:{exc.lineno or 0}:{exc.offset or 0}: syntax error: {exc.msg}{limit}"
         except (ValueError, RecursionError, MemoryError) as exc:
             outcome.error = f"{path}:0:0: cannot parse: {exc}"
     return None

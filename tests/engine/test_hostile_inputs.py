@@ -49,3 +49,19 @@ def test_diff_headers_quote_file_names_as_git_does(tmp_path, monkeypatch):
     headers = sorted(line for line in ours.splitlines() if line.startswith(("--- ", "+++ ")))
     assert headers == sorted(line for line in theirs.splitlines() if line.startswith(("--- ", "+++ ")))
     assert "\x1b" not in ours and len(headers) == 2 * len(NAMES)
+
+
+# -- nesting deeper than CPython compiles ----------------------------------------------------------
+def test_a_file_nested_deeper_than_cpython_compiles_fails_alone(tmp_path, monkeypatch):
+    """201 brackets deep: LibCST parses it, no CPython version compiles it (its tokenizer stops at
+    200), so it is not "newer syntax" to migrate but a file that fails, named with its line."""
+    deep = "y = " + "(" * 201 + "1" + ")" * 201 + "\n"
+    (tmp_path / "deep.py").write_text(CUDA + deep)
+    (tmp_path / "good.py").write_text(CUDA)
+    result = invoke("--isolated", "--no-cache", ".", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert result.exit_code == 1
+    assert (tmp_path / "deep.py").read_text() == CUDA + deep
+    assert (tmp_path / "good.py").read_text() == MIGRATED
+    failure = [line for line in result.stderr.splitlines() if line.startswith("deep.py:")]
+    assert failure and failure[0].startswith("deep.py:6:") and "nested" in failure[0], result.stderr
+    assert "Traceback" not in result.output
