@@ -169,10 +169,10 @@ def extract(text: str) -> Extracted:
     pieces: list[str] = []
     line = 1
     for index, cell in enumerate(data["cells"]):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code" or index not in spans:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code" or "source" not in cell:
             continue
-        raw = cell.get("source", "")
-        source = "".join(raw) if isinstance(raw, list) else str(raw)
+        raw = cell["source"]
+        source = cell_source(raw, index)  # a string or a list: its span is known
         if source.lstrip().startswith("%%"):
             continue  # a cell magic: the whole cell is another language
         lines = []
@@ -297,6 +297,24 @@ def _code_cells(text: str) -> dict[int, str]:
     found = {}
     for index, cell in enumerate(data["cells"]):
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            raw = cell.get("source", "")
-            found[index] = "".join(raw) if isinstance(raw, list) else str(raw)
+            found[index] = cell_source(cell.get("source", ""), index)
     return found
+
+
+def cell_source(raw: object, index: int) -> str:
+    """A cell's `source` as one text: nbformat's multiline string, a string or a list of strings.
+    Anything else makes the notebook unreadable (NotebookError), never a guess at its text."""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list) and all(isinstance(line, str) for line in raw):
+        return "".join(raw)
+    wrong = next((_json_kind(line) for line in raw if not isinstance(line, str)), "") \
+        if isinstance(raw, list) else ""
+    kind = f"a list holding {wrong}" if wrong else _json_kind(raw)
+    raise NotebookError(f"cell {index + 1}: `source` must be a string or a list of strings, not {kind}")
+
+
+def _json_kind(value: object) -> str:
+    names = {dict: "an object", list: "a list", bool: "a boolean", int: "a number", float: "a number",
+             type(None): "null"}
+    return names.get(type(value), type(value).__name__)

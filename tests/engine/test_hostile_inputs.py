@@ -65,3 +65,24 @@ def test_a_file_nested_deeper_than_cpython_compiles_fails_alone(tmp_path, monkey
     failure = [line for line in result.stderr.splitlines() if line.startswith("deep.py:")]
     assert failure and failure[0].startswith("deep.py:6:") and "nested" in failure[0], result.stderr
     assert "Traceback" not in result.output
+
+
+# -- notebooks whose cells are not what nbformat says -----------------------------------------------
+def notebook(source):
+    cell = {"cell_type": "code", "source": source, "metadata": {}, "outputs": [], "execution_count": None}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+@pytest.mark.parametrize("source", [["import torch\n", 5, "x.cuda()\n"], {"x": 1}, 7, None,
+                                    ["import torch\n", ["x.cuda()\n"]]])
+def test_a_notebook_with_non_string_sources_costs_one_line_and_the_run_goes_on(source, tmp_path, monkeypatch):
+    (tmp_path / "a_bad.ipynb").write_text(notebook(source))
+    (tmp_path / "b_good.py").write_text(CUDA)
+    result = invoke("--isolated", "--no-cache", ".", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert result.exit_code == 1
+    assert (tmp_path / "b_good.py").read_text() == MIGRATED
+    lines = [line for line in result.stderr.splitlines() if line.startswith("a_bad.ipynb:")]
+    assert len(lines) == 1 and "cell 1" in lines[0] and "source" in lines[0], result.stderr
+    assert "Traceback" not in result.output
+    diff = invoke("--isolated", "--no-cache", "--diff", "a_bad.ipynb", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert diff.exit_code == 1 and diff.stdout == ""
