@@ -44,6 +44,15 @@ class Severity(str, enum.Enum):
 
 
 BUILTIN_PREFIXES = ("NPU", "ANA", "MEM", "VER")
+SHOWN_CHARACTERS = 40
+
+
+def shown(value: str) -> str:
+    """A value from the user as a one-line message quotes it: its repr, cut to a readable length
+    (a 100,000-character code in `select` must not make a 100,000-character error line)."""
+    if len(value) <= SHOWN_CHARACTERS:
+        return repr(value)
+    return f"{value[:SHOWN_CHARACTERS]!r}… ({len(value):,} characters)"
 
 
 def doc_link(code: str) -> str:

@@ -86,3 +86,40 @@ def test_a_notebook_with_non_string_sources_costs_one_line_and_the_run_goes_on(s
     assert "Traceback" not in result.output
     diff = invoke("--isolated", "--no-cache", "--diff", "a_bad.ipynb", cwd=tmp_path, monkeypatch=monkeypatch)
     assert diff.exit_code == 1 and diff.stdout == ""
+
+
+# -- hostile configuration values --------------------------------------------------------------------
+def run_cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "npu_migrate", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)), check=False)
+
+
+HOSTILE_TABLES = {
+    "nested": "select = " + "[" * 5000 + "]" * 5000 + "\n",
+    "nested-table": "per-file-ignores = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n",
+    "long-code": 'select = ["NPU' + "1" * 100_000 + '"]\n',
+    "long-key": "x" * 100_000 + " = 1\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_TABLES))
+@pytest.mark.parametrize("command", ["apply", "analyze"])
+def test_a_hostile_configuration_is_one_line_and_exit_2(name, command, tmp_path):
+    """A RecursionError traceback (deep nesting) and a minute without an answer (a quadratic
+    did-you-mean over a 100,000-character code) were what these gave (issue 29)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.npu-migrate]\n" + HOSTILE_TABLES[name])
+    (tmp_path / "a.py").write_text(CUDA)
+    result = run_cli(command, ".", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "pyproject.toml" in lines[0] and len(lines[0]) < 400, result.stderr[-2000:]
+    assert (tmp_path / "a.py").read_text() == CUDA
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore", "--enable"])
+def test_a_hostile_code_on_the_command_line_is_one_line_and_exit_2(option, tmp_path):
+    (tmp_path / "a.py").write_text(CUDA)
+    result = run_cli("apply", "--isolated", option, "NPU" + "1" * 100_000, ".", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and len(lines[0]) < 400, result.stderr[-2000:]
