@@ -128,7 +128,7 @@ def write_back(result: FileResult, destination: str | None = None) -> bool:
     if destination is None:
         problem = write_if_unchanged(result.path, result.new_bytes, result.digest)
     else:
-        problem = write_if_unchanged(destination, result.new_bytes, None)
+        problem = write_if_unchanged(destination, result.new_bytes, None, keep_read_only=False)
     if problem is None:
         return True
     outcome = result.outcome

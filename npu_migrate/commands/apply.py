@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Generator, Sequence
@@ -36,7 +35,7 @@ from npu_migrate.core.discovery import (
     MANIFEST_SUFFIXES,
     PYTHON_SUFFIXES,
     SHELL_SUFFIXES,
-    copy_ignore,
+    copy_for_output,
     deepspeed_config_name,
     discover,
     excluded,
@@ -157,7 +156,7 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
         sys.exit(EXIT_FATAL if len(existing) < len(paths) else EXIT_OK)
     if output_dir and (problem := output_dir_problem(existing, output_dir)):
         raise Fatal(problem)
-    targets = _copy_tree(existing, output_dir, exclude) if output_dir else None
+    targets = copy_for_output(existing, output_dir) if output_dir else None
     if mode == "write":
         clean_stale_temps(list(targets.values()) if targets else [file for file, _ in files])
     groups = _groups(files, plans)
@@ -366,26 +365,6 @@ def _results(groups: list[tuple[RunPlan, list[str]]], cache_dir: str | None, no_
             cache = Cache(directory, run_key(plan.codes, plan.options,
                                              json.dumps(plan.per_file_ignores, sort_keys=True)))
         yield from run(members, plan, jobs or settings.jobs, cache)
-
-
-def _copy_tree(paths: Sequence[str], output_dir: str, exclude: Sequence[str]) -> dict[str, str]:
-    """Copy the inputs into `output_dir` (folders whole, minus VCS/cache folders) and map each
-    source file to its copy, so the migrated copy is complete and runnable."""
-    os.makedirs(output_dir, exist_ok=True)
-    targets: dict[str, str] = {}
-    for path in paths:
-        name = os.path.basename(os.path.normpath(os.path.abspath(path)))
-        destination = output_dir if len(paths) == 1 and os.path.isdir(path) else os.path.join(output_dir, name)
-        if os.path.isdir(path):
-            shutil.copytree(path, destination, ignore=copy_ignore, symlinks=True, dirs_exist_ok=True)
-            for root, _, files in os.walk(path):
-                for file in files:
-                    source = os.path.normpath(os.path.join(root, file))
-                    targets[source] = os.path.join(destination, os.path.relpath(source, path))
-        else:
-            shutil.copy2(path, destination)
-            targets[os.path.normpath(path)] = destination
-    return targets
 
 
 def _run_stdin(plan: RunPlan, name: str, dry_run: bool, show_diff: bool, check: bool, fmt: str,

@@ -157,14 +157,13 @@ def nearest_config(path: str) -> str | None:
 def load_config_file(path: str) -> Settings:
     """Settings from one configuration file, following `extend` chains (the extending file's
     keys win; a cycle is an error). Relative paths are relative to the nearest file's folder,
-    except an extended file's `cache-dir`, which is relative to the file that sets it.
+    except `cache-dir`, which is relative to the file that sets it and must stay inside its
+    folder (`project_cache_dir`).
     Rule selectors are checked against the installed rules by the caller (a layer up)."""
     table = _merged_table(os.path.abspath(path), [])
     settings = parse_table(table, path)
     settings.source = path
     settings.root = os.path.dirname(os.path.abspath(path))
-    if settings.cache_dir is not None and not os.path.isabs(settings.cache_dir):
-        settings.cache_dir = os.path.join(settings.root, os.path.expanduser(settings.cache_dir))
     settings.exclude = [normal_glob(p) for p in settings.exclude]
     return settings
 
@@ -178,6 +177,8 @@ def _merged_table(path: str, chain: list[str]) -> dict[str, Any]:
     if table is None:
         return {}  # a pyproject.toml named by --config without our table: the defaults
     table = dict(table)
+    if isinstance(table.get("cache-dir"), str):
+        table["cache-dir"] = project_cache_dir(table["cache-dir"], path)
     base = table.pop("extend", None)
     if base is None:
         return table
@@ -187,11 +188,23 @@ def _merged_table(path: str, chain: list[str]) -> dict[str, Any]:
     if not os.path.isfile(target):
         raise ConfigError(f"{path}: extend: {base!r} is not a file")
     merged = _merged_table(os.path.abspath(target), chain + [path])
-    if "cache-dir" in merged and isinstance(merged["cache-dir"], str):
-        merged["cache-dir"] = os.path.join(os.path.dirname(os.path.abspath(target)),
-                                           os.path.expanduser(merged["cache-dir"]))
     merged.update(table)
     return merged
+
+
+def project_cache_dir(value: str, config: str) -> str:
+    """A configuration's `cache-dir`, absolute: relative to the file that sets it, and inside that
+    file's folder (symbolic links resolved). A project's configuration arrives with the project
+    (a clone, a pull request): it must not make `apply` create and fill a folder elsewhere on the
+    disk. `--cache-dir` on the command line, the user's own choice, may name any folder."""
+    folder = os.path.dirname(os.path.abspath(config))
+    absolute = os.path.normpath(os.path.join(folder, os.path.expanduser(value)))
+    real, real_folder = os.path.realpath(absolute), os.path.realpath(folder)
+    if real != real_folder and not real.startswith(real_folder.rstrip(os.sep) + os.sep):
+        raise ConfigError(f"{config}: [tool.{SECTION}]: cache-dir {shown(value)} is outside the project "
+                          f"({folder}); a configuration keeps its cache inside its folder: give "
+                          "--cache-dir on the command line for a folder elsewhere")
+    return absolute
 
 
 class SettingsFinder:

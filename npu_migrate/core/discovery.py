@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 import stat
 import subprocess
 from collections.abc import Iterable, Sequence
 
-from npu_migrate.core.sources import TEMP_PREFIX
+from npu_migrate.core.sources import is_temp_name
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".bzr", "__pycache__", ".venv", "venv", ".env", ".tox", ".nox",
@@ -42,7 +43,7 @@ def manifest_name(path: str) -> bool:
 
 
 def _skipped_name(name: str) -> bool:
-    return name in SKIP_DIRS or name.endswith(".egg-info") or name.startswith(TEMP_PREFIX)
+    return name in SKIP_DIRS or name.endswith(".egg-info") or is_temp_name(name)
 
 
 def _skipped_dir(path: str) -> bool:
@@ -192,3 +193,51 @@ def copy_ignore(directory: str, names: list[str]) -> set[str]:
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
             left_out.add(name)
     return left_out
+
+
+def copy_for_output(paths: Sequence[str], output_dir: str) -> dict[str, str]:
+    """`--output-dir`: copy the inputs into `output_dir` (folders whole, minus what `copy_ignore`
+    leaves out; symbolic links of the sources copied as links) and map each source file to its
+    copy. A symbolic link already in the output folder where a copy goes is removed, never
+    followed: a link planted there (`out/a.py -> ~/.bashrc`) must not get the copy written
+    through it. The folder named by `--output-dir` itself is the user's choice, link or not."""
+    os.makedirs(output_dir, exist_ok=True)
+    targets: dict[str, str] = {}
+    for path in paths:
+        name = os.path.basename(os.path.normpath(os.path.abspath(path)))
+        destination = output_dir if len(paths) == 1 and os.path.isdir(path) else os.path.join(output_dir, name)
+        if os.path.isdir(path):
+            _copy_folder(path, destination, targets)
+        else:
+            _copy_entry(path, destination)
+            targets[os.path.normpath(path)] = destination
+    return targets
+
+
+def _copy_folder(source: str, destination: str, targets: dict[str, str]) -> None:
+    for root, dirs, files in os.walk(source):  # top-down: a folder is made before what it holds
+        left_out = copy_ignore(root, dirs + files)
+        dirs[:] = [d for d in dirs if d not in left_out]
+        target_root = os.path.normpath(os.path.join(destination, os.path.relpath(root, source)))
+        if os.path.islink(target_root):
+            os.unlink(target_root)
+        os.makedirs(target_root, exist_ok=True)
+        for name in dirs:
+            if os.path.islink(os.path.join(root, name)):  # os.walk lists it but does not enter it
+                _copy_entry(os.path.join(root, name), os.path.join(target_root, name))
+        for name in files:
+            if name not in left_out:
+                _copy_entry(os.path.join(root, name), os.path.join(target_root, name))
+                targets[os.path.normpath(os.path.join(root, name))] = os.path.join(target_root, name)
+
+
+def _copy_entry(source: str, target: str) -> None:
+    """A file (mode and times kept) or a symbolic link (as a link) at `target`, replacing what is
+    there (a stale copy, which may be read-only, or a link) without following it."""
+    if os.path.islink(target) or os.path.isfile(target):
+        os.unlink(target)
+    if os.path.islink(source):
+        os.symlink(os.readlink(source), target)
+    else:
+        shutil.copy2(source, target)
+

@@ -123,3 +123,111 @@ def test_a_hostile_code_on_the_command_line_is_one_line_and_exit_2(option, tmp_p
     assert result.returncode == 2, result.stderr[-2000:]
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and len(lines[0]) < 400, result.stderr[-2000:]
+
+
+# -- read-only files ---------------------------------------------------------------------------------
+def test_a_read_only_file_is_refused_with_one_line_and_kept_as_it_is(tmp_path, monkeypatch):
+    """A file without its owner's write permission (`chmod a-w`) says "do not edit me"; the
+    atomic rename would replace it anyway (it needs only the folder's permission). ruff and black
+    open the file for writing, which such a file refuses: npu-migrate refuses it too, by its mode
+    (the same as root, who could write it)."""
+    locked = tmp_path / "locked.py"
+    locked.write_text(CUDA)
+    locked.chmod(0o444)
+    (tmp_path / "open.py").write_text(CUDA)
+    result = invoke("--isolated", "--no-cache", ".", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert result.exit_code == 1
+    assert locked.read_text() == CUDA and (locked.stat().st_mode & 0o777) == 0o444
+    assert (tmp_path / "open.py").read_text() == MIGRATED
+    line = next(line for line in result.stderr.splitlines() if line.startswith("locked.py:"))
+    assert "read-only" in line and "chmod u+w" in line
+    assert invoke("--isolated", "--no-cache", "--check", ".", cwd=tmp_path, monkeypatch=monkeypatch).exit_code == 1
+    copy = tmp_path.parent / (tmp_path.name + "-out")
+    result = invoke("--isolated", "--no-cache", "--output-dir", copy, "locked.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert result.exit_code == 0, result.output  # a migrated copy is ours to write
+    assert (copy / "locked.py").read_text() == MIGRATED and (copy / "locked.py").stat().st_mode & 0o777 == 0o444
+
+
+# -- symbolic links already in an output folder ----------------------------------------------------
+def test_output_dir_never_writes_through_a_symbolic_link_it_finds_there(tmp_path, monkeypatch):
+    source = tmp_path / "src"
+    (source / "pkg").mkdir(parents=True)
+    (source / "a.py").write_text(CUDA)
+    (source / "pkg" / "b.py").write_text(CUDA)
+    victim = tmp_path / "victim.py"
+    victim.write_text("precious\n")
+    victim_dir = tmp_path / "victim_dir"
+    victim_dir.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.py").symlink_to(victim)
+    (out / "pkg").symlink_to(victim_dir, target_is_directory=True)
+    result = invoke("--isolated", "--no-cache", "--output-dir", out, source, cwd=tmp_path, monkeypatch=monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert victim.read_text() == "precious\n" and list(victim_dir.iterdir()) == []
+    assert not (out / "a.py").is_symlink() and (out / "a.py").read_text() == MIGRATED
+    assert not (out / "pkg").is_symlink() and (out / "pkg" / "b.py").read_text() == MIGRATED
+    assert (source / "a.py").read_text() == CUDA
+    again = invoke("--isolated", "--no-cache", "--output-dir", out, source, cwd=tmp_path, monkeypatch=monkeypatch)
+    assert again.exit_code == 0, again.output
+
+
+# -- look-alikes of the tool's temp files ----------------------------------------------------------
+def test_the_stale_temp_clean_up_removes_only_what_a_run_made(tmp_path, monkeypatch):
+    from npu_migrate.core import sources
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = sources._scratch_dir(str(tmp_path))  # what a run killed mid-write leaves, renamed to a dead pid
+    stale_dead = stale.replace(f"-{os.getpid()}-", f"-{dead.pid}-")
+    os.rename(stale, stale_dead)
+    (Path(stale_dead) / "new").write_text("half a file")
+    user_things = {
+        ".npu-migrate-tmp-notes/keep.txt": "mine",
+        f".npu-migrate-tmp-{dead.pid}-abcdefgh/keep.txt": "mine too",
+        ".npu-migrate-backup.tmp": "an old backup",
+        ".npu-migrate-tmp-1-xyz.tmp": "a file, not a folder",
+    }
+    for name, text in user_things.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        os.utime(path, (0, 0))  # old: older than any run in flight
+    fake = tmp_path / f".npu-migrate-tmp-{dead.pid}-ijklmnop"
+    fake.mkdir()
+    (fake / ".gitignore").write_text("*\n")  # not the marker a run writes
+    (tmp_path / "a.py").write_text(CUDA)
+    result = invoke("--isolated", "--no-cache", ".", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert not os.path.exists(stale_dead)
+    for name, text in user_things.items():
+        assert (tmp_path / name).read_text() == text, name
+    assert (fake / ".gitignore").read_text() == "*\n"
+
+
+# -- a configuration's cache folder ----------------------------------------------------------------
+@pytest.mark.parametrize("where", ["../elsewhere", "/tmp/npu-migrate-cache-anywhere", "~/.cache/npu", "link/cache"])
+def test_a_configured_cache_dir_stays_inside_the_project(where, tmp_path, monkeypatch):
+    """A cloned project's pyproject.toml must not make `apply` write outside the project (the
+    cache folder is created and filled); `--cache-dir` on the command line may go anywhere."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "outside").mkdir()
+    (project / "link").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (project / "pyproject.toml").write_text(f'[tool.npu-migrate]\ncache-dir = "{where}"\n')
+    (project / "a.py").write_text(CUDA)
+    result = invoke(".", cwd=project, monkeypatch=monkeypatch)
+    assert result.exit_code == 2
+    assert "cache-dir" in result.stderr and "--cache-dir" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert (project / "a.py").read_text() == CUDA
+    assert list((tmp_path / "outside").iterdir()) == []
+    elsewhere = tmp_path / "cache-given"
+    given = invoke("--isolated", "--cache-dir", elsewhere, ".", cwd=project, monkeypatch=monkeypatch)
+    assert given.exit_code == 0 and elsewhere.is_dir()
+
+
+def test_a_configured_cache_dir_inside_the_project_is_used(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.npu-migrate]\ncache-dir = "build/./cache"\n')
+    (tmp_path / "a.py").write_text(CUDA)
+    assert invoke(".", cwd=tmp_path, monkeypatch=monkeypatch).exit_code == 0
+    assert (tmp_path / "build" / "cache").is_dir()
