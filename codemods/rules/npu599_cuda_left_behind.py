@@ -13,7 +13,7 @@ from codemods.api.rule import Fix, Rule
 from codemods.api.suppression import ALL
 from codemods.model.facts import FileFacts
 from codemods.model.linemap import line_map
-from npu_migrate.core.diagnostics import Diagnostic, Severity
+from npu_migrate.core.diagnostics import BUILTIN_PREFIXES, Diagnostic, Severity
 
 # Files that can hold a site spell one of these (a plain alternation: `(?i)` or a long list of
 # library names makes this search the slowest of all prefilters). A file that imports a CUDA-only
@@ -83,12 +83,13 @@ class CudaLeftBehind(Rule):
         to_old = line_map(context.source, new_text)
         covered: set[int] | None = None
         reported = {d.line for d in context.diagnostics if d.code != self.code}
-        # a line where the user silenced some rule (`# npu-migrate: ignore[CODE]`) keeps its CUDA
-        # code on purpose: the sweep does not re-open that decision
-        # (`noqa` comments belong to other linters: an import silenced for F401 is still swept)
+        # a line where the user silenced some rule (`# npu-migrate: ignore[CODE]`, or `# noqa:
+        # CODE` with a code of ours) keeps its CUDA code on purpose: the sweep does not re-open that
+        # decision (other linters' `noqa` codes do not count: an import silenced for F401 is swept)
         suppressions = context.suppressions
         reported |= {line for line, _, _ in suppressions.written}
-        reported |= {line for line, codes in suppressions.by_line.items() if codes == ALL}
+        reported |= {line for line, codes in suppressions.by_line.items()
+                     if codes == ALL or any(code.startswith(BUILTIN_PREFIXES) for code in codes)}
         for site in sites:
             line = to_old(site.line)
             if line in reported:

@@ -21,8 +21,11 @@ def default_plan(select: Sequence[str] = (), ignore: Sequence[str] = (), enable:
                  options: dict | None = None, per_file_ignores: dict | None = None, root: str = ".") -> RunPlan:
     from codemods.api.registry import all_rules, select_rules
 
+    from npu_migrate.apply.engine import switched_off_option
+
     chosen = select_rules(all_rules(), select, ignore, enable)
-    return RunPlan([r.code for r in chosen], dict(options or {}), dict(per_file_ignores or {}), root)
+    return RunPlan([r.code for r in chosen], dict(options or {}) | switched_off_option(ignore),
+                   dict(per_file_ignores or {}), root)
 
 
 def analyze(paths: Sequence[str], only: Sequence[str] = SECTIONS, jobs: int | None = None,

@@ -33,6 +33,9 @@ from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 from npu_migrate.core.discovery import manifest_name
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 
+# rule option: the codes the run's `ignore` lists (command line, configuration, per-file-ignores)
+# switched off; a final sweep does not report what they would have handled (`switched_off_option`)
+SWITCHED_OFF = "switched_off"
 UNKNOWN_SUPPRESSION = "NPU001"
 MALFORMED_SUPPRESSION = "NPU002"
 
@@ -75,6 +78,22 @@ class RuleSet:
                         for r in self.rules for pattern in [_prefilter_of(r, self.options)]}
         self.text_filters = {language: Prefilter.union(self._single[r] for r in rules)
                              for language, rules in self.text_rules.items()}
+        self._switched_off: RuleSet | None = None
+
+    def switched_off(self) -> RuleSet | None:
+        """The default Python rules the run's `ignore` lists switched off (None: none), to tell
+        what they would have handled; built on first use."""
+        codes = set(self.options.get(SWITCHED_OFF, ()))
+        if not codes:
+            return None
+        if self._switched_off is None:
+            from codemods.api.registry import all_rules
+
+            rules = [r for r in all_rules() if r.code in codes and r.default and r.language == "python"
+                     and not getattr(r, "final_sweep", False)]
+            options = {key: value for key, value in self.options.items() if key != SWITCHED_OFF}
+            self._switched_off = RuleSet(rules, options)
+        return self._switched_off
 
     def codes(self) -> list[str]:
         return [r.code for r in self.rules]
@@ -207,7 +226,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     npu_codes = {r.code for r in rules if r.needs_torch_npu}
     npu_lines = [e.line for e in context.edits if e.code in npu_codes]
     needs_npu = target_of(ruleset.options) == "npu" and bool(npu_lines)
-    adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
+    adds_import = _adds_torch_npu_import(ruleset)
     wanted = {item for item in context.imports if not _provided_elsewhere(item, context.facts, tree)}
     if needs_npu and adds_import:
         if is_settings_module(context.facts):  # the code that reads these values imports it
@@ -234,6 +253,8 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     new_tree, problem = _reparse(new_text) if new_text != text else (None, None)
     for cls in sweeps:
         cls(context).sweep(new_text, new_tree)  # type: ignore[attr-defined]
+    if sweeps:
+        _drop_sweeps_where_switched_off(context, {cls.code for cls in sweeps}, text, path, ruleset, tree)
     outcome.edits = sorted(context.edits, key=lambda e: (e.line, e.col))
     outcome.diagnostics = _unsuppressed(context)
     if new_text != text:
@@ -247,6 +268,41 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
 
 
 _EVERYTHING = Prefilter("")  # some rule wants every piece
+
+
+def _adds_torch_npu_import(ruleset: RuleSet) -> bool:
+    """Whether the rewrite gets the `import torch_npu` it needs: the rule that adds it (NPU100) is
+    selected, or it was left out only because `select` named other rules (`--select NPU101` must
+    not write `.npu()` without what makes `.npu()` exist); an `ignore` of it is honoured."""
+    from codemods.api.registry import all_rules
+
+    adders = [r for r in all_rules() if getattr(r, "adds_torch_npu_import", False)]
+    switched_off = set(ruleset.options.get(SWITCHED_OFF, ()))
+    return any(r in ruleset.rules or r.code not in switched_off for r in adders)
+
+
+def switched_off_option(ignore: Iterable[str]) -> dict[str, list[str]]:
+    """The `SWITCHED_OFF` rule option of a run whose `ignore` selectors are `ignore`. Empty when
+    they match nothing, so the options, and with them the cache key, of a run without `ignore`
+    do not change."""
+    from codemods.api.registry import all_rules, selector_matches
+
+    codes = sorted({r.code for r in all_rules() if any(selector_matches(r, s) for s in ignore)})
+    return {SWITCHED_OFF: codes} if codes else {}
+
+
+def _drop_sweeps_where_switched_off(context: RuleContext, sweep_codes: set[str], text: str, path: str,
+                                    ruleset: RuleSet, tree: ast.Module) -> None:
+    """A rule switched off by `--ignore`, the configuration or per-file-ignores is a decision about
+    the lines it handles: the final sweep's "no rule handled it" is not said there."""
+    if not any(d.code in sweep_codes for d in context.diagnostics):
+        return
+    off = ruleset.switched_off()
+    if off is None or not off.rules:
+        return
+    would = migrate_text(text, path, off, tree=tree)
+    decided = {e.line for e in would.edits} | {d.line for d in would.diagnostics}
+    context.diagnostics = [d for d in context.diagnostics if d.code not in sweep_codes or d.line not in decided]
 
 
 def _provided_elsewhere(item: tuple[str, str | None, str | None], facts: FileFacts, tree: ast.Module) -> bool:
@@ -476,7 +532,8 @@ def migrate_source(text: str, path: str = "<string>", select: Iterable[str] = ()
     Raises ValueError when the file cannot be migrated."""
     from codemods.api.registry import all_rules, select_rules
 
-    ruleset = RuleSet(select_rules(all_rules(), select, ignore, enable), options)
+    ignore = list(ignore)
+    ruleset = RuleSet(select_rules(all_rules(), select, ignore, enable), {**(options or {}), **switched_off_option(ignore)})
     outcome = migrate_text(text, path, ruleset)
     if outcome.error:
         raise ValueError(outcome.error)

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from npu_migrate.apply.cache import DEFAULT_DIR, Cache, run_key
+from npu_migrate.apply.engine import switched_off_option
 from npu_migrate.apply.project import attach_project_facts, deepspeed_config_references
 from npu_migrate.apply.runner import FileResult, RunPlan, clean_stale_temps, process_bytes, run, write_back
 from npu_migrate.apply.selection import SelectionError, changed_since, parse_shard, resolve_rule_selectors, shard
@@ -220,15 +221,15 @@ def _plan(settings: Settings, select: Sequence[str], ignore: Sequence[str], enab
     from codemods.api.registry import RuleError, all_rules, select_rules
 
     rules = all_rules()
+    ignored = _split(ignore) + settings.ignore
     try:
-        chosen = select_rules(rules, _split(select) or settings.select,
-                              _split(ignore) + settings.ignore, _split(enable) + settings.enable)
+        chosen = select_rules(rules, _split(select) or settings.select, ignored, _split(enable) + settings.enable)
     except RuleError as exc:
         unknown = str(exc).split("'")[1] if str(exc).count("'") >= 2 else ""
         close = did_you_mean(unknown, [r.code for r in rules] + [r.name for r in rules]) if unknown else None
         raise RuleError(f"{exc}; did you mean {close!r}?" if close else str(exc)) from None
-    return RunPlan([r.code for r in chosen], settings.rule_options(), settings.per_file_ignores,
-                   settings.root)
+    return RunPlan([r.code for r in chosen], settings.rule_options() | switched_off_option(ignored),
+                   settings.per_file_ignores, settings.root)
 
 
 def _plan_of(plans: dict[int, RunPlan], settings: Settings, select: Sequence[str],

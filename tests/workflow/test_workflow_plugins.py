@@ -87,8 +87,10 @@ def test_plugin_rules_run_with_the_builtins(plugin_path, tmp_path):
 
 
 @pytest.mark.parametrize("options, edited, flagged", [
-    (["--select", "EXA"], {"EXA101"}, True),
-    (["--select", "EXA101"], {"EXA101"}, False),
+    # EXA101's fix needs `import torch_npu` (needs_torch_npu): NPU100 adds it unless ignored
+    (["--select", "EXA"], {"EXA101", "NPU100"}, True),
+    (["--select", "EXA101"], {"EXA101", "NPU100"}, False),
+    (["--select", "EXA101", "--ignore", "NPU100"], {"EXA101"}, False),
     (["--ignore", "EXA"], {"NPU100", "NPU101"}, False),
     (["--ignore", "acme-device-helper"], {"NPU100", "NPU101"}, True),
     (["--select", "NPU1"], {"NPU100", "NPU101"}, False),
