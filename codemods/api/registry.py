@@ -157,6 +157,10 @@ def select_rules(rules: Iterable[type[Rule]], select: Iterable[str] = (), ignore
         # a prefix or ALL selects opt-in rules only when it names them exactly
         chosen = [r for r in chosen if r.default or any(s.upper() == r.code or s.lower() == r.name
                                                         for s in select)]
+        # a selected fix that needs `import torch_npu` brings the rule that adds it (`--select
+        # NPU101` must not write `.npu()` without what makes `.npu()` exist); `ignore` removes it
+        if any(r.needs_torch_npu for r in chosen):
+            chosen += [r for r in rules if getattr(r, "adds_torch_npu_import", False) and r not in chosen]
     else:
         chosen = [r for r in rules if r.default]
     chosen += [r for r in rules if any(selector_matches(r, s) for s in enable) and r not in chosen]

@@ -226,7 +226,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     npu_codes = {r.code for r in rules if r.needs_torch_npu}
     npu_lines = [e.line for e in context.edits if e.code in npu_codes]
     needs_npu = target_of(ruleset.options) == "npu" and bool(npu_lines)
-    adds_import = _adds_torch_npu_import(ruleset)
+    adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
     wanted = {item for item in context.imports if not _provided_elsewhere(item, context.facts, tree)}
     if needs_npu and adds_import:
         if is_settings_module(context.facts):  # the code that reads these values imports it
@@ -268,17 +268,6 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
 
 
 _EVERYTHING = Prefilter("")  # some rule wants every piece
-
-
-def _adds_torch_npu_import(ruleset: RuleSet) -> bool:
-    """Whether the rewrite gets the `import torch_npu` it needs: the rule that adds it (NPU100) is
-    selected, or it was left out only because `select` named other rules (`--select NPU101` must
-    not write `.npu()` without what makes `.npu()` exist); an `ignore` of it is honoured."""
-    from codemods.api.registry import all_rules
-
-    adders = [r for r in all_rules() if getattr(r, "adds_torch_npu_import", False)]
-    switched_off = set(ruleset.options.get(SWITCHED_OFF, ()))
-    return any(r in ruleset.rules or r.code not in switched_off for r in adders)
 
 
 def switched_off_option(ignore: Iterable[str]) -> dict[str, list[str]]:
