@@ -41,7 +41,7 @@ class CudaLeftBehind(Rule):
 
     ## Why
 
-    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (`codemods/analyses/cudasites.py`, an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement or the line carries an `npu-migrate: ignore` comment. Comments, docstrings, log/help text and paths are never sites, nor is `import torch.backends.cudnn` (harmless on NPU; the flags it sets are NPU161). Lines point at the original file.
+    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (`codemods/analyses/cudasites.py`, an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement, the line carries an `npu-migrate: ignore` comment (or a `# noqa:` naming one of our codes), or a rule the run switched off (`--ignore`, the configuration's `ignore` or `per-file-ignores`) would have handled the line: switching a rule off is a decision the sweep does not overrule. Comments, docstrings, log/help text and paths are never sites, nor is `import torch.backends.cudnn` (harmless on NPU; the flags it sets are NPU161). Lines point at the original file.
 
     ## Example
 
