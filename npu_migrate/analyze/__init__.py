@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from npu_migrate.analyze.aggregate import SECTIONS, Aggregator, Assessment
-from npu_migrate.analyze.model import FileScan
 from npu_migrate.apply.runner import RunPlan
 from npu_migrate.core.discovery import CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES
 
@@ -30,10 +29,11 @@ def default_plan(select: Sequence[str] = (), ignore: Sequence[str] = (), enable:
 
 def analyze(paths: Sequence[str], only: Sequence[str] = SECTIONS, jobs: int | None = None,
             exclude: Sequence[str] = (), plan: RunPlan | None = None, respect_gitignore: bool = True,
-            progress: Callable[[FileScan], None] | None = None,
+            progress: Callable[[int, int], None] | None = None,
             torch_npu_version: str | None = None) -> Assessment:
     """Analyse files and folders. Raises FileNotFoundError for a path that does not exist and
-    ValueError for a malformed `torch_npu_version` ('2.6', '2.6.0')."""
+    ValueError for a malformed `torch_npu_version` ('2.6', '2.6.0'). `progress(done, total)` is
+    called once the files are known (done 0) and after each file."""
     from npu_migrate.analyze.catalog import parse_version
 
     if torch_npu_version:
@@ -45,8 +45,10 @@ def analyze(paths: Sequence[str], only: Sequence[str] = SECTIONS, jobs: int | No
     files = discover(paths, exclude, ANALYZED_SUFFIXES, respect_gitignore)
     engine_plan = (plan or default_plan()) if "architecture" in only else None
     aggregator = Aggregator(only, torch_npu_version, tuple(paths))
-    for scan in run(files, engine_plan, jobs):
+    if progress is not None:
+        progress(0, len(files))
+    for done, scan in enumerate(run(files, engine_plan, jobs), 1):
         aggregator.add(scan)
         if progress is not None:
-            progress(scan)
+            progress(done, len(files))
     return aggregator.finish()

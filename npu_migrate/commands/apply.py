@@ -19,6 +19,7 @@ from npu_migrate.apply.runner import FileResult, RunPlan, clean_stale_temps, pro
 from npu_migrate.apply.selection import SelectionError, changed_since, parse_shard, resolve_rule_selectors, shard
 from npu_migrate.apply.summary import RunSummary, package_of
 from npu_migrate.commands.apply_report import MACHINE_FORMATS, Reporter, findings, render_report
+from npu_migrate.commands.progress import TerminalProgress
 from npu_migrate.core import formats
 from npu_migrate.core.config import (
     TARGETS,
@@ -115,6 +116,7 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
     files that failed, or error-level diagnostics (0 with --exit-zero); 2 usage or fatal
     errors, or a PATH that does not exist (the other paths are still processed).
     """
+    start = time.perf_counter()  # `done in` covers the whole command: finding files and project facts too
     if legacy_format is not None:
         click.echo("npu-migrate: warning: --format is deprecated; use --output-format", err=True)
     fmt = output_format or legacy_format or "text"
@@ -147,8 +149,9 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
             else "add-noqa" if add_noqa else "write")
     plans: dict[int, RunPlan] = {}
     try:
-        files = _files(existing, finder, exclude, lambda s: _plan_of(plans, s, select, ignore, enable, overrides),
-                       changed_since, shard)
+        with TerminalProgress(enabled=not quiet and not show_files).preparing("finding files, reading the project"):
+            files = _files(existing, finder, exclude, lambda s: _plan_of(plans, s, select, ignore, enable, overrides),
+                           changed_since, shard)
     except (ConfigError, ValueError, SelectionError) as exc:
         raise Fatal(str(exc)) from None
     if show_files:
@@ -167,7 +170,6 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
         raise Fatal(f"--output-file {output_file}: {exc.strerror}") from None
     reporter = Reporter(mode, fmt, no_color, show_fixes, quiet, len(files), output, statistics)
     summary = RunSummary()
-    start = time.perf_counter()
     results = _results(groups, cache_dir, no_cache, jobs)  # closing it stops the current group's workers
     try:
         try:
