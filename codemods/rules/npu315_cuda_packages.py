@@ -47,9 +47,9 @@ class CudaPackages(ThirdPartyRule):
 
     | Reported | Route |
     |---|---|
-    | `cudatoolkit (conda), pytorch-cuda, CUDA runtime / cuDNN / NCCL packages` | `{name}` is NVIDIA's CUDA runtime or toolkit: an Ascend environment needs CANN (the Ascend toolkit) and the torch_npu wheel matching its torch instead |
-    | `CUDA-only libraries in requirements (xformers, triton, flash-attn, bitsandbytes, apex, tensorrt, onnxruntime-gpu, NVML)` | `{name}` runs only on CUDA: leave it out of an Ascend environment and port the code that uses it (npu-migrate reports those uses, NPU301-NPU314) |
-    | `CUDA wheel indexes and builds (download.pytorch.org/whl/cuXXX, pypi.nvidia.com, torch==X+cuXXX)` | `{name}` brings CUDA builds of PyTorch or NVIDIA's runtime: on Ascend install the default torch wheel and the torch_npu wheel matching it (with CANN) |
+    | `cudatoolkit (conda), pytorch-cuda, CUDA runtime / cuDNN / NCCL packages` | the package is NVIDIA's CUDA runtime or toolkit: an Ascend environment needs CANN (the Ascend toolkit) and the torch_npu wheel matching its torch instead |
+    | `CUDA-only libraries in requirements (xformers, triton, flash-attn, bitsandbytes, apex, tensorrt, onnxruntime-gpu, NVML)` | the library runs only on CUDA: leave it out of an Ascend environment and port the code that uses it (npu-migrate reports those uses, NPU301-NPU314) |
+    | `CUDA wheel indexes and builds (download.pytorch.org/whl/cuXXX, pypi.nvidia.com, torch==X+cuXXX)` | the index or build brings CUDA builds of PyTorch or NVIDIA's runtime: on Ascend install the default torch wheel and the torch_npu wheel matching it (with CANN) |
 
     ## Example
 

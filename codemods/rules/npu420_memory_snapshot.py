@@ -51,7 +51,7 @@ class InsertMemorySnapshot(Rule):
     npu-migrate memory snap_0.pickle
     ```
 
-    The call uses torch_npu's own signature (`torch_npu_api.md` §2.2):
+    The call uses torch_npu's own signature (Ascend/pytorch `torch_npu/npu/memory.py`):
     `_record_memory_history(enabled="all", context="all", stacks="python", max_entries=100000)`
     — no legacy bool form and none of the upstream-only keywords (`clear_history`, ...), which torch_npu
     rejects with a `TypeError`. `stacks="python"` skips the costly C++ unwinding; `max_entries` bounds
@@ -70,7 +70,7 @@ class InsertMemorySnapshot(Rule):
     no marker). The marker costs one `record_function` enter/exit per step.
 
     Note: the snapshots of current torch_npu releases have no `external_annotations` (only `segments`
-    and `device_traces`, `memory_snapshot.md` §1.8); for them `npu-migrate memory` falls back to the
+    and `device_traces`: Ascend/pytorch `torch_npu/npu/memory.py`, `_snapshot`); for them `npu-migrate memory` falls back to the
     repeating allocation pattern, or to `--step-frame`. The markers also show as ranges in the
     torch_npu profiler's timeline.
 
