@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import ast
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from npu_migrate import __version__
 from npu_migrate.commands.rules import code_page
 
 from workflow_helpers import apply, cli, write
@@ -117,15 +115,26 @@ def test_codes_have_a_page_in_an_installed_copy_without_docs(code, tmp_path):
     assert result.stdout.startswith(f"# {code}")
 
 
-def test_sarif_help_uri_is_a_versioned_page(tmp_path, monkeypatch):
+def test_sarif_help_uri_is_the_page_on_this_machine_or_left_out(tmp_path, monkeypatch):
+    """A release tag that does not exist made every `helpUri` dead (issue 29): a checkout points at
+    its own page, a wheel (no docs folder) gives none, and the help text names the command that
+    prints the page from any installed copy."""
     write(tmp_path / "a.py", f"import os\n{ERROR_LINE}\n")
     sarif = json.loads(apply("--check", "--output-format", "sarif", "a.py", cwd=tmp_path,
                              monkeypatch=monkeypatch).stdout)
     rules = {r["id"]: r for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
-    # the address comes from pyproject.toml's [project.urls] Repository, the one place it is written
-    repository = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]["urls"]
-    assert rules["NPU201"]["helpUri"] == f"{repository['Repository']}/blob/v{__version__}/docs/rules/NPU201.md"
+    page = Path(__file__).parents[2] / "docs" / "rules" / "NPU201.md"
+    assert rules["NPU201"]["helpUri"] == page.as_uri() and page.is_file()
     assert "npu-migrate rules NPU201" in rules["NPU201"]["help"]["text"]
+    from test_workflow_rules_cmd import installed_copy, run_installed
+
+    site = tmp_path / "site"
+    installed_copy(site)
+    write(site.parent / "a.py", f"import os\n{ERROR_LINE}\n")
+    result = run_installed(site, "-m", "npu_migrate", "apply", "--isolated", "--no-cache", "--check",
+                           "--output-format", "sarif", "a.py")
+    rules = {r["id"]: r for r in json.loads(result.stdout)["runs"][0]["tool"]["driver"]["rules"]}
+    assert "helpUri" not in rules["NPU201"] and "npu-migrate rules NPU201" in rules["NPU201"]["help"]["text"]
 
 
 def test_apply_codes_have_pages_with_the_required_sections():
