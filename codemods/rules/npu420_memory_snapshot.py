@@ -218,7 +218,7 @@ class InsertMemorySnapshot(Rule):
             self.no_entry_reported = True
             self.findings.append((steps[0].site.stmt, "no `if __name__ == \"__main__\":` block in "
                                   "this file: start the memory history where the program starts "
-                                  "(docs/rules/NPU420.md)"))
+                                  "(`npu-migrate rules NPU420` shows the hooks)"))
         if PROFILER_IN_USE.search(self.context.source):
             return  # the markers are there already (or the profiler makes them)
         seen: set[int] = set()

@@ -26,7 +26,8 @@ _ROUTES = {
     "method": "use `.npu()` / `.to(device)` / `.is_npu`",
     "string": "if it names a device, backend or variable, write the NPU one "
               "(\"npu\", \"hccl\", ASCEND_*/HCCL_*, CANNExecutionProvider)",
-    "library": "CUDA-only: keep it on a CUDA-only branch or replace it (docs/rules-third-party.md)",
+    "library": "CUDA-only: keep it on a CUDA-only branch or replace it (`npu-migrate rules` lists the "
+               "third-party routes, NPU301-NPU315)",
     "keyword": "select the NPU (\"npu\") the way the framework documents it",
     "scheduler": "it asks the job scheduler for GPUs (SLURM `--gpus-per-node`, GRES `gpu`), which an Ascend node "
                  "does not offer: request its NPUs the way the cluster declares them (where gres.conf declares "
