@@ -30,13 +30,14 @@ from codemods.model.imports import insert_imports, is_settings_module, split_lin
 from npu_migrate.apply import grammar
 from npu_migrate.apply.notebook_run import migrate_notebook
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
-from npu_migrate.core.discovery import manifest_name
+from npu_migrate.core.discovery import interpreter_of, manifest_name, script_language
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 
 # rule option: the codes the run's `ignore` lists (command line, configuration, per-file-ignores)
 # switched off; a final sweep does not report what they would have handled (`switched_off_option`)
 SWITCHED_OFF = "switched_off"
 UNKNOWN_SUPPRESSION = "NPU001"
+PYTHON_SOURCE_SUFFIXES = (".py", ".pyi", ".pyw")
 MALFORMED_SUPPRESSION = "NPU002"
 
 
@@ -147,12 +148,19 @@ def _prefilter_of(rule: type[Rule], options: Mapping[str, Any]) -> str:
     return f"{rule.prefilter}|{extra}" if extra else rule.prefilter
 
 
-def language_of(path: str) -> str:
+def language_of(path: str, text: str = "") -> str:
+    """The language a file is read as: by its suffix; a file of another suffix (named on the
+    command line) by its `#!` line: a shell script as shell, a script of another interpreter as
+    "other" (left alone); else Python."""
     for language, suffixes in TEXT_LANGUAGES.items():
         # `.txt` / YAML files are manifests only by their name; another one named explicitly is
         # read as Python, as any file of an unknown suffix
         if path.endswith(suffixes) and (language != "manifest" or manifest_name(path)):
             return language
+    if not path.endswith(PYTHON_SOURCE_SUFFIXES) and text.startswith("#!"):
+        by_line = script_language(text.split("\n", 1)[0])
+        if by_line in ("shell", "other"):
+            return by_line
     return "python"
 
 
@@ -183,7 +191,11 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     outcome = FileOutcome(path)
     if skips_file(text):
         return outcome
-    language = language_of(path)
+    language = language_of(path, text)
+    if language == "other":
+        program = interpreter_of(text.split("\n", 1)[0])
+        outcome.note = f"{path}: skipped: a {program} script (its #! line): not Python, shell or CUDA"
+        return outcome
     if language != "python":
         return _migrate_text_rules(text, path, ruleset, language, outcome)
     candidates = ruleset.matching(ruleset.python, text)

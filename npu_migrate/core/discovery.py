@@ -109,32 +109,42 @@ def _is_excluded(path: str, patterns: Sequence[str], roots: Sequence[str],
                for p in patterns)
 
 
-def _foreign_script(path: str) -> bool:
-    """An extension-less script whose shebang names another interpreter (a pre-commit `shell`
-    file such as `run_train`): the engine would read it as Python and fail."""
-    if path.endswith((".py", ".pyi", ".pyw") + SHELL_SUFFIXES):
-        return False
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline(256)
-    except OSError:
-        return False
-    return first.startswith(b"#!") and b"python" not in first
+SHELL_INTERPRETERS = frozenset({"sh", "bash", "dash", "ash", "ksh", "zsh"})
+
+
+def interpreter_of(first_line: str) -> str | None:
+    """The program a `#!` line runs: `bash` for `#!/usr/bin/env bash`, `python3` for
+    `#!/usr/bin/env -S python3 -u`; None without a `#!` line."""
+    if not first_line.startswith("#!"):
+        return None
+    words = first_line[2:].split()
+    if words and os.path.basename(words[0]) == "env":  # env's options and VAR=value come first
+        words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    return os.path.basename(words[0]) if words else None
+
+
+def script_language(first_line: str) -> str | None:
+    """A script's language by its `#!` line: "python", "shell" or "other"; None without one."""
+    program = interpreter_of(first_line)
+    if program is None:
+        return None
+    if program.startswith("python"):
+        return "python"
+    return "shell" if program in SHELL_INTERPRETERS else "other"
 
 
 def discover(paths: Iterable[str], exclude: Sequence[str] = (),
              suffixes: Sequence[str] = PYTHON_SUFFIXES, respect_gitignore: bool = True,
              root: str | None = None) -> list[str]:
-    """Sorted, de-duplicated files. A file named explicitly is taken whatever its suffix (but
-    not an extension-less script of another language), unless excluded; folders are searched
-    for `suffixes`. `root` is the config folder: exclude globs may be relative to it."""
+    """Sorted, de-duplicated files. A file named explicitly is taken whatever its suffix, unless
+    excluded (the engine reads it by its suffix, or by its `#!` line); folders are searched for
+    `suffixes`. `root` is the config folder: exclude globs may be relative to it."""
     found: dict[str, None] = {}
     roots = [os.getcwd()] + ([os.path.abspath(root)] if root else [])
     for path in paths:
         if os.path.lexists(path) and not os.path.isdir(path):
             # a FIFO, device or link named explicitly is taken too: the run skips it with a note
-            regular = os.path.isfile(path) and not os.path.islink(path)
-            if not _is_excluded(path, exclude, roots) and not (regular and _foreign_script(path)):
+            if not _is_excluded(path, exclude, roots):
                 found[os.path.normpath(path)] = None
             continue
         if not os.path.isdir(path):
