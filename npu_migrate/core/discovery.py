@@ -5,11 +5,14 @@ and `--exclude` globs."""
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import shutil
 import stat
 import subprocess
 from collections.abc import Iterable, Sequence
+
+import pathspec
 
 from npu_migrate.core.sources import is_temp_name
 
@@ -50,20 +53,27 @@ def _skipped_dir(path: str) -> bool:
     return _skipped_name(os.path.basename(path)) or os.path.exists(os.path.join(path, "pyvenv.cfg"))
 
 
-def excluded(path: str, patterns: Sequence[str]) -> bool:
-    """A glob matches the whole relative path or any of its components (like ruff's exclude)."""
+def excluded(path: str, patterns: Sequence[str], is_dir: bool = False) -> bool:
+    """Whether the relative `path` matches the exclude globs, read as .gitignore reads its lines
+    (pathspec's GitIgnoreSpec): a name without a slash matches at any depth, a pattern with one
+    is anchored to the folder the path is relative to, `*` stays within a folder and `**` does
+    not, a trailing `/` matches folders only (and what they hold), `!` re-includes."""
     if not patterns:
         return False
-    normalised = path.replace(os.sep, "/")
-    normalised = normalised.removeprefix("./")
-    parts = normalised.split("/")
-    for pattern in patterns:
-        pattern = pattern.rstrip("/")
-        if fnmatch.fnmatch(normalised, pattern) or any(fnmatch.fnmatch(p, pattern) for p in parts):
-            return True
-        if fnmatch.fnmatch(normalised, pattern + "/*"):
-            return True
-    return False
+    normalised = path.replace(os.sep, "/").removeprefix("./")
+    return _gitignore(tuple(patterns)).match_file(normalised + ("/" if is_dir else ""))
+
+
+@functools.lru_cache(maxsize=256)
+def _gitignore(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def absolute_glob(pattern: str) -> bool:
+    """An absolute path (`/home/me/proj/legacy/*`) rather than a .gitignore line anchored by its
+    leading `/` (`/legacy`): it starts with an existing folder of the file system's root."""
+    parts = pattern.split("/")
+    return pattern.startswith("/") and len(parts) > 2 and os.path.isdir("/" + parts[1])
 
 
 def _git_files(directory: str) -> list[str] | None:
@@ -102,11 +112,11 @@ def _is_excluded(path: str, patterns: Sequence[str], roots: Sequence[str],
         relative = os.path.relpath(absolute, root)
         if not relative.startswith(os.pardir):
             views.append(relative)
-    if any(excluded(view, patterns) for view in views):
+    relative_patterns = [p for p in patterns if not absolute_glob(p)]
+    if any(excluded(view, relative_patterns) for view in views):
         return True
-    return any(os.path.isabs(p) and (fnmatch.fnmatch(absolute, p.rstrip("/"))
-                                     or fnmatch.fnmatch(absolute, p.rstrip("/") + "/*"))
-               for p in patterns)
+    absolute_patterns = [p for p in patterns if absolute_glob(p)]
+    return bool(absolute_patterns) and excluded(absolute.lstrip("/"), [p.lstrip("/") for p in absolute_patterns])
 
 
 SHELL_INTERPRETERS = frozenset({"sh", "bash", "dash", "ash", "ksh", "zsh"})
