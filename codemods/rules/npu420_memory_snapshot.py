@@ -276,7 +276,8 @@ class InsertMemorySnapshot(Rule):
         """The marker and the loop-header change go in one edit of the loop statement, so they
         stand or fall together."""
         node = loop.stmt
-        if not isinstance(node.body, cst.IndentedBlock) or self._suppressed(module, [node]):
+        if not isinstance(node, (cst.For, cst.While)) or not isinstance(node.body, cst.IndentedBlock) \
+                or self._suppressed(module, [node]):
             return
         counter = _enumerate_index(node)
         init_needed = counter is None and isinstance(node, cst.While)
