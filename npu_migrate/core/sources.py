@@ -90,6 +90,23 @@ def read_regular(path: str) -> bytes:
         return handle.read()
 
 
+def open_regular(path: str) -> io.BufferedReader:
+    """`path` opened for reading if it is a regular file, a symbolic link followed: for a file the
+    user names to a reader (`npu-migrate memory FILE`), where following a link is harmless. A
+    FIFO, a device or a socket raises `Skipped` at once (opened non-blocking and never read: a
+    blocking open of a FIFO waits for a writer forever); OSError as `open` raises it."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Skipped(f"{path}: not a regular file ({_kind(mode)})")
+        os.set_blocking(fd, True)  # a regular file: ordinary reads from here on
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
