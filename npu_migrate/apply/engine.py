@@ -239,7 +239,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     npu_lines = [e.line for e in context.edits if e.code in npu_codes]
     needs_npu = target_of(ruleset.options) == "npu" and bool(npu_lines)
     adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
-    wanted = {item for item in context.imports if not _provided_elsewhere(item, context.facts, tree)}
+    wanted = {item for item in context.imports if not _provided_elsewhere(item, context.model)}
     if needs_npu and adds_import:
         if is_settings_module(context.facts):  # the code that reads these values imports it
             first = min((e for e in context.edits if e.code in npu_codes), key=lambda e: (e.line, e.col))
@@ -306,7 +306,7 @@ def _drop_sweeps_where_switched_off(context: RuleContext, sweep_codes: set[str],
     context.diagnostics = [d for d in context.diagnostics if d.code not in sweep_codes or d.line not in decided]
 
 
-def _provided_elsewhere(item: tuple[str, str | None, str | None], facts: FileFacts, tree: ast.Module) -> bool:
+def _provided_elsewhere(item: tuple[str, str | None, str | None], model: FileModel) -> bool:
     """Whether the file already uses, without importing it, the name an import would bind (a star
     import or a launcher provides it). Adding `import torch` there would let every rule read the
     file's `torch.cuda.*` as torch's on the next run, which would change the file again (issue 29);
@@ -314,9 +314,9 @@ def _provided_elsewhere(item: tuple[str, str | None, str | None], facts: FileFac
     is what makes the device exist."""
     module, name, asname = item
     local = asname or name or module.split(".")[0]
-    if module == "torch_npu" or local in facts.aliases:
+    if module == "torch_npu" or local in model.facts.aliases:
         return False
-    return any(isinstance(node, ast.Name) and node.id == local for node in ast.walk(tree))
+    return any(isinstance(node, ast.Name) and node.id == local for node in model.of_type(ast.Name))
 
 
 def _import_order(item: tuple[str, str | None, str | None]) -> tuple[int, str]:
