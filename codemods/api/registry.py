@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from codemods.api.rule import TEXT_LANGUAGES, Fix, Rule
+from npu_migrate.core.diagnostics import shown
 
 ENTRY_POINT_GROUP = "npu_migrate.codemods"
 # Built-in rules are found by package name, as plugins are by entry point: discovery, not an
@@ -151,12 +152,16 @@ def select_rules(rules: Iterable[type[Rule]], select: Iterable[str] = (), ignore
     select, ignore, enable = list(select), list(ignore), list(enable)
     for selector in select + ignore + enable:
         if not any(selector_matches(rule, selector) for rule in rules):
-            raise RuleError(f"unknown rule code or name: {selector!r} (see `npu-migrate rules`)")
+            raise RuleError(f"unknown rule code or name: {shown(selector)} (see `npu-migrate rules`)")
     if select:
         chosen = [r for r in rules if any(selector_matches(r, s) for s in select)]
         # a prefix or ALL selects opt-in rules only when it names them exactly
         chosen = [r for r in chosen if r.default or any(s.upper() == r.code or s.lower() == r.name
                                                         or s.lower() in r.families for s in select)]
+        # a selected fix that needs `import torch_npu` brings the rule that adds it (`--select
+        # NPU101` must not write `.npu()` without what makes `.npu()` exist); `ignore` removes it
+        if any(r.needs_torch_npu for r in chosen):
+            chosen += [r for r in rules if getattr(r, "adds_torch_npu_import", False) and r not in chosen]
     else:
         chosen = [r for r in rules if r.default]
     chosen += [r for r in rules if any(selector_matches(r, s) for s in enable) and r not in chosen]

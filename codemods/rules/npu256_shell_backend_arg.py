@@ -15,7 +15,7 @@ class ShellBackendArg(ShellRule):
 
     Training scripts take the process-group backend on the command line and pass it to `init_process_group`; on Ascend it is `hccl`. The value is rewritten after any of the backend flags, as `--flag nccl`, `--flag=nccl` or quoted.
 
-    The scan is line-based and conservative (`codemods/model/shellwords.py`): it rewrites `NAME=value` words (also after `export`, `env`, `docker run -e`, `mpirun -x`), `export`/`unset NAME`, and `$NAME` / `${NAME...}` expansions outside single quotes; it never touches comments, text in single quotes, or the arguments of `echo`/`printf`. Line continuations with `\` and here-documents are followed. An edit on a line carrying `# npu-migrate: ignore[NPU256]` is skipped, and the engine drops suppressed diagnostics, exactly as for Python files.
+    The scan is line-based and conservative: it rewrites `NAME=value` words (also after `export`, `env`, `docker run -e`, `mpirun -x`), `export`/`unset NAME`, and `$NAME` / `${NAME...}` expansions outside single quotes; it never touches comments, text in single quotes, or the arguments of `echo`/`printf`. Line continuations with `\` and here-documents are followed. An edit on a line carrying `# npu-migrate: ignore[NPU256]` is skipped, and the engine drops suppressed diagnostics, exactly as for Python files.
 
     ## Example
 

@@ -17,7 +17,7 @@ class ShellNvidiaSmi(ShellRule):
 
     The launch-script twin of NPU207: see `docs/rules/NPU207.md` for what the mapping is and why.
 
-    The scan is line-based and conservative (`codemods/model/shellwords.py`): it rewrites `NAME=value` words (also after `export`, `env`, `docker run -e`, `mpirun -x`), `export`/`unset NAME`, and `$NAME` / `${NAME...}` expansions outside single quotes; it never touches comments, text in single quotes, or the arguments of `echo`/`printf`. Line continuations with `\` and here-documents are followed. An edit on a line carrying `# npu-migrate: ignore[NPU257]` is skipped, and the engine drops suppressed diagnostics, exactly as for Python files.
+    The scan is line-based and conservative: it rewrites `NAME=value` words (also after `export`, `env`, `docker run -e`, `mpirun -x`), `export`/`unset NAME`, and `$NAME` / `${NAME...}` expansions outside single quotes; it never touches comments, text in single quotes, or the arguments of `echo`/`printf`. Line continuations with `\` and here-documents are followed. An edit on a line carrying `# npu-migrate: ignore[NPU257]` is skipped, and the engine drops suppressed diagnostics, exactly as for Python files.
 
     ## Example
 

@@ -20,7 +20,7 @@ class CudaSourceFile(ThirdPartyRule):
 
     ## Why
 
-    A `.cu`/`.cuh` file is CUDA source: it cannot be compiled for NPU. The engine hands each `.cu`/`.cuh` file it discovers to the text rules of language `cuda`; this one reports the file (line 0: the whole file) through `codemods.rules.npu312_cuda_source_file.cu_file_diagnostic(path)`. References from Python (`CUDAExtension`, `load(sources=[...'.cu'])`) are NPU311.
+    A `.cu`/`.cuh` file is CUDA source: it cannot be compiled for NPU. The engine hands each `.cu`/`.cuh` file it discovers to the text rules of language `cuda`; this one reports the file (line 0: the whole file). References from Python (`CUDAExtension`, `load(sources=[...'.cu'])`) are NPU311.
 
     | Reported | Route |
     |---|---|

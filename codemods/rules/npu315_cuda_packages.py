@@ -7,10 +7,13 @@ import re
 from functools import cache
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
 from codemods.api.cases import Invalid, Valid
 from codemods.families.third_party import ThirdPartyRule, entries
 
-# `name`, `- name=1.0`, `- nvidia::cuda-toolkit`, `name[extra]>=1.0; marker`, `- pip:` ...
+# conda's `- name=1.0`, `- nvidia::cuda-toolkit`, `- pip:` (pip's lines are PEP 508: `packaging`)
 _REQUIREMENT = re.compile(r"(?:-\s+)?(?:(?P<channel>[A-Za-z0-9][\w.\-]*)::)?(?P<name>[A-Za-z0-9][\w.\-]*)")
 _CUDA_BUILD = re.compile(r"\+cu\d+\b")  # `torch==2.1.0+cu118`
 _CUDA_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?cu\d+|pypi\.nvidia\.com|pypi\.ngc\.nvidia\.com")
@@ -32,6 +35,30 @@ def _package_entry(name: str) -> dict[str, Any] | None:
                           if fnmatch.fnmatchcase(normal, pattern.replace("_", "-"))), None)
 
 
+def _pep508(text: str) -> Requirement | None:
+    """A pip requirement line as pip reads it (`packaging`), its options (`--hash=...`) and line
+    continuation left out; None for what is not one (a conda spec such as `cudatoolkit=11.3`,
+    `-r other.txt`, `-e .`)."""
+    text = re.split(r"\s--?[a-z]", text, maxsplit=1)[0].rstrip("\\ \t")
+    try:
+        return Requirement(text)
+    except InvalidRequirement:
+        return None
+
+
+def _cuda_build(requirement: Requirement) -> bool:
+    if requirement.url is not None:
+        return bool(_CUDA_INDEX.search(requirement.url) or _CUDA_BUILD.search(requirement.url.replace("%2B", "+")))
+    for spec in requirement.specifier:
+        try:
+            local = Version(spec.version).local or ""
+        except InvalidVersion:  # `==2.1.*`
+            continue
+        if re.fullmatch(r"cu\d+", local):
+            return True
+    return False
+
+
 def _build_entry() -> dict[str, Any]:
     return next(e for e in entries() if e["code"] == "NPU315" and not e.get("also"))
 
@@ -47,9 +74,9 @@ class CudaPackages(ThirdPartyRule):
 
     | Reported | Route |
     |---|---|
-    | `cudatoolkit (conda), pytorch-cuda, CUDA runtime / cuDNN / NCCL packages` | `{name}` is NVIDIA's CUDA runtime or toolkit: an Ascend environment needs CANN (the Ascend toolkit) and the torch_npu wheel matching its torch instead |
-    | `CUDA-only libraries in requirements (xformers, triton, flash-attn, bitsandbytes, apex, tensorrt, onnxruntime-gpu, NVML)` | `{name}` runs only on CUDA: leave it out of an Ascend environment and port the code that uses it (npu-migrate reports those uses, NPU301-NPU314) |
-    | `CUDA wheel indexes and builds (download.pytorch.org/whl/cuXXX, pypi.nvidia.com, torch==X+cuXXX)` | `{name}` brings CUDA builds of PyTorch or NVIDIA's runtime: on Ascend install the default torch wheel and the torch_npu wheel matching it (with CANN) |
+    | `cudatoolkit (conda), pytorch-cuda, CUDA runtime / cuDNN / NCCL packages` | the package is NVIDIA's CUDA runtime or toolkit: an Ascend environment needs CANN (the Ascend toolkit) and the torch_npu wheel matching its torch instead |
+    | `CUDA-only libraries in requirements (xformers, triton, flash-attn, bitsandbytes, apex, tensorrt, onnxruntime-gpu, NVML)` | the library runs only on CUDA: leave it out of an Ascend environment and port the code that uses it (npu-migrate reports those uses, NPU301-NPU314) |
+    | `CUDA wheel indexes and builds (download.pytorch.org/whl/cuXXX, pypi.nvidia.com, torch==X+cuXXX)` | the index or build brings CUDA builds of PyTorch or NVIDIA's runtime: on Ascend install the default torch wheel and the torch_npu wheel matching it (with CANN) |
 
     ## Example
 
@@ -101,6 +128,10 @@ class CudaPackages(ThirdPartyRule):
         if name in _CHANNELS and stripped.startswith("-") and not channel:
             self._report(number, col, _build_entry(), f"the {name} conda channel")
             return
+        requirement = _pep508(stripped.removeprefix("-").strip() if stripped.startswith("- ") else stripped)
+        if requirement is not None:
+            self._check_requirement(number, col, requirement)
+            return
         if channel in _CHANNELS:
             self._report(number, col, _package_entry(name) or _build_entry(), f"{channel}::{name}")
             return
@@ -109,6 +140,15 @@ class CudaPackages(ThirdPartyRule):
             self._report(number, col, entry, name)
         elif _CUDA_BUILD.search(stripped):
             self._report(number, col, _build_entry(), stripped.split(";")[0].strip("- ").strip())
+
+    def _check_requirement(self, number: int, col: int, requirement: Requirement) -> None:
+        """A pip requirement: a CUDA package or library by its name, or a CUDA build by the local
+        version it pins (`+cu118`) or the wheel index its URL names."""
+        entry = _package_entry(requirement.name)
+        if entry is not None:
+            self._report(number, col, entry, requirement.name)
+        elif _cuda_build(requirement):
+            self._report(number, col, _build_entry(), str(requirement).split(";")[0].strip())
 
     def _report(self, line: int, col: int, entry: dict[str, Any], name: str) -> None:
         self.report_at(line, col, entry["message"].replace("{name}", name))

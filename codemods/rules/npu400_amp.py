@@ -44,9 +44,9 @@ class InsertAmp(Rule):
 
     Ascend's matrix units run bf16 and fp16 much faster than fp32, and a model migrated from CUDA
     usually trains in fp32 unless someone adds mixed precision. `torch.autocast(device_type="npu")` and
-    `torch.amp.GradScaler("npu")` are the native APIs on torch_npu (`torch_npu_api.md` §2.3: the NPU
-    autocast kernels are registered for PrivateUse1, the scaler ops `_amp_foreach_non_finite_check_and_unscale_`
-    and `_amp_update_scale_` are supported).
+    `torch.amp.GradScaler("npu")` are the native APIs on torch_npu (its `AutoCastOps.cpp` registers the
+    NPU autocast kernels for PrivateUse1, and the scaler ops `_amp_foreach_non_finite_check_and_unscale_`
+    and `_amp_update_scale_` are supported: Ascend/pytorch `test/npu/test_amp.py`, `test/test_torch.py`).
 
     bf16 (the default) has fp32's exponent range, so gradients do not underflow and no scaler is
     needed. fp16 needs loss scaling: the rule then also inserts the scaler, the way the PyTorch AMP

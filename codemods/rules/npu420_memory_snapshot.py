@@ -51,7 +51,7 @@ class InsertMemorySnapshot(Rule):
     npu-migrate memory snap_0.pickle
     ```
 
-    The call uses torch_npu's own signature (`torch_npu_api.md` §2.2):
+    The call uses torch_npu's own signature (Ascend/pytorch `torch_npu/npu/memory.py`):
     `_record_memory_history(enabled="all", context="all", stacks="python", max_entries=100000)`
     — no legacy bool form and none of the upstream-only keywords (`clear_history`, ...), which torch_npu
     rejects with a `TypeError`. `stacks="python"` skips the costly C++ unwinding; `max_entries` bounds
@@ -70,7 +70,7 @@ class InsertMemorySnapshot(Rule):
     no marker). The marker costs one `record_function` enter/exit per step.
 
     Note: the snapshots of current torch_npu releases have no `external_annotations` (only `segments`
-    and `device_traces`, `memory_snapshot.md` §1.8); for them `npu-migrate memory` falls back to the
+    and `device_traces`: Ascend/pytorch `torch_npu/npu/memory.py`, `_snapshot`); for them `npu-migrate memory` falls back to the
     repeating allocation pattern, or to `--step-frame`. The markers also show as ranges in the
     torch_npu profiler's timeline.
 
@@ -218,7 +218,7 @@ class InsertMemorySnapshot(Rule):
             self.no_entry_reported = True
             self.findings.append((steps[0].site.stmt, "no `if __name__ == \"__main__\":` block in "
                                   "this file: start the memory history where the program starts "
-                                  "(docs/rules/NPU420.md)"))
+                                  "(`npu-migrate rules NPU420` shows the hooks)"))
         if PROFILER_IN_USE.search(self.context.source):
             return  # the markers are there already (or the profiler makes them)
         seen: set[int] = set()
@@ -276,7 +276,8 @@ class InsertMemorySnapshot(Rule):
         """The marker and the loop-header change go in one edit of the loop statement, so they
         stand or fall together."""
         node = loop.stmt
-        if not isinstance(node.body, cst.IndentedBlock) or self._suppressed(module, [node]):
+        if not isinstance(node, (cst.For, cst.While)) or not isinstance(node.body, cst.IndentedBlock) \
+                or self._suppressed(module, [node]):
             return
         counter = _enumerate_index(node)
         init_needed = counter is None and isinstance(node, cst.While)

@@ -13,7 +13,7 @@ from codemods.api.rule import Fix, Rule
 from codemods.api.suppression import ALL
 from codemods.model.facts import FileFacts
 from codemods.model.linemap import line_map
-from npu_migrate.core.diagnostics import Diagnostic, Severity
+from npu_migrate.core.diagnostics import BUILTIN_PREFIXES, Diagnostic, Severity
 
 # Files that can hold a site spell one of these (a plain alternation: `(?i)` or a long list of
 # library names makes this search the slowest of all prefilters). A file that imports a CUDA-only
@@ -26,7 +26,8 @@ _ROUTES = {
     "method": "use `.npu()` / `.to(device)` / `.is_npu`",
     "string": "if it names a device, backend or variable, write the NPU one "
               "(\"npu\", \"hccl\", ASCEND_*/HCCL_*, CANNExecutionProvider)",
-    "library": "CUDA-only: keep it on a CUDA-only branch or replace it (docs/rules-third-party.md)",
+    "library": "CUDA-only: keep it on a CUDA-only branch or replace it (`npu-migrate rules` lists the "
+               "third-party routes, NPU301-NPU315)",
     "keyword": "select the NPU (\"npu\") the way the framework documents it",
     "scheduler": "it asks the job scheduler for GPUs (SLURM `--gpus-per-node`, GRES `gpu`), which an Ascend node "
                  "does not offer: request its NPUs the way the cluster declares them (where gres.conf declares "
@@ -41,7 +42,7 @@ class CudaLeftBehind(Rule):
 
     ## Why
 
-    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (`codemods/analyses/cudasites.py`, an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement or the line carries an `npu-migrate: ignore` comment. Comments, docstrings, log/help text and paths are never sites, nor is `import torch.backends.cudnn` (harmless on NPU; the flags it sets are NPU161). Lines point at the original file.
+    A migration that is quiet where it fails cannot be trusted. The engine hands the migrated text to this rule once (an `ast` scan): `torch.cuda` names, `.cuda()` calls, `.is_cuda`, device/backend strings, CUDA environment variables, ONNX Runtime CUDA providers, `torch.cuda.*` mock targets, imports of CUDA-only libraries and framework switches are reported unless another rule reported on the same statement, the line carries an `npu-migrate: ignore` comment (or a `# noqa:` naming one of our codes), or a rule the run switched off (`--ignore`, the configuration's `ignore` or `per-file-ignores`) would have handled the line: switching a rule off is a decision the sweep does not overrule. Comments, docstrings, log/help text and paths are never sites, nor is `import torch.backends.cudnn` (harmless on NPU; the flags it sets are NPU161). Lines point at the original file.
 
     ## Example
 
@@ -83,12 +84,13 @@ class CudaLeftBehind(Rule):
         to_old = line_map(context.source, new_text)
         covered: set[int] | None = None
         reported = {d.line for d in context.diagnostics if d.code != self.code}
-        # a line where the user silenced some rule (`# npu-migrate: ignore[CODE]`) keeps its CUDA
-        # code on purpose: the sweep does not re-open that decision
-        # (`noqa` comments belong to other linters: an import silenced for F401 is still swept)
+        # a line where the user silenced some rule (`# npu-migrate: ignore[CODE]`, or `# noqa:
+        # CODE` with a code of ours) keeps its CUDA code on purpose: the sweep does not re-open that
+        # decision (other linters' `noqa` codes do not count: an import silenced for F401 is swept)
         suppressions = context.suppressions
         reported |= {line for line, _, _ in suppressions.written}
-        reported |= {line for line, codes in suppressions.by_line.items() if codes == ALL}
+        reported |= {line for line, codes in suppressions.by_line.items()
+                     if codes == ALL or any(code.startswith(BUILTIN_PREFIXES) for code in codes)}
         for site in sites:
             line = to_old(site.line)
             if line in reported:

@@ -5,10 +5,11 @@ collectives) and memory (DataLoaders, transfers, synchronisation, leaks, allocat
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 from npu_migrate.analyze.aggregate import SECTIONS, Aggregator, Assessment
-from npu_migrate.analyze.model import FileScan
+from npu_migrate.apply.project import attach_project_facts
 from npu_migrate.apply.runner import RunPlan
 from npu_migrate.core.discovery import CUDA_SUFFIXES, PYTHON_SUFFIXES, SHELL_SUFFIXES
 
@@ -21,16 +22,44 @@ def default_plan(select: Sequence[str] = (), ignore: Sequence[str] = (), enable:
                  options: dict | None = None, per_file_ignores: dict | None = None, root: str = ".") -> RunPlan:
     from codemods.api.registry import all_rules, select_rules
 
+    from npu_migrate.apply.engine import switched_off_option
+
     chosen = select_rules(all_rules(), select, ignore, enable)
-    return RunPlan([r.code for r in chosen], dict(options or {}), dict(per_file_ignores or {}), root)
+    return RunPlan([r.code for r in chosen], dict(options or {}) | switched_off_option(ignore),
+                   dict(per_file_ignores or {}), root)
+
+
+def apply_only_files(paths: Sequence[str], exclude: Sequence[str], respect_gitignore: bool,
+                     analysed: Sequence[str], plan: RunPlan) -> list[str]:
+    """The files `apply` reads that analyze does not analyse, as apply chooses them: notebooks,
+    requirement and conda environment files by their name, DeepSpeed configurations by their
+    name or because the code passes them to DeepSpeed; only kinds a selected rule reads."""
+    from npu_migrate.apply.project import deepspeed_config_references
+    from npu_migrate.core.discovery import (
+        JSON_SUFFIXES,
+        MANIFEST_SUFFIXES,
+        deepspeed_config_name,
+        discover,
+        manifest_name,
+    )
+    from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
+
+    read = plan.ruleset_for("").suffixes()
+    found = [f for f in discover(paths, exclude, (NOTEBOOK_SUFFIX, *MANIFEST_SUFFIXES, *JSON_SUFFIXES),
+                                 respect_gitignore) if f.endswith(read)]
+    referenced = deepspeed_config_references(list(analysed), plan.root) \
+        if any(f.endswith(JSON_SUFFIXES) for f in found) else set()
+    return [f for f in found if f.endswith(NOTEBOOK_SUFFIX) or (f.endswith(MANIFEST_SUFFIXES) and manifest_name(f))
+            or (f.endswith(JSON_SUFFIXES) and (deepspeed_config_name(f) or os.path.abspath(f) in referenced))]
 
 
 def analyze(paths: Sequence[str], only: Sequence[str] = SECTIONS, jobs: int | None = None,
             exclude: Sequence[str] = (), plan: RunPlan | None = None, respect_gitignore: bool = True,
-            progress: Callable[[FileScan], None] | None = None,
+            progress: Callable[[int, int], None] | None = None,
             torch_npu_version: str | None = None) -> Assessment:
     """Analyse files and folders. Raises FileNotFoundError for a path that does not exist and
-    ValueError for a malformed `torch_npu_version` ('2.6', '2.6.0')."""
+    ValueError for a malformed `torch_npu_version` ('2.6', '2.6.0'). `progress(done, total)` is
+    called once the files are known (done 0) and after each file."""
     from npu_migrate.analyze.catalog import parse_version
 
     if torch_npu_version:
@@ -41,9 +70,16 @@ def analyze(paths: Sequence[str], only: Sequence[str] = SECTIONS, jobs: int | No
     only = tuple(s for s in SECTIONS if s in only)
     files = discover(paths, exclude, ANALYZED_SUFFIXES, respect_gitignore)
     engine_plan = (plan or default_plan()) if "architecture" in only else None
+    if engine_plan is not None:
+        # what apply reads beyond them (for its counts) and the project facts its rules read
+        files += apply_only_files(paths, exclude, respect_gitignore, files, engine_plan)
+        attach_project_facts([(engine_plan, lambda: [f for f in files if f.endswith(PYTHON_SUFFIXES)],
+                               engine_plan.root)])
     aggregator = Aggregator(only, torch_npu_version, tuple(paths))
-    for scan in run(files, engine_plan, jobs):
+    if progress is not None:
+        progress(0, len(files))
+    for done, scan in enumerate(run(files, engine_plan, jobs), 1):
         aggregator.add(scan)
         if progress is not None:
-            progress(scan)
+            progress(done, len(files))
     return aggregator.finish()

@@ -24,6 +24,7 @@ from npu_migrate.analyze.tables import locations, short_name, where
 from npu_migrate.core.diagnostics import Diagnostic, Severity, Table
 
 SECTIONS = ("architecture", "computation", "memory")
+APPLY_LINE = "apply --check on these files"
 SECTION_CODES = {
     "architecture": ("ANA001", "ANA002", "ANA003", "ANA004", "ANA010", "ANA020"),
     "computation": ("ANA030", "ANA031", "ANA032", "ANA033", "ANA034"),
@@ -71,8 +72,15 @@ class Aggregator(EffortModel, MemorySection):
         self.findings: list[Diagnostic] = []
         self.rating: Rating | None = None  # set by the architecture analysis
         self.module_names: set[str] = set()
+        self.apply_counts: Counter[str] = Counter()  # what `apply --check` says of the same files
 
     def add(self, scan: FileScan) -> None:
+        self.apply_counts["files"] += 1
+        self.apply_counts["changed"] += scan.apply_changed
+        self.apply_counts["failed"] += scan.apply_failed
+        self.apply_counts.update(scan.apply_severities)
+        if scan.apply_only:
+            return
         self.files += 1
         self.paths.append(scan.path)
         path = scan.path
@@ -126,12 +134,21 @@ class Aggregator(EffortModel, MemorySection):
             result.summary["migration complexity"] = self.rating.level
             result.summary["estimated effort (person-days)"] = self.rating.total_days
         if "architecture" in self.only:
+            result.summary[APPLY_LINE] = self._apply_line()
             statuses = Counter(site.status for _, site in self.sites)
             result.summary["CUDA locations"] = f"{len(self.sites)} (" + ", ".join(
                 f"{statuses[s]} {STATUS_LABELS[s]}" for s in STATUSES) + ")"
         result.summary["nn.Module classes"] = len(modules)
         result.summary["findings"] = ", ".join(f"{counts[k]} {k}" for k in ("error", "warning", "info") if counts[k]) or "none"
         return result
+
+    def _apply_line(self) -> str:
+        """apply's own counts for the files of this run, in `apply --check`'s terms: its
+        diagnostics are not analyze's findings (ANA codes), and it also reads notebooks,
+        requirement files and DeepSpeed configurations, which analyze does not analyse."""
+        c = self.apply_counts
+        return (f"{c['files']} files, {c['changed']} would change, {c['failed']} failed; "
+                f"{c['error']} errors, {c['warning']} warnings, {c['info']} info")
 
     def _module_classes(self) -> list[tuple[str, ModuleClass]]:
         """Classes deriving, directly or through other project classes, from nn.Module."""

@@ -47,10 +47,14 @@ class Finding(Diagnostic):
     confidence: str = "high"
 
 
-def finding(code: str, path: str, where: ast.AST | tuple[int, int], message: str,
+# what a finding can point at: a statement or an expression (they carry a position; `ast.AST` does not)
+Located = ast.stmt | ast.expr
+
+
+def finding(code: str, path: str, where: Located | tuple[int, int], message: str,
             severity: Severity | None = None, evidence: tuple[str, ...] | list[str] = (),
             confidence: str = "high") -> Finding:
-    line, col = (where.lineno, where.col_offset + 1) if isinstance(where, ast.AST) else where
+    line, col = where if isinstance(where, tuple) else (where.lineno, where.col_offset + 1)
     return Finding(code, message, path, line, col, severity or CODES[code][2],
                    evidence=tuple(evidence), confidence=confidence)
 

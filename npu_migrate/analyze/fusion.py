@@ -9,7 +9,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from npu_migrate.analyze import catalog
-from npu_migrate.analyze.findings import finding
+from npu_migrate.analyze.findings import Located, finding
 from npu_migrate.core.diagnostics import Diagnostic
 
 ELEMENTWISE_CALLS = frozenset({"exp", "log", "sigmoid", "tanh", "sqrt", "rsqrt", "pow", "abs", "erf",
@@ -17,7 +17,7 @@ ELEMENTWISE_CALLS = frozenset({"exp", "log", "sigmoid", "tanh", "sqrt", "rsqrt",
 _BODIES = ("body", "orelse", "finalbody")
 
 
-def fusion_finding(path: str, where: ast.AST, pattern: str) -> Diagnostic:
+def fusion_finding(path: str, where: Located, pattern: str) -> Diagnostic:
     spec = catalog.load("fusion")["patterns"][pattern]
     shown = f"def {where.name}" if isinstance(where, ast.FunctionDef) else ast.unparse(where)
     shown = shown if len(shown) <= 90 else shown[:87] + "..."
@@ -28,7 +28,7 @@ def fusion_finding(path: str, where: ast.AST, pattern: str) -> Diagnostic:
 def callable_kind(name: str | None) -> str | None:
     """The fusion role of a torch callable: linear, conv, bn, ln, rms, softmax or act:<name>."""
     entry = catalog.operators().get(name) if name else None
-    if entry is None:
+    if entry is None or name is None:
         return None
     short = name.rsplit(".", 1)[-1].lower()
     cls = entry["class"]
@@ -53,22 +53,21 @@ class ClassFusion:
         self.attrs: dict[str, str] = {}
         self.found: dict[tuple[str, int], Diagnostic] = {}
 
-    def report(self, where: ast.AST, pattern: str) -> None:
+    def report(self, where: Located, pattern: str) -> None:
         self.found.setdefault((pattern, where.lineno), fusion_finding(self.path, where, pattern))
 
     def analyze(self, node: ast.ClassDef) -> list[Diagnostic]:
         methods = [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for method in methods:
             for child in ast.walk(method):
-                if type(child) is ast.Assign and type(child.value) is ast.Call:
-                    self._attribute_layer(child)
+                if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
+                    self._attribute_layer(child, child.value)
         for method in methods:
             self._function(method)
         return list(self.found.values())
 
-    def _attribute_layer(self, node: ast.Assign) -> None:
+    def _attribute_layer(self, node: ast.Assign, call: ast.Call) -> None:
         target = node.targets[0]
-        call = node.value
         name = self.qualify(call.func)
         if name and name.endswith(".Sequential"):
             self._sequence([self.kind(a) for a in call.args], call)
@@ -79,7 +78,7 @@ class ClassFusion:
                 self.attrs[target.attr] = kind
 
     def kind(self, node: ast.AST) -> str | None:
-        if type(node) is not ast.Call:
+        if not isinstance(node, ast.Call):
             return None
         func = node.func
         if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
@@ -88,7 +87,7 @@ class ClassFusion:
             return "softmax"
         return callable_kind(self.qualify(func))
 
-    def _sequence(self, kinds: list[str | None], where: ast.AST) -> None:
+    def _sequence(self, kinds: list[str | None], where: Located) -> None:
         for i, kind in enumerate(kinds):
             after = kinds[i + 1:i + 3]
             if kind == "linear" and after[:1] and (after[0] or "").startswith("act:"):
@@ -98,17 +97,16 @@ class ClassFusion:
                 self.report(where, "conv+batchnorm+activation" if with_act else "conv+batchnorm")
 
     def _nested_chain(self, node: ast.Call) -> list[str | None]:
-        chain = []
+        chain: list[str | None] = []
         current: ast.AST = node
-        while True:
+        while isinstance(current, ast.Call):
             kind = self.kind(current)
             if kind is None:
                 break
             chain.append(kind)
-            args = current.args  # type: ignore[attr-defined]
-            if not args:
+            if not current.args:
                 break
-            current = args[0]
+            current = current.args[0]
         chain.reverse()
         return chain
 
@@ -117,25 +115,25 @@ class ClassFusion:
             self._statements(block)
         nested: set[int] = set()
         for child in ast.walk(function):
-            kind = type(child)
-            if kind is ast.Call:
+            if isinstance(child, ast.Call):
                 self._call(child, nested)
-            elif kind is ast.BinOp and id(child) not in nested:
+            elif isinstance(child, ast.BinOp) and id(child) not in nested:
                 self._binop(child, nested, getattr(function, "name", "") == "forward")
 
     def _statements(self, statements: list[ast.stmt]) -> None:
         chain: list[str | None] = []
         previous: str | None = None
-        start: ast.AST | None = None
+        start: ast.stmt | None = None
         for stmt in statements:
-            value = stmt.value if type(stmt) is ast.Assign and len(stmt.targets) == 1 else None
-            target = stmt.targets[0] if value is not None else None  # type: ignore[union-attr]
-            if type(value) is ast.Call and type(target) is ast.Name and self.kind(value):
+            single = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            value = stmt.value if isinstance(stmt, ast.Assign) and single else None
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and single else None
+            if isinstance(value, ast.Call) and isinstance(target, ast.Name) and self.kind(value):
                 links = self._nested_chain(value)
-                source = value
-                while type(source) is ast.Call and source.args and self.kind(source.args[0]):
+                source: ast.expr = value
+                while isinstance(source, ast.Call) and source.args and self.kind(source.args[0]):
                     source = source.args[0]
-                first = source.args[0] if type(source) is ast.Call and source.args else None
+                first = source.args[0] if isinstance(source, ast.Call) and source.args else None
                 if previous is not None and type(first) is ast.Name and first.id == previous:
                     chain += links
                 else:

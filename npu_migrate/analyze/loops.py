@@ -14,19 +14,18 @@ import ast
 import re
 from collections.abc import Callable
 
-from npu_migrate.analyze.findings import finding, seen
+from npu_migrate.analyze.findings import Located, finding, seen
 from npu_migrate.analyze.model import FileScan
 from npu_migrate.analyze.devices import HOST_FACTORIES, device_like
 from npu_migrate.core.diagnostics import Severity
 
 SYNC_METHODS = {"item": "`.item()`", "cpu": "`.cpu()`", "numpy": "`.numpy()`", "tolist": "`.tolist()`"}
 DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data"})
-DETACHING_FUNCS = frozenset({"float", "int", "len", "bool", "str"})
 
 
-def training_loops(loops: list[ast.AST], backward_calls: list[ast.Call]) -> list[ast.AST]:
+def training_loops(loops: list[ast.stmt], backward_calls: list[ast.Call]) -> list[ast.stmt]:
     """The innermost loop around each backward call, once each, in source order."""
-    chosen: dict[int, ast.AST] = {}
+    chosen: dict[int, ast.stmt] = {}
     for call in backward_calls:
         best = None
         for loop in loops:
@@ -49,10 +48,10 @@ class LoopAnalysis:
         self.qualify = qualify
         self.lines = lines
 
-    def seen(self, label: str, node: ast.AST) -> str:
+    def seen(self, label: str, node: Located) -> str:
         return seen(label, self.lines, node.lineno)
 
-    def run(self, loop: ast.AST) -> None:
+    def run(self, loop: ast.stmt) -> None:
         self.scan.train_loops.append((loop.lineno, loop.col_offset + 1))
         self.loop_seen = self.seen("training loop", loop)
         backward = next(n for n in ast.walk(loop) if type(n) is ast.Call and type(n.func) is ast.Attribute
@@ -69,14 +68,13 @@ class LoopAnalysis:
         reported: set[int] = set()
         steps: list[ast.Call] = []
         for node in ast.walk(loop):
-            kind = type(node)
-            if kind is ast.Call:
+            if isinstance(node, ast.Call):
                 self._call(node, reported, steps)
-            elif kind is ast.AugAssign and type(node.op) is ast.Add and _bare(node.value, grad_names):
+            elif isinstance(node, ast.AugAssign) and type(node.op) is ast.Add and _bare(node.value, grad_names):
                 self._leak(node, _name_of(node.value, grad_names), "accumulated with `+=`")
-            elif kind is ast.Assign and type(node.value) is ast.BinOp and type(node.value.op) is ast.Add:
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.BinOp) and type(node.value.op) is ast.Add:
                 target = node.targets[0]
-                if (type(target) is ast.Name and type(node.value.left) is ast.Name
+                if (isinstance(target, ast.Name) and isinstance(node.value.left, ast.Name)
                         and node.value.left.id == target.id and _bare(node.value.right, grad_names)):
                     self._leak(node, _name_of(node.value.right, grad_names), "accumulated with `+`")
         self._appends(loop, grad_names)
@@ -178,7 +176,7 @@ class LoopAnalysis:
                     and _bare(node.args[0], grad_names)):
                 self._leak(node, _name_of(node.args[0], grad_names), "appended to a list")
 
-    def _leak(self, node: ast.AST, name: str, how: str) -> None:
+    def _leak(self, node: Located, name: str, how: str) -> None:
         self.scan.findings.append(finding(
             "ANA044", self.path, node,
             f"`{name}` keeps its autograd graph and is {how} on every step: the graphs of all steps "
@@ -238,34 +236,32 @@ def _optimizer_step(node: ast.Call) -> bool:
 def _names_in(node: ast.AST | None) -> list[str]:
     if node is None:
         return []
-    return [n.id if type(n) is ast.Name else n.attr for n in ast.walk(node) if type(n) in (ast.Name, ast.Attribute)]
+    return [n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))]
 
 
 def _callee_name(func: ast.AST) -> str:
-    if type(func) is ast.Attribute:
-        return func.attr if type(func.value) is not ast.Name or func.value.id == "self" else func.value.id + "." + func.attr
-    return func.id if type(func) is ast.Name else ""
+    if isinstance(func, ast.Attribute):
+        value = func.value
+        return func.attr if not isinstance(value, ast.Name) or value.id == "self" else value.id + "." + func.attr
+    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _bare(node: ast.AST, names: set[str]) -> bool:
     """Whether `node` uses one of `names` with its autograd graph (not via .item()/.detach()...)."""
-    kind = type(node)
-    if kind is ast.Name:
+    if isinstance(node, ast.Name):
         return node.id in names
-    if kind is ast.Call:
+    if isinstance(node, ast.Call):
         func = node.func
-        if type(func) is ast.Attribute:
+        if isinstance(func, ast.Attribute):
             return func.attr not in DETACHING and _bare(func.value, names)
-        if type(func) is ast.Name and func.id in DETACHING_FUNCS:
-            return False
         return False
-    if kind is ast.Attribute:
+    if isinstance(node, ast.Attribute):
         return node.attr not in DETACHING and _bare(node.value, names)
-    if kind is ast.Subscript:
+    if isinstance(node, ast.Subscript):
         return _bare(node.value, names)
-    if kind is ast.BinOp:
+    if isinstance(node, ast.BinOp):
         return _bare(node.left, names) or _bare(node.right, names)
-    if kind is ast.UnaryOp:
+    if isinstance(node, ast.UnaryOp):
         return _bare(node.operand, names)
     return False
 

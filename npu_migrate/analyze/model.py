@@ -61,3 +61,8 @@ class FileScan:
     checkpointing: bool = False  # torch.utils.checkpoint in use
     findings: list[Diagnostic] = field(default_factory=list)
     engine_error: str | None = None
+    # what `apply --check` says of the file: whether it would change, its diagnostics by severity
+    apply_changed: bool = False
+    apply_failed: bool = False
+    apply_severities: dict[str, int] = field(default_factory=dict)
+    apply_only: bool = False  # a file apply reads that analyze does not (a notebook, requirements...)

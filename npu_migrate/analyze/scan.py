@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
+from typing import Any
 
 from codemods.model.astnodes import ast_dotted_parts as dotted
 from codemods.model.facts import FileFacts
 from npu_migrate.analyze import catalog
 from npu_migrate.analyze.devices import HOST_FACTORIES, device_like
+from npu_migrate.analyze.findings import Located
 from npu_migrate.analyze.loops import LoopAnalysis, training_loops
 from npu_migrate.analyze.model import FileScan, ModuleClass, Site
 
@@ -42,12 +45,13 @@ class Scanner:
         self.cuda_names = {local: target for local, target in facts.aliases.items()
                            if target.startswith("torch.cuda.")} if self.cuda_text else {}
         self.class_nodes: list[ast.ClassDef] = []
-        self.loops: list[ast.AST] = []
+        self.loops: list[ast.stmt] = []
         self.backward_calls: list[ast.Call] = []
 
     # -- the walk ------------------------------------------------------------------------------
     def run(self) -> FileScan:
-        handlers = {ast.Call: self._call, ast.Attribute: self._attribute, ast.Import: self._import,
+        # one handler per node type (a dict lookup per node: the walk is the hot loop of analyze)
+        handlers: dict[type[ast.AST], Callable[[Any], None]] = {ast.Call: self._call, ast.Attribute: self._attribute, ast.Import: self._import,
                     ast.ImportFrom: self._import_from, ast.ClassDef: self.class_nodes.append,
                     ast.For: self.loops.append, ast.While: self.loops.append,
                     ast.AsyncFor: self.loops.append, ast.FunctionDef: self._function,
@@ -85,7 +89,7 @@ class Scanner:
         parts = dotted(node)
         return self.facts.qualify(parts) if parts else None
 
-    def site(self, kind: str, node: ast.AST, what: str) -> None:
+    def site(self, kind: str, node: Located, what: str) -> None:
         self.scan.sites.append(Site(kind, node.lineno, node.col_offset + 1, what))
 
     # -- handlers ------------------------------------------------------------------------------
@@ -184,7 +188,10 @@ class Scanner:
             if type(receiver) is ast.Call and receiver.args and self.qualify(inner) in HOST_FACTORIES:
                 receiver = receiver.args[0]  # torch.tensor(x.cpu().numpy()) copies what it is given
                 continue
-            receiver = inner.value if type(inner) is ast.Attribute else getattr(inner, "value", None)
+            after = inner.value if isinstance(inner, ast.Attribute) else getattr(inner, "value", None)
+            if not isinstance(after, ast.expr):
+                return
+            receiver = after
 
     def _finding_round_trip(self, node: ast.Call, host: str) -> None:
         from npu_migrate.analyze.findings import finding, seen
@@ -260,7 +267,7 @@ class Scanner:
         if node.module.startswith("torch.cuda"):
             self.site(self._cuda_kind(node.module) or "torch.cuda API", node, f"`from {node.module} import …`")
 
-    def _module_used(self, module: str, node: ast.AST) -> None:
+    def _module_used(self, module: str, node: ast.stmt) -> None:
         entry = catalog.match_prefix(module, catalog.third_party_modules())
         if entry is not None:
             self.scan.third_party.append((entry["cuda"], f"import {module}", node.lineno))

@@ -39,4 +39,25 @@ The line and column of the code in the comment; a close known code when there is
 Correct the code (`npu-migrate rules` lists them) or remove the comment. Codes in `# noqa:`
 comments are not checked: they may belong to other linters.
 """,
+    "NPU002": """# NPU002 malformed suppression comment
+
+## What it means
+A `# npu-migrate: ignore` comment is not written as `ignore[CODE, ...]` or a bare `ignore`: its
+`[` is not closed (`ignore[NPU101,,`), its list is empty (`ignore[]`), an item is not a code
+(`ignore[NPU-101]`), or text follows `ignore` directly (`ignore NPU101`, `ignore: NPU101`). Such a
+comment silences nothing.
+
+## Why
+Read leniently, `ignore[NPU101,,` would be a bare `ignore` and silence every code on its line,
+errors included, and `ignore[]` would silence nothing without saying so: either way the comment
+would not do what its author asked.
+
+## Evidence
+The line and column of the comment's fault, and what is wrong with it.
+
+## What to do
+Write `# npu-migrate: ignore[NPU101]` (codes separated by commas or spaces), or a bare
+`# npu-migrate: ignore` to silence every code on the line; a reason goes after a second `#`
+(`# npu-migrate: ignore[NPU101]  # kept on CUDA on purpose`).
+""",
 }

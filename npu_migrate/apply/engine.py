@@ -30,10 +30,15 @@ from codemods.model.imports import insert_imports, is_settings_module, split_lin
 from npu_migrate.apply import grammar
 from npu_migrate.apply.notebook_run import migrate_notebook
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
-from npu_migrate.core.discovery import manifest_name
+from npu_migrate.core.discovery import interpreter_of, manifest_name, script_language
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 
+# rule option: the codes the run's `ignore` lists (command line, configuration, per-file-ignores)
+# switched off; a final sweep does not report what they would have handled (`switched_off_option`)
+SWITCHED_OFF = "switched_off"
 UNKNOWN_SUPPRESSION = "NPU001"
+PYTHON_SOURCE_SUFFIXES = (".py", ".pyi", ".pyw")
+MALFORMED_SUPPRESSION = "NPU002"
 
 
 @dataclass
@@ -74,6 +79,22 @@ class RuleSet:
                         for r in self.rules for pattern in [_prefilter_of(r, self.options)]}
         self.text_filters = {language: Prefilter.union(self._single[r] for r in rules)
                              for language, rules in self.text_rules.items()}
+        self._switched_off: RuleSet | None = None
+
+    def switched_off(self) -> RuleSet | None:
+        """The default Python rules the run's `ignore` lists switched off (None: none), to tell
+        what they would have handled; built on first use."""
+        codes = set(self.options.get(SWITCHED_OFF, ()))
+        if not codes:
+            return None
+        if self._switched_off is None:
+            from codemods.api.registry import all_rules
+
+            rules = [r for r in all_rules() if r.code in codes and r.default and r.language == "python"
+                     and not getattr(r, "final_sweep", False)]
+            options = {key: value for key, value in self.options.items() if key != SWITCHED_OFF}
+            self._switched_off = RuleSet(rules, options)
+        return self._switched_off
 
     def codes(self) -> list[str]:
         return [r.code for r in self.rules]
@@ -127,12 +148,19 @@ def _prefilter_of(rule: type[Rule], options: Mapping[str, Any]) -> str:
     return f"{rule.prefilter}|{extra}" if extra else rule.prefilter
 
 
-def language_of(path: str) -> str:
+def language_of(path: str, text: str = "") -> str:
+    """The language a file is read as: by its suffix; a file of another suffix (named on the
+    command line) by its `#!` line: a shell script as shell, a script of another interpreter as
+    "other" (left alone); else Python."""
     for language, suffixes in TEXT_LANGUAGES.items():
         # `.txt` / YAML files are manifests only by their name; another one named explicitly is
         # read as Python, as any file of an unknown suffix
         if path.endswith(suffixes) and (language != "manifest" or manifest_name(path)):
             return language
+    if not path.endswith(PYTHON_SOURCE_SUFFIXES) and text.startswith("#!"):
+        by_line = script_language(text.split("\n", 1)[0])
+        if by_line in ("shell", "other"):
+            return by_line
     return "python"
 
 
@@ -163,7 +191,11 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     outcome = FileOutcome(path)
     if skips_file(text):
         return outcome
-    language = language_of(path)
+    language = language_of(path, text)
+    if language == "other":
+        program = interpreter_of(text.split("\n", 1)[0])
+        outcome.note = f"{path}: skipped: a {program} script (its #! line): not Python, shell or CUDA"
+        return outcome
     if language != "python":
         return _migrate_text_rules(text, path, ruleset, language, outcome)
     candidates = ruleset.matching(ruleset.python, text)
@@ -207,7 +239,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     npu_lines = [e.line for e in context.edits if e.code in npu_codes]
     needs_npu = target_of(ruleset.options) == "npu" and bool(npu_lines)
     adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
-    wanted = set(context.imports)
+    wanted = {item for item in context.imports if not _provided_elsewhere(item, context.model)}
     if needs_npu and adds_import:
         if is_settings_module(context.facts):  # the code that reads these values imports it
             first = min((e for e in context.edits if e.code in npu_codes), key=lambda e: (e.line, e.col))
@@ -233,6 +265,8 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     new_tree, problem = _reparse(new_text) if new_text != text else (None, None)
     for cls in sweeps:
         cls(context).sweep(new_text, new_tree)  # type: ignore[attr-defined]
+    if sweeps:
+        _drop_sweeps_where_switched_off(context, {cls.code for cls in sweeps}, text, path, ruleset, tree)
     outcome.edits = sorted(context.edits, key=lambda e: (e.line, e.col))
     outcome.diagnostics = _unsuppressed(context)
     if new_text != text:
@@ -246,6 +280,43 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
 
 
 _EVERYTHING = Prefilter("")  # some rule wants every piece
+
+
+def switched_off_option(ignore: Iterable[str]) -> dict[str, list[str]]:
+    """The `SWITCHED_OFF` rule option of a run whose `ignore` selectors are `ignore`. Empty when
+    they match nothing, so the options, and with them the cache key, of a run without `ignore`
+    do not change."""
+    from codemods.api.registry import all_rules, selector_matches
+
+    codes = sorted({r.code for r in all_rules() if any(selector_matches(r, s) for s in ignore)})
+    return {SWITCHED_OFF: codes} if codes else {}
+
+
+def _drop_sweeps_where_switched_off(context: RuleContext, sweep_codes: set[str], text: str, path: str,
+                                    ruleset: RuleSet, tree: ast.Module) -> None:
+    """A rule switched off by `--ignore`, the configuration or per-file-ignores is a decision about
+    the lines it handles: the final sweep's "no rule handled it" is not said there."""
+    if not any(d.code in sweep_codes for d in context.diagnostics):
+        return
+    off = ruleset.switched_off()
+    if off is None or not off.rules:
+        return
+    would = migrate_text(text, path, off, tree=tree)
+    decided = {e.line for e in would.edits} | {d.line for d in would.diagnostics}
+    context.diagnostics = [d for d in context.diagnostics if d.code not in sweep_codes or d.line not in decided]
+
+
+def _provided_elsewhere(item: tuple[str, str | None, str | None], model: FileModel) -> bool:
+    """Whether the file already uses, without importing it, the name an import would bind (a star
+    import or a launcher provides it). Adding `import torch` there would let every rule read the
+    file's `torch.cuda.*` as torch's on the next run, which would change the file again (issue 29);
+    the inserted code uses the name as the file does. `torch_npu` is always imported: loading it
+    is what makes the device exist."""
+    module, name, asname = item
+    local = asname or name or module.split(".")[0]
+    if module == "torch_npu" or local in model.facts.aliases:
+        return False
+    return any(isinstance(node, ast.Name) and node.id == local for node in model.of_type(ast.Name))
 
 
 def _import_order(item: tuple[str, str | None, str | None]) -> tuple[int, str]:
@@ -277,19 +348,21 @@ def _migrate_text_rules(text: str, path: str, ruleset: RuleSet, language: str,
 
 def unknown_suppressions(text: str, path: str) -> list[Diagnostic]:
     """NPU001 (like ruff's RUF100): a code in `# npu-migrate: ignore[...]` that no rule has, so
-    the comment silences nothing (a typo, or a rule that was removed)."""
+    the comment silences nothing (a typo, or a rule that was removed); NPU002: a malformed one."""
     from codemods.api.registry import all_rules
     from npu_migrate.apply.codes import CODES
     from npu_migrate.core.config import did_you_mean
 
     known = [r.code for r in all_rules()] + list(CODES)
-    found = []
-    for line, col, code in Suppressions.parse(text).unknown(frozenset(known)):
+    suppressions = Suppressions.parse(text)
+    found = [Diagnostic(MALFORMED_SUPPRESSION, f"malformed suppression comment: {why}", path, line, col,
+                        Severity.WARNING) for line, col, why in suppressions.malformed]
+    for line, col, code in suppressions.unknown(frozenset(known)):
         close = did_you_mean(code, known)
         hint = f"; did you mean {close}?" if close else ""
         found.append(Diagnostic(UNKNOWN_SUPPRESSION, f"unknown code `{code}` in a suppression comment "
                                 f"(it silences nothing){hint}", path, line, col, Severity.WARNING))
-    return found
+    return sorted(found, key=lambda d: (d.line, d.col))
 
 
 def _unsuppressed(context: RuleContext) -> list[Diagnostic]:
@@ -303,10 +376,11 @@ def _parse_ast(text: str, path: str, outcome: FileOutcome) -> ast.Module | None:
         try:
             return ast.parse(text, filename=path)
         except SyntaxError as exc:
-            newer = grammar.ast_of_newer_syntax(text)  # newer Python than the one running us?
+            newer = grammar.ast_of_newer_syntax(text, exc)  # newer Python than the one running us?
             if newer is not None:
                 return newer
-            outcome.error = f"{path}:{exc.lineno or 0}:{exc.offset or 0}: syntax error: {exc.msg}"
+            limit = " (beyond what any CPython compiles)" if grammar.beyond_cpython_limits(exc) else ""
+            outcome.error = f"{path}:{exc.lineno or 0}:{exc.offset or 0}: syntax error: {exc.msg}{limit}"
         except (ValueError, RecursionError, MemoryError) as exc:
             outcome.error = f"{path}:0:0: cannot parse: {exc}"
     return None
@@ -459,7 +533,8 @@ def migrate_source(text: str, path: str = "<string>", select: Iterable[str] = ()
     Raises ValueError when the file cannot be migrated."""
     from codemods.api.registry import all_rules, select_rules
 
-    ruleset = RuleSet(select_rules(all_rules(), select, ignore, enable), options)
+    ignore = list(ignore)
+    ruleset = RuleSet(select_rules(all_rules(), select, ignore, enable), {**(options or {}), **switched_off_option(ignore)})
     outcome = migrate_text(text, path, ruleset)
     if outcome.error:
         raise ValueError(outcome.error)

@@ -39,9 +39,21 @@ def _placeholder(chunk: str) -> str:
     return ("0" if lines == 1 else "(0" + "\n" * (lines - 1) + ")") + tail
 
 
-def ast_of_newer_syntax(text: str) -> ast.Module | None:
+# what `ast` says of code beyond a limit of CPython's tokenizer (200 nested brackets, 100
+# indentation levels), which no version raises: such a file is not newer syntax, whatever LibCST says
+CPYTHON_LIMITS = ("too many nested parentheses", "too many levels of indentation")
+
+
+def beyond_cpython_limits(error: SyntaxError) -> bool:
+    return any(limit in (error.msg or "") for limit in CPYTHON_LIMITS)
+
+
+def ast_of_newer_syntax(text: str, error: SyntaxError | None = None) -> ast.Module | None:
     """An `ast` tree with the top-level statements of `text` at their real lines, for a file
-    that this interpreter's `ast` refuses but LibCST parses; None when LibCST refuses it too."""
+    that this interpreter's `ast` refuses (with `error`) but LibCST parses; None when LibCST refuses
+    it too, or when `error` is a limit that no CPython lifts."""
+    if error is not None and beyond_cpython_limits(error):
+        return None
     try:
         module = parse_module(text)
     except (cst.ParserSyntaxError, RecursionError):

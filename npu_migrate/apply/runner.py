@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npu_migrate.apply.cache import Cache
-from npu_migrate.apply.engine import FileOutcome, RuleSet, migrate_text
+from npu_migrate.apply.engine import SWITCHED_OFF, FileOutcome, RuleSet, migrate_text
 from npu_migrate.core.discovery import excluded
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 from npu_migrate.core.parallel import ignore_interrupts, ordered_map
@@ -78,7 +78,8 @@ class RunPlan:
             by_code = {r.code: r for r in all_rules()}
             rules = [by_code[c] for c in self.codes
                      if not any(c.startswith(i.upper()) for i in ignored)]
-            ruleset = self._rulesets[ignored] = RuleSet(rules, self.options)
+            off = sorted(set(self.options.get(SWITCHED_OFF, ())) | {c for c in self.codes if by_code[c] not in rules})
+            ruleset = self._rulesets[ignored] = RuleSet(rules, {**self.options, SWITCHED_OFF: off} if off else self.options)
         return ruleset
 
 
@@ -128,7 +129,7 @@ def write_back(result: FileResult, destination: str | None = None) -> bool:
     if destination is None:
         problem = write_if_unchanged(result.path, result.new_bytes, result.digest)
     else:
-        problem = write_if_unchanged(destination, result.new_bytes, None)
+        problem = write_if_unchanged(destination, result.new_bytes, None, keep_read_only=False)
     if problem is None:
         return True
     outcome = result.outcome

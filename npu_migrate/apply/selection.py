@@ -9,6 +9,7 @@ import zlib
 from collections.abc import Sequence
 
 from npu_migrate.core.config import SECTION, ConfigError, Settings, did_you_mean, normal_glob
+from npu_migrate.core.diagnostics import shown
 
 
 class SelectionError(ValueError):
@@ -31,7 +32,7 @@ def resolve_rule_selectors(settings: Settings) -> Settings:
         if not any(selector_matches(rule, selector) for rule in rules):
             close = did_you_mean(selector, [r.code for r in rules] + list(by_name))  # edit distance
             hint = f"; did you mean {close!r}?" if close else " (see `npu-migrate rules`)"
-            raise ConfigError(f"{where}: {key}: unknown rule code or name {selector!r}{hint}")
+            raise ConfigError(f"{where}: {key}: unknown rule code or name {shown(selector)}{hint}")
 
     for key in ("select", "ignore", "enable"):
         for selector in getattr(settings, key):

@@ -50,6 +50,7 @@ def command(paths: tuple[str, ...], only: tuple[str, ...], fmt: str, output: str
     from npu_migrate.analyze import SECTIONS, analyze, default_plan
     from npu_migrate.analyze.render import render
     from npu_migrate.apply.selection import resolve_rule_selectors
+    from npu_migrate.commands.progress import TerminalProgress
     from npu_migrate.core.config import ConfigError, load_settings, parse_table
 
     if not paths:
@@ -66,11 +67,22 @@ def command(paths: tuple[str, ...], only: tuple[str, ...], fmt: str, output: str
                             settings.per_file_ignores, settings.root)
     except (ConfigError, ValueError) as exc:
         raise Fatal(str(exc)) from None
+    bar = TerminalProgress()
+
+    def progress(done: int, total: int) -> None:
+        if done == 0:
+            bar.start("analysing", total)
+        else:
+            bar.advance()
+
+    bar.prepare("finding files")  # until the files are known and the bar starts
     try:
         assessment = analyze(paths, only or SECTIONS, jobs or settings.jobs, list(exclude) + settings.exclude,
-                             plan, settings.respect_gitignore, torch_npu_version=torch_npu_version)
+                             plan, settings.respect_gitignore, progress=progress, torch_npu_version=torch_npu_version)
     except (FileNotFoundError, ValueError) as exc:
         raise Fatal(str(exc)) from None
+    finally:
+        bar.stop()
     if fmt == "text" and output is None:
         from rich.console import Console
 

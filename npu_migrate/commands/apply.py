@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Generator, Sequence
@@ -14,11 +13,13 @@ from typing import Any
 import click
 
 from npu_migrate.apply.cache import DEFAULT_DIR, Cache, run_key
+from npu_migrate.apply.engine import switched_off_option
 from npu_migrate.apply.project import attach_project_facts, deepspeed_config_references
 from npu_migrate.apply.runner import FileResult, RunPlan, clean_stale_temps, process_bytes, run, write_back
 from npu_migrate.apply.selection import SelectionError, changed_since, parse_shard, resolve_rule_selectors, shard
 from npu_migrate.apply.summary import RunSummary, package_of
 from npu_migrate.commands.apply_report import MACHINE_FORMATS, Reporter, findings, render_report
+from npu_migrate.commands.progress import TerminalProgress
 from npu_migrate.core import formats
 from npu_migrate.core.config import (
     TARGETS,
@@ -36,7 +37,7 @@ from npu_migrate.core.discovery import (
     MANIFEST_SUFFIXES,
     PYTHON_SUFFIXES,
     SHELL_SUFFIXES,
-    copy_ignore,
+    copy_for_output,
     deepspeed_config_name,
     discover,
     excluded,
@@ -115,6 +116,7 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
     files that failed, or error-level diagnostics (0 with --exit-zero); 2 usage or fatal
     errors, or a PATH that does not exist (the other paths are still processed).
     """
+    start = time.perf_counter()  # `done in` covers the whole command: finding files and project facts too
     if legacy_format is not None:
         click.echo("npu-migrate: warning: --format is deprecated; use --output-format", err=True)
     fmt = output_format or legacy_format or "text"
@@ -147,8 +149,9 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
             else "add-noqa" if add_noqa else "write")
     plans: dict[int, RunPlan] = {}
     try:
-        files = _files(existing, finder, exclude, lambda s: _plan_of(plans, s, select, ignore, enable, overrides),
-                       changed_since, shard)
+        with TerminalProgress(enabled=not quiet and not show_files).preparing("finding files, reading the project"):
+            files = _files(existing, finder, exclude, lambda s: _plan_of(plans, s, select, ignore, enable, overrides),
+                           changed_since, shard)
     except (ConfigError, ValueError, SelectionError) as exc:
         raise Fatal(str(exc)) from None
     if show_files:
@@ -157,7 +160,7 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
         sys.exit(EXIT_FATAL if len(existing) < len(paths) else EXIT_OK)
     if output_dir and (problem := output_dir_problem(existing, output_dir)):
         raise Fatal(problem)
-    targets = _copy_tree(existing, output_dir, exclude) if output_dir else None
+    targets = copy_for_output(existing, output_dir) if output_dir else None
     if mode == "write":
         clean_stale_temps(list(targets.values()) if targets else [file for file, _ in files])
     groups = _groups(files, plans)
@@ -167,7 +170,6 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
         raise Fatal(f"--output-file {output_file}: {exc.strerror}") from None
     reporter = Reporter(mode, fmt, no_color, show_fixes, quiet, len(files), output, statistics)
     summary = RunSummary()
-    start = time.perf_counter()
     results = _results(groups, cache_dir, no_cache, jobs)  # closing it stops the current group's workers
     try:
         try:
@@ -221,15 +223,15 @@ def _plan(settings: Settings, select: Sequence[str], ignore: Sequence[str], enab
     from codemods.api.registry import RuleError, all_rules, select_rules
 
     rules = all_rules()
+    ignored = _split(ignore) + settings.ignore
     try:
-        chosen = select_rules(rules, _split(select) or settings.select,
-                              _split(ignore) + settings.ignore, _split(enable) + settings.enable)
+        chosen = select_rules(rules, _split(select) or settings.select, ignored, _split(enable) + settings.enable)
     except RuleError as exc:
         unknown = str(exc).split("'")[1] if str(exc).count("'") >= 2 else ""
         close = did_you_mean(unknown, [r.code for r in rules] + [r.name for r in rules]) if unknown else None
         raise RuleError(f"{exc}; did you mean {close!r}?" if close else str(exc)) from None
-    return RunPlan([r.code for r in chosen], settings.rule_options(), settings.per_file_ignores,
-                   settings.root)
+    return RunPlan([r.code for r in chosen], settings.rule_options() | switched_off_option(ignored),
+                   settings.per_file_ignores, settings.root)
 
 
 def _plan_of(plans: dict[int, RunPlan], settings: Settings, select: Sequence[str],
@@ -366,26 +368,6 @@ def _results(groups: list[tuple[RunPlan, list[str]]], cache_dir: str | None, no_
             cache = Cache(directory, run_key(plan.codes, plan.options,
                                              json.dumps(plan.per_file_ignores, sort_keys=True)))
         yield from run(members, plan, jobs or settings.jobs, cache)
-
-
-def _copy_tree(paths: Sequence[str], output_dir: str, exclude: Sequence[str]) -> dict[str, str]:
-    """Copy the inputs into `output_dir` (folders whole, minus VCS/cache folders) and map each
-    source file to its copy, so the migrated copy is complete and runnable."""
-    os.makedirs(output_dir, exist_ok=True)
-    targets: dict[str, str] = {}
-    for path in paths:
-        name = os.path.basename(os.path.normpath(os.path.abspath(path)))
-        destination = output_dir if len(paths) == 1 and os.path.isdir(path) else os.path.join(output_dir, name)
-        if os.path.isdir(path):
-            shutil.copytree(path, destination, ignore=copy_ignore, symlinks=True, dirs_exist_ok=True)
-            for root, _, files in os.walk(path):
-                for file in files:
-                    source = os.path.normpath(os.path.join(root, file))
-                    targets[source] = os.path.join(destination, os.path.relpath(source, path))
-        else:
-            shutil.copy2(path, destination)
-            targets[os.path.normpath(path)] = destination
-    return targets
 
 
 def _run_stdin(plan: RunPlan, name: str, dry_run: bool, show_diff: bool, check: bool, fmt: str,

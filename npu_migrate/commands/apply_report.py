@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
@@ -16,11 +15,11 @@ import click
 from npu_migrate import __version__
 from npu_migrate.apply.runner import FileResult
 from npu_migrate.apply.summary import RunSummary
+from npu_migrate.commands.progress import TerminalProgress
 from npu_migrate.core import formats
 from npu_migrate.core.diagnostics import Diagnostic, Severity
 from npu_migrate.core.diffs import colourise, unified_diff
 
-PROGRESS_MIN_FILES = 200  # below this a run is over before a bar would help
 PROGRESS_LABEL = {"write": "migrating", "check": "checking", "diff": "checking",
                   "dry-run": "checking", "add-noqa": "adding suppressions"}
 MACHINE_FORMATS = ("json", "sarif", "gitlab")  # one document on stdout, no human summary
@@ -80,61 +79,26 @@ class Reporter:
         self.rows: list[tuple[str, str, str]] = []
         self.severities = formats.severity_counts([])
         self.total = total
-        self.progress: Any = None
-        self._last_refresh = 0.0
+        self.progress = TerminalProgress(enabled=not quiet)
         # diffs own stdout in diff modes; diagnostics then go to stderr so the diff stays a patch
         self.diag_err = mode in ("diff", "dry-run") and output is sys.stdout
 
     # -- progress ---------------------------------------------------------------------------
     def track(self, results: Iterator[FileResult]) -> Iterator[FileResult]:
-        if self.total < PROGRESS_MIN_FILES or self.quiet or not sys.stderr.isatty():
-            yield from results
-            return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            ProgressColumn,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-        from rich.text import Text
-
-        class RateColumn(ProgressColumn):
-            def render(self, task: Any) -> Text:
-                return Text(f"{task.speed:.0f} files/s" if task.speed else "")
-
-        # no refresh thread and no redirection of sys.stdout/stderr: the bar is drawn only
-        # between results, so nothing else is ever written while it is on screen
-        self.progress = Progress(TextColumn(PROGRESS_LABEL[self.mode]), BarColumn(),
-                                 MofNCompleteColumn(), RateColumn(), TextColumn("ETA"),
-                                 TimeRemainingColumn(), console=Console(stderr=True),
-                                 transient=True, auto_refresh=False, redirect_stdout=False,
-                                 redirect_stderr=False)
-        self.progress.start()
-        task = self.progress.add_task("files", total=self.total)
+        self.progress.start(PROGRESS_LABEL[self.mode], self.total)
         for result in results:
             yield result
-            if self.progress is None:
-                return
-            self.progress.advance(task)
-            now = time.monotonic()
-            if now - self._last_refresh > 0.1:
-                self._last_refresh = now
-                self.progress.refresh()
+            self.progress.advance()
 
     def close(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-            self.progress = None
+        self.progress.stop()
 
     def _echo(self, text: str, err: bool = False, ansi: bool = False) -> None:
         """One piece of output. While the bar is on a terminal, output for that terminal is
         printed through the bar's console (which lifts the bar over it) but still to its own
         stream; output for a file or pipe never sees a control code."""
         stream = sys.stderr if err else self.output
-        if self.progress is None or not _isatty(stream):
+        if not self.progress.active or not _isatty(stream):
             click.echo(text, file=stream, nl=not ansi, color=ansi or None)
             return
         from rich.text import Text
@@ -232,5 +196,6 @@ def _isatty(stream: Any) -> bool:
 def _rule_names() -> dict[str, str]:
     from codemods.api.registry import all_rules
 
-    return {"NPU000": "file-failed", "NPU001": "unknown-suppression-code"} | {
+    return {"NPU000": "file-failed", "NPU001": "unknown-suppression-code",
+            "NPU002": "malformed-suppression"} | {
         r.code: r.name for r in all_rules()}

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from npu_migrate.core.diagnostics import shown
+
 SECTION = "npu-migrate"
 # in one folder, npu-migrate.toml wins over pyproject.toml (ruff: ruff.toml over pyproject.toml)
 CONFIG_NAMES = ("npu-migrate.toml", "pyproject.toml")
@@ -78,11 +80,15 @@ def edit_distance(a: str, b: str) -> int:
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate nearest to `word` by edit distance (case-insensitive), if it is near
     enough to be a typo: at most a third of the word's length, and at least 1. Ties go to the
-    first candidate in order. `NPU1O1` -> `NPU101` (one substitution), never `NPU311` (two)."""
+    first candidate in order. `NPU1O1` -> `NPU101` (one substitution), never `NPU311` (two).
+    The distance is at least the difference in length, so a candidate whose length is too far
+    off is never compared: a 100,000-character word costs no more than a short one."""
     word_key = word.strip().lower()
     limit = max(1, len(word_key) // 3)
     best, best_distance = None, limit + 1
     for candidate in candidates:
+        if abs(len(candidate) - len(word_key)) >= best_distance:
+            continue
         distance = edit_distance(word_key, candidate.lower())
         if distance < best_distance:
             best, best_distance = candidate, distance
@@ -103,6 +109,11 @@ def read_toml(path: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: not UTF-8: {exc.reason} at byte {exc.start}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise ConfigError(f"{path}: {TOO_DEEP}") from None
+
+
+TOO_DEEP = "values nested too deeply to read (arrays or inline tables inside each other, thousands deep)"
 
 
 def _table_of(path: str, data: dict[str, Any]) -> dict[str, Any] | None:
@@ -146,14 +157,13 @@ def nearest_config(path: str) -> str | None:
 def load_config_file(path: str) -> Settings:
     """Settings from one configuration file, following `extend` chains (the extending file's
     keys win; a cycle is an error). Relative paths are relative to the nearest file's folder,
-    except an extended file's `cache-dir`, which is relative to the file that sets it.
+    except `cache-dir`, which is relative to the file that sets it and must stay inside its
+    folder (`project_cache_dir`).
     Rule selectors are checked against the installed rules by the caller (a layer up)."""
     table = _merged_table(os.path.abspath(path), [])
     settings = parse_table(table, path)
     settings.source = path
     settings.root = os.path.dirname(os.path.abspath(path))
-    if settings.cache_dir is not None and not os.path.isabs(settings.cache_dir):
-        settings.cache_dir = os.path.join(settings.root, os.path.expanduser(settings.cache_dir))
     settings.exclude = [normal_glob(p) for p in settings.exclude]
     return settings
 
@@ -167,6 +177,8 @@ def _merged_table(path: str, chain: list[str]) -> dict[str, Any]:
     if table is None:
         return {}  # a pyproject.toml named by --config without our table: the defaults
     table = dict(table)
+    if isinstance(table.get("cache-dir"), str):
+        table["cache-dir"] = project_cache_dir(table["cache-dir"], path)
     base = table.pop("extend", None)
     if base is None:
         return table
@@ -176,11 +188,23 @@ def _merged_table(path: str, chain: list[str]) -> dict[str, Any]:
     if not os.path.isfile(target):
         raise ConfigError(f"{path}: extend: {base!r} is not a file")
     merged = _merged_table(os.path.abspath(target), chain + [path])
-    if "cache-dir" in merged and isinstance(merged["cache-dir"], str):
-        merged["cache-dir"] = os.path.join(os.path.dirname(os.path.abspath(target)),
-                                           os.path.expanduser(merged["cache-dir"]))
     merged.update(table)
     return merged
+
+
+def project_cache_dir(value: str, config: str) -> str:
+    """A configuration's `cache-dir`, absolute: relative to the file that sets it, and inside that
+    file's folder (symbolic links resolved). A project's configuration arrives with the project
+    (a clone, a pull request): it must not make `apply` create and fill a folder elsewhere on the
+    disk. `--cache-dir` on the command line, the user's own choice, may name any folder."""
+    folder = os.path.dirname(os.path.abspath(config))
+    absolute = os.path.normpath(os.path.join(folder, os.path.expanduser(value)))
+    real, real_folder = os.path.realpath(absolute), os.path.realpath(folder)
+    if real != real_folder and not real.startswith(real_folder.rstrip(os.sep) + os.sep):
+        raise ConfigError(f"{config}: [tool.{SECTION}]: cache-dir {shown(value)} is outside the project "
+                          f"({folder}); a configuration keeps its cache inside its folder: give "
+                          "--cache-dir on the command line for a folder elsewhere")
+    return absolute
 
 
 class SettingsFinder:
@@ -232,11 +256,12 @@ def _has_section(path: str) -> bool:
     try:
         tool = tomllib.loads(data.decode("utf-8-sig")).get("tool", {})
         return isinstance(tool, dict) and SECTION in tool
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         # a broken unrelated pyproject is not ours to judge; a broken one of ours must not be
         # skipped silently (the run would go on with other settings)
         if f"tool.{SECTION}".encode() in data or f'tool."{SECTION}"'.encode() in data:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+            problem = TOO_DEEP if isinstance(exc, RecursionError) else f"invalid TOML: {exc}"
+            raise ConfigError(f"{path}: {problem}") from None
         return False
 
 
@@ -268,7 +293,7 @@ def parse_table(table: dict[str, Any], path: str = "pyproject.toml") -> Settings
         if key not in _KNOWN:
             close = did_you_mean(key, sorted(_KNOWN))
             hint = f"did you mean {close!r}? " if close else ""
-            raise ConfigError(f"{where}: unknown key {key!r} ({hint}known: {', '.join(sorted(_KNOWN))})")
+            raise ConfigError(f"{where}: unknown key {shown(key)} ({hint}known: {', '.join(sorted(_KNOWN))})")
         attr = key.replace("-", "_")
         if key in _LIST_KEYS:
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):

@@ -7,28 +7,14 @@ formats (text, JSON, SARIF, markdown) are written once.
 from __future__ import annotations
 
 import enum
-import functools
-import importlib.metadata
+import os
+import pathlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 DOCS_RULES = "docs/rules"
-DISTRIBUTION = "npu-migrate"
-
-
-@functools.cache
-def project_url() -> str | None:
-    """Where the sources are published: the `Repository` entry of `[project.urls]` in pyproject.toml,
-    read from the installed metadata (one place to change it). None when not installed."""
-    try:
-        entries: list[str] = importlib.metadata.metadata(DISTRIBUTION).get_all("Project-URL") or []
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    for entry in entries:
-        label, _, url = entry.partition(",")
-        if label.strip().lower() == "repository":
-            return url.strip().rstrip("/")
-    return None
+# a checkout, or an editable install of one, has docs/ beside the two packages; a wheel has not
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class Severity(str, enum.Enum):
@@ -44,6 +30,15 @@ class Severity(str, enum.Enum):
 
 
 BUILTIN_PREFIXES = ("NPU", "ANA", "MEM", "VER")
+SHOWN_CHARACTERS = 40
+
+
+def shown(value: str) -> str:
+    """A value from the user as a one-line message quotes it: its repr, cut to a readable length
+    (a 100,000-character code in `select` must not make a 100,000-character error line)."""
+    if len(value) <= SHOWN_CHARACTERS:
+        return repr(value)
+    return f"{value[:SHOWN_CHARACTERS]!r}… ({len(value):,} characters)"
 
 
 def doc_link(code: str) -> str:
@@ -52,14 +47,14 @@ def doc_link(code: str) -> str:
     return f"npu-migrate rules {code}"
 
 
-def doc_url(code: str, version: str) -> str | None:
-    """The versioned web address of a built-in code's page (SARIF `helpUri`); None for a
-    plugin's code, whose pages are not published with ours."""
-    base = project_url()
-    if base is None or not code.startswith(BUILTIN_PREFIXES):
-        return None
-    # a release tag (`v` + version): the log keeps pointing at the page of the version that wrote it
-    return f"{base}/blob/v{version}/{DOCS_RULES}/{code}.md"
+def doc_url(code: str) -> str | None:
+    """A code's page as a `file:` URI where the page exists on this machine (SARIF `helpUri`): a
+    checkout or an editable install has docs/rules/CODE.md beside the packages. None elsewhere: a
+    wheel carries no docs folder (`npu-migrate rules CODE`, which the `help` text names, prints the
+    page from any installed copy), and no web address is given that the tool cannot check exists
+    (the project has no published release to point at)."""
+    page = os.path.join(_CHECKOUT, DOCS_RULES, f"{code}.md")
+    return pathlib.Path(page).as_uri() if os.path.isfile(page) else None
 
 
 @dataclass(frozen=True)

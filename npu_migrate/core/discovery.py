@@ -5,12 +5,16 @@ and `--exclude` globs."""
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import shutil
 import stat
 import subprocess
 from collections.abc import Iterable, Sequence
 
-from npu_migrate.core.sources import TEMP_PREFIX
+import pathspec
+
+from npu_migrate.core.sources import is_temp_name
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".bzr", "__pycache__", ".venv", "venv", ".env", ".tox", ".nox",
@@ -42,27 +46,34 @@ def manifest_name(path: str) -> bool:
 
 
 def _skipped_name(name: str) -> bool:
-    return name in SKIP_DIRS or name.endswith(".egg-info") or name.startswith(TEMP_PREFIX)
+    return name in SKIP_DIRS or name.endswith(".egg-info") or is_temp_name(name)
 
 
 def _skipped_dir(path: str) -> bool:
     return _skipped_name(os.path.basename(path)) or os.path.exists(os.path.join(path, "pyvenv.cfg"))
 
 
-def excluded(path: str, patterns: Sequence[str]) -> bool:
-    """A glob matches the whole relative path or any of its components (like ruff's exclude)."""
+def excluded(path: str, patterns: Sequence[str], is_dir: bool = False) -> bool:
+    """Whether the relative `path` matches the exclude globs, read as .gitignore reads its lines
+    (pathspec's GitIgnoreSpec): a name without a slash matches at any depth, a pattern with one
+    is anchored to the folder the path is relative to, `*` stays within a folder and `**` does
+    not, a trailing `/` matches folders only (and what they hold), `!` re-includes."""
     if not patterns:
         return False
-    normalised = path.replace(os.sep, "/")
-    normalised = normalised.removeprefix("./")
-    parts = normalised.split("/")
-    for pattern in patterns:
-        pattern = pattern.rstrip("/")
-        if fnmatch.fnmatch(normalised, pattern) or any(fnmatch.fnmatch(p, pattern) for p in parts):
-            return True
-        if fnmatch.fnmatch(normalised, pattern + "/*"):
-            return True
-    return False
+    normalised = path.replace(os.sep, "/").removeprefix("./")
+    return _gitignore(tuple(patterns)).match_file(normalised + ("/" if is_dir else ""))
+
+
+@functools.lru_cache(maxsize=256)
+def _gitignore(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def absolute_glob(pattern: str) -> bool:
+    """An absolute path (`/home/me/proj/legacy/*`) rather than a .gitignore line anchored by its
+    leading `/` (`/legacy`): it starts with an existing folder of the file system's root."""
+    parts = pattern.split("/")
+    return pattern.startswith("/") and len(parts) > 2 and os.path.isdir("/" + parts[1])
 
 
 def _git_files(directory: str) -> list[str] | None:
@@ -101,39 +112,49 @@ def _is_excluded(path: str, patterns: Sequence[str], roots: Sequence[str],
         relative = os.path.relpath(absolute, root)
         if not relative.startswith(os.pardir):
             views.append(relative)
-    if any(excluded(view, patterns) for view in views):
+    relative_patterns = [p for p in patterns if not absolute_glob(p)]
+    if any(excluded(view, relative_patterns) for view in views):
         return True
-    return any(os.path.isabs(p) and (fnmatch.fnmatch(absolute, p.rstrip("/"))
-                                     or fnmatch.fnmatch(absolute, p.rstrip("/") + "/*"))
-               for p in patterns)
+    absolute_patterns = [p for p in patterns if absolute_glob(p)]
+    return bool(absolute_patterns) and excluded(absolute.lstrip("/"), [p.lstrip("/") for p in absolute_patterns])
 
 
-def _foreign_script(path: str) -> bool:
-    """An extension-less script whose shebang names another interpreter (a pre-commit `shell`
-    file such as `run_train`): the engine would read it as Python and fail."""
-    if path.endswith((".py", ".pyi", ".pyw") + SHELL_SUFFIXES):
-        return False
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline(256)
-    except OSError:
-        return False
-    return first.startswith(b"#!") and b"python" not in first
+SHELL_INTERPRETERS = frozenset({"sh", "bash", "dash", "ash", "ksh", "zsh"})
+
+
+def interpreter_of(first_line: str) -> str | None:
+    """The program a `#!` line runs: `bash` for `#!/usr/bin/env bash`, `python3` for
+    `#!/usr/bin/env -S python3 -u`; None without a `#!` line."""
+    if not first_line.startswith("#!"):
+        return None
+    words = first_line[2:].split()
+    if words and os.path.basename(words[0]) == "env":  # env's options and VAR=value come first
+        words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    return os.path.basename(words[0]) if words else None
+
+
+def script_language(first_line: str) -> str | None:
+    """A script's language by its `#!` line: "python", "shell" or "other"; None without one."""
+    program = interpreter_of(first_line)
+    if program is None:
+        return None
+    if program.startswith("python"):
+        return "python"
+    return "shell" if program in SHELL_INTERPRETERS else "other"
 
 
 def discover(paths: Iterable[str], exclude: Sequence[str] = (),
              suffixes: Sequence[str] = PYTHON_SUFFIXES, respect_gitignore: bool = True,
              root: str | None = None) -> list[str]:
-    """Sorted, de-duplicated files. A file named explicitly is taken whatever its suffix (but
-    not an extension-less script of another language), unless excluded; folders are searched
-    for `suffixes`. `root` is the config folder: exclude globs may be relative to it."""
+    """Sorted, de-duplicated files. A file named explicitly is taken whatever its suffix, unless
+    excluded (the engine reads it by its suffix, or by its `#!` line); folders are searched for
+    `suffixes`. `root` is the config folder: exclude globs may be relative to it."""
     found: dict[str, None] = {}
     roots = [os.getcwd()] + ([os.path.abspath(root)] if root else [])
     for path in paths:
         if os.path.lexists(path) and not os.path.isdir(path):
             # a FIFO, device or link named explicitly is taken too: the run skips it with a note
-            regular = os.path.isfile(path) and not os.path.islink(path)
-            if not _is_excluded(path, exclude, roots) and not (regular and _foreign_script(path)):
+            if not _is_excluded(path, exclude, roots):
                 found[os.path.normpath(path)] = None
             continue
         if not os.path.isdir(path):
@@ -192,3 +213,51 @@ def copy_ignore(directory: str, names: list[str]) -> set[str]:
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
             left_out.add(name)
     return left_out
+
+
+def copy_for_output(paths: Sequence[str], output_dir: str) -> dict[str, str]:
+    """`--output-dir`: copy the inputs into `output_dir` (folders whole, minus what `copy_ignore`
+    leaves out; symbolic links of the sources copied as links) and map each source file to its
+    copy. A symbolic link already in the output folder where a copy goes is removed, never
+    followed: a link planted there (`out/a.py -> ~/.bashrc`) must not get the copy written
+    through it. The folder named by `--output-dir` itself is the user's choice, link or not."""
+    os.makedirs(output_dir, exist_ok=True)
+    targets: dict[str, str] = {}
+    for path in paths:
+        name = os.path.basename(os.path.normpath(os.path.abspath(path)))
+        destination = output_dir if len(paths) == 1 and os.path.isdir(path) else os.path.join(output_dir, name)
+        if os.path.isdir(path):
+            _copy_folder(path, destination, targets)
+        else:
+            _copy_entry(path, destination)
+            targets[os.path.normpath(path)] = destination
+    return targets
+
+
+def _copy_folder(source: str, destination: str, targets: dict[str, str]) -> None:
+    for root, dirs, files in os.walk(source):  # top-down: a folder is made before what it holds
+        left_out = copy_ignore(root, dirs + files)
+        dirs[:] = [d for d in dirs if d not in left_out]
+        target_root = os.path.normpath(os.path.join(destination, os.path.relpath(root, source)))
+        if os.path.islink(target_root):
+            os.unlink(target_root)
+        os.makedirs(target_root, exist_ok=True)
+        for name in dirs:
+            if os.path.islink(os.path.join(root, name)):  # os.walk lists it but does not enter it
+                _copy_entry(os.path.join(root, name), os.path.join(target_root, name))
+        for name in files:
+            if name not in left_out:
+                _copy_entry(os.path.join(root, name), os.path.join(target_root, name))
+                targets[os.path.normpath(os.path.join(root, name))] = os.path.join(target_root, name)
+
+
+def _copy_entry(source: str, target: str) -> None:
+    """A file (mode and times kept) or a symbolic link (as a link) at `target`, replacing what is
+    there (a stale copy, which may be read-only, or a link) without following it."""
+    if os.path.islink(target) or os.path.isfile(target):
+        os.unlink(target)
+    if os.path.islink(source):
+        os.symlink(os.readlink(source), target)
+    else:
+        shutil.copy2(source, target)
+

@@ -19,6 +19,7 @@ import difflib
 import json
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, untyped in typeshed
@@ -168,10 +169,10 @@ def extract(text: str) -> Extracted:
     pieces: list[str] = []
     line = 1
     for index, cell in enumerate(data["cells"]):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code" or index not in spans:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code" or "source" not in cell:
             continue
-        raw = cell.get("source", "")
-        source = "".join(raw) if isinstance(raw, list) else str(raw)
+        raw = cell["source"]
+        source = cell_source(raw, index)  # a string or a list: its span is known
         if source.lstrip().startswith("%%"):
             continue  # a cell magic: the whole cell is another language
         lines = []
@@ -271,8 +272,9 @@ def reassemble(text: str, extracted: Extracted, changed: dict[int, str]) -> str:
     return "".join(out)
 
 
-def cell_diff(old: str, new: str, path: str) -> str:
-    """A unified diff per changed code cell (`a/nb.ipynb (cell 3)`), lines relative to the cell."""
+def cell_diff(old: str, new: str, path: str, quote: Callable[[str], str] = str) -> str:
+    """A unified diff per changed code cell (`a/nb.ipynb (cell 3)`), lines relative to the cell;
+    `quote` makes a header's file name printable (`diffs.git_quoted`)."""
     try:
         old_cells = _code_cells(old)
         new_cells = _code_cells(new)
@@ -285,7 +287,7 @@ def cell_diff(old: str, new: str, path: str) -> str:
             continue
         label = f"{path} (cell {index + 1})"
         for line in difflib.unified_diff(source.splitlines(keepends=True), after.splitlines(keepends=True),
-                                         fromfile=f"a/{label}", tofile=f"b/{label}"):
+                                         fromfile=quote(f"a/{label}"), tofile=quote(f"b/{label}")):
             out.append(line if line.endswith("\n") else line + "\n")
     return "".join(out)
 
@@ -295,6 +297,24 @@ def _code_cells(text: str) -> dict[int, str]:
     found = {}
     for index, cell in enumerate(data["cells"]):
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            raw = cell.get("source", "")
-            found[index] = "".join(raw) if isinstance(raw, list) else str(raw)
+            found[index] = cell_source(cell.get("source", ""), index)
     return found
+
+
+def cell_source(raw: object, index: int) -> str:
+    """A cell's `source` as one text: nbformat's multiline string, a string or a list of strings.
+    Anything else makes the notebook unreadable (NotebookError), never a guess at its text."""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list) and all(isinstance(line, str) for line in raw):
+        return "".join(raw)
+    wrong = next((_json_kind(line) for line in raw if not isinstance(line, str)), "") \
+        if isinstance(raw, list) else ""
+    kind = f"a list holding {wrong}" if wrong else _json_kind(raw)
+    raise NotebookError(f"cell {index + 1}: `source` must be a string or a list of strings, not {kind}")
+
+
+def _json_kind(value: object) -> str:
+    names = {dict: "an object", list: "a list", bool: "a boolean", int: "a number", float: "a number",
+             type(None): "null"}
+    return names.get(type(value), type(value).__name__)

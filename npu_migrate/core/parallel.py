@@ -46,7 +46,9 @@ def exit_status(interrupt: KeyboardInterrupt) -> int:
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[None]:
     """In the main process: SIGTERM and SIGHUP stop the run like Ctrl-C (raise `Stopped`).
-    Only the first signal raises: a second one during the clean-up must not cut it short."""
+    Only the first signal raises: a second one during the clean-up must not cut it short.
+    A signal the process was started ignoring stays ignored: `nohup` (SIGHUP) and a background
+    job of a script (SIGINT) ask for a run that the terminal going away cannot stop."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -58,7 +60,8 @@ def stop_on_signals() -> Iterator[None]:
             stopping = True
             raise Stopped(signum)
 
-    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS
+                if signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         yield
     finally:

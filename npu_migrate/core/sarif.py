@@ -26,7 +26,7 @@ def to_sarif(diagnostics: Iterable[Diagnostic],
              tool_version: str, tool_name: str = "npu-migrate") -> dict[str, Any]:
     """One SARIF log with one run. `rules` maps a code to (name, summary, help_uri or None);
     codes of diagnostics missing from it get a minimal rule entry of their own. A missing
-    help_uri of a built-in code is its versioned page (doc_url)."""
+    help_uri is the code's page where it exists on this machine (`doc_url`), else left out."""
     diagnostics = list(diagnostics)
     codes = list(rules)
     for diagnostic in diagnostics:
@@ -41,7 +41,7 @@ def to_sarif(diagnostics: Iterable[Diagnostic],
             "shortDescription": {"text": summary},
             "help": {"text": f"{summary}. See {doc_link(code)}."},
         }
-        help_uri = help_uri or doc_url(code, tool_version)
+        help_uri = help_uri or doc_url(code)
         if help_uri:
             descriptor["helpUri"] = help_uri
         descriptors.append(descriptor)

@@ -3,9 +3,9 @@ style, permissions and owner are kept; writes are atomic (temp file in the same 
 rename) and conditional (compare-and-swap: a file is replaced only if it still holds the
 exact bytes that were migrated); only regular files are ever read or written.
 
-Temp files live in a folder `.npu-migrate-tmp-<pid>-*` beside the target, holding a
-`.gitignore` of `*`: git never shows one, even when a run is killed mid-write, and the next
-run removes folders whose process is gone.
+Temp files live in a folder `.npu-migrate-tmp-<pid>-<8 random characters>` beside the target,
+holding a `.gitignore` of `*`: git never shows one, even when a run is killed mid-write, and the
+next run removes such folders whose process is gone, if they hold only what a run puts there.
 """
 
 from __future__ import annotations
@@ -14,17 +14,19 @@ import codecs
 import hashlib
 import io
 import os
+import re
 import shutil
 import stat
 import tempfile
-import time
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 TEMP_PREFIX = ".npu-migrate-tmp-"
-_LEGACY_TEMP = (".npu-migrate-", ".tmp")  # temp files of versions before 0.x: `.npu-migrate-*.tmp`
-_LEGACY_TEMP_AGE = 3600.0  # seconds: older than any write in flight
+# `tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{pid}-")`: the prefix, the pid, 8 characters of its alphabet
+_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"([0-9]+)-[a-z0-9_]{8}")
+_GITIGNORE, _NEW = ".gitignore", "new"  # what a temp folder holds
+_MARKER = "# npu-migrate temp folder, removed after the write\n*\n"
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -88,6 +90,23 @@ def read_regular(path: str) -> bytes:
         return handle.read()
 
 
+def open_regular(path: str) -> io.BufferedReader:
+    """`path` opened for reading if it is a regular file, a symbolic link followed: for a file the
+    user names to a reader (`npu-migrate memory FILE`), where following a link is harmless. A
+    FIFO, a device or a socket raises `Skipped` at once (opened non-blocking and never read: a
+    blocking open of a FIFO waits for a writer forever); OSError as `open` raises it."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Skipped(f"{path}: not a regular file ({_kind(mode)})")
+        os.set_blocking(fd, True)  # a regular file: ordinary reads from here on
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
@@ -107,11 +126,13 @@ def read_source(path: str) -> SourceText:
     return decode_source(data, path)
 
 
-def write_if_unchanged(path: str, data: bytes, expected: str | None) -> str | None:
+def write_if_unchanged(path: str, data: bytes, expected: str | None, keep_read_only: bool = True) -> str | None:
     """Replace the regular file `path` by `data`, atomically, if it still holds the bytes whose
     `source_digest` is `expected` (None: whatever it holds). Mode, owner and group are kept.
-    Returns None when written, else one line saying why the file was left as it is; never
-    raises OSError (a read-only folder or a full disk costs that one file)."""
+    A file without its owner's write permission is left as it is when `keep_read_only` (a
+    source: see `read_only`; a migrated copy of one is ours to write). Returns None when
+    written, else one line saying why the file was left as it is; never raises OSError (a
+    read-only folder or a full disk costs that one file)."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -120,6 +141,9 @@ def write_if_unchanged(path: str, data: bytes, expected: str | None) -> str | No
         return f"{path}:0:0: cannot write: {exc.strerror}; left as it is"
     if not stat.S_ISREG(info.st_mode):
         return f"{path}:0:0: no longer a regular file; left as it is"
+    if keep_read_only and read_only(info.st_mode):
+        return (f"{path}:0:0: read-only (mode {stat.S_IMODE(info.st_mode):o}); left as it is "
+                "(`chmod u+w` it to migrate it, or use --output-dir)")
     if info.st_uid != os.geteuid() and os.geteuid() != 0:
         return (f"{path}:0:0: owned by another user (uid {info.st_uid}); a rewrite would change "
                 "its owner: left as it is (run as its owner)")
@@ -128,7 +152,7 @@ def write_if_unchanged(path: str, data: bytes, expected: str | None) -> str | No
     except OSError as exc:
         return f"{path}:0:0: cannot write in its folder: {exc.strerror}; left as it is"
     try:
-        temp = os.path.join(scratch, "new")
+        temp = os.path.join(scratch, _NEW)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
         with os.fdopen(fd, "wb") as handle:
             write_all(handle, data)
@@ -149,6 +173,14 @@ def write_if_unchanged(path: str, data: bytes, expected: str | None) -> str | No
     return None
 
 
+def read_only(mode: int) -> bool:
+    """A file whose owner may not write it (`chmod a-w`): its owner asked for it to stay as it is.
+    The atomic rename would replace it all the same (it needs only the folder's permission), and
+    ruff or black, which open the file for writing, would fail on it: it is refused whoever runs
+    the tool, root included, so the outcome does not depend on the account."""
+    return not mode & stat.S_IWUSR
+
+
 def write_all(handle: io.BufferedWriter, data: bytes) -> None:
     """The one place new content is written (tests inject faults here: a full disk)."""
     handle.write(data)
@@ -166,17 +198,26 @@ def _digest_now(path: str) -> str | None:
 def _scratch_dir(directory: str) -> str:
     scratch = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=directory)
     try:
-        with open(os.path.join(scratch, ".gitignore"), "w", encoding="utf-8") as handle:
-            handle.write("# npu-migrate temp folder, removed after the write\n*\n")
+        with open(os.path.join(scratch, _GITIGNORE), "w", encoding="utf-8") as handle:
+            handle.write(_MARKER)
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
     return scratch
 
 
+def is_temp_name(name: str) -> bool:
+    """Whether `name` is one `_scratch_dir` makes: the prefix, a process id, and `mkdtemp`'s eight
+    random characters. Nothing looser: a user's `.npu-migrate-tmp-notes` is not ours."""
+    return _TEMP_NAME.fullmatch(name) is not None
+
+
 def remove_stale_temps(directories: Iterable[str]) -> int:
-    """Remove the temp folders of runs that are gone (killed mid-write) from `directories`,
-    and temp files of older versions; a live run's folder is left. Returns how many."""
+    """Remove the temp folders of runs that are gone (killed mid-write) from `directories`; a
+    live run's folder is left. Only what a run made goes: a folder named exactly as
+    `_scratch_dir` names them, whose process is gone, holding nothing but the run's marker
+    `.gitignore` and its `new` file (or nothing, if the run died before writing them); anything
+    else with a similar name is the user's and stays. Returns how many were removed."""
     removed = 0
     for directory in set(directories):
         try:
@@ -184,24 +225,37 @@ def remove_stale_temps(directories: Iterable[str]) -> int:
         except OSError:
             continue
         for name in names:
+            match = _TEMP_NAME.fullmatch(name)
             path = os.path.join(directory, name)
-            if name.startswith(TEMP_PREFIX) and not _owner_alive(name):
-                shutil.rmtree(path, ignore_errors=True)
-                removed += 1
-            elif name.startswith(_LEGACY_TEMP[0]) and name.endswith(_LEGACY_TEMP[1]) and _older(path):
+            if match and not _alive(int(match.group(1))) and _made_by_a_run(path):
                 try:
-                    os.unlink(path)
+                    for entry in os.listdir(path):
+                        os.unlink(os.path.join(path, entry))
+                    os.rmdir(path)
                     removed += 1
                 except OSError:
                     pass
     return removed
 
 
-def _owner_alive(name: str) -> bool:
-    pid_text = name[len(TEMP_PREFIX):].split("-", 1)[0]
-    if not pid_text.isdigit():
+def _made_by_a_run(path: str) -> bool:
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return False
+        entries = os.listdir(path)
+        if not set(entries) <= {_GITIGNORE, _NEW}:
+            return False
+        if any(not stat.S_ISREG(os.lstat(os.path.join(path, e)).st_mode) for e in entries):
+            return False
+        if _GITIGNORE not in entries:
+            return True  # killed between creating the folder and writing the marker
+        with open(os.path.join(path, _GITIGNORE), encoding="utf-8") as handle:
+            return handle.read(len(_MARKER) + 1) == _MARKER
+    except (OSError, UnicodeDecodeError):
         return False
-    pid = int(pid_text)
+
+
+def _alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
     try:
@@ -211,13 +265,6 @@ def _owner_alive(name: str) -> bool:
     except PermissionError:
         return True  # someone else's live process
     return True
-
-
-def _older(path: str) -> bool:
-    try:
-        return time.time() - os.lstat(path).st_mtime > _LEGACY_TEMP_AGE
-    except OSError:
-        return False
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -231,7 +278,7 @@ def write_atomic(path: str, data: bytes) -> None:
         mode = 0o644 & ~_umask()
     scratch = _scratch_dir(directory)
     try:
-        temp = os.path.join(scratch, "new")
+        temp = os.path.join(scratch, _NEW)
         with open(temp, "xb") as handle:
             write_all(handle, data)
             handle.flush()

@@ -144,3 +144,49 @@ def test_custom_code_section_lists_every_third_party_row(tmp_path):
                         if row[1] == "third-party CUDA"}
     custom_rows = {row[2].rsplit(":", 1)[1] for row in tables["Custom operations and third-party CUDA code"].rows}
     assert third_party_rows == {"4"} and third_party_rows <= custom_rows
+
+
+def test_analyze_states_what_apply_check_counts_on_the_same_files(tmp_path):
+    """Issue 29: `apply` and `analyze` disagreed on a project's counts (49 vs 48 files, 17 vs 18
+    warnings): analyze left out the notebooks and requirement files apply reads, ran the rules
+    without the project facts apply computes (NPU311 reports a project's own CUDA extensions),
+    and its "warning" findings are its ANA codes, not apply's diagnostics. It now states apply's
+    own counts for the same files, which must be what `apply --check` prints."""
+    import json
+    import subprocess
+    import sys
+
+    project = tmp_path / "proj"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "train.py").write_text(
+        "import os\nimport torch\nfrom pkg import fused_ext\nos.environ['CUDA_VISIBLE_DEVICES'] = '1,0'\n"
+        "x = torch.ones(2).cuda()\nv = torch.version.cuda\n")
+    (project / "setup.py").write_text(
+        "from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+        "setup(ext_modules=[CUDAExtension('pkg.fused_ext', ['csrc/fused.cu'])])\n")
+    (project / "csrc").mkdir()
+    (project / "csrc" / "fused.cu").write_text("__global__ void k() {}\n")
+    (project / "requirements.txt").write_text("torch==2.1.0+cu121\nxformers\n")
+    cell = {"cell_type": "code", "source": ["import torch\n", "y = torch.ones(1).cuda()\n"], "metadata": {},
+            "outputs": [], "execution_count": None}
+    (project / "explore.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
+                                                       "nbformat_minor": 5}))
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "npu_migrate", *args, "--isolated", "."], cwd=project,
+                              capture_output=True, text=True, timeout=300, check=False)
+
+    payload = json.loads(run("apply", "--check", "--no-cache", "--output-format", "json").stdout)
+    applied, files = payload["summary"], payload["files"]
+    analysed = run("analyze", "--format", "json")
+    assert analysed.returncode == 0, analysed.stderr
+    stated = json.loads(analysed.stdout)["summary"]["apply --check on these files"]
+    counted = {"warning": 0, "info": 0, "error": 0}
+    for entry in files:
+        for d in entry["diagnostics"]:
+            counted[d["severity"]] += 1
+    assert stated == (f"{applied['files_scanned']} files, {applied['files_changed']} would change, "
+                      f"{applied['files_failed']} failed; {counted['error']} errors, {counted['warning']} warnings, "
+                      f"{counted['info']} info")
+    assert applied["files_scanned"] == 6 and counted["warning"] >= 4  # the notebook, requirements, .cu and NPU311

@@ -137,3 +137,45 @@ def test_parallel_equals_serial(tmp_path):
     parallel = to_json(analyze([str(tmp_path)], jobs=2))
     assert serial == parallel
     assert sum(1 for f in serial["findings"] if f["code"] == "ANA044") == 60
+
+
+def test_html_shows_what_needs_a_person_first_coloured_and_filterable(tmp_path):
+    """Issue 29: the page listed the rows that need work among the routine ones, with no order,
+    colour or filter, and showed literal backticks."""
+    import re
+    from html.parser import HTMLParser
+
+    from npu_migrate.analyze import analyze
+
+    routine = "".join(f"x{i} = torch.ones(2).cuda()\n" for i in range(8))
+    (tmp_path / "a.py").write_text("import torch\nimport triton\n" + routine + "v = torch.version.cuda\n")
+    page = render(analyze([str(tmp_path)], jobs=1), "html")
+
+    class Rows(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.findings, self.radios = [], [], []
+
+        def handle_starttag(self, tag, attrs):
+            attributes = dict(attrs)
+            classes = (attributes.get("class") or "").split()
+            if tag == "tr" and "status" in classes:
+                self.rows.append(next(c for c in classes if c.startswith("status-")))
+            if tag == "li" and {"error", "warning", "info"} & set(classes):
+                self.findings.append(next(c for c in classes if c in ("error", "warning", "info")))
+            if tag == "input" and attributes.get("name") == "show":
+                self.radios.append(attributes["id"])
+
+    parsed = Rows()
+    parsed.feed(page)
+    order = ["status-manual", "status-reported", "status-policy", "status-rewritten"]
+    assert parsed.rows[0] == "status-manual" and parsed.rows.count("status-rewritten") == 8
+    assert [order.index(r) for r in parsed.rows] == sorted(order.index(r) for r in parsed.rows)
+    assert parsed.findings == sorted(parsed.findings, key=["error", "warning", "info"].index)
+    # the filter: radios before the report, and CSS that hides the routine rows when one is checked
+    assert parsed.radios == ["show-all", "show-work", "show-person"]
+    assert page.index('id="show-person"') < page.index('<div class="report">')
+    assert re.search(r"#show-work:checked~\.report tr\.routine[^{]*\{display:none\}", page)
+    assert re.search(r"tr\.status-manual\{background:#[0-9a-f]{6}\}", page)
+    assert "`" not in page and "<code>triton</code>" in page
+    assert "<script" not in page  # still a page that runs nothing

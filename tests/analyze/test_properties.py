@@ -18,5 +18,5 @@ def test_scanner_never_raises(source):
         return  # the grammar is wider than what this Python accepts
     result = Scanner("g.py", source, tree, FileFacts.from_tree(tree)).run()
     lines = source.count("\n") + 1
-    for line in [s.line for s in result.sites] + [d.line for d in result.findings] + [l for _, l, _ in result.ops]:
+    for line in [s.line for s in result.sites] + [d.line for d in result.findings] + [at for _, at, _ in result.ops]:
         assert 1 <= line <= lines

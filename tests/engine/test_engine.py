@@ -76,7 +76,7 @@ def test_nested_pieces_round_trip(before, after):
 def test_nested_positions_are_file_positions():
     text = "class A:\n    a = 1\n\n    def f(self, t):\n        b = 2\n        return t.cuda()\n"
     outcome = run(text, select=["NPU101"])
-    assert [(e.line, e.col) for e in outcome.edits] == [(6, 16)]
+    assert [(e.line, e.col) for e in outcome.edits if e.code == "NPU101"] == [(6, 16)]
 
 
 
@@ -132,7 +132,11 @@ def test_existing_torch_npu_import_is_respected():
 
 
 def test_ignoring_npu100_adds_no_import():
-    assert migrate_source("x = y.cuda()\n", select=["NPU101"]) == "x = y.npu()\n"
+    assert migrate_source("x = y.cuda()\n", select=["NPU101"], ignore=["NPU100"]) == "x = y.npu()\n"
+
+
+def test_selecting_a_rule_whose_fix_needs_torch_npu_adds_the_import():
+    assert migrate_source("x = y.cuda()\n", select=["NPU101"]) == "import torch_npu  # noqa: F401\nx = y.npu()\n"
 
 
 class _BrokenRule(Rule):
@@ -193,7 +197,7 @@ def test_a_crashing_rule_fails_the_file_not_the_run():
 def test_parsed_but_unchanged_nested_piece_keeps_its_indentation():
     # the second statement matches the prefilter (".cuda" in a string) but is not rewritten
     text = "def f(t):\n    a = 1\n    log('.cuda here')\n    return t.cuda()\n"
-    assert migrate_source(text, select=["NPU101"]) == text.replace("t.cuda()", "t.npu()")
+    assert migrate_source(text, select=["NPU101"], ignore=["NPU100"]) == text.replace("t.cuda()", "t.npu()")
 
 
 class _SynchronizeRule(Rule):

@@ -32,11 +32,25 @@ def tree(tmp_path):
     return tmp_path
 
 
-def start(tree):
+def from_a_terminal():
+    """The dispositions of a command started from a terminal. Without this the child would inherit
+    the suite's: a suite started in the background (`cmd &`, nohup) ignores SIGINT (and SIGHUP),
+    and the tool keeps an inherited "ignore" (see the nohup test below)."""
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def under_nohup():
+    """What `nohup cmd` and a background job of a script (`cmd &` without job control) give."""
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def start(tree, preexec_fn=from_a_terminal):
     command = [sys.executable, "-m", "npu_migrate", "apply", "--no-cache", "--isolated",
                "--select", "NPU10", "-j", "2", "."]
     process = subprocess.Popen(command, cwd=tree, env=dict(os.environ, PYTHONPATH=ROOT),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
     deadline = time.monotonic() + 60
     while len(children(process.pid)) < 2:  # both workers started: the run is under way
         assert process.poll() is None, "the run ended before it could be signalled"
@@ -69,6 +83,26 @@ def test_a_stop_signal_stops_cleanly_with_128_plus_n(tree, signum):
     _, err = process.communicate(timeout=60)
     assert process.returncode == 128 + signum, err.decode()
     assert b"interrupted" in err and b"Traceback" not in err
+    assert wait_gone(workers) == []
+    assert_lossless(tree)
+
+
+def test_under_nohup_sighup_and_sigint_are_ignored_as_inherited_and_sigterm_still_stops(tree):
+    """`nohup npu-migrate apply .` or `npu-migrate apply . &` in a script: the terminal closing
+    (SIGHUP) or a Ctrl-C meant for the foreground job (SIGINT) must not stop the run (issue 29)."""
+    process, workers = start(tree, preexec_fn=under_nohup)
+    process.send_signal(signal.SIGHUP)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err.decode()
+    assert b"interrupted" not in err
+    assert_lossless(tree, expect_all_migrated=True)
+    for index in range(FILES):  # again, from the original sources: SIGTERM is not inherited-ignored
+        (tree / f"m{index:03}.py").write_text(SOURCE)
+    process, workers = start(tree, preexec_fn=under_nohup)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM, err.decode()
     assert wait_gone(workers) == []
     assert_lossless(tree)
 

@@ -69,3 +69,29 @@ def test_write_atomic_failure_leaves_original(tmp_path, monkeypatch):
         write_atomic(str(target), b"half")
     assert target.read_text() == "original\n"
     assert sorted(os.listdir(tmp_path)) == ["a.py"]
+
+
+def test_open_regular_refuses_fifos_and_devices_without_blocking_and_follows_links(tmp_path):
+    """For readers of a file the user names (`npu-migrate memory FILE`): a FIFO must not hang the
+    command (a blocking open waits for a writer forever) and a device must not be read."""
+    import subprocess
+    import sys
+
+    (tmp_path / "snap.pickle").write_bytes(b"data")
+    (tmp_path / "link.pickle").symlink_to(tmp_path / "snap.pickle")
+    os.mkfifo(tmp_path / "fifo.pickle")
+    probe = (
+        "import sys\nfrom npu_migrate.core.sources import Skipped, open_regular\n"
+        "for name in sys.argv[1:]:\n"
+        "    try:\n"
+        "        with open_regular(name) as handle:\n"
+        "            print(name, 'read', handle.read())\n"
+        "    except Skipped as exc:\n"
+        "        print(name, 'skipped', exc)\n")
+    result = subprocess.run([sys.executable, "-c", probe, "snap.pickle", "link.pickle", "fifo.pickle", "/dev/zero"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=30, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "snap.pickle read b'data'" and lines[1] == "link.pickle read b'data'"
+    assert lines[2].startswith("fifo.pickle skipped") and "FIFO" in lines[2]
+    assert lines[3].startswith("/dev/zero skipped") and "character device" in lines[3]

@@ -256,16 +256,16 @@ def test_jobs_are_capped_by_cores_and_files():
 
 def test_temp_folders_are_ignored_by_git_and_removed_by_the_next_run(project):
     subprocess.run(["git", "init", "-q", str(project)], check=True)
-    dead = project / f"{TEMP_PREFIX}999999999-x"
-    dead.mkdir()
-    (dead / ".gitignore").write_text("*\n")
+    made = sources._scratch_dir(str(project))  # what a run killed mid-write leaves, of a gone process
+    dead = project / os.path.basename(made).replace(f"{TEMP_PREFIX}{os.getpid()}-", f"{TEMP_PREFIX}999999999-")
+    os.rename(made, dead)
     (dead / "new").write_text("half a file")
     live = sources._scratch_dir(str(project))  # this process's: still in use
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=project,
                             capture_output=True, text=True, check=True).stdout
     assert ".npu-migrate" not in status
-    legacy = project / ".npu-migrate-abc123.tmp"  # what versions before this one left
-    legacy.write_text("x")
-    os.utime(legacy, (1, 1))
-    assert remove_stale_temps([str(project)]) == 2
-    assert not dead.exists() and not legacy.exists() and os.path.isdir(live)
+    users = project / ".npu-migrate-abc123.tmp"  # a name like ours is not enough (issue 29)
+    users.write_text("x")
+    os.utime(users, (1, 1))
+    assert remove_stale_temps([str(project)]) == 1
+    assert not dead.exists() and users.exists() and os.path.isdir(live)

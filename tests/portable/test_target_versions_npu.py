@@ -61,3 +61,20 @@ def test_an_import_by_name_is_kept_below_the_row() -> None:
     text, codes = migrate(src, "npu", "2.6")
     assert text == src and "NPU155" in codes
     assert "from torch_npu.npu.memory import host_memory_stats" in migrate(src, "npu", "2.9")[0]
+
+
+MSTX = {"torch_npu.npu.mstx.range_push": 'torch.cuda.nvtx.range_push("a")\n',
+        "torch_npu.npu.mstx.range_pop": "torch.cuda.nvtx.range_pop()\n",
+        "torch_npu.npu.mstx.annotate": 'with torch.cuda.nvtx.range("step"):\n    pass\n'}
+
+
+@pytest.mark.parametrize("name", ROWS["torch_npu mstx ranges"]["names"])
+def test_mstx_ranges_row(name: str) -> None:
+    """docs/targets.md says the npu target honours target-version: `mstx.annotate` & co. exist only
+    in the torch_npu 26.x releases, and `--target-version 2.1` wrote them all the same (issue 29)."""
+    src = "import torch\nimport torch_npu\n" + MSTX[name]
+    since = ROWS["torch_npu mstx ranges"]["since"]
+    assert name in migrate(src, "npu", since)[0]
+    text, codes = migrate(src, "npu", before(since))
+    assert text == src and codes == ["NPU170"]
+    assert name not in migrate(src, "npu", "2.1")[0]

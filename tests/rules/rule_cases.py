@@ -23,7 +23,9 @@ def migrate(src: str, codes=None, path: str = "t.py", *, with_import: bool = Fal
     `import torch_npu`, with `with_import`; plus the opt-in rules `enable`, with `options`) over
     `src`; the file must not fail."""
     select = [*codes, *(["NPU100"] if with_import else [])] if codes else []
-    rules = select_rules(all_rules(), select=select, enable=list(enable))
+    # exactly `codes`: a fix needing torch_npu would bring NPU100, as `--select` does
+    ignore = ["NPU100"] if codes and not with_import and "NPU100" not in codes else []
+    rules = select_rules(all_rules(), select=select, ignore=ignore, enable=list(enable))
     outcome = migrate_text(src, path, RuleSet(rules, options or {}))
     assert outcome.error is None, outcome.error
     return outcome

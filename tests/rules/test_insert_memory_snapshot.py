@@ -279,3 +279,28 @@ def test_inert_without_the_variable(runs):
     assert code == 0, err
     assert _memory_calls(calls) == []
     assert not list(tmp.glob("off*.pickle"))
+
+
+def test_idempotent_where_torch_is_used_but_never_imported():
+    """`torch` used as a free name (a star import or a launcher provides it): adding `import torch`
+    for the step marker would let every default rule see `torch.cuda.*` as torch's on the next run,
+    so a second run would change the file again (issue 29). The marker uses the name as the file does."""
+    from npu_migrate.apply.engine import migrate_source
+
+    src = dedent("""\
+        from torch.utils.data import DataLoader
+
+        def train(model, loader, opt):
+            for x, y in loader:
+                torch.cuda.synchronize()
+                loss = model(x)
+                loss.backward()
+                opt.step()
+
+        if __name__ == '__main__':
+            train(None, DataLoader([]), None)
+        """)
+    once = migrate_source(src, "train.py", enable=["memory-snapshot"])
+    assert "ProfilerStep" in once and "_record_memory_history" in once
+    assert "import torch\n" not in once
+    assert migrate_source(once, "train.py", enable=["memory-snapshot"]) == once

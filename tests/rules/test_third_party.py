@@ -223,3 +223,24 @@ def test_only_requirements_and_conda_environments_among_text_and_yaml_files(tmp_
     reported = sorted(line.split(":")[0] for line in result.stdout.splitlines() if " NPU315 " in line)
     assert reported == ["environment.yaml", "requirements-train.txt"]
     assert (tmp_path / "environment.yaml").read_text() == "dependencies:\n  - cudatoolkit=11.3\n"  # unchanged
+
+
+REQUIREMENT_LINES = [
+    # (line, reported): read as PEP 508 by `packaging`, as pip reads them (issue 29)
+    ("torch @ https://download.pytorch.org/whl/cu118/torch-2.0.0%2Bcu118-cp311-cp311-linux_x86_64.whl", True),
+    ("torch===2.0.0+cu118", True),
+    ("torch==2.1.0+cu121 \\", True),  # a continued line (the hashes follow)
+    ("Flash_Attn[all]>=2.3 ; platform_machine == 'x86_64'", True),  # names are normalised
+    ("nvidia-cublas-cu12 @ file:///wheels/nvidia_cublas_cu12-12.1-py3-none-any.whl", True),
+    ("torch==2.1.0+cpu", False),
+    ("numpy>=1.24 --hash=sha256:0123", False),
+    ("torch>=2.1; python_version >= '3.8' and extra == 'cu118'", False),  # a marker is not a build
+    ("-r other-requirements.txt", False),
+    ("-e .", False),
+]
+
+
+@pytest.mark.parametrize("line, reported", REQUIREMENT_LINES)
+def test_requirement_lines_are_read_as_pip_reads_them(line, reported):
+    outcome = rule_cases.migrate(line + "\n", ["NPU315"], "requirements.txt")
+    assert [d.code for d in outcome.diagnostics] == (["NPU315"] if reported else []), outcome.diagnostics

@@ -11,7 +11,11 @@ from codemods.families.torch_cuda_api import DATA, cuda_names
 
 CODES = ["NPU120", "NPU121"]
 T = "import torch\n"
-FACT_SHEET = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "torch_npu_api.md"
+REPO = Path(__file__).resolve().parents[2]
+# sections 2.1 and 2.6 of the fact sheet, shipped with the tests (the fact sheet itself is in the
+# workplace's ../shared, which a clone does not have)
+EXCERPT = REPO / "fixtures" / "reference" / "torch_npu_namespace.md"
+FACT_SHEET = REPO.parent / "shared" / "reference" / "torch_npu_api.md"
 
 
 _RULES = rule_cases.for_codes(CODES)
@@ -145,9 +149,12 @@ def test_entries_follow_the_coverage_schema():
             assert entry["note"].startswith("no NPU")
 
 
-@pytest.mark.skipif(not FACT_SHEET.exists(), reason="the fact sheet ../shared/reference is not present")
 def test_names_match_the_fact_sheet():
-    text = FACT_SHEET.read_text(encoding="utf-8")
+    text = EXCERPT.read_text(encoding="utf-8")
+    if FACT_SHEET.exists():  # the excerpt is still what the fact sheet says
+        sheet = FACT_SHEET.read_text(encoding="utf-8")
+        for start, end in (("### 2.1", "### 2.2"), ("### 2.6", "## 3.")):
+            assert sheet[sheet.index(start):sheet.index(end)] in text
     section = text[text.index("### 2.1"):text.index("### 2.2")]
     words = set(re.findall(r"\w+", section))
     for prefix, first, rest in re.findall(r"(\w+_)([A-Za-z]+)((?:/[A-Za-z]+)+)", section):

@@ -3,6 +3,7 @@ command line overrides it, and bad keys or values are errors naming the key (exi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,25 @@ def test_snapshot_keys_reach_the_memory_snapshot_rule(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--no-cache", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "snapshot-max-entries" in bad.stderr
+
+
+@pytest.mark.parametrize("patterns, kept", [
+    # a negation re-includes, as in .gitignore
+    (["gen/*", "!gen/keep.py"], ["app/gen/x.py", "gen/keep.py", "src/a.py"]),
+    # `*` does not cross a folder: `gen/*.py` is gen's own files, not those of its subfolders
+    (["gen/*.py"], ["app/gen/x.py", "gen/deep/y.py", "src/a.py"]),
+    # `**` does
+    (["**/gen/**/*.py"], ["src/a.py"]),
+    # a trailing slash matches folders only; a leading one anchors to the project
+    (["a.py/"], ["app/gen/x.py", "gen/deep/y.py", "gen/keep.py", "gen/x.py", "src/a.py"]),
+    (["/gen"], ["app/gen/x.py", "src/a.py"]),
+    (["gen"], ["src/a.py"]),
+])
+def test_exclude_globs_have_gitignore_semantics(patterns, kept, tmp_path, monkeypatch):
+    """What users expect of an exclude list is .gitignore's meaning (issue 29), not fnmatch's, whose
+    `*` crosses folders and which has no negation, no `**` and no folder-only patterns."""
+    root = project(tmp_path, "exclude = " + json.dumps(patterns))
+    for name in ("src/a.py", "gen/x.py", "gen/keep.py", "gen/deep/y.py", "app/gen/x.py"):
+        write(root / name, "x = 1\n")
+    result = apply("--show-files", ".", cwd=root, monkeypatch=monkeypatch)
+    assert sorted(Path(line).as_posix() for line in result.stdout.split()) == kept

@@ -20,11 +20,14 @@ def cli_without_numpy(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]
                           capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_required_dependencies_are_libcst_click_and_rich_only():
+def test_required_dependencies_are_the_ones_the_readme_names():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     names = sorted(spec.split(">")[0].split("=")[0].split("<")[0].strip()
                    for spec in project["dependencies"])
-    assert names == ["click", "libcst", "rich"]
+    # pathspec reads exclude globs as .gitignore does, packaging reads requirement lines (issue 29)
+    assert names == ["click", "libcst", "packaging", "pathspec", "rich"]
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "A plain install pulls libcst, click, rich, pathspec and packaging only." in readme
     assert any(spec.startswith("numpy") for spec in project["optional-dependencies"]["memory"])
 
 

@@ -65,3 +65,34 @@ def test_progress_bar_labelled_by_mode_and_never_mixed_with_results(tmp_path):
     piped = subprocess.run([sys.executable, "-m", "npu_migrate", "apply", "--check", "--no-cache", "."],
                            cwd=tmp_path, capture_output=True, text=True, check=False)
     assert "ETA" not in piped.stderr and "checking" not in piped.stderr  # no bar in logs
+
+
+def test_progress_shows_from_the_first_files_for_apply_and_analyze(tmp_path):
+    """A small project on a terminal gets its progress too: a bar only from 200 files left a
+    minute-long analyze of 49 files silent (issue 29)."""
+    for i in range(12):
+        write(tmp_path / "pkg" / f"m{i}.py", CUDA + f"N = {i}\n")
+    code, terminal, stdout = run_with_terminal_stderr(["apply", "--check", "--no-cache", "."], tmp_path)
+    assert code == 1 and "checking" in terminal and "/12" in terminal, terminal
+    assert "checking" not in stdout and "\x1b" not in stdout
+    code, terminal, stdout = run_with_terminal_stderr(["analyze", "--format", "json", "."], tmp_path)
+    assert code == 0 and "analysing" in terminal and "/12" in terminal, terminal
+    assert json.loads(stdout)["summary"]["files analysed"] == 12  # the report itself is untouched
+    quiet = run_with_terminal_stderr(["apply", "--check", "--no-cache", "--quiet", "."], tmp_path)[1]
+    assert "checking" not in quiet
+
+
+def test_done_in_counts_the_whole_command(tmp_path, monkeypatch):
+    """`done in` must cover finding the files and reading the project (which dominate a run whose
+    results come from the cache), not only the per-file part: `done in 0.32 s` after 26 s."""
+    import time
+
+    for i in range(150):
+        write(tmp_path / f"pkg{i % 5}" / f"m{i}.py", CUDA + "".join(f"def f{j}(x):\n    return x + {j}\n"
+                                                                   for j in range(60)))
+    assert apply("--check", ".", cwd=tmp_path, monkeypatch=monkeypatch).exit_code == 1  # fills the cache
+    started = time.perf_counter()
+    result = apply("--check", "--enable", "NPU500", ".", cwd=tmp_path, monkeypatch=monkeypatch)
+    wall = time.perf_counter() - started
+    reported = float(result.stderr.rsplit("done in ", 1)[1].split()[0])
+    assert reported >= 0.8 * wall, (reported, wall)

@@ -51,10 +51,10 @@ def test_rules_lists_and_documents_plugin_rules(plugin_path, installed, tmp_path
 
     listing = cli("rules", cwd=tmp_path, env=env_with(plugin_path))
     assert listing.returncode == 0, listing.stderr
-    line = next(l for l in listing.stdout.splitlines() if l.startswith("EXA101"))
+    line = next(row for row in listing.stdout.splitlines() if row.startswith("EXA101"))
     assert "acme-device-helper" in line and " on " in line and "safe" in line
     assert "[plugin: npu-migrate-example-plugin 0.1.0]" in line
-    assert any(l.startswith("NPU101") for l in listing.stdout.splitlines())  # built-ins still there
+    assert any(row.startswith("NPU101") for row in listing.stdout.splitlines())  # built-ins still there
     page = cli("rules", "EXA101", cwd=tmp_path, env=env_with(plugin_path))
     assert page.stdout.startswith("# EXA101: acme-device-helper") and "## Fix safety" in page.stdout
     installed(plugin_path)
@@ -87,8 +87,10 @@ def test_plugin_rules_run_with_the_builtins(plugin_path, tmp_path):
 
 
 @pytest.mark.parametrize("options, edited, flagged", [
-    (["--select", "EXA"], {"EXA101"}, True),
-    (["--select", "EXA101"], {"EXA101"}, False),
+    # EXA101's fix needs `import torch_npu` (needs_torch_npu): NPU100 adds it unless ignored
+    (["--select", "EXA"], {"EXA101", "NPU100"}, True),
+    (["--select", "EXA101"], {"EXA101", "NPU100"}, False),
+    (["--select", "EXA101", "--ignore", "NPU100"], {"EXA101"}, False),
     (["--ignore", "EXA"], {"NPU100", "NPU101"}, False),
     (["--ignore", "acme-device-helper"], {"NPU100", "NPU101"}, True),
     (["--select", "NPU1"], {"NPU100", "NPU101"}, False),

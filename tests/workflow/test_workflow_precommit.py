@@ -166,3 +166,31 @@ def test_repository_hooks_installed_by_pre_commit(tmp_path):
         if NETWORK_TROUBLE.search(output):
             pytest.skip("pre-commit could not install the hook environment: PyPI is unreachable")
         pytest.fail(output)
+
+
+def documented_blocks() -> list[str]:
+    page = (REPO / "docs" / "pre-commit.md").read_text(encoding="utf-8")
+    return re.findall(r"```yaml\n(.*?)```", page, re.DOTALL)
+
+
+def test_the_documented_local_hook_works_as_copied(tmp_path):
+    """The set-up docs/pre-commit.md gives for an installed npu-migrate, copied as it is (the
+    made-up `rev` it showed before failed when copied: issue 29)."""
+    config = yaml.safe_load(documented_blocks()[0])
+    assert config["repos"][0]["repo"] == "local"
+    root = consumer(tmp_path, config)
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    assert shutil.which("npu-migrate", path=path), "npu-migrate is not installed beside this interpreter"
+    check = pre_commit(root, tmp_path / "home", "npu-migrate-check", extra_env={"PATH": path})
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert "--- a/train.py" in check.stdout and "+model = torch.nn.Linear(4, 2).npu()" in check.stdout
+    assert (root / "train.py").read_text() == CUDA_TRAIN
+
+
+def test_the_documented_remote_hook_names_no_made_up_revision():
+    """No tag exists, so the remote form gives instructions in place of a value that looks real."""
+    remote = yaml.safe_load(documented_blocks()[1])["repos"][0]
+    assert remote["repo"].startswith("<") and remote["rev"].startswith("<full SHA printed by git rev-parse")
+    assert {hook["id"] for hook in remote["hooks"]} <= {hook["id"] for hook in manifest()}
+    for text in (REPO / ".pre-commit-hooks.yaml").read_text(), (REPO / "README.md").read_text():
+        assert not re.search(r"rev: *[0-9a-f]{7,40}\b", text)

@@ -28,7 +28,7 @@ def test_listing_has_every_rule_with_default_fix_safety_and_targets():
     rules = all_rules()
     assert set(by_code) == {r.code for r in rules}
     for rule in rules:
-        code, name, default, fix, targets, *_ = by_code[rule.code]
+        _, name, default, fix, targets, *_ = by_code[rule.code]
         expected = "npu,portable" if "portable" in rule.supported_targets or rule.portable_keeps else "npu"  # codemods/api/targets.py
         assert (name, default, fix, targets) == (rule.name, "on" if rule.default else "off", rule.fix.value, expected)
     assert any(not r.default for r in rules) and "off" in {v[2] for v in by_code.values()}

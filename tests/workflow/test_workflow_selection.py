@@ -122,3 +122,65 @@ def test_bad_shard_exits_2(tmp_path, monkeypatch, spec):
     write(tmp_path / "a.py", CUDA)
     result = apply("--check", "--shard", spec, ".", cwd=tmp_path, monkeypatch=monkeypatch)
     assert result.exit_code == 2 and "--shard takes K/N" in result.stderr
+
+
+# -- what a new user trips over when narrowing the rules (issue 29) --------------------------------
+LINES = "import torch\nx = torch.ones(2).cuda()\ny = torch.ones(2).cuda()  # noqa: NPU101\n"
+
+
+def diagnostics_of(result) -> list[tuple[str, int]]:
+    files = json.loads(result.stdout)["files"]
+    return sorted((d["code"], d["line"]) for f in files for d in f["diagnostics"])
+
+
+@pytest.mark.parametrize("how", [("--ignore", "NPU101"), ("--ignore", "cuda-method"), ("--ignore", "NPU10")])
+def test_switching_a_rule_off_does_not_make_the_sweep_warn_in_its_place(how, tmp_path, monkeypatch):
+    """`--ignore NPU101` is a decision about `.cuda()`; NPU599 ("no rule handled it") on the same
+    lines would overrule it, and so would it on a line that says `# noqa: NPU101`."""
+    write(tmp_path / "a.py", LINES)
+    result = apply("--isolated", "--no-cache", "--check", "--output-format", "json", *how, "a.py",
+                   cwd=tmp_path, monkeypatch=monkeypatch)
+    assert diagnostics_of(result) == []
+    assert (tmp_path / "a.py").read_text() == LINES
+
+
+def test_a_noqa_for_a_rule_is_a_decision_the_sweep_respects(tmp_path, monkeypatch):
+    write(tmp_path / "a.py", LINES)
+    result = apply("--isolated", "--no-cache", "--check", "--output-format", "json", "a.py",
+                   cwd=tmp_path, monkeypatch=monkeypatch)
+    assert diagnostics_of(result) == []
+    write(tmp_path / "b.py", "import torch\nx = torch.ones(2).cuda()  # noqa: F401\n")  # another linter's
+    other = apply("--isolated", "--no-cache", "--output-format", "json", "b.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert other.exit_code == 0 and "x = torch.ones(2).npu()" in (tmp_path / "b.py").read_text()
+
+
+def test_per_file_ignores_are_a_decision_the_sweep_respects(tmp_path, monkeypatch):
+    write(tmp_path / "pyproject.toml", '[tool.npu-migrate.per-file-ignores]\n"legacy/*" = ["NPU101"]\n')
+    write(tmp_path / "legacy" / "a.py", "import torch\nx = torch.ones(2).cuda()\n")
+    result = apply("--no-cache", "--check", "--output-format", "json", ".", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert diagnostics_of(result) == []
+
+
+def test_the_sweep_still_reports_what_no_rule_handles(tmp_path, monkeypatch):
+    write(tmp_path / "a.py", "import torch\nx = torch.ones(2).cuda()\nflag = torch.version.cuda\n")
+    result = apply("--isolated", "--no-cache", "--check", "--output-format", "json", "--ignore", "NPU101", "a.py",
+                   cwd=tmp_path, monkeypatch=monkeypatch)
+    assert diagnostics_of(result) == [("NPU599", 3)]
+
+
+@pytest.mark.parametrize("select", ["NPU101", "cuda-method", "NPU120"])
+def test_selecting_a_rule_brings_the_import_its_fix_needs(select, tmp_path, monkeypatch):
+    """`--select NPU101` rewrote `.cuda()` to `.npu()` without `import torch_npu`, which is
+    what makes `.npu()` exist: the selected fix did not run."""
+    write(tmp_path / "a.py", "import torch\nx = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n")
+    result = apply("--isolated", "--no-cache", "--select", select, "a.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert "import torch_npu" in (tmp_path / "a.py").read_text()
+
+
+def test_ignoring_the_import_rule_is_still_honoured(tmp_path, monkeypatch):
+    write(tmp_path / "a.py", "import torch\nx = torch.ones(2).cuda()\n")
+    result = apply("--isolated", "--no-cache", "--select", "NPU101", "--ignore", "NPU100", "a.py",
+                   cwd=tmp_path, monkeypatch=monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "a.py").read_text() == "import torch\nx = torch.ones(2).npu()\n"

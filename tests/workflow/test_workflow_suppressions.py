@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import ast
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from npu_migrate import __version__
 from npu_migrate.commands.rules import code_page
 
 from workflow_helpers import apply, cli, write
@@ -38,6 +36,35 @@ def test_unknown_code_in_a_suppression_is_warned_with_a_suggestion(tmp_path, mon
     write(tmp_path / "b.py", f"import os\n{ERROR_LINE}  # npu-migrate: ignore[NPU2]\n")  # a prefix
     clean = apply("--check", "--output-format", "json", "b.py", cwd=tmp_path, monkeypatch=monkeypatch)
     assert json.loads(clean.stdout)["files"] == []  # a prefix is known: nothing to report
+
+
+@pytest.mark.parametrize("comment, why", [
+    ("# npu-migrate: ignore[NPU201,,", "unclosed"),
+    ("# npu-migrate: ignore[NPU201", "unclosed"),
+    ("# npu-migrate: ignore[]", "empty"),
+    ("# npu-migrate: ignore[ ]", "empty"),
+    ("# npu-migrate: ignore[NPU-201]", "not a code"),
+    ("# npu-migrate: ignore NPU201", "after `ignore`"),
+    ("# npu-migrate: ignore: NPU201", "after `ignore`"),
+])
+def test_a_malformed_suppression_is_reported_and_never_silences_everything(comment, why, tmp_path, monkeypatch):
+    """Issue 29: `ignore[NPU101,,` (unclosed) silenced every code on its line and `ignore[]`
+    none, both silently. A malformed comment now silences nothing and says why (NPU002)."""
+    write(tmp_path / "a.py", f"import os\n{ERROR_LINE}  {comment}\n")
+    result = apply("--check", "--output-format", "json", "a.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    found = {d["code"]: d for d in json.loads(result.stdout)["files"][0]["diagnostics"]}
+    assert set(found) == {"NPU002", "NPU201"}, found  # the error is still reported
+    assert found["NPU002"]["line"] == 2 and found["NPU002"]["severity"] == "warning"
+    assert why in found["NPU002"]["message"]
+
+
+@pytest.mark.parametrize("comment", ["# npu-migrate: ignore", "# npu-migrate: ignore  # legacy code",
+                                     "# npu-migrate: ignore[NPU201]", "# npu-migrate: ignore [NPU201]",
+                                     "# npu-migrate: ignore[NPU201,,NPU101]", "# npu-migrate: ignore[NPU2 NPU1]"])
+def test_well_formed_suppressions_silence_and_are_not_reported(comment, tmp_path, monkeypatch):
+    write(tmp_path / "a.py", f"import os\n{ERROR_LINE}  {comment}\n")
+    result = apply("--check", "--output-format", "json", "a.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert json.loads(result.stdout)["files"] == [], comment
 
 
 def test_add_noqa_silences_what_remains_and_nothing_else_changes(tmp_path, monkeypatch):
@@ -88,19 +115,30 @@ def test_codes_have_a_page_in_an_installed_copy_without_docs(code, tmp_path):
     assert result.stdout.startswith(f"# {code}")
 
 
-def test_sarif_help_uri_is_a_versioned_page(tmp_path, monkeypatch):
+def test_sarif_help_uri_is_the_page_on_this_machine_or_left_out(tmp_path, monkeypatch):
+    """A release tag that does not exist made every `helpUri` dead (issue 29): a checkout points at
+    its own page, a wheel (no docs folder) gives none, and the help text names the command that
+    prints the page from any installed copy."""
     write(tmp_path / "a.py", f"import os\n{ERROR_LINE}\n")
     sarif = json.loads(apply("--check", "--output-format", "sarif", "a.py", cwd=tmp_path,
                              monkeypatch=monkeypatch).stdout)
     rules = {r["id"]: r for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
-    # the address comes from pyproject.toml's [project.urls] Repository, the one place it is written
-    repository = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]["urls"]
-    assert rules["NPU201"]["helpUri"] == f"{repository['Repository']}/blob/v{__version__}/docs/rules/NPU201.md"
+    page = Path(__file__).parents[2] / "docs" / "rules" / "NPU201.md"
+    assert rules["NPU201"]["helpUri"] == page.as_uri() and page.is_file()
     assert "npu-migrate rules NPU201" in rules["NPU201"]["help"]["text"]
+    from test_workflow_rules_cmd import installed_copy, run_installed
+
+    site = tmp_path / "site"
+    installed_copy(site)
+    write(site.parent / "a.py", f"import os\n{ERROR_LINE}\n")
+    result = run_installed(site, "-m", "npu_migrate", "apply", "--isolated", "--no-cache", "--check",
+                           "--output-format", "sarif", "a.py")
+    rules = {r["id"]: r for r in json.loads(result.stdout)["runs"][0]["tool"]["driver"]["rules"]}
+    assert "helpUri" not in rules["NPU201"] and "npu-migrate rules NPU201" in rules["NPU201"]["help"]["text"]
 
 
 def test_apply_codes_have_pages_with_the_required_sections():
-    for code in ("NPU000", "NPU001"):
+    for code in ("NPU000", "NPU001", "NPU002"):
         page = code_page(code)
         assert page is not None and page.startswith(f"# {code} ")
         for section in ("## What it means", "## Why", "## Evidence", "## What to do"):
