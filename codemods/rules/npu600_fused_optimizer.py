@@ -73,7 +73,7 @@ class FusedOptimizer(TuneRule):
     got none (torch skips a parameter whose gradient is None). A model whose every trainable
     parameter gets a gradient each step (the usual case) computes the same numbers: proven by
     `npu-migrate verify` on the bench scripts and by `tests/tune`, where the emulation's
-    reference implementation (`npu_migrate/emulation/fused_ops.py`, combined buffers included)
+    reference implementation (under `python -m npu_migrate.emulation`, combined buffers included)
     steps the same as torch. Checkpoints: the fused state dict has the same keys.
 
     ## Targets

@@ -30,8 +30,8 @@ class CompileMode(TuneRule):
     `npu_config.py`; op-plugin's `set_compile_mode` page), so on the older chips such programs
     gain the most; on A2/A3 the statement states the default. 3 of 16 ModelZoo ports set it.
 
-    **How dynamic shapes are decided** (per file, from the code, `codemods/analyses/tunefacts.py`
-    and `codemods/data/tune.json` `dynamic_shapes`): the file runs a training step (a `.backward()`
+    **How dynamic shapes are decided** (per file, from the code, and the
+    operations listed below): the file runs a training step (a `.backward()`
     call in a `__main__` script or in module-level code) and calls something whose output size
     depends on the data or on the batch: `torch.nonzero`, `masked_select`, `unique` (function or
     method), `pad_sequence` / `pack_padded_sequence` (each batch padded to its own longest

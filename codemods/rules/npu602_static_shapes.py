@@ -29,7 +29,7 @@ class StaticShapes(TuneRule):
     `jit_compile=True`), a new graph for `torch.compile`/TorchAir, and new memory-block sizes in
     the caching allocator. 11 of 16 ModelZoo ports read beside their upstream set it.
 
-    Which loaders train is decided from the code (`codemods/analyses/tunefacts.py`): a
+    Which loaders train is decided from the code: a
     `DataLoader(...)` bound to a name that a `for` loop with a `.backward()` in its body iterates
     (directly or through `enumerate`/`tqdm`/`iter`), or bound to a name that says it trains
     (`train_loader`, not `val_train_loader`). Validation and test loaders are never touched. A

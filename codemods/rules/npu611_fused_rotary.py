@@ -56,7 +56,7 @@ class FusedRotary(TuneRule):
 
     Unsafe: the formula is the same, but `npu_rotary_mul` takes 3-D and 4-D `input`, `r1`, `r2`
     only (float16, bfloat16, float32), which the code does not show; the emulation's reference
-    (`npu_migrate/emulation/fused_ops.py`) raises on other ranks, so `npu-migrate verify` finds a
+    (under `python -m npu_migrate.emulation`) raises on other ranks, so `npu-migrate verify` finds a
     call that the device would reject. When `cos`/`sin` need no gradient, the kernel keeps its
     input for the backward pass, a little more device memory than the unfused form (op-plugin's
     note).
