@@ -45,7 +45,7 @@ class FusedAttention(TuneRule):
     `attention_out = Dropout(Softmax(Mask(scale * (pse + query key^T), atten_mask)), keep_prob) value`):
     the scores never exist in device memory, forward and backward. torch_npu registers SDPA too,
     but limited to fp16/bf16/fp32 with head dimension up to 512 and a boolean mask, and routes
-    other calls to the math path (reference torch_npu_api.md §2.6).
+    other calls to the math path (torch_npu's SDPA registration).
 
     ## Example
 
