@@ -28,12 +28,16 @@ reuse them, so their wall time is what one more case costs. `--clean-runs N` rep
 migration N-1 more times with `--no-reference-store` (a fresh reference each time) to count false
 alarms. karpathy/makemore (issue 26; needs tensorboard installed, which it imports) carries
 state, mode, precision-region and memory faults and benign changes, with `--max-peak-ratio 1.5` on
-every one of its commands.
+every one of its commands. pytorch/examples' GCN (sparse adjacency built on the CPU) reads a
+synthetic graph in Cora's format through an offline `requests` written beside it. pytorch/examples'
+DCGAN (the GAN script of issue 26) needs torchvision, which cannot load beside this project's CPU
+torch: run the bench with the Python of a venv that has both (see bench/README.md), else it is skipped.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -84,6 +88,48 @@ def _tokens(tree: Path) -> None:
     (folder / "meta.pkl").write_bytes(pickle.dumps({"vocab_size": 65}))
 
 
+_OFFLINE_REQUESTS = '''"""Offline stand-in for `requests.get` (the bench has no network): serves the local cora.tgz."""
+import os
+
+
+class _Response:
+    def __init__(self):
+        self.raw = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cora.tgz"), "rb")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.raw.close()
+
+
+def get(url, stream=False):
+    return _Response()
+'''
+
+
+def _cora(tree: Path) -> None:
+    """A synthetic graph in Cora's file format (1700 papers, 40 binary features, 7 classes, 3000
+    citations) as the cora.tgz the GCN script downloads, and an offline `requests` serving it."""
+    import io
+    import tarfile
+
+    rng = random.Random(0)
+    ids = rng.sample(range(10000, 99999), 1700)
+    content = "".join(f"{i}\t" + "\t".join(str(int(rng.random() < 0.1)) for _ in range(40))
+                      + f"\tclass{rng.randrange(7)}\n" for i in ids)
+    cites = "".join(f"{rng.choice(ids)}\t{rng.choice(ids)}\n" for _ in range(3000))
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+        for name, text in (("cora/cora.content", content), ("cora/cora.cites", cites)):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    (tree / "cora.tgz").write_bytes(archive.getvalue())
+    (tree / "requests.py").write_text(_OFFLINE_REQUESTS)
+
+
 @dataclass
 class Script:
     name: str
@@ -97,6 +143,8 @@ class Script:
     commit: str = ""  # taken from the mirror at this commit when the corpus has no clone
     benign: list[tuple[str, str, str, str]] = field(default_factory=list)  # changes that must pass
     options: list[str] = field(default_factory=list)  # more `verify` options for every command
+    needs: str = ""  # a module the script imports that may be missing here: the script is skipped without it
+    steps: int | None = None  # backward() calls to compare, when the script needs more than --steps
 
 
 MAKEMORE_FORWARD = "        # feed into the model\n        logits, loss = model(X, Y)\n"
@@ -124,6 +172,49 @@ MAKEMORE = Script(
              "lambda m, a, out: KEPT.append(float(out[0].detach().abs().mean()) if isinstance(out, tuple) "
              "else float(out.detach().abs().mean())))\n")],
     options=["--max-peak-ratio", "1.5"])
+
+GCN_LOAD_RETURN = "return features.to_sparse().to(device), labels.to(device), adj_mat.to_sparse().to(device)"
+GCN = Script(  # portable code (torch.accelerator): apply changes nothing, the faults go into the copy
+    "gcn", "pytorch+examples", "gcn", "main.py", ["--epochs", "3", "--val-every", "1"],
+    [("sparse adjacency left on the CPU", "main.py", GCN_LOAD_RETURN,
+      GCN_LOAD_RETURN.replace("adj_mat.to_sparse().to(device)", "adj_mat.to_sparse()")),
+     ("renormalisation without the square root", "main.py", "degree_mat = torch.sqrt(1 / degree_mat)",
+      "degree_mat = 1 / degree_mat"),
+     ("dropout halved", "main.py", "self.dropout = nn.Dropout(dropout_p)", "self.dropout = nn.Dropout(dropout_p / 2)"),
+     ("state: Adam without weight decay", "main.py", "Adam(gcn.parameters(), lr=args.lr, weight_decay=args.l2)",
+      "Adam(gcn.parameters(), lr=args.lr)")],
+    data=_cora, commit="77f55b912142",
+    benign=[("adjacency dense on the device", "main.py", GCN_LOAD_RETURN,
+             GCN_LOAD_RETURN.replace("adj_mat.to_sparse().to(device)", "adj_mat.to(device)"))],
+    options=["--max-peak-ratio", "1.5"])
+
+DCGAN_D_FORWARD = "        output = netD(real_cpu)\n"
+DCGAN_D_BUILT = "netD.apply(weights_init)\n"
+DCGAN = Script(  # torchvision's FakeData: no download; torchvision must import beside this torch
+    "dcgan", "pytorch+examples", "dcgan", "main.py",
+    ["--dataset", "fake", "--accel", "--ngf", "8", "--ndf", "8", "--nz", "16", "--batchSize", "4", "--workers", "0",
+     "--manualSeed", "1", "--dry-run", "--outf", "out"],
+    [("state: Adam betas of D (0.5 -> 0.9)", "main.py",
+      "optimizerD = optim.Adam(netD.parameters(), lr=opt.lr, betas=(opt.beta1, 0.999))",
+      "optimizerD = optim.Adam(netD.parameters(), lr=opt.lr, betas=(0.9, 0.999))"),
+     ("state: BatchNorm momentum in D", "main.py", "nn.BatchNorm2d(ndf * 2),", "nn.BatchNorm2d(ndf * 2, momentum=0.01),"),
+     ("LeakyReLU slope 0.2 -> 0.02 (first layer of D)", "main.py", "nn.LeakyReLU(0.2, inplace=True),",
+      "nn.LeakyReLU(0.02, inplace=True),"),
+     ("fake batch not detached for D's step", "main.py", "output = netD(fake.detach())", "output = netD(fake)"),
+     ("noise left on the CPU", "main.py", "noise = torch.randn(batch_size, nz, 1, 1, device=device)",
+      "noise = torch.randn(batch_size, nz, 1, 1)"),
+     ("mode: D switched to eval() after its init", "main.py", DCGAN_D_BUILT, DCGAN_D_BUILT + "netD.eval()\n"),
+     ("precision region: D's real forward under bf16 autocast", "main.py", DCGAN_D_FORWARD,
+      "        with torch.autocast(\"npu\", dtype=torch.bfloat16):\n    " + DCGAN_D_FORWARD),
+     ("memory: forward hooks keep every output of D", "main.py", DCGAN_D_BUILT,
+      DCGAN_D_BUILT + "for layer in netD.modules(): layer.register_forward_hook(lambda m, a, out: KEPT.append(out))\n")],
+    commit="77f55b912142",
+    benign=[("D's real forward under a disabled autocast region", "main.py", DCGAN_D_FORWARD,
+             "        with torch.autocast(\"npu\", enabled=False):\n    " + DCGAN_D_FORWARD),
+            ("redundant netG.train() before the G step", "main.py", "        netG.zero_grad()\n",
+             "        netG.train()\n        netG.zero_grad()\n")],
+    options=["--max-peak-ratio", "1.5"], needs="torchvision",
+    steps=3)  # one iteration: D on real, D on fake, G
 
 NANOGPT_ARGS = ["--dataset=tiny", "--batch_size=2", "--block_size=32", "--n_layer=2", "--n_head=2", "--n_embd=32",
                 "--max_iters=3", "--eval_interval=1000", "--eval_iters=1", "--compile=False", "--log_interval=1"]
@@ -156,6 +247,8 @@ SCRIPTS = [
              "return F.layer_norm(input.bfloat16(), self.weight.shape")],
            data=_tokens, commit="3adf61e154c3"),
     MAKEMORE,
+    GCN,
+    DCGAN,
 ]
 
 
@@ -220,7 +313,7 @@ def source_tree(script: Script, corpus: Path, mirror: Path, dest: Path) -> str |
 
 def verify(script: Script, original: Path, migrated: Path, steps: int, store: list[str]) -> tuple[dict, int, float]:
     started = time.perf_counter()
-    proc = cli("verify", "--device-precision", "--steps", str(steps), "--original", str(original), "--migrated",
+    proc = cli("verify", "--device-precision", "--steps", str(script.steps or steps), "--original", str(original), "--migrated",
                str(migrated), "--format", "json", *store, *script.options, "--", script.script, *script.args,
                env=script.env)
     wall = time.perf_counter() - started
@@ -239,6 +332,9 @@ def run(args: argparse.Namespace) -> int:
     for script in SCRIPTS:
         if only and script.name not in only:
             continue
+        if script.needs and importlib.util.find_spec(script.needs) is None:
+            print(f"{script.name}: needs {script.needs}, which this Python cannot import; skipped", flush=True)
+            continue
         original, migrated = work / f"{script.name}_original", work / f"{script.name}_migrated"
         origin = source_tree(script, corpus, mirror, original)
         if origin is None:
@@ -250,7 +346,7 @@ def run(args: argparse.Namespace) -> int:
         if applied.returncode not in (0, 1) or not migrated.is_dir():
             print(f"{script.name}: apply failed: {applied.stderr.strip()[-300:]}")
             continue
-        for item in ("data", "input.txt", "names.txt"):  # data the migration does not copy (not code)
+        for item in ("data", "input.txt", "names.txt", "cora.tgz"):  # data the migration does not copy (not code)
             if (original / item).exists() and not (migrated / item).exists():
                 (shutil.copytree if (original / item).is_dir() else shutil.copy)(original / item, migrated / item)
         print(f"{script.name}: {origin}: {script.script} {' '.join(script.args)}", flush=True)

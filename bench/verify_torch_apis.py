@@ -23,11 +23,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # torch names the verifier's source spells out (kept equal to `used_names()` by the test)
 APIS = [
     "torch.Tensor.backward", "torch.Tensor.cuda", "torch.Tensor.pin_memory", "torch.Tensor.register_hook",
-    "torch._C._profiler._EventType", "torch.__version__", "torch.amp.autocast_mode.autocast",
-    "torch.autograd.backward", "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.allow_tf32",
+    "torch._C._profiler._EventType", "torch.__version__", "torch.accelerator.current_stream",
+    "torch.amp.autocast_mode.autocast",
+    "torch.autograd.backward", "torch.backends.cuda.is_built", "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.allow_tf32",
     "torch.cuda.current_device", "torch.cuda.device_count", "torch.cuda.is_available",
+    "torch.cuda.is_current_stream_capturing",
     "torch.cuda.is_bf16_supported", "torch.cuda.set_device", "torch.cuda.synchronize", "torch.device", "torch.equal",
-    "torch.float32", "torch.float64", "torch.isfinite", "torch.load", "torch.manual_seed", "torch.nn.Module.__init__",
+    "torch.float32", "torch.float64", "torch.isfinite", "torch.load", "torch.manual_seed", "torch.native_dropout",
+    "torch.nn.Module.__init__", "torch.ops.aten._to_copy.default",
     "torch.nn.Module.cuda", "torch.nn.Module.train", "torch.nn.functional", "torch.nn.modules.module",
     "torch.optim.Optimizer.__init__", "torch.optim.SGD", "torch.optim.optimizer", "torch.overrides.TorchFunctionMode",
     "torch.profiler.ProfilerActivity", "torch.profiler.profile", "torch.random", "torch.save",

@@ -18,10 +18,10 @@ import importlib.util
 import sys
 from collections.abc import Iterator
 
-from ._state import INTERNAL_OPS, STATE, EmulationError, RealTorchNpuError
+from ._state import STATE, EmulationError, RealTorchNpuError
 
-__all__ = ["INTERNAL_OPS", "EmulationError", "RealTorchNpuError", "activate", "amp_used", "deactivate",
-           "device_precision", "emulated", "hf32_used", "is_active", "real_torch_npu_available"]
+__all__ = ["EmulationError", "RealTorchNpuError", "activate", "amp_used", "deactivate",
+           "device_precision", "emulated", "hf32_used", "is_active", "memory_tracker", "real_torch_npu_available"]
 
 
 def real_torch_npu_available() -> bool:
@@ -89,6 +89,12 @@ def hf32_used() -> list[str]:
     return sorted(STATE.precision.used) if STATE.precision is not None else []
 
 
+def memory_tracker() -> object | None:
+    """The tracker behind the CPU-backed device's `torch.npu.memory_*` statistics (live bytes of the
+    npu tensors' storages, `_memory.CpuMemoryTracker`); None when not tracking."""
+    return STATE.memory
+
+
 def is_active() -> bool:
     return STATE.active
 
@@ -139,6 +145,7 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
     try:
         _namespace.install_modules()
         _devices.install_device()
+        _check_autograd_engine()
         _accelerator.install_accelerator()  # portable code: torch.accelerator & co.
         _audit.install(audit, separate_rng)
         _fidelity.install()
@@ -150,6 +157,26 @@ def activate(device: str = "cpu", track_memory: bool = True, audit: bool = False
         raise
     STATE.active = True
     return True
+
+
+def _check_autograd_engine() -> None:
+    """torch's autograd engine sizes its per-device queues once, at the first backward pass of the
+    process: one that ran before the npu was registered has no queue for it, and every backward
+    through npu tensors would stop on an internal assert. One tiny backward pass finds it out."""
+    import torch
+
+    from ._tensor import NpuTensor
+
+    probe = NpuTensor(torch.ones(1), requires_grad=True)
+    try:
+        probe.sum().backward()
+    except RuntimeError as error:
+        if "device_ready_queues_" not in str(error):
+            raise
+        raise EmulationError(
+            "a backward pass ran in this process before the emulation was activated, so torch's autograd "
+            "engine has no queue for the npu device and cannot run backward through npu tensors; activate the "
+            "emulation before any backward pass (python -m npu_migrate.emulation SCRIPT does)") from None
 
 
 def _undo_all() -> None:

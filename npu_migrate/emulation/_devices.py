@@ -9,6 +9,7 @@ original code's "cuda" onto the CPU: a TorchFunctionMode that rewrites device ar
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -90,10 +91,28 @@ def install_device() -> None:
         # the DataLoader's pinning thread asks the accelerator API for the device index
         set_attr(torch.accelerator, "current_device_index", lambda: STATE.current_index)
         set_attr(torch.accelerator, "set_device_index", lambda index: None)
+    _foreach_kernels_for_npu_tensors()
     _patch_serialization()
     _patch_amp()
     _patch_distributed()
     _patch_device_objects()
+
+
+def _foreach_kernels_for_npu_tensors() -> None:
+    """Optimizers and clip_grad_norm_ take their foreach path on a device whose tensors are plain
+    `torch.Tensor`s (torch_npu registers foreach kernels for the NPU); torch checks `type(p)`
+    against a list of exact types, so without this an `NpuTensor` would loop per parameter, a
+    different order of operations from a device's."""
+    import torch.optim.optimizer as optimizer_module
+    import torch.utils._foreach_utils as foreach_utils
+
+    from ._tensor import NpuTensor
+
+    lists: tuple[list[Any], ...] = (optimizer_module._foreach_supported_types, foreach_utils._foreach_supported_types)
+    for supported in lists:
+        if NpuTensor not in supported:
+            supported.append(NpuTensor)
+            STATE.undo.append(functools.partial(supported.remove, NpuTensor))
 
 
 def _patch_serialization() -> None:

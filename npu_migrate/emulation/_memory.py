@@ -16,6 +16,7 @@ import pickle
 import sys
 import traceback
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -34,34 +35,63 @@ def _frames() -> list[dict[str, Any]]:
 
 
 class CpuMemoryTracker:
-    """Counts bytes of the live storages of npu tensors."""
+    """Counts bytes of live storages: the npu tensors' (the device's memory), or whatever storages a
+    caller shows it (the verifier's CPU reference: every op output). A storage counts once, however
+    many tensors view it, until torch releases it, also when a view outlived its base.
 
-    def __init__(self) -> None:
+    `site_of` (optional, `() -> str | None`) names the line a new storage is attributed to when
+    `see()` is given none: `by_site` then holds the live bytes per line, and `at_peak` a copy of it
+    taken near the peak (one per 5% of growth, which keeps it cheap)."""
+
+    def __init__(self, site_of: Callable[[], str | None] | None = None) -> None:
         self.allocated = 0
         self.peak = 0
         self.num_allocs = 0
         self.num_frees = 0
-        self.live: dict[int, tuple[int, int, list]] = {}  # id(storage) -> (address, size, frames)
+        # storage key -> (address, size, frames, site)
+        self.live: dict[int, tuple[int, int, list, str | None]] = {}
         self.history: collections.deque | None = None
         self.context: str | None = None
+        self.site_of = site_of
+        self.by_site: dict[str, int] = {}
+        self.at_peak: dict[str, int] = {}
+        self._snapshot_peak = 0
 
-    def see(self, tensor: torch.Tensor) -> None:
+    def see(self, tensor: torch.Tensor, site: str | None = None) -> None:
         try:
             storage = tensor.untyped_storage()
-        except (RuntimeError, NotImplementedError):
+        except (RuntimeError, NotImplementedError):  # sparse and other layouts without one storage
             return
-        key = id(storage)
+        key = storage._cdata  # the storage itself, whichever Python object shows it
         if key in self.live:
             return
         size = storage.nbytes()
         frames = _frames() if self.context in ("state", "alloc", "all") else []
-        self.live[key] = (storage.data_ptr(), size, frames)
+        if site is None and self.site_of is not None:
+            site = self.site_of() or "<torch>"
+        self.live[key] = (storage.data_ptr(), size, frames, site)
         self.allocated += size
         self.num_allocs += 1
-        self.peak = max(self.peak, self.allocated)
+        if site is not None:
+            self.by_site[site] = self.by_site.get(site, 0) + size
+        if self.allocated > self.peak:
+            self.peak = self.allocated
+            if site is not None and self.peak > 1.05 * self._snapshot_peak:
+                self.at_peak, self._snapshot_peak = dict(self.by_site), self.peak
         weakref.finalize(storage, self._free, key)
         if self.history is not None:
             self.history.append(self._entry("alloc", key, frames if self.context in ("alloc", "all") else []))
+
+    def moved(self, tensor: torch.Tensor) -> None:
+        """`tensor` is copied to another device as a whole: its storage stops counting here (a
+        tracker that counts host tensors, as the verifier's does, then counts the data once, as a
+        run whose move is a no-op does)."""
+        try:
+            storage = tensor.untyped_storage()
+        except (RuntimeError, NotImplementedError):
+            return
+        if storage.nbytes() == tensor.numel() * tensor.element_size():
+            self._free(storage._cdata)
 
     def _free(self, key: int) -> None:
         entry = self.live.get(key)
@@ -74,9 +104,11 @@ class CpuMemoryTracker:
         del self.live[key]
         self.allocated -= entry[1]
         self.num_frees += 1
+        if entry[3] is not None:
+            self.by_site[entry[3]] -= entry[1]
 
     def _entry(self, action: str, key: int, frames: list) -> dict[str, Any]:
-        address, size, _ = self.live[key]
+        address, size, _, _ = self.live[key]
         return {"action": action, "addr": address, "size": size, "stream": 0, "pool_id": (0, 0),
                 "frames": frames}
 
@@ -87,7 +119,7 @@ class CpuMemoryTracker:
 class _Untracked(CpuMemoryTracker):
     """Stands in when activate(track_memory=False): every statistic stays 0."""
 
-    def see(self, tensor: torch.Tensor) -> None:
+    def see(self, tensor: torch.Tensor, site: str | None = None) -> None:
         pass
 
 
@@ -174,7 +206,7 @@ def _snapshot(device: Any = None, augment_with_fx_traces: bool = False) -> dict[
         snap = torch.cuda.memory._snapshot()
         return {"segments": snap["segments"], "device_traces": snap["device_traces"]}
     segments = []
-    for address, size, frames in t.live.values():
+    for address, size, frames, _ in t.live.values():
         block = {"address": address, "size": size, "requested_size": size,
                  "state": "active_allocated", "frames": frames}
         segments.append({"device": 0, "address": address, "total_size": size, "allocated_size": size,

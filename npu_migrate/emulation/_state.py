@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,9 +46,6 @@ class State:
 
 
 STATE = State()
-# depth > 0 while the emulation runs ops of its own, which per-op recorders (the verifier's capture)
-# skip; the npu device runs none at the recorders' level, so it stays 0 (kept for their import)
-INTERNAL_OPS = types.SimpleNamespace(depth=0)
 
 
 def enter_mode(mode: Any, field_name: str) -> None:

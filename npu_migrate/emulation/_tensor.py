@@ -42,6 +42,7 @@ _MIX_ALLOWED = frozenset({
     aten.index.Tensor, aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default,
     aten._unsafe_index.Tensor, aten._unsafe_index_put.default, aten.set_.source_Tensor,
     aten.lift_fresh.default})
+_COMPRESSED = frozenset({torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc})
 _FACTORY_SKIP = ("sparse", "quantized", "cudnn", "mkldnn", "nested", "_make_dep_token", "from_file", "miopen",
                  "_efficientzerotensor")
 
@@ -54,8 +55,14 @@ class NpuTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, inner: torch.Tensor, index: int = 0, requires_grad: bool = False) -> NpuTensor:
+        if inner.layout in _COMPRESSED:
+            raise EmulationError(f"{inner.layout} tensors cannot be placed on the emulated npu: torch's wrapper "
+                                 "tensors support the strided and sparse COO layouts only (npu-migrate emulation; "
+                                 "use .to_sparse() for COO, or keep this tensor on the CPU)")
+        strided = inner.layout == torch.strided  # sparse layouts have no strides or storage offset
         wrapper = torch.Tensor._make_wrapper_subclass(
-            cls, inner.size(), strides=inner.stride(), storage_offset=inner.storage_offset(),
+            cls, inner.size(), strides=inner.stride() if strided else None,
+            storage_offset=inner.storage_offset() if strided else None,
             dtype=inner.dtype, layout=inner.layout, device=torch.device(NPU, 0), requires_grad=requires_grad)
         wrapper.backing_tensor = inner
         wrapper.npu_index = index
@@ -357,6 +364,12 @@ def reduce_for_save(tensor: NpuTensor) -> Any:
     (the tagger below), rebuilt by torch._utils._rebuild_tensor_v2; a Parameter as a Parameter."""
     if getattr(tensor, "_is_param", False):
         return (torch._utils._rebuild_parameter, (tensor.detach(), tensor.requires_grad, OrderedDict()))
+    if tensor.layout != torch.strided:
+        # torch pickles a sparse tensor as its parts (indices, values), rebuilt by
+        # torch._utils._rebuild_sparse_tensor; on a device the parts are the device's tensors
+        rebuild, (layout, parts) = tensor.backing_tensor.__reduce_ex__(2)
+        return rebuild, (layout, tuple(NpuTensor(part, tensor.npu_index) if isinstance(part, torch.Tensor) else part
+                                       for part in parts))
     inner = tensor.backing_tensor.cpu() if tensor.backing_tensor.device.type != "cpu" else tensor.backing_tensor
     storage = inner.untyped_storage()
     setattr(storage, _LOCATION, f"{NPU}:{tensor.npu_index}")
@@ -418,6 +431,10 @@ def npu_tensors_of(value: Any, seen: dict[int, Any] | None = None) -> Any:
 
 
 def _storage_location(tensor: torch.Tensor) -> str | None:
+    if tensor.layout == torch.sparse_coo:  # a sparse tensor is where its values are
+        tensor = tensor._values()
+    elif tensor.layout != torch.strided:
+        tensor = tensor.values()
     try:
         return location_tag(tensor.untyped_storage())
     except (RuntimeError, NotImplementedError):

@@ -92,10 +92,10 @@ raises `Expected all tensors to be on the same device`; the emulation raises the
 
 ## Why
 
-Under the emulation every tensor really lives on the CPU, so by itself it would run such code. The
-placement audit gives every tensor a logical device where it is made (`device=`, `.to()`, `.npu()`,
-`.cpu()`, or the devices of its inputs) and raises on a mix, as a device does. CPU scalars
-(0-dimensional tensors) are allowed, as on a device.
+The emulated NPU is a device of its own: its tensors report `npu:N` and every operator checks the
+devices of its inputs, raising on a CPU/NPU mix as a device does (CPU scalars, 0-dimensional
+tensors, are allowed, as on a device). The placement audit the verifier turns on also records the
+user's line where each CPU tensor is made, so the error can name it.
 
 ## Evidence
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,8 @@ def load_build(root: Path, entry: str) -> Callable[..., Any]:
         raise EntryError(f"{path}: entry file not found")
     name = Path(rel_path).with_suffix("").as_posix().replace("/", ".")
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # a path not ending in .py
+        raise EntryError(f"{path}: not a Python file that can be imported")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -105,13 +107,17 @@ def compute_loss(spec: BuildSpec, output: Any) -> torch.Tensor:
     leaves = [t for _, t in flatten("output", output) if t.is_floating_point()]
     if not leaves:
         raise EntryError("the model output has no floating tensor; give build() a loss_fn")
-    return sum(t.float().mean() for t in leaves)
+    total = leaves[0].float().mean()
+    for tensor in leaves[1:]:
+        total = total + tensor.float().mean()
+    return total
 
 
 def flatten(prefix: str, value: Any) -> list[tuple[str, torch.Tensor]]:
     """(name, tensor) leaves of nested tensors, tuples, lists, dicts and dataclasses."""
     if isinstance(value, torch.Tensor):
         return [(prefix, value)]
+    items: Iterable[tuple[Any, Any]]
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, (tuple, list)):

@@ -17,12 +17,12 @@ import io
 import os
 import random
 import sys
+from types import FrameType, SimpleNamespace
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from npu_migrate.emulation import INTERNAL_OPS as AUDIT_INTERNAL
 
 SAMPLE = 256
 # detach makes no new numbers, but a missing one (a hidden state no longer detached) changes what
@@ -32,7 +32,7 @@ _SKIP_OPS = {"aten.lift_fresh.default", "aten.alias.default",
              "aten._local_scalar_dense.default", "aten.set_.source_Storage",
              "aten.set_.source_Storage_storage_offset", "aten.record_stream.default"}
 
-OWN_OPS = __import__("types").SimpleNamespace(depth=0)  # > 0 while the recorder computes summaries
+OWN_OPS = SimpleNamespace(depth=0)  # > 0 while the recorder computes summaries
 # outputs that are scratch space of a kernel (an RNN's workspace), uninitialised: nothing to compare
 _WORKSPACE = {"aten.mkldnn_rnn_layer.default": 3, "aten._thnn_fused_lstm_cell.default": 2,
               "aten._thnn_fused_gru_cell.default": 1, "aten._cudnn_rnn.default": 3}
@@ -57,6 +57,10 @@ def summarise(tensor: torch.Tensor) -> dict[str, Any]:
 def _summarise(tensor: torch.Tensor) -> dict[str, Any]:
     data = tensor.detach()
     summary: dict[str, Any] = {"shape": list(data.shape), "dtype": str(data.dtype).removeprefix("torch.")}
+    if type(data) is not torch.Tensor and data.device.type not in ("cpu", "meta"):
+        # a tensor subclass on a device (the emulated npu): one copy to the host, then plain ops,
+        # instead of a dozen ops through its dispatch that the device would see as the user's
+        data = data.cpu()
     if data.is_complex():
         data = torch.view_as_real(data)
     if data.layout != torch.strided:  # sparse outputs (a graph's adjacency matrix) are compared dense
@@ -87,7 +91,7 @@ class Sites:
     def here(self, building: Any = None) -> str | None:
         """The innermost frame in the tree; with `building`, skip that object's own __init__ frames
         (a module is built where its constructor is called, not at its super().__init__())."""
-        frame = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             path = frame.f_code.co_filename
             if path.startswith(self.root) and not (
@@ -100,7 +104,7 @@ class Sites:
 
     def here_in_function(self) -> tuple[str | None, str | None]:
         """The innermost frame in the tree and the name of the function it runs."""
-        frame = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             path = frame.f_code.co_filename
             if path.startswith(self.root):
@@ -110,7 +114,8 @@ class Sites:
 
     def chain(self) -> list[str]:
         """Every frame in the tree, innermost first (the helper's line, then its callers')."""
-        lines, frame = [], sys._getframe(1)
+        lines: list[str] = []
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             if frame.f_code.co_filename.startswith(self.root):
                 lines.append(f"{frame.f_code.co_filename[len(self.root):]}:{frame.f_lineno}")
@@ -136,6 +141,7 @@ class Record:
         self.events: list[dict[str, Any]] = []
         self.step = -1  # -1: before the first backward (model construction, data, first forward)
         self.phase = "forward"
+        self.backward_site: str | None = None  # the line of the running backward() call
         self.op_counts: dict[str, int] = {}
         self.max_ops = 200_000
         self.truncated = False
@@ -150,7 +156,7 @@ class Record:
 
 
 class OpCapture(TorchDispatchMode):
-    """`memory` (a statecapture.LiveBytes), when given, is told every storage an op produces."""
+    """`memory` (the emulation's CpuMemoryTracker), when given, is shown every storage an op produces."""
 
     def __init__(self, record: Record, sites: Sites, modules: ModuleTracker, memory: Any = None) -> None:
         super().__init__()
@@ -158,18 +164,19 @@ class OpCapture(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.memory is not None and func is _TO_COPY and _moves_host_to_device(args, kwargs):
+            # the original's move is a no-op on the CPU reference: the host data counts once here too
+            self.memory.moved(args[0])
         out = func(*args, **kwargs)
         if OWN_OPS.depth:
             return out
         name = str(func)
         site = None
         if self.memory is not None and not func.is_view:  # the emulation's own copies (a move) count too
-            site = self.sites.here()
+            site = self.site()
             for tensor in _leaves(out):
                 if isinstance(tensor, torch.Tensor):
-                    self.memory.produced(tensor, site)
-        if AUDIT_INTERNAL.depth:
-            return out
+                    self.memory.see(tensor, site)
         if (func.is_view and name != _DETACH) or name in _SKIP_OPS or name.startswith(_UNINITIALISED):
             return out
         produced = [t for i, t in enumerate(_leaves(out))
@@ -179,7 +186,7 @@ class OpCapture(TorchDispatchMode):
         produced += _mutated_inputs(func, args, produced)
         if not produced:
             return out
-        site, module = site or self.sites.here(), self.modules.current()
+        site, module = site or self.site(), self.modules.current()
         # a foreach op is one op per tensor: the same events a per-tensor loop gives (an optimizer
         # uses foreach on a device and a loop on the CPU)
         groups = [[t] for t in produced] if "_foreach_" in name else [produced]
@@ -193,6 +200,25 @@ class OpCapture(TorchDispatchMode):
                 event["stack"] = self.sites.chain()
             self.record.add(event)
         return out
+
+    def site(self) -> str | None:
+        """The user's line running now."""
+        site = self.sites.here()
+        if site is None and self.record.phase == "backward":
+            # autograd runs the backward pass of a device's tensors on a thread of its own (a CPU
+            # tensor's on the caller's), where no frame of the user's code is on the stack: its
+            # ops belong to the backward() call
+            site = self.record.backward_site
+        return site
+
+
+_TO_COPY = torch.ops.aten._to_copy.default
+
+
+def _moves_host_to_device(args: tuple, kwargs: dict[str, Any]) -> bool:
+    device = kwargs.get("device")
+    return device is not None and torch.device(device).type not in ("cpu", "meta") and bool(args) \
+        and type(args[0]) is torch.Tensor and args[0].device.type == "cpu"
 
 
 # ops that update their running statistics (arguments 3 and 4) in training mode (argument 5) while
@@ -229,7 +255,7 @@ class ModuleTracker:
 
     def __init__(self, sites: Sites, on_model: Any = None) -> None:
         self.sites, self.on_model = sites, on_model  # on_model(module): a module called at the top level
-        self.stack: list[torch.nn.Module] = []
+        self.stack: list[torch.nn.Module | torch.optim.Optimizer] = []
         self.names: dict[int, str] = {}
         self.handles: list[Any] = []
 
@@ -244,7 +270,7 @@ class ModuleTracker:
             if "_npu_migrate_built" not in self.__dict__:  # an attribute: deepcopy'd clones keep it
                 object.__setattr__(self, "_npu_migrate_built", tracker.sites.here(building=self))
 
-        torch.nn.Module.__init__ = init
+        torch.nn.Module.__init__ = init  # type: ignore[method-assign]
         self.handles.append(module_mod.register_module_forward_pre_hook(self._enter))
         self.handles.append(module_mod.register_module_forward_hook(self._leave))
         self._install_optimizers()
@@ -261,11 +287,14 @@ class ModuleTracker:
             if "_npu_migrate_built" not in self.__dict__:
                 self.__dict__["_npu_migrate_built"] = tracker.sites.here(building=self)
 
-        torch.optim.Optimizer.__init__ = init
+        torch.optim.Optimizer.__init__ = init  # type: ignore[method-assign]
         self.handles.append(optimizer_mod.register_optimizer_step_pre_hook(
             lambda optimizer, args, kwargs: self.stack.append(optimizer)))
-        self.handles.append(optimizer_mod.register_optimizer_step_post_hook(
-            lambda optimizer, args, kwargs: self.stack.pop() if self.stack and self.stack[-1] is optimizer else None))
+        self.handles.append(optimizer_mod.register_optimizer_step_post_hook(self._step_done))
+
+    def _step_done(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self.stack and self.stack[-1] is optimizer:
+            self.stack.pop()
 
     def _enter(self, module: torch.nn.Module, args: Any) -> None:
         if not self.stack and id(module) not in self.names:
@@ -319,7 +348,7 @@ class StepCounter:
                     counter.record.phase = "forward"
             return original_backward(tensors, *args, **kwargs)
 
-        torch.Tensor.backward = tensor_backward
+        torch.Tensor.backward = tensor_backward  # type: ignore[method-assign]
         torch.autograd.backward = autograd_backward
 
     def before(self, loss: torch.Tensor) -> None:
@@ -327,7 +356,8 @@ class StepCounter:
         if step >= self.steps:
             raise StopRun
         self.record.step = step
-        self.record.add({"kind": "loss", "name": "loss", "site": self.sites.here(),
+        self.record.backward_site = self.sites.here()
+        self.record.add({"kind": "loss", "name": "loss", "site": self.record.backward_site,
                          "outputs": [summarise(loss)]})
         self.record.phase = "backward"
 

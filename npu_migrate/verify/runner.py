@@ -9,6 +9,7 @@ with forward hooks and saves every recorded tensor with torch.save for the paren
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import os
 import random
@@ -17,7 +18,7 @@ import time
 import traceback
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -34,8 +35,18 @@ from .entry import (
 )
 
 
+_Value = TypeVar("_Value")
+
+
 class SideError(Exception):
     """The side cannot run at all (e.g. torch_npu installed without a device)."""
+
+
+def load_torch_npu() -> Any:
+    """Import the real torch_npu (it registers the NPU backend) and return `torch.npu`, the
+    module it adds to torch at run time (so not an attribute torch's type stubs know)."""
+    importlib.import_module("torch_npu")
+    return vars(torch)["npu"]
 
 
 class Side:
@@ -44,6 +55,7 @@ class Side:
     def __init__(self, config: dict[str, Any]) -> None:
         self.name = config["side"]
         self.amp_used = False
+        self.stats: Any = None  # torch.cuda or torch.npu: the allocator statistics, None on the CPU
         if self.name == "reference":
             self._reference(config.get("reference", "cpu"))
         else:
@@ -66,12 +78,11 @@ class Side:
         from npu_migrate import emulation
 
         if emulation.real_torch_npu_available():
-            import torch_npu  # noqa: F401  (registers torch.npu)
-
-            if not (torch.npu.is_available() and torch.npu.device_count() > 0):
+            npu = load_torch_npu()
+            if not (npu.is_available() and npu.device_count() > 0):
                 raise SideError("torch_npu is installed but no NPU device is available; the emulation "
                                 "never shadows a real torch_npu, so nothing can run the migrated side")
-            self.device, self.backend, self.stats = "npu", "torch_npu", torch.npu
+            self.device, self.backend, self.stats = "npu", "torch_npu", npu
         else:
             emulation.activate(backing, track_memory=False)  # peak comes from the profiler
             self.device, self.backend = "npu", f"emulation ({backing})"
@@ -88,7 +99,20 @@ class Side:
                 side.amp_used = True
             original(self, device_type, *args, **kwargs)
 
-        cls.__init__ = init
+        cls.__init__ = init  # type: ignore[method-assign]
+
+
+class _CpuStream:
+    """The stream the CPU reference reports for the original's "cuda": nothing is ever captured."""
+
+    def is_capturing(self) -> bool:
+        return False
+
+    def synchronize(self) -> None:
+        pass
+
+
+_CPU_STREAM = _CpuStream()
 
 
 def _install_cuda_shim() -> None:
@@ -96,13 +120,19 @@ def _install_cuda_shim() -> None:
     from npu_migrate.emulation._devices import DeviceMapMode
 
     DeviceMapMode({"cuda": "cpu"}).__enter__()
-    torch.Tensor.cuda = lambda self, device=None, non_blocking=False, **kw: self.to("cpu")
-    torch.nn.Module.cuda = lambda self, device=None: self.to("cpu")
+    torch.Tensor.cuda = lambda self, device=None, non_blocking=False, **kw: self.to("cpu")  # type: ignore[method-assign]
+    torch.nn.Module.cuda = lambda self, device=None: self.to("cpu")  # type: ignore[method-assign]
     torch.cuda.synchronize = lambda device=None: None
     torch.cuda.set_device = lambda device: None
     torch.cuda.current_device = lambda: 0
     # the GPU the original was written for has bf16 (an A100 or later); the NPU has it too
     torch.cuda.is_bf16_supported = lambda *args, **kwargs: True
+    if torch.backends.cuda.is_built():
+        # a CUDA build of torch without a GPU: once torch.cuda.is_available() says yes, optimizers
+        # ask the accelerator's current stream whether a CUDA graph is being captured, which would
+        # reach for the missing driver; on the CPU nothing is captured
+        torch.cuda.is_current_stream_capturing = lambda: False
+        torch.accelerator.current_stream = lambda device=None: _CPU_STREAM  # type: ignore[assignment,return-value]
     # pinned host memory needs an accelerator; on the CPU reference it is the memory itself
     torch.Tensor.pin_memory = lambda self, device=None: self  # type: ignore[method-assign,assignment,return-value]
 
@@ -173,10 +203,10 @@ def rename(name: str, renames: dict[str, str]) -> str:
     return name
 
 
-def _unrename(tensors: OrderedDict[str, torch.Tensor], renames: dict[str, str]) -> OrderedDict[str, torch.Tensor]:
+def _unrename(tensors: OrderedDict[str, _Value], renames: dict[str, str]) -> OrderedDict[str, _Value]:
     """The migrated side's tensor names under the original's names, so the two records line up."""
     back = {new: old for old, new in renames.items()}
-    out: OrderedDict[str, torch.Tensor] = OrderedDict()
+    out: OrderedDict[str, _Value] = OrderedDict()
     for name, tensor in tensors.items():
         kind, sep, rest = name.partition("/")
         if sep and kind in ("grad", "param", "buffer"):

@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from npu_migrate.emulation._memory import CpuMemoryTracker
+
 from .apicapture import ApiCapture
 from .opcapture import (
     ModuleTracker,
@@ -38,16 +40,22 @@ from .opcapture import (
     StopRun,
 )
 from . import tf32
-from .runner import _install_cuda_shim, describe_error
+from .runner import _install_cuda_shim, describe_error, load_torch_npu
 from .statecapture import (
     HookWatcher,
     Instances,
-    LiveBytes,
     ModeWatcher,
     RegionWatcher,
     SaveWatcher,
     final_state,
 )
+
+
+def _kernels_as_on_a_gpu() -> None:
+    """The CPU reference takes the paths a GPU (and an NPU) takes where the CPU has kernels of its
+    own, so both sides run the same ops in the same order, with the same temporaries."""
+    _foreach_as_on_a_gpu()
+    _dropout_as_on_a_gpu()
 
 
 def _foreach_as_on_a_gpu() -> None:
@@ -67,6 +75,23 @@ def _foreach_as_on_a_gpu() -> None:
         optimizer_module._get_foreach_kernels_supported_devices = supported
 
 
+def _dropout_as_on_a_gpu() -> None:
+    """In training, dropout on a GPU or an NPU is one fused kernel, `native_dropout`, whose mask is
+    bool; the CPU draws a float mask and scales in three ops (bernoulli_, div_, mul), a mask four
+    times the size. The CPU has `native_dropout` too: the same draws, so the same numbers, and the
+    device's ops and peak memory. (In-place dropout takes the three ops on every device.)"""
+    import torch.nn.functional as functional
+
+    original = functional.dropout
+
+    def dropout(input: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> torch.Tensor:
+        if training and not inplace and 0.0 < p < 1.0 and input.numel() > 0:
+            return torch.native_dropout(input, p, True)[0]
+        return original(input, p, training, inplace)
+
+    functional.dropout = dropout
+
+
 def _data_in_process() -> None:
     """DataLoader workers run in the main process (num_workers=0) on both sides: the dataset's ops
     (normalisation, augmentation) are then captured at their lines, not hidden in a worker. The
@@ -83,7 +108,7 @@ def _data_in_process() -> None:
         kwargs.pop("prefetch_factor", None)
         original(self, *args, **kwargs)
 
-    DataLoader.__init__ = init
+    DataLoader.__init__ = init  # type: ignore[method-assign]
 
 
 def _setup(job: dict[str, Any]) -> str:
@@ -103,10 +128,10 @@ def _setup(job: dict[str, Any]) -> str:
                 # the original runs as on its GPU: `if torch.cuda.is_available()` takes the GPU path
                 torch.cuda.is_available = lambda: True
                 torch.cuda.device_count = lambda: 1
-                _foreach_as_on_a_gpu()
+                _kernels_as_on_a_gpu()
             backend = "cpu"
     if side in ("reference", "noise") and job.get("portable"):
-        _foreach_as_on_a_gpu()  # the same optimizer kernels as on the device
+        _kernels_as_on_a_gpu()  # the same optimizer and dropout kernels as on the device
     if side == "noise":
         from npu_migrate.emulation import device_precision
 
@@ -123,20 +148,17 @@ def _setup(job: dict[str, Any]) -> str:
     from npu_migrate import emulation
 
     if emulation.real_torch_npu_available():
-        import torch_npu  # noqa: F401  (registers torch.npu)
-
-        if not (torch.npu.is_available() and torch.npu.device_count() > 0):
+        npu = load_torch_npu()
+        if not (npu.is_available() and npu.device_count() > 0):
             raise RuntimeError("torch_npu is installed but no NPU device is available; the emulation "
                                "never shadows a real torch_npu")
         return "torch_npu"
     precision = "device" if job.get("device_precision") else "exact"
     fp16_accumulation = precision == "device" and bool(job.get("fp16_accumulation"))
-    emulation.activate(job.get("backing", "cpu"), track_memory=False, audit=True,
+    # the device's memory statistics (live npu storages on a CPU backing) are the migrated side's peak
+    emulation.activate(job.get("backing", "cpu"), track_memory=bool(job.get("memory", True)), audit=True,
                        separate_rng=job.get("rng") == "device", precision=precision,
                        fp16_accumulation=fp16_accumulation)
-    # torch_npu gives the NPU foreach kernels, so optimizers take their foreach path there, as the
-    # reference does; an emulated tensor backed by the CPU would otherwise loop per parameter
-    _foreach_as_on_a_gpu()
     accumulation = ", fp16 accumulation" if fp16_accumulation else ""
     return f"emulation ({job.get('backing', 'cpu')}, {precision} precision{accumulation}, rng {job.get('rng', 'align')})"
 
@@ -177,7 +199,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         capture = ApiCapture(record, sites) if job.get("api_level") else \
-            OpCapture(record, sites, modules, memory if isinstance(memory, LiveBytes) else None)
+            OpCapture(record, sites, modules, memory if isinstance(memory, CpuMemoryTracker) else None)
+        if isinstance(memory, CpuMemoryTracker) and isinstance(capture, OpCapture):
+            memory.site_of = capture.site  # what the emulated device makes, at the user's line
         with capture:
             runpy.run_path(str(script), run_name="__main__")
         result["completed"] = True
@@ -204,23 +228,33 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _memory_meter(job: dict[str, Any], backend: str) -> Any:
-    """What measures this side's peak memory: the device allocator's statistics on a device (the
-    module exposing them), the live storages of op outputs on the CPU and the emulation; None
-    with --no-memory."""
+    """What measures this side's peak memory: the device allocator's statistics on a device or a
+    CUDA-backed emulation (the module exposing them); on the CPU, live tensor storages: on the
+    reference every storage the ops produce (its CPU is the device and the host at once), under the
+    emulation the same plus every npu storage the device makes (its own memory statistics, which
+    also see tensors no captured op returns); None with --no-memory."""
     if not job.get("memory", True):
         return None
-    device = torch.npu if backend == "torch_npu" else torch.cuda if backend == "cuda" else None
+    if backend.startswith("emulation"):
+        from npu_migrate.emulation import memory_tracker
+
+        tracker = memory_tracker()
+        if tracker is not None:
+            return tracker
+    device = vars(torch)["npu"] if backend == "torch_npu" or backend.startswith("emulation") else \
+        torch.cuda if backend == "cuda" else None
     if device is not None:
         device.reset_peak_memory_stats()
         return device
-    return LiveBytes()
+    return CpuMemoryTracker()
 
 
 def _memory_result(meter: Any) -> dict[str, Any] | None:
     if meter is None:
         return None
-    if isinstance(meter, LiveBytes):
-        return meter.result()
+    if isinstance(meter, CpuMemoryTracker):
+        top = dict(sorted(meter.at_peak.items(), key=lambda item: -item[1])[:50])
+        return {"peak": meter.peak, "end": meter.allocated, "by_site": top, "method": "live tensor storages (CPU)"}
     return {"peak": int(meter.max_memory_allocated()), "end": int(meter.memory_allocated()), "by_site": {},
             "method": "device allocator statistics"}
 

@@ -7,8 +7,6 @@
 - `HookWatcher`: hooks the user's code registers (a hook that keeps tensors alive is a memory fault
   whose cause is its registration line);
 - `SaveWatcher`: what the script `torch.save`s (tensors summarised, scalars kept);
-- `LiveBytes`: the bytes of the storages the ops produced that are still alive, by the user's line
-  that produced them, and its peak;
 - `final_state`: at the end, every optimizer's hyperparameters and state, every model's modes and
   buffers.
 
@@ -168,52 +166,6 @@ def flatten_saved(obj: Any, prefix: str = "", depth: int = 0) -> list[dict[str, 
     if isinstance(obj, numbers.Number):
         return [{"key": prefix or "<value>", "value": float(obj) if isinstance(obj, float) else obj}]
     return [{"key": prefix or "<object>", "value": type(obj).__name__}]
-
-
-class LiveBytes:
-    """Bytes of the storages that ops produced and that are still alive, by the user's line that
-    produced them. Storages keep their Python object while alive (torch preserves it), so a
-    finalizer on it fires when the memory is released, also when a view outlived its base."""
-
-    def __init__(self) -> None:
-        self.live: dict[int, tuple[int, str]] = {}
-        self.by_site: dict[str, int] = {}
-        self.current = self.peak = 0
-        self.at_peak: dict[str, int] = {}
-        self._snapshot_peak = 0
-
-    def produced(self, tensor: torch.Tensor, site: str | None) -> None:
-        owner: Any
-        try:
-            owner = tensor.untyped_storage()
-            key, size = owner._cdata, owner.nbytes()
-        except (RuntimeError, NotImplementedError, AttributeError, TypeError):
-            if tensor.layout != torch.strided:  # sparse: no storage of its own to count
-                return
-            # a tensor subclass without a storage of its own (a wrapper): counted while it lives
-            owner, key, size = tensor, id(tensor), tensor.numel() * tensor.element_size()
-        if key in self.live or not size:
-            return
-        where = site or "<torch>"
-        self.live[key] = (size, where)
-        self.by_site[where] = self.by_site.get(where, 0) + size
-        self.current += size
-        weakref.finalize(owner, self._released, key)
-        if self.current > self.peak:
-            self.peak = self.current
-            if self.peak > 1.05 * self._snapshot_peak:  # a snapshot per 5% of growth keeps this cheap
-                self.at_peak, self._snapshot_peak = dict(self.by_site), self.peak
-
-    def _released(self, key: int) -> None:
-        size, where = self.live.pop(key, (0, ""))
-        self.current -= size
-        if where:
-            self.by_site[where] -= size
-
-    def result(self) -> dict[str, Any]:
-        top = dict(sorted(self.at_peak.items(), key=lambda item: -item[1])[:50])
-        return {"peak": self.peak, "end": self.current, "by_site": top,
-                "method": "live storages of op outputs (CPU)"}
 
 
 class Instances:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import warnings
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -21,6 +22,9 @@ from torch import nn
 
 from npu_migrate import emulation
 from npu_migrate.emulation._fidelity import NpuDtypeWarning, NpuFallbackWarning
+
+ROOT = Path(__file__).resolve().parents[2]
+
 
 @pytest.fixture
 def emu():
@@ -160,6 +164,38 @@ def test_autograd_and_an_optimizer_built_before_the_move(emu):
     assert all(s.device.type == "npu" for s in optimizer.state[weight].values() if s.dim() > 0)
 
 
+def test_optimizers_and_clipping_take_their_foreach_kernels_as_on_a_device(emu):
+    """On a device optimizers default to the foreach kernels (one op over all parameters), on the CPU
+    to a loop per parameter: another order of operations, which per-op comparisons see. The npu's
+    parameters are a tensor subclass, which torch would loop over unless told otherwise."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class OpNames(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.names.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    torch.manual_seed(0)
+    host = nn.Linear(4, 3)
+    model = copy.deepcopy(host).npu()
+    x = torch.randn(5, 4)
+    for module, batch in ((host, x), (model, x.npu())):
+        optimizers = (torch.optim.SGD(module.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(module.parameters()))
+        for _ in range(2):
+            module(batch).square().sum().backward()
+            with OpNames() as seen:
+                nn.utils.clip_grad_norm_(module.parameters(), 0.1)
+                for optimizer in optimizers:
+                    optimizer.step()
+    assert {"_foreach_norm.Scalar", "_foreach_add_.List", "_foreach_addcdiv_.ScalarList"} <= set(seen.names)
+    assert "add_.Tensor" not in seen.names  # no per-parameter loop
+    assert torch.allclose(model.weight.detach().cpu(), host.weight.detach(), atol=1e-6)  # the CPU's loop: same numbers
+
+
 def test_recurrent_layers_run_forward_and_backward(emu):
     for layer in (nn.LSTM(4, 6, batch_first=True), nn.GRU(4, 6), nn.LSTMCell(4, 6), nn.GRUCell(4, 6)):
         layer.npu()
@@ -283,6 +319,20 @@ def test_fallback_is_an_error_with_torch_npu_fallback_cpu_disable(tmp_path):
     assert result.returncode != 0
     assert "CAUTION: The operator 'aten::_linalg_eigh.eigenvalues' is not currently supported on the NPU " \
            "backend." in result.stderr and "strict.py:2" in result.stderr
+
+
+def test_activating_after_a_backward_pass_is_one_clear_error(tmp_path):
+    """torch's autograd engine sizes its device queues at a process's first backward pass: after a
+    CPU backward, the npu has none, and activate() says so instead of leaving every later backward
+    to stop on torch's internal assert."""
+    script = tmp_path / "late.py"
+    script.write_text("import torch\nx = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n"
+                      "from npu_migrate import emulation\nemulation.activate()\n")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode != 0
+    assert "EmulationError: a backward pass ran in this process before the emulation was activated" in result.stderr
+    assert "INTERNAL ASSERT" not in result.stderr
 
 
 DDP_SCRIPT = """

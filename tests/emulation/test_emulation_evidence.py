@@ -47,6 +47,30 @@ def test_a_tensor_left_on_the_cpu_raises_like_a_device_and_says_where_it_was_mad
         torch.ones(2, device="npu").numpy()
 
 
+def test_sparse_tensors_are_audited_moved_trained_on_and_saved(audited, tmp_path):
+    """A graph network's adjacency (pytorch/examples' GCN and GAT build it sparse on the CPU): sparse
+    tensors have no storage of their own, which the audit, the memory statistics and torch.save
+    must not ask for."""
+    adjacency = (torch.eye(5) + torch.diag(torch.ones(4), 1)).to_sparse()  # a host tensor, audited
+    weight = nn.Parameter(torch.randn(3, 2, device="npu"))
+    features = torch.randn(5, 3, device="npu")
+    with pytest.raises(RuntimeError, match=r"npu:0 and cpu!.*made at .*test_emulation_evidence.py:\d+"):
+        torch.spmm(adjacency, features @ weight)
+    on_device = adjacency.to("npu")
+    assert on_device.device.type == "npu" and on_device.is_sparse
+    optimizer = torch.optim.Adam([weight], lr=0.1)
+    torch.spmm(on_device, features @ weight).square().sum().backward()
+    optimizer.step()
+    assert weight.grad is not None and weight.grad.device.type == "npu"
+    torch.save({"adjacency": on_device}, tmp_path / "graph.pt")
+    loaded = torch.load(tmp_path / "graph.pt")["adjacency"]
+    assert loaded.device.type == "npu" and loaded.is_sparse
+    assert torch.equal(loaded.to_dense().cpu(), adjacency.to_dense())
+    assert torch.load(tmp_path / "graph.pt", map_location="cpu")["adjacency"].device.type == "cpu"
+    with pytest.raises(emulation.EmulationError, match="sparse_csr tensors cannot be placed on the emulated npu"):
+        adjacency.to_sparse_csr().to("npu")
+
+
 def test_moving_copies_so_the_cpu_original_stays_cpu(audited):
     host = torch.ones(3)
     device_copy = host.to("npu")

@@ -25,6 +25,29 @@ def emu():
         yield sys.modules["torch_npu"]
 
 
+def test_the_tracker_counts_a_storage_until_its_last_view_goes_by_site():
+    """The tracker behind the statistics is also the verifier's meter of the CPU reference (every op
+    output, attributed to the user's line): one count per storage, released with the last view."""
+    import gc
+
+    from npu_migrate.emulation._memory import CpuMemoryTracker
+
+    sites = iter(["t.py:3"])
+    tracker = CpuMemoryTracker(site_of=lambda: next(sites))
+    base = torch.zeros(1000)
+    tracker.see(base)  # no site given: site_of names it
+    tracker.see(base.add_(1), "t.py:4")  # in place: the same storage, counted once
+    view = base[:10]
+    del base
+    gc.collect()
+    assert tracker.allocated == 4000  # the view keeps the storage alive
+    del view
+    gc.collect()
+    assert (tracker.allocated, tracker.peak, tracker.at_peak, tracker.by_site) == (0, 4000, {"t.py:3": 4000}, {"t.py:3": 0})
+    tracker.see(torch.zeros(4, 4).to_sparse(), "t.py:9")  # no single storage: not counted, no error
+    assert tracker.allocated == 0
+
+
 def test_allocation_pattern_is_counted_exactly(emu):
     torch.npu.reset_peak_memory_stats()
     start = torch.npu.memory_allocated()

@@ -106,7 +106,7 @@ def test_the_same_result_on_plain_cpu_torch(outputs: list[list[str]]) -> None:
 
 
 def test_the_npu_branch_under_the_emulation(outputs: list[list[str]]) -> None:
-    # (the emulation backs npu tensors with CPU ones: x.device.type says cpu there)
+    # npu tensors are on the emulated device: the script's x.device.type reads "npu", as on a device
     original, _, (value, device_type, option, _, backend) = outputs
     assert (device_type, option, backend) == ("npu", "npu", "hccl")
     assert float(value) == pytest.approx(float(original[0]), abs=1e-3)
