@@ -2,8 +2,9 @@
 CuPy, NVML, CUDA extensions, channels_last, ...) is reported with its NPU route.
 
 Nothing here rewrites: none of these mappings is exact (argument meanings, return values or
-numerics differ), so each report says what to write instead. Entries live in
-`data/third_party.json`; an import is reported once, by the most specific entry that names it,
+numerics differ), so each report says what to write instead. Entries live in the catalogue of
+CUDA-only knowledge (`data/cuda_only.json`, `codemods.data.catalogue`); an import is reported
+once, by the most specific entry that names it,
 a call or attribute use where an entry asks for it, and a keyword argument (`load_in_8bit=`) of
 any call where an entry is "at" "keyword". `cu_file_diagnostic` is the report for
 a `.cu`/`.cuh` file found while walking a tree.
@@ -19,8 +20,8 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 
-from codemods.analyses import envmap
 from codemods.api.rule import Fix, Rule
+from codemods.data import catalogue
 from codemods.model.cstnodes import dotted_name, dotted_parts
 from npu_migrate.core.diagnostics import Severity
 from npu_migrate.core.discovery import CUDA_SUFFIXES
@@ -28,21 +29,15 @@ from npu_migrate.core.discovery import CUDA_SUFFIXES
 _IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda"}
 
 
-@cache
-def entries() -> tuple[dict[str, Any], ...]:
-    return tuple(envmap.load("third_party.json")["entries"])
+_PYTHON_PLACES = frozenset({"import", "call", "reference", "name", "keyword"})
+
+entries = catalogue.entries
+best_import_entry = catalogue.best_import_entry
 
 
 @cache
 def _heads() -> frozenset[str]:
-    return frozenset(e["cuda"].split(".")[0] for e in entries() if set(e["at"]) - {"keyword"})
-
-
-def best_import_entry(qualified: str) -> dict[str, Any] | None:
-    """The most specific entry naming `qualified` (or a module above it) for import reports."""
-    found = [e for e in entries() if "import" in e["at"]
-             and (qualified == e["cuda"] or qualified.startswith(e["cuda"] + "."))]
-    return max(found, key=lambda e: len(e["cuda"]), default=None)
+    return frozenset(e["cuda"].split(".")[0] for e in entries() if set(e["at"]) & (_PYTHON_PLACES - {"keyword"}))
 
 
 def library_prefilter(code: str) -> str:
@@ -51,7 +46,7 @@ def library_prefilter(code: str) -> str:
     Plain literals, no leading `\\b`: a literal start lets `re` skip ahead fast."""
     words: set[str] = set()
     for entry in entries():
-        if entry["code"] != code or not entry["at"]:
+        if entry.get("code") != code or not set(entry["at"]) & _PYTHON_PLACES:
             continue
         if "keyword" in entry["at"]:
             words.add(re.escape(entry["cuda"]) + r"\s*=")
@@ -69,13 +64,18 @@ def library_prefilter(code: str) -> str:
     return "|".join(sorted(words)) if words else r"(?!)"
 
 
+def severity_of(entry: dict[str, Any]) -> Severity | None:
+    """The entry's own severity (an engine with no route is an error), or None: the rule's."""
+    return Severity(entry["severity"]) if "severity" in entry else None
+
+
 class ThirdPartyRule(Rule):
     fix = Fix.NONE
     severity = Severity.WARNING
     default = True
 
     def _entries(self, at: str) -> list[dict[str, Any]]:
-        return [e for e in entries() if e["code"] == self.code and at in e["at"]]
+        return [e for e in entries() if e.get("code") == self.code and at in e["at"]]
 
     def _qualify(self, node: cst.BaseExpression) -> str | None:
         parts = dotted_parts(node)
@@ -98,8 +98,8 @@ class ThirdPartyRule(Rule):
 
     def _report_import(self, node: cst.CSTNode, qualified: str) -> None:
         entry = best_import_entry(qualified)
-        if entry is not None and entry["code"] == self.code:
-            self.report(node, f"`{qualified}`: {entry['message']}")
+        if entry is not None and entry.get("code") == self.code:
+            self.report(node, f"`{qualified}`: {entry['message']}", severity=severity_of(entry))
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -136,7 +136,7 @@ class ThirdPartyRule(Rule):
                 continue
             for entry in wanted:
                 if entry["cuda"] == arg.keyword.value:
-                    self.report(arg, f"`{arg.keyword.value}=`: {entry['message']}")
+                    self.report(arg, f"`{arg.keyword.value}=`: {entry['message']}", severity=severity_of(entry))
 
     def _report_call(self, node: cst.Call) -> bool:
         """Report a call an entry names; whether one was reported."""
@@ -154,7 +154,7 @@ class ThirdPartyRule(Rule):
                     self.report(node, entry["message_computed"])
                     return True
                 continue
-            self.report(node, entry["message"])
+            self.report(node, entry["message"], severity=severity_of(entry))
             return True
         return False
 
@@ -164,7 +164,7 @@ class ThirdPartyRule(Rule):
             name = self._qualify(node)
             for entry in wanted:
                 if entry["cuda"] == name:
-                    self.report(node, entry["message"])
+                    self.report(node, entry["message"], severity=severity_of(entry))
 
 
 def _computed_sources(call: cst.Call) -> bool:

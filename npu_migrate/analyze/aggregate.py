@@ -214,10 +214,10 @@ class Aggregator(EffortModel, MemorySection):
         tables.append(dist)
 
         custom = Table("Custom operations and third-party CUDA code", ["library", "what", "location", "NPU route"])
-        entries = {e["cuda"]: e for e in catalog.load("third_party")["entries"]}
+        entries = catalog.third_party()
         for key, detail_text, path, line in sorted(self.third_party, key=lambda t: (t[2], t[3])):
             entry = entries[key]
-            route = (entry["npu"] + ": " if entry["npu"] else "") + entry["note"]
+            route = catalog.route(entry)
             custom.rows.append([entry["library"], detail_text, where(path, line), route])
             extra.append(finding("ANA020", path, (line, 0), f"{entry['library']} ({detail_text}): {route}",
                                  evidence=[f"{detail_text} at line {line}" if line else f"file {detail_text}"]))
