@@ -98,7 +98,10 @@ def library_names() -> list[str]:
 # -- option values -------------------------------------------------------------------------------
 
 def option_entries(where: str = "option") -> list[Entry]:
-    return found_at(where) if where != "config" else [e for e in entries() if e.get("config_keys")]
+    """Option entries as Python code (`option`), launch scripts (`flag`) or YAML configs (`config`) spell them."""
+    if where == "option":
+        return found_at("option")
+    return [e for e in entries() if e.get({"flag": "flags", "config": "config_keys"}[where])]
 
 
 def value_matches(entry: Entry, value: str) -> bool:
