@@ -333,6 +333,16 @@ class CudaOnlyNames:
         # `forward` calls a compiled kernel selects that kernel
         functions = {s.name: s for s in tree.body
                      if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        # a function that JIT-builds a plugin from CUDA sources (StyleGAN's `_init()`:
+        # `_plugin = custom_ops.get_plugin(sources=['bias_act.cpp', 'bias_act.cu'])`) makes the
+        # globals it sets CUDA-only too: `_plugin.bias_act(...)` elsewhere runs that plugin
+        for name, function in functions.items():
+            source = _cuda_source(function)
+            if source is not None:
+                why = f"a CUDA plugin built from `{source}` (in `{name}()`)"
+                for node in ast.walk(function):
+                    if isinstance(node, ast.Global):
+                        result.names.update({g: why for g in node.names if g not in result.names})
         # each body is walked once: what can make it CUDA-only, in walk order; then a function
         # that calls a CUDA-only function is CUDA-only too, until nothing changes
         candidates = set(result.names) | set(functions)
@@ -364,9 +374,11 @@ class CudaOnlyNames:
                 loads_hub_kernels = loads_hub_kernels or hub_kernel_loader(node)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in candidates:
                 events.append((False, node.id))
-            elif repo is None and isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                    and HUB_FLASH_ATTENTION.fullmatch(node.value):
-                repo = node.value
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if node.value.endswith(_CUDA_SOURCE_SUFFIXES):
+                    events.append((True, f"a CUDA plugin built from `{os.path.basename(node.value)}`"))
+                elif repo is None and HUB_FLASH_ATTENTION.fullmatch(node.value):
+                    repo = node.value
         return events, _hub_reason(repo) if loads_hub_kernels and repo else None
 
     def _reason_of(self, events: list[tuple[bool, str]], fallback: str | None) -> str | None:
@@ -397,10 +409,21 @@ class CudaOnlyNames:
                 why = self.names.get(node.id) or self.functions.get(node.id)
                 if why:
                     return why if node.id in self.names else f"`{node.id}`, which uses {why}"
-            elif repo is None and isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                    and HUB_FLASH_ATTENTION.fullmatch(node.value):
-                repo = node.value
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if node.value.endswith(_CUDA_SOURCE_SUFFIXES):
+                    return f"a CUDA plugin built from `{os.path.basename(node.value)}`"
+                if repo is None and HUB_FLASH_ATTENTION.fullmatch(node.value):
+                    repo = node.value
         return _hub_reason(repo) if loads_hub_kernels and repo else None
+
+
+_CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
+
+
+def _cuda_source(scope: ast.AST) -> str | None:
+    """The first CUDA source file (`kernel.cu`) a scope names, or None."""
+    return next((os.path.basename(n.value) for n in ast.walk(scope) if isinstance(n, ast.Constant)
+                 and isinstance(n.value, str) and n.value.endswith(_CUDA_SOURCE_SUFFIXES)), None)
 
 
 def _hub_reason(repo: str) -> str:
