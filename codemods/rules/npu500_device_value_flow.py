@@ -233,6 +233,18 @@ def _walk_values(module: cst.Module) -> list[cst.CSTNode]:
 
 
 CASES = [
+    Invalid(  # a ModelZoo pair: device strings built in a comprehension, used through the list
+        """\
+import torch
+devices = ['cuda:' + str(i) for i in range(4)]
+x = torch.zeros(3).to(devices[0])
+""",
+        after="""\
+import torch
+devices = ['npu:' + str(i) for i in range(4)]
+x = torch.zeros(3).to(devices[0])
+""",
+    ),
     Invalid(
         """\
 import torch
