@@ -340,9 +340,8 @@ class CudaOnlyNames:
             source = _cuda_source(function)
             if source is not None:
                 why = f"a CUDA plugin built from `{source}` (in `{name}()`)"
-                for node in ast.walk(function):
-                    if isinstance(node, ast.Global):
-                        result.names.update({g: why for g in node.names if g not in result.names})
+                for declared in (n for n in ast.walk(function) if isinstance(n, ast.Global)):
+                    result.names.update({g: why for g in declared.names if g not in result.names})
         # each body is walked once: what can make it CUDA-only, in walk order; then a function
         # that calls a CUDA-only function is CUDA-only too, until nothing changes
         candidates = set(result.names) | set(functions)

@@ -211,7 +211,7 @@ class FileFlow:
             return self.classify(parent, verdict, depth, seen)
         if isinstance(parent, ast.IfExp) and node is not parent.test:
             return self.classify(parent, verdict, depth, seen)
-        if self._in_collection(node, parent):
+        if isinstance(parent, ast.expr) and self._in_collection(node, parent):
             # `['cuda:' + str(i) for i in range(n)]`, `("cuda:0", "cuda:1")`: the collection carries
             # the value to where an element is taken out (`devices[0]`, `for d in devices`)
             return self.classify(parent, verdict, depth, seen)

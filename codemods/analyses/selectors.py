@@ -48,10 +48,10 @@ def _spelled(node: ast.AST) -> str | None:
     return None
 
 
-def _strings(node: ast.AST | None) -> Iterator[ast.Constant]:
-    """The string constants a value is or holds (`'cuda'`, `['ref', 'cuda']`)."""
+def _strings(node: ast.AST | None) -> Iterator[tuple[ast.Constant, str]]:
+    """The string constants a value is or holds (`'cuda'`, `['ref', 'cuda']`), with their text."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        yield node
+        yield node, node.value
     elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         for element in node.elts:
             yield from _strings(element)
@@ -87,8 +87,8 @@ def kernel_selectors(model: Any) -> KernelSelectors:
     values: dict[str, set[str]] = {}
     places: dict[str, list[ast.Constant]] = {}
     for name, value in _pairs(model.tree):
-        for constant in _strings(value):
-            values.setdefault(name, set()).add(constant.value)
+        for constant, text in _strings(value):
+            values.setdefault(name, set()).add(text)
             places.setdefault(name, []).append(constant)
     devices = device_positions().names
     found = KernelSelectors()
