@@ -126,6 +126,9 @@ def option_message(entry: Entry, name: str, value: str) -> str:
     """The entry's advice about `name=value` ({option}, {value}, {paged} filled in)."""
     paged = " that pages its state through CUDA unified memory" if value.startswith("paged_") else ""
     template: str = entry["message"]
+    if name.startswith("-"):  # a launch-script flag: `--optim paged_adamw_32bit`
+        return template.replace("`{option}={value}`", f"`{name} {value}`").format(
+            option=name, value=value, paged=paged, name=name)
     return template.format(option=name, value=f'"{value}"', paged=paged, name=name)
 
 

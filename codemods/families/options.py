@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any
 
 import libcst as cst
+import libcst.matchers as m
 
 from codemods.api.rule import Fix, Rule
 from codemods.data import catalogue
@@ -116,6 +117,10 @@ class OptionRule(Rule):
             return updated_node  # another rule added or removed an argument: positions no longer pair
         callee = self.resolve(original_node.func)
         flag = _argparse_option(original_node)
+        if flag is not None:
+            choices = next((a.value for a in original_node.args if a.keyword and a.keyword.value == "choices"), None)
+            if choices is not None:
+                self._offered(flag, choices, original_node)
         args = list(updated_node.args)
         for index, (before, after) in enumerate(zip(original_node.args, updated_node.args, strict=True)):
             if before.keyword is not None:
@@ -149,10 +154,61 @@ class OptionRule(Rule):
             else updated_node
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
+        name = _target_name(original_node.target)
+        self._offered(name, original_node.annotation.annotation, original_node)
         if original_node.value is None or updated_node.value is None:
             return updated_node
-        new = self._value(_target_name(original_node.target), original_node.value, updated_node.value)
+        new = self._value(name, original_node.value, updated_node.value)
         return updated_node.with_changes(value=new) if new is not updated_node.value else updated_node
+
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        """`def finetune(quantize: Literal["bnb.nf4", ...] | None = None)`, `def load(strategy="cuda fp16")`."""
+        name = original_node.name.value
+        if original_node.annotation is not None:
+            self._offered(name, original_node.annotation.annotation, original_node)
+        if original_node.default is None or updated_node.default is None:
+            return updated_node
+        new = self._value(name, original_node.default, updated_node.default)
+        return updated_node.with_changes(default=new) if new is not updated_node.default else updated_node
+
+    def _offered(self, name: str | None, values: cst.BaseExpression, where: cst.CSTNode) -> None:
+        """A parameter, field or argparse option that offers values selecting CUDA-only code
+        (`Literal["bnb.nf4", ...]`, `choices=[...]`): reported once, where they are offered."""
+        if name is None:
+            return
+        for entry in _by_option(self.code).get(name.lstrip("_"), ()):
+            if entry.get("calls"):
+                continue
+            offered = [text for node in m.findall(values, m.SimpleString())
+                       if (text := string_value(node)) is not None and catalogue.value_matches(entry, text)]
+            if offered:
+                self.report(where, f"`{name}` offers {', '.join(repr(v) for v in offered)}: "
+                                   + catalogue.option_message(entry, name, offered[0]))
+                return
+
+    def leave_List(self, original_node: cst.List, updated_node: cst.List) -> cst.BaseExpression:
+        return self._command(original_node, updated_node)
+
+    def leave_Tuple(self, original_node: cst.Tuple, updated_node: cst.Tuple) -> cst.BaseExpression:
+        return self._command(original_node, updated_node)
+
+    def _command(self, original: cst.List | cst.Tuple, updated: Any) -> Any:
+        """A command as a list of words (`["litgpt", "serve", path, "--quantize", "bnb.nf4"]`):
+        a flag of the catalogue followed by its value."""
+        if len(original.elements) != len(updated.elements):
+            return updated
+        words = [string_value(e.value) for e in original.elements]
+        elements = list(updated.elements)
+        for index in range(1, len(words)):
+            flag, value = words[index - 1], words[index]
+            entry = catalogue.option_entry(flag, value, "flag") if flag and value is not None else None
+            if entry is None or self.code not in (entry.get("code"),):
+                continue
+            before, after = original.elements[index], updated.elements[index]
+            new = self.option_found(entry, flag.lstrip("-"), value, before.value, after.value)  # type: ignore[union-attr]
+            if new is not after.value:
+                elements[index] = after.with_changes(value=new)
+        return updated.with_changes(elements=elements) if elements != list(updated.elements) else updated
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         if len(original_node.targets) != 1:

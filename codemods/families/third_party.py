@@ -22,11 +22,13 @@ import libcst.matchers as m
 
 from codemods.api.rule import Fix, Rule
 from codemods.data import catalogue
-from codemods.model.cstnodes import dotted_name, dotted_parts
+from codemods.model.cstnodes import dotted_name, dotted_parts, string_value
 from npu_migrate.core.diagnostics import Severity
 from npu_migrate.core.discovery import CUDA_SUFFIXES
 
 _IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda"}
+_CUDA_TARGET = re.compile(r"cuda(?::\d+)?")
+_TARGET_KEYWORDS = frozenset({"target", "arch", "backend", "platform", "target_name"})  # not device keywords
 
 
 _PYTHON_PLACES = frozenset({"import", "call", "reference", "name", "keyword"})
@@ -124,6 +126,24 @@ class ThirdPartyRule(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not self._report_call(node):  # `BitsAndBytesConfig(load_in_4bit=True)`: said once
             self._report_keywords(node)
+        self._report_target(node)
+
+    def _report_target(self, node: cst.Call) -> None:
+        """`"cuda"` passed to a CUDA-only library (TileLang's `CUDA("cuda")`, `tilelang.compile(f,
+        target="cuda")`) names the library's GPU target, not a torch device: it stays, and is said so
+        (never "write npu": the library has no NPU target)."""
+        qualified = self._qualify(node.func)
+        library = catalogue.cuda_only_library(qualified) if qualified else None
+        entry = catalogue.best_import_entry(library) if library else None
+        if entry is None or entry.get("code") != self.code:
+            return
+        for arg in node.args:
+            if (arg.keyword is None or arg.keyword.value in _TARGET_KEYWORDS) \
+                    and _CUDA_TARGET.fullmatch(string_value(arg.value) or ""):
+                self.report(arg, f"`{string_value(arg.value)}` names {entry.get('library', library)}'s NVIDIA GPU target, "
+                                 "not a torch device: it stays as written (the library has no NPU target; see the "
+                                 "report at its import)", severity=Severity.INFO)
+                return
 
     def _report_keywords(self, node: cst.Call) -> None:
         """`load_in_8bit=True` in any call (an entry at "keyword"): reported unless the value is

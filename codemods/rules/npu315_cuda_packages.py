@@ -69,6 +69,8 @@ class CudaPackages(ThirdPartyRule):
         stripped = code.lstrip()
         col = len(code) - len(stripped) + 1
         words = stripped.split()
+        if words[:1] == ["-"] and len(words) > 1 and words[1].split("=")[0] in _INDEX_OPTIONS:
+            words = words[1:]  # a conda environment's `pip:` list: `- --extra-index-url https://...`
         if words and words[0].split("=")[0] in _INDEX_OPTIONS:
             found = _CUDA_INDEX.search(stripped)
             if found:
@@ -108,6 +110,16 @@ dependencies:
       - xformers==0.0.16  # attention kernels
 """,
         path="environment.yaml",
+    ),
+    # dinov2's conda.yaml: NVIDIA's index and a RAPIDS wheel in the pip section
+    Invalid(
+        """\
+dependencies:
+  - pip:
+    - --extra-index-url https://pypi.nvidia.com
+    - cuml-cu11
+""",
+        path="conda.yaml",
     ),
     # dinov2's requirements.txt, whisper's triton line, a CUDA build pinned by its local version
     Invalid(

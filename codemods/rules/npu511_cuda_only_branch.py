@@ -30,6 +30,8 @@ _CUDA_LITERAL = re.compile(r"cuda(:\d*)?")
 _NPU_LITERAL = re.compile(r"npu(:\d*)?")
 _TENSORRT = "TensorrtExecutionProvider"
 _CAPABILITY = frozenset({"torch.cuda.get_device_capability"})
+# torch.library calls that register an implementation for a device type
+_REGISTRATIONS = frozenset({"torch.library.custom_op", "torch.library.register_kernel", "torch.library.impl"})
 
 
 def _predicate_around(tree: ast.Module, line: int) -> str | None:
@@ -153,6 +155,29 @@ class CudaOnlyBranch(Rule):
                                    "on CUDA (so the NPU skips the branch); port the branch by hand to give the "
                                    "NPU the same feature")
         return updated_node.with_changes(test=original_node.test)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
+        """`@torch.library.custom_op("quack::gemm", device_types="cuda")` (and `register_kernel`,
+        `impl`): the kernel registered for CUDA tensors. In a file that reaches CUDA-only code it is
+        that code (QuACK's CuTe DSL GEMMs): registered for the NPU it would run there. It stays a
+        CUDA registration and is reported; the NPU needs an implementation of its own."""
+        if self.resolve(original_node.func) not in _REGISTRATIONS:
+            return updated_node
+        cuda = [a for a in original_node.args if (a.keyword is None or a.keyword.value in ("device_types", "types"))
+                and any(_CUDA_LITERAL.fullmatch(string_value(s) or "")
+                        for s in m.findall(a.value, m.SimpleString()) if isinstance(s, cst.SimpleString))]
+        if not cuda:
+            return updated_node
+        names = self._cuda_only_names()
+        why = next(iter(names.names.values()), None) or next(iter(names.functions.values()), None)
+        if why is None:
+            self.report(cuda[0], "a kernel registered for CUDA devices only: its implementation here is the file's own "
+                                 "code; if that is plain torch ops, register it for \"npu\" as well")
+        else:
+            self.report(cuda[0], f"a kernel registered for CUDA devices in a module that uses {why}, which runs only "
+                                 "on CUDA: the registration stays CUDA's (the NPU would run that code otherwise); "
+                                 "register an NPU implementation of the op (device_types=\"npu\") by hand")
+        return updated_node
 
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> Any:
         """`def checker(x): return x.device.type == "cuda"` in a module that imports CUDA-only code
@@ -309,7 +334,14 @@ class CudaOnlyBranch(Rule):
             return None
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
         block = next((n for n in ast.walk(self.context.facts.tree) if isinstance(n, ast.If) and n.lineno == line), None)
-        found = block and capability_break(ast.Module(body=block.body, type_ignores=[]), self.context.facts)
+        if block is None:
+            return None
+        found = capability_break(ast.Module(body=block.body, type_ignores=[]), self.context.facts)
+        if found is None and _is_gate(block):
+            # `if not torch.cuda.is_available(): raise ...` then `major, minor = get_device_capability()`:
+            # the code after the gate is what the CUDA test lets run
+            after = _statements_after(self.context.facts.tree, block)
+            found = capability_break(ast.Module(body=after, type_ignores=[]), self.context.facts) if after else None
         return f"{found[0]} on line {found[1]}" if found else None
 
     def _project(self) -> dict[str, dict[str, str]]:
@@ -409,6 +441,23 @@ class CudaOnlyBranch(Rule):
         runner.revise_recorded(lambda node, make: None if id(node) in inside else make)
 
 
+def _is_gate(block: ast.If) -> bool:
+    """`if not <on CUDA>: return/raise ...` (an early exit that lets what follows run on CUDA only)."""
+    negated = isinstance(block.test, ast.UnaryOp) and isinstance(block.test.op, ast.Not) or any(
+        isinstance(op, ast.NotEq) for n in ast.walk(block.test) if isinstance(n, ast.Compare) for op in n.ops)
+    return negated and not block.orelse and isinstance(block.body[-1], (ast.Return, ast.Raise))
+
+
+def _statements_after(tree: ast.Module, block: ast.stmt) -> list[ast.stmt]:
+    """The statements after `block` in the body that holds it."""
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            statements = getattr(node, name, None)
+            if isinstance(statements, list) and block in statements:
+                return statements[statements.index(block) + 1:]
+    return []
+
+
 def _cuda_only_option(body: cst.CSTNode) -> str | None:
     """An option value of the catalogue in the branch that selects CUDA-only code
     (`TrainingArguments(optim="paged_adamw_8bit")`: a bitsandbytes optimizer)."""
@@ -446,6 +495,45 @@ def _as_kept_report(make: Callable[[int, int], Any], path: str, code: str,
 
 
 CASES = [
+    Invalid(  # TileLang's GEMM autotune example: the gate lets the capability arithmetic run on CUDA only
+        """\
+import torch
+
+
+def get_heuristic_config() -> dict:
+    if not torch.cuda.is_available():
+        raise RuntimeError("CUDA is not available")
+    device = torch.cuda.current_device()
+    sm_major, sm_minor = torch.cuda.get_device_capability(device)
+    return {"block_M": 128 if sm_major * 10 + sm_minor >= 80 else 64}
+""",
+        after="""\
+import torch
+
+
+def get_heuristic_config() -> dict:
+    if not torch.cuda.is_available():
+        raise RuntimeError("CUDA is not available")
+    device = torch.npu.current_device()
+    sm_major, sm_minor = torch.npu.get_device_capability(device)
+    return {"block_M": 128 if sm_major * 10 + sm_minor >= 80 else 64}
+""",
+        codes=("NPU120", "NPU511"),
+        with_rules=("NPU120",),
+    ),
+    Invalid(  # QuACK's gemm_interface.py: a CuTe DSL GEMM registered as a torch op for CUDA tensors
+        """\
+import torch
+import cutlass.cute as cute
+
+
+@torch.library.custom_op("quack::gemm_add", mutates_args=(), device_types="cuda")
+def gemm_add(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    return run_cute_gemm(A, B)
+""",
+        codes=("NPU316", "NPU511"),
+        with_rules=("NPU316",),
+    ),
     Invalid(  # StyleGAN3's bias_act.py: the guard builds and runs a JIT-compiled CUDA plugin
         """\
 import os
