@@ -450,8 +450,21 @@ def project_cuda_modules(folder: Path) -> set[str]:
             tree = ast.parse(path.read_text(encoding="utf-8"))
         except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
             continue
-        if any(_lib_import(node) for node in tree.body):
+        if any(_lib_import(node) for node in _module_level(tree.body)):
             found.add(path.stem)
+    return found
+
+
+def _module_level(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements that run when a module is imported (inside `try`/`if` blocks too, not in functions)."""
+    found = []
+    for statement in statements:
+        found.append(statement)
+        if isinstance(statement, (ast.Try, ast.If, ast.With)):
+            for name in ("body", "orelse", "finalbody"):
+                found += _module_level(getattr(statement, name, []))
+            for handler in getattr(statement, "handlers", []):
+                found += _module_level(handler.body)
     return found
 
 

@@ -250,8 +250,7 @@ class CudaOnlyBranch(Rule):
         guards = [o for o in operands if self._cuda_guard(o)]
         if not guards:
             return None
-        return next((why for o in operands if o not in guards and isinstance(o, (cst.Call, cst.UnaryOperation))
-                     and (why := self._cuda_only_use(o))), None)
+        return next((why for o in operands if o not in guards and (why := self._cuda_only_use(o))), None)
 
     def _cuda_guard(self, test: cst.BaseExpression) -> bool:
         for node in m.findall(test, m.SimpleString() | m.Call() | m.Attribute()):
