@@ -33,7 +33,7 @@ class CudaOnlyOption(OptionRule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: the same (transformers picks the value; `adamw_torch_npu_fused` needs torch_npu, so under portable the rewrite is reported instead)
+    - **portable**: not yet (the rewrite names torch_npu's values; under `--target portable` it is reported instead)
     """
 
     code = "NPU523"

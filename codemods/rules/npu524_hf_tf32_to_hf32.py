@@ -57,7 +57,7 @@ class HuggingFaceTf32(Rule):
     ## Targets
 
     - **npu**: rewrites to the torch_npu form (safe fix)
-    - **portable**: reports it (HF32 exists only on the NPU)
+    - **portable**: not yet (the rewrite names torch_npu's values; under `--target portable` it is reported instead)
     """
 
     code = "NPU524"
