@@ -118,6 +118,7 @@ def main() -> None:
                 if result.returncode not in (0, 1):
                     sys.exit(f"{args.compare}: npu-migrate failed ({result.returncode}): {result.stderr[-2000:]}")
                 other_times.append(elapsed)
+                other_parsed = json.loads(result.stdout)["summary"]["files_parsed"]
             elapsed, peak, result = timed(ours_cmd, work)
             if result.returncode not in (0, 1):
                 sys.exit(f"npu-migrate failed ({result.returncode}): {result.stderr[-2000:]}")
@@ -140,8 +141,8 @@ def main() -> None:
               f"{summary['files_changed']}, failed: {summary['files_failed']}")
         if other_times:
             other = statistics.median(other_times)
-            print(f"{args.compare}: median {other:.1f} s {[round(t, 1) for t in other_times]}; "
-                  f"ours / theirs = {ours / other:.2f}")
+            print(f"{args.compare}: median {other:.1f} s {[round(t, 1) for t in other_times]}, files parsed by "
+                  f"LibCST: {other_parsed}; ours / theirs = {ours / other:.2f}")
         record = {"files": count, "bytes": size, "jobs": args.jobs, "ours_s": times, "compare_s": other_times,
                   "ours_median_s": ours, "ours_peak_rss_bytes": max(peaks), "identical": same,
                   "summary": {k: summary[k] for k in ("files_parsed", "files_changed", "files_failed")}}

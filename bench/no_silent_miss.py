@@ -108,6 +108,14 @@ PROJECTS = [
      "apex amp, fused CUDA kernels, nccl"),
     ("facebookresearch+ConvNeXt", "facebookresearch/ConvNeXt", "048efcea897d999aed302f2639b6270aedf8d4c8",
      "timm, DDP, AMP, submitit"),
+    # added for issue 25, untuned: a QLoRA fine-tuning repo with launch scripts, a GAN whose ops pick
+    # JIT-built CUDA plugins over reference code, a CuTe DSL kernel library
+    ("artidoro+qlora", "artidoro/qlora", "7f4e95a68dc076bea9b3a413d2b512eca6d004e5",
+     "QLoRA: bitsandbytes, paged optimizers, launch scripts"),
+    ("NVlabs+stylegan3", "NVlabs/stylegan3", "c233a919a6faee6e36a316ddd4eddababad1adf9",
+     "GAN, impl='cuda' selectors in front of JIT-built .cu plugins"),
+    ("Dao-AILab+quack", "Dao-AILab/quack", "c8ec3170057987da0ec99883736f381ea1937cf3",
+     "CuTe DSL (cutlass.cute) kernels, cuda-python, torch.library ops"),
 ]
 
 # -- the independent scanner ---------------------------------------------------------------------

@@ -14,6 +14,7 @@ A computed value is not reported: nothing says which one it holds.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Any
 
@@ -42,7 +43,12 @@ def option_prefilter(code: str) -> str:
     positional argument is one (`RWKV(path, "cuda fp16")`)."""
     callees = {call.rsplit(".", 1)[-1] for group in _by_option(code).values() for entry in group
                if entry.get("position") is not None for call in entry.get("calls", ())}
-    return catalogue.words([*_by_option(code), *callees])
+    # a name followed by `=` or `:` (a keyword, an assignment, a field, a dict key), or quoted as
+    # a key or a flag (`"optim"`, `"--optim"`): `optim` alone is in every file that says optimizer
+    names = "|".join(re.escape(name) for name, group in sorted(_by_option(code).items())
+                     if not all(entry.get("calls") for entry in group))  # those are found by their callee
+    spelled = [rf"(?:{names})\s*[=:]", rf"""["'](?:--)?(?:{names})["']"""] if names else []
+    return "|".join(spelled + [rf"{re.escape(callee)}\(" for callee in sorted(callees)]) or r"(?!)"
 
 
 def literal_text(node: cst.BaseExpression) -> str | None:

@@ -26,7 +26,10 @@ from codemods.model.cstnodes import dotted_name, dotted_parts, string_value
 from npu_migrate.core.diagnostics import Severity
 from npu_migrate.core.discovery import CUDA_SUFFIXES
 
-_IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda"}
+_IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda", "kernel"}
+# top modules whose name is a common word of CUDA code: their entries are found by the whole
+# module name (`cuda.bindings`, `vllm._C`) or a `from cuda import ...` line
+_GENERIC_HEADS = frozenset({"cuda", "vllm", "nvidia"})
 _CUDA_TARGET = re.compile(r"cuda(?::\d+)?")
 _TARGET_KEYWORDS = frozenset({"target", "arch", "backend", "platform", "target_name"})  # not device keywords
 
@@ -55,7 +58,13 @@ def library_prefilter(code: str) -> str:
             continue
         parts = entry["cuda"].split(".")
         if parts[0] != "torch" and "import" in entry["at"]:
-            words.add(re.escape(parts[0]))
+            head = re.escape(parts[0])
+            if parts[0] in _GENERIC_HEADS:  # `cuda.bindings`: `cuda` alone is in most files of a CUDA project
+                words |= {rf"from\s+{head}[\s.]", rf"import\s+{head}\b"}
+                if len(parts) > 1:
+                    words.add(re.escape(entry["cuda"]))
+            else:  # `cutlass` but not torch's `cutlass_utils`
+                words.add(r"\b" + head + r"\b")
         if {"call", "reference"} & set(entry["at"]) and parts[-1] not in _IGNORED_TOKENS:
             # torch names may be imported by name (`from torch import channels_last`), and so may a
             # name whose import is not reported (`from transformers import BitsAndBytesConfig`)

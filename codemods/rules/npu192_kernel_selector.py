@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+from typing import Any, ClassVar
 
 from codemods.analyses.selectors import kernel_selectors
 from codemods.api.cases import Invalid, Valid
@@ -47,10 +47,12 @@ class KernelSelector(Rule):
     severity = Severity.INFO
     prefilter = r"""['"]cuda['"]"""
 
-    def visit_Module(self, node: cst.Module) -> None:
-        if self.file.get("noted"):
-            return  # the engine hands a file over in pieces: the notes come from its whole tree, once
-        self.file["noted"] = True
+    # the notes come from the file's whole `ast` tree: the engine runs this once per file, after the
+    # rules that rewrite (as it runs NPU599), and no piece of the file is parsed by LibCST for it
+    final_sweep: ClassVar[bool] = True
+
+    def sweep(self, new_text: str, new_tree: Any = None) -> None:
+        """Note every selector's `"cuda"` of the original file, once per line."""
         selectors = self.context.model.derived(kernel_selectors)
         lines = self.context.source.splitlines()
         for line, name in sorted(selectors.lines.items()):
