@@ -15,6 +15,7 @@ A computed value is not reported: nothing says which one it holds.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -192,29 +193,34 @@ class OptionRule(Rule):
                                    + catalogue.option_message(entry, name, offered[0]))
                 return
 
-    def leave_List(self, original_node: cst.List, updated_node: cst.List) -> cst.BaseExpression:
-        return self._command(original_node, updated_node)
+    def leave_List(self, original_node: cst.List, updated_node: cst.List) -> cst.List:
+        elements = self._command(original_node.elements, updated_node.elements)
+        return updated_node if elements is None else updated_node.with_changes(elements=elements)
 
-    def leave_Tuple(self, original_node: cst.Tuple, updated_node: cst.Tuple) -> cst.BaseExpression:
-        return self._command(original_node, updated_node)
+    def leave_Tuple(self, original_node: cst.Tuple, updated_node: cst.Tuple) -> cst.Tuple:
+        elements = self._command(original_node.elements, updated_node.elements)
+        return updated_node if elements is None else updated_node.with_changes(elements=elements)
 
-    def _command(self, original: cst.List | cst.Tuple, updated: Any) -> Any:
-        """A command as a list of words (`["litgpt", "serve", path, "--quantize", "bnb.nf4"]`):
-        a flag of the catalogue followed by its value."""
-        if len(original.elements) != len(updated.elements):
-            return updated
-        words = [string_value(e.value) for e in original.elements]
-        elements = list(updated.elements)
+    def _command(self, original: Sequence[cst.BaseElement],
+                 updated: Sequence[cst.BaseElement]) -> list[cst.BaseElement] | None:
+        """A command as a list of words (`["litgpt", "serve", path, "--quantize", "bnb.nf4"]`): a
+        flag of the catalogue followed by its value. The new elements, or None: nothing changed."""
+        if len(original) != len(updated):
+            return None
+        words = [string_value(e.value) for e in original]
+        elements = list(updated)
         for index in range(1, len(words)):
             flag, value = words[index - 1], words[index]
-            entry = catalogue.option_entry(flag, value, "flag") if flag and value is not None else None
-            if entry is None or self.code not in (entry.get("code"),):
+            if flag is None or value is None:
                 continue
-            before, after = original.elements[index], updated.elements[index]
-            new = self.option_found(entry, flag.lstrip("-"), value, before.value, after.value)  # type: ignore[union-attr]
+            entry = catalogue.option_entry(flag, value, "flag")
+            if entry is None or entry.get("code") != self.code:
+                continue
+            before, after = original[index], updated[index]
+            new = self.option_found(entry, flag.lstrip("-"), value, before.value, after.value)
             if new is not after.value:
                 elements[index] = after.with_changes(value=new)
-        return updated.with_changes(elements=elements) if elements != list(updated.elements) else updated
+        return elements if elements != list(updated) else None
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         if len(original_node.targets) != 1:
