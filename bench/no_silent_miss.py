@@ -172,7 +172,7 @@ def scan(text: str) -> list[Site]:
     calls: list[str] = []  # the name before each open bracket
     # the project's own functions and classes are not CUDA constructs, whatever their names say
     # (`def is_cudnn_snafu`, `class CudaModule`): what their bodies do is scanned
-    own = set(re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.MULTILINE))
+    own = set(re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.MULTILINE)) | PROJECT_NAMES
     opening = ""  # the first token of the current statement
     for i, tok in enumerate(tokens):
         before = tokens[i - 1] if i else None
@@ -445,6 +445,35 @@ def tally_file(relative: str, old: str, new: str, diagnostics: list[dict], tally
 _CUDA_TEST = re.compile(r"""['"]cuda['"]|\.is_cuda\b|cuda\.is_available\(\)""")
 
 
+# identifiers the project itself defines anywhere (functions, classes, parameters, assigned names
+# and attributes, module files) that merely contain a CUDA word (`scale_blocked_for_cublas`,
+# `cudnn_benchmark`, `sfa_nccl`, `cublaslt_quant_out`): the project's names, not CUDA APIs; the
+# bare API words themselves (`cuda`, `cudnn`, `nccl`, ...) never count as the project's
+PROJECT_NAMES: set[str] = set()
+_API_WORDS = re.compile(r"(?i)cuda|cudnn|nccl|cublas|cublaslt|cufft|nvtx")
+
+
+def project_names(folder: Path) -> set[str]:
+    found: set[str] = set()
+    for path in folder.rglob("*.py"):
+        found.add(path.stem)
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif isinstance(node, ast.arg):
+                found.add(node.arg)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                found.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                found.add(node.attr)
+    return {name for name in found if (_CUDA_WORD.search(name) or _CUDA_CLASS.fullmatch(name))
+            and not _API_WORDS.fullmatch(name)}
+
+
 # the project's own modules that import a CUDA-only library at their top level (whisper's
 # `triton_ops.py`), by file stem: set per project by `run_project`
 PROJECT_CUDA_MODULES: set[str] = set()
@@ -618,6 +647,8 @@ def run_project(folder: Path, repeat: int, hunks: list[tuple[str, str]] | None,
         by_path = {os.path.relpath(os.path.join(folder.parent, e["path"]), folder): e for e in payload["files"]}
         PROJECT_CUDA_MODULES.clear()
         PROJECT_CUDA_MODULES.update(project_cuda_modules(folder))
+        PROJECT_NAMES.clear()
+        PROJECT_NAMES.update(project_names(folder))
         tally = Tally()
         for path in sorted(folder.rglob("*")):
             kind = {".py": "python", ".ipynb": "notebook"}.get(path.suffix) or text_kind(path)

@@ -31,6 +31,7 @@ _IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda", "kernel"}
 # module name (`cuda.bindings`, `vllm._C`) or a `from cuda import ...` line
 _GENERIC_HEADS = frozenset({"cuda", "vllm", "nvidia"})
 _CUDA_TARGET = re.compile(r"cuda(?::\d+)?")
+_CUDA_WORD = re.compile(r"cuda|cudnn|cublas|nccl|cufft|nvrtc", re.IGNORECASE)
 _TARGET_KEYWORDS = frozenset({"target", "arch", "backend", "platform", "target_name"})  # not device keywords
 
 
@@ -51,6 +52,8 @@ def library_prefilter(code: str) -> str:
     Plain literals, no leading `\\b`: a literal start lets `re` skip ahead fast."""
     words: set[str] = set()
     for entry in entries():
+        if entry.get("code") == code and "api-call" in entry["at"]:
+            words.add(r"\.(?:" + entry["pattern"] + ")")  # `_lt.cublasLtCreate(...)`
         if entry.get("code") != code or not set(entry["at"]) & _PYTHON_PLACES:
             continue
         if "keyword" in entry["at"]:
@@ -136,6 +139,17 @@ class ThirdPartyRule(Rule):
         if not self._report_call(node):  # `BitsAndBytesConfig(load_in_4bit=True)`: said once
             self._report_keywords(node)
         self._report_target(node)
+        self._report_c_api(node)
+
+    def _report_c_api(self, node: cst.Call) -> None:
+        """`_lt.cublasLtMatmul(...)`: NVIDIA's C library called directly (ctypes, cffi)."""
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        for entry in self._entries("api-call"):
+            if re.fullmatch(entry["pattern"], func.attr.value):
+                self.report(node, f"`{func.attr.value}`: {entry['message']}", severity=severity_of(entry))
+                return
 
     def _report_target(self, node: cst.Call) -> None:
         """`"cuda"` passed to a CUDA-only library (TileLang's `CUDA("cuda")`, `tilelang.compile(f,
@@ -188,12 +202,30 @@ class ThirdPartyRule(Rule):
         return False
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        wanted = self._entries("reference")
-        if wanted:
-            name = self._qualify(node)
-            for entry in wanted:
-                if entry["cuda"] == name:
-                    self.report(node, entry["message"], severity=severity_of(entry))
+        inner = self.tree.nodes("inside_reported")
+        if node in inner:
+            return
+        name = self._qualify(node)
+        for entry in self._entries("reference"):
+            if entry["cuda"] == name:
+                self.report(node, entry["message"], severity=severity_of(entry))
+                return
+        if name is not None and self._cuda_api_of_library(node, name):
+            inner.update(n for n in m.findall(node.value, m.Attribute()) if isinstance(n, cst.Attribute))
+
+    def _cuda_api_of_library(self, node: cst.Attribute, name: str) -> bool:
+        """`cuda.CUstream` (cuda-python's driver), `cudnn.create_handle`, `cutlass.base_dsl.runtime.cuda.X`:
+        a CUDA API reached through a CUDA-only library of this rule, spelled as code (not an import,
+        which is reported as one). Reported once per chain, at its outermost attribute."""
+        if self.context.in_import or not _CUDA_WORD.search(name):
+            return False
+        library = catalogue.cuda_only_library(name)
+        entry = catalogue.best_import_entry(library) if library else None
+        if entry is None or entry.get("code") != self.code or name == library:
+            return False
+        self.report(node, f"`{name}`: a CUDA API of {entry.get('library', library)} -- {entry['message']}",
+                    severity=severity_of(entry))
+        return True
 
 
 def _computed_sources(call: cst.Call) -> bool:
