@@ -454,24 +454,27 @@ _API_WORDS = re.compile(r"(?i)cuda|cudnn|nccl|cublas|cublaslt|cufft|nvtx")
 
 
 def project_names(folder: Path) -> set[str]:
-    found: set[str] = set()
+    defined: set[str] = set()  # defs, classes, module files: any CUDA-looking name of the project
+    bound: set[str] = set()  # parameters and assignment targets: only snake-case names with a CUDA word
     for path in folder.rglob("*.py"):
-        found.add(path.stem)
+        defined.add(path.stem)
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
         except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
             continue
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                found.add(node.name)
+                defined.add(node.name)
             elif isinstance(node, ast.arg):
-                found.add(node.arg)
+                bound.add(node.arg)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                found.add(node.id)
+                bound.add(node.id)
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-                found.add(node.attr)
-    return {name for name in found if (_CUDA_WORD.search(name) or _CUDA_CLASS.fullmatch(name))
-            and not _API_WORDS.fullmatch(name)}
+                bound.add(node.attr)
+    # a re-export such as mmcv's `CUDA_HOME = ...` or `CUDAExtension = ...` is still the API
+    found = {n for n in defined if _CUDA_WORD.search(n) or _CUDA_CLASS.fullmatch(n)}
+    found |= {n for n in bound if _CUDA_WORD.search(n) and n.islower()}
+    return {name for name in found if not _API_WORDS.fullmatch(name)}
 
 
 # the project's own modules that import a CUDA-only library at their top level (whisper's
