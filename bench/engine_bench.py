@@ -4,6 +4,8 @@ against LibCST's own rename codemod over the same copy with the same number of j
     python bench/engine_bench.py                 # full run (the baseline takes ~10 minutes)
     python bench/engine_bench.py --repeat 3      # median of 3 runs of ours
     python bench/engine_bench.py --baseline skip # ours only
+    python bench/engine_bench.py --baseline skip --compare /work/main
+                                                 # ours against another checkout, runs interleaved
 
 Prints wall times (median of --repeat), the ratio, the peak memory of the whole process tree
 (sampled from /proc), and whether two runs gave the same result. Results also go to
@@ -94,6 +96,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--files", type=int, default=None, help="only the first N files (quick look)")
     parser.add_argument("--baseline", choices=["full", "skip"], default="full")
+    parser.add_argument("--compare", help="another checkout of npu-migrate (e.g. main): its `apply` runs "
+                                          "interleaved with ours on the same corpus; the ratio of the medians is printed")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="npu-migrate-bench-")
@@ -103,8 +107,18 @@ def main() -> None:
         print(f"corpus: {count} files, {size / 1e6:.1f} MB (torch wheel sources)")
         ours_cmd = [sys.executable, "-m", "npu_migrate", "apply", corpus, "--check", "--no-cache",
                     "--format", "json", "--jobs", str(args.jobs)]
-        times, peaks, outputs = [], [], []
+        times, peaks, outputs, other_times = [], [], [], []
+        env = dict(os.environ)
         for _ in range(args.repeat):
+            if args.compare:  # interleaved, so both see the same machine load
+                os.environ["PYTHONPATH"] = os.path.abspath(args.compare)
+                elapsed, _, result = timed(ours_cmd, work)
+                os.environ.clear()
+                os.environ.update(env)
+                if result.returncode not in (0, 1):
+                    sys.exit(f"{args.compare}: npu-migrate failed ({result.returncode}): {result.stderr[-2000:]}")
+                other_times.append(elapsed)
+                other_parsed = json.loads(result.stdout)["summary"]["files_parsed"]
             elapsed, peak, result = timed(ours_cmd, work)
             if result.returncode not in (0, 1):
                 sys.exit(f"npu-migrate failed ({result.returncode}): {result.stderr[-2000:]}")
@@ -125,7 +139,11 @@ def main() -> None:
               f"identical results across runs: {same}")
         print(f"  files parsed by LibCST: {summary['files_parsed']}, would change: "
               f"{summary['files_changed']}, failed: {summary['files_failed']}")
-        record = {"files": count, "bytes": size, "jobs": args.jobs, "ours_s": times,
+        if other_times:
+            other = statistics.median(other_times)
+            print(f"{args.compare}: median {other:.1f} s {[round(t, 1) for t in other_times]}, files parsed by "
+                  f"LibCST: {other_parsed}; ours / theirs = {ours / other:.2f}")
+        record = {"files": count, "bytes": size, "jobs": args.jobs, "ours_s": times, "compare_s": other_times,
                   "ours_median_s": ours, "ours_peak_rss_bytes": max(peaks), "identical": same,
                   "summary": {k: summary[k] for k in ("files_parsed", "files_changed", "files_failed")}}
         if args.baseline == "full":

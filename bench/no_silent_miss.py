@@ -8,10 +8,19 @@ skipped with a line saying so) this runs `python -m npu_migrate apply --output-d
 - rewritten: sites no longer in the migrated code,
 - reported: sites still there, on a statement some diagnostic names (any code),
 - silent: sites still there that no diagnostic names -- the number that must be 0,
+- CUDA-only guards: tests that decide whether CUDA-only code runs (an `if` on CUDA whose branch, or
+  for an early-return gate the code after it, imports a CUDA-only library or kernel language,
+  names `.cu` sources or calls the file's functions that do; a conjunction with such an operand),
+- sent to NPU: those whose CUDA test the migration turned into an NPU test -- must be 0,
 - time: median wall time of the apply process (start-up included).
 
 The sites are found by a scanner of this script's own (`tokenize`, not the rules' `ast` scan
-that the final sweep NPU599 uses), so the count does not grade the tool with its own ruler.
+that the final sweep NPU599 uses), so the count does not grade the tool with its own ruler. Since
+issue 25 the definition is wide: besides device strings, `torch.cuda`, CUDA-only imports and
+environment variables it counts option strings that select CUDA-only code (bitsandbytes optimizer
+names, `flash_attention_2`, `bnb.nf4`, rwkv's `cuda fp16` strategies, `tf32=True`), kernel languages
+and engines (TileLang, CuTe DSL, cuda-python, LightLLM, ExLlamaV2, ...), and the CUDA lines of
+launch scripts (`.sh`, notebook `!` lines), YAML configs and requirements/conda files.
 `--list-silent` prints every silent site; `--hunks N` writes a seeded sample of N changed hunks
 to review (bench/hunk_review.md keeps the reviewed list).
 
@@ -99,13 +108,29 @@ PROJECTS = [
      "apex amp, fused CUDA kernels, nccl"),
     ("facebookresearch+ConvNeXt", "facebookresearch/ConvNeXt", "048efcea897d999aed302f2639b6270aedf8d4c8",
      "timm, DDP, AMP, submitit"),
+    # added for issue 25, untuned: a QLoRA fine-tuning repo with launch scripts, a GAN whose ops pick
+    # JIT-built CUDA plugins over reference code, a CuTe DSL kernel library
+    ("artidoro+qlora", "artidoro/qlora", "7f4e95a68dc076bea9b3a413d2b512eca6d004e5",
+     "QLoRA: bitsandbytes, paged optimizers, launch scripts"),
+    ("NVlabs+stylegan3", "NVlabs/stylegan3", "c233a919a6faee6e36a316ddd4eddababad1adf9",
+     "GAN, impl='cuda' selectors in front of JIT-built .cu plugins"),
+    ("Dao-AILab+quack", "Dao-AILab/quack", "c8ec3170057987da0ec99883736f381ea1937cf3",
+     "CuTe DSL (cutlass.cute) kernels, cuda-python, torch.library ops"),
 ]
 
 # -- the independent scanner ---------------------------------------------------------------------
 _DEVICE = re.compile(r"cuda(:\d*)?|cuda:(%[-+ 0#]*\d*[dis]|%\(\w+\)[dis]|\{[^{}]*\})")
 _ENV = re.compile(r"(CUDA|NCCL|CUDNN|CUBLAS|NVIDIA)_[A-Z0-9_]+|(PYTORCH|TORCH)_(CUDA|NCCL)_[A-Z0-9_]+")
 _LIBRARIES = {"apex", "tensorrt", "torch_tensorrt", "pycuda", "cupy", "cupyx", "bitsandbytes", "xformers",
-              "flash_attn", "triton", "pynvml", "GPUtil", "gpustat", "transformer_engine"}
+              "flash_attn", "triton", "pynvml", "GPUtil", "gpustat", "transformer_engine",
+              # the wide definition (issue 25): kernel languages, engines, more CUDA-only libraries
+              "tilelang", "cutlass", "lightllm", "exllamav2", "exllama", "tensorrt_llm", "flashinfer", "mamba_ssm",
+              "causal_conv1d", "tinycudann", "cudf", "cuml", "liger_kernel", "unsloth", "helion", "tutel"}
+_KERNEL_MODULES = re.compile(r"cuda\.(bindings|core|cuda|cudart|nvrtc)\b|numba\.cuda\b|vllm\._C\b|vllm\._custom_ops\b")
+# option values that select CUDA-only code, spelled as strings (keywords, dict values, fields, defaults)
+_OPTION_VALUES = re.compile(r"paged_(adamw|lion|ademamix)_(8|32)bit|adamw_bnb_8bit|adamw_8bit|ademamix_8bit|lion_(8|32)bit"
+                            r"|rmsprop_bnb(_8bit|_32bit)?|adamw_apex_fused|flash_attention_[23]|bnb\.(nf4|fp4|int8)[\w-]*"
+                            r"|RWKV_CUDA_ON|cuda (fp16|fp32|bf16)\w*.*")
 _TEXT_CALLS = {"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log",
                "write", "echo", "secho", "fail", "skip", "format_exc"}
 _TEXT_KEYWORDS = {"help", "msg", "message", "description", "reason", "desc", "title", "label"}
@@ -147,7 +172,7 @@ def scan(text: str) -> list[Site]:
     calls: list[str] = []  # the name before each open bracket
     # the project's own functions and classes are not CUDA constructs, whatever their names say
     # (`def is_cudnn_snafu`, `class CudaModule`): what their bodies do is scanned
-    own = set(re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.MULTILINE))
+    own = set(re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.MULTILINE)) | PROJECT_NAMES
     opening = ""  # the first token of the current statement
     for i, tok in enumerate(tokens):
         before = tokens[i - 1] if i else None
@@ -169,10 +194,14 @@ def scan(text: str) -> list[Site]:
         if tok.type == tokenize.NAME:
             name = tok.string
             if name in ("import", "from") and after is not None and after.type == tokenize.NAME \
-                    and after.string in _LIBRARIES and (name == "from" or opening == "import"):
+                    and (name == "from" or opening == "import") and (
+                        after.string in _LIBRARIES or _KERNEL_MODULES.match(_dotted_after(tokens, i + 1))):
                 # `import triton` or `from triton...`; not `from nanochat.flash_attention import flash_attn`,
                 # a name of the project's own module
                 sites.append(Site(line, f"import {after.string}"))
+            elif name == "tf32" and after is not None and after.string == "=" and calls and calls[-1] \
+                    and i + 2 < len(tokens) and tokens[i + 2].string == "True":
+                sites.append(Site(line, "tf32=True"))
             elif name == "cuda" and after is not None and after.string in ("(", ".") and (dotted or after.string == "."):
                 sites.append(Site(line, "cuda" + after.string))
             elif name == "cudnn" and opening in ("import", "from"):
@@ -198,16 +227,104 @@ def scan(text: str) -> list[Site]:
         if value is None:
             continue
         if _DEVICE.fullmatch(value) or value == "cuda:" or value.lower() == "nccl" or _ENV.fullmatch(value) \
-                or value in ("CUDAExecutionProvider", "TensorrtExecutionProvider") or value.startswith("torch.cuda."):
+                or value in ("CUDAExecutionProvider", "TensorrtExecutionProvider") or value.startswith("torch.cuda.") \
+                or _OPTION_VALUES.fullmatch(value):
             sites.append(Site(line, repr(value)))
         elif keyword == "accelerator" and value in ("gpu", "cuda"):
             sites.append(Site(line, f"accelerator={value!r}"))
     return sites
 
 
+def _dotted_after(tokens: list[tokenize.TokenInfo], start: int) -> str:
+    """`cuda.bindings.driver` from the tokens at `start` (names joined by dots)."""
+    parts, i = [], start
+    while i < len(tokens) and tokens[i].type == tokenize.NAME:
+        parts.append(tokens[i].string)
+        if i + 1 < len(tokens) and tokens[i + 1].string == ".":
+            i += 2
+        else:
+            break
+    return ".".join(parts)
+
+
+# -- launch scripts, YAML configs and requirements: CUDA lines, by patterns of this script's own --
+_SHELL_SITES = [
+    # the variables NVIDIA's and PyTorch's CUDA stacks read (a script's own `CUDA_FLAG` is none of them)
+    ("CUDA environment variable", re.compile(
+        r"\b(?:CUDA_(?:VISIBLE_DEVICES|LAUNCH_BLOCKING|HOME|PATH|ROOT|DEVICE_ORDER|MODULE_LOADING"
+        r"|DEVICE_MAX_CONNECTIONS|CACHE_\w+|MPS_\w+|AUTO_BOOST)|(?:TORCH_)?NCCL_\w+|(?:TORCH_)?CUDNN_\w+|CUBLAS\w*"
+        r"|NVIDIA_\w+|PYTORCH_CUDA_ALLOC_CONF|PYTORCH_NO_CUDA_MEMORY_CACHING|RWKV_CUDA_ON)\b")),
+    ("nvidia-smi", re.compile(r"\bnvidia-smi\b")),
+    ("CUDA toolkit", re.compile(r"\bmodule\s+(?:load|add)\s+cuda|\bnvcc\b")),
+    ("NCCL backend", re.compile(r"--(?:dist[-_]|ddp[-_]|distributed[-_])?backend[= ]+['\"]?nccl\b")),
+    ("tf32 flag", re.compile(r"--tf32(?:[= ]+['\"]?(?:True|true|1)\b|\s*(?:\\?$|\s--))")),
+    ("CUDA-only option", re.compile(r"--(?:optim|attn_implementation|quantize|half_precision_backend)[= ]+['\"]?"
+                                    r"(?:paged_\w+|\w*bnb\w*|\w*_8bit|lion_32bit|adamw_apex_fused|flash_attention_[23]"
+                                    r"|bnb\.\w+|apex)\b")),
+    ("CUDA device", re.compile(r"--device[= ]+['\"]?cuda\b")),
+]
+_CONFIG_SITES = [
+    ("tf32", re.compile(r"^\s*tf32\s*:\s*(?:true|True|yes)\b")),
+    ("CUDA-only option", re.compile(r"^\s*(?:optim|attn_implementation|quantize|half_precision_backend)\s*:\s*['\"]?"
+                                    r"(?:paged_\w+|\w*bnb\w*|\w*_8bit|lion_32bit|adamw_apex_fused|flash_attention_[23]"
+                                    r"|bnb\.\w+|apex)\b")),
+    ("CUDA accelerator", re.compile(r"^\s*accelerator\s*:\s*['\"]?(?:gpu|cuda)\b")),
+    ("CUDA device", re.compile(r"^\s*(?:device|device_type)\s*:\s*['\"]?cuda\b")),
+    ("NCCL backend", re.compile(r"^\s*\w*backend\s*:\s*['\"]?nccl\b")),
+]
+_MANIFEST_SITES = [
+    ("CUDA package", re.compile(r"^\s*(?:-\s*)?(?:\w+::)?(?:cudatoolkit|pytorch-cuda|cuda-\w+|cudnn|nccl|nvidia-[\w-]+|"
+                                r"cupy[\w-]*|xformers|triton|flash[-_]attn|bitsandbytes|apex|tensorrt|onnxruntime-gpu|pynvml"
+                                r"|nvidia-ml-py3?|gputil|gpustat|transformer[-_]engine)\b", re.IGNORECASE)),
+    ("CUDA build", re.compile(r"\+cu\d+|download\.pytorch\.org/whl/(?:nightly/)?cu\d+|pypi\.nvidia\.com")),
+]
+_MANIFEST_NAME = re.compile(r"(?:.*requirements.*\.txt|environment.*\.ya?ml|conda.*\.ya?ml)$", re.IGNORECASE)
+
+
+def _code_part(line: str) -> str:
+    """A shell/YAML/requirements line without its comment (a `#` that starts a word)."""
+    return re.split(r"(?:^|\s)#", line, maxsplit=1)[0]
+
+
+def scan_lines(text: str, kind: str) -> list[Site]:
+    """CUDA sites of a launch script (`shell`), a YAML config (`config`) or a manifest, one per
+    line and pattern; never comments, `echo`/`printf` text or quoted help."""
+    patterns = {"shell": _SHELL_SITES, "config": _CONFIG_SITES, "manifest": _MANIFEST_SITES}[kind]
+    sites = []
+    for number, line in enumerate(text.splitlines(), 1):
+        code = _code_part(line)
+        if kind == "shell" and re.match(r"\s*(?:echo|printf)\b", code):
+            continue
+        for what, pattern in patterns:
+            if pattern.search(code):
+                sites.append(Site(number, what))
+    return sites
+
+
+def text_kind(path: Path) -> str | None:
+    """How the wide scan reads a non-Python file, or None (not read)."""
+    if path.suffix in (".sh", ".bash"):
+        return "shell"
+    if _MANIFEST_NAME.match(path.name):
+        return "manifest"
+    if path.suffix in (".yml", ".yaml"):
+        return "config"
+    return None
+
+
+def notebook_shell(text: str) -> list[tuple[int, str]]:
+    """(cell index, the cell with only its `!command` lines, `!` removed) of each code cell."""
+    found = []
+    for index, code in notebook_cells(text):
+        lines = [line.lstrip()[1:] if line.lstrip().startswith("!") else "" for line in code.split("\n")]
+        if any(lines):
+            found.append((index, "\n".join(lines) + "\n"))
+    return found
+
+
 # -- notebooks: code cells as one text, magics blanked, for the scanner ----------------------------
-def notebook_code(text: str) -> list[tuple[int, str]]:
-    """(cell index, code) of each code cell; `%`/`!` lines are left out (not Python)."""
+def notebook_cells(text: str) -> list[tuple[int, str]]:
+    """(cell index, source) of each code cell."""
     try:
         cells = json.loads(text).get("cells", [])
     except (ValueError, AttributeError):
@@ -217,7 +334,14 @@ def notebook_code(text: str) -> list[tuple[int, str]]:
         if cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else source
+        found.append((index, "".join(source) if isinstance(source, list) else source))
+    return found
+
+
+def notebook_code(text: str) -> list[tuple[int, str]]:
+    """(cell index, code) of each code cell; `%`/`!` lines are left out (not Python)."""
+    found = []
+    for index, source in notebook_cells(text):
         lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.split("\n")]
         found.append((index, "\n".join(lines) + "\n"))
     return found
@@ -263,7 +387,10 @@ class Tally:
     silent: int = 0
     files: int = 0
     changed: int = 0
+    guards: int = 0  # tests that decide whether CUDA-only code runs
+    sent: int = 0  # of those, tests the migration turned to the NPU
     silent_sites: list[str] = field(default_factory=list)
+    sent_sites: list[str] = field(default_factory=list)
 
 
 def _units(path: Path, text: str) -> list[tuple[str, str]]:
@@ -273,21 +400,35 @@ def _units(path: Path, text: str) -> list[tuple[str, str]]:
     return [("", text)]
 
 
-def tally_file(relative: str, old: str, new: str, diagnostics: list[dict], tally: Tally, notebook: bool) -> None:
-    if notebook:
-        old_cells, new_cells = dict(notebook_code(old)), dict(notebook_code(new))
-        pairs = [(f"cell {i}", code, new_cells.get(i, code), i) for i, code in old_cells.items()]
-    else:
-        pairs = [("", old, new, None)]
-    for label, before, after, cell in pairs:
-        sites = scan(before)
+def _pairs(old: str, new: str, kind: str) -> list[tuple[str, str, str, int | None, str]]:
+    """(label, old text, new text, cell, how to scan it) of a file's units."""
+    if kind != "notebook":
+        return [("", old, new, None, kind)]
+    pairs = []
+    for extract, how in ((notebook_code, "python"), (notebook_shell, "shell")):
+        old_cells, new_cells = dict(extract(old)), dict(extract(new))
+        pairs += [(f"cell {i}", code, new_cells.get(i, code), i, how) for i, code in old_cells.items()]
+    return pairs
+
+
+def tally_file(relative: str, old: str, new: str, diagnostics: list[dict], tally: Tally, kind: str) -> None:
+    """Count a file's sites: `kind` is python, notebook, shell, config or manifest."""
+    for label, before, after, cell, how in _pairs(old, new, kind):
+        scanner = scan if how == "python" else (lambda text, how=how: scan_lines(text, how))
+        sites = scanner(before)
         tally.sites += len(sites)
-        left = scan(after)
+        if how == "python":
+            guards = cuda_only_guards(before)
+            tally.guards += len(guards)
+            for line, test in sent_to_npu(guards, before, after):
+                tally.sent += 1
+                tally.sent_sites.append(f"{relative}:{label + ':' if label else ''}{line}: {test}")
+        left = scanner(after)
         tally.rewritten += max(0, len(sites) - len(left))
         if not left:
             continue
         mapping = line_map(before, after)
-        spans = statement_of(before)
+        spans = statement_of(before) if how == "python" else {}
         named = {d["line"] for d in diagnostics if cell is None or d.get("cell") == cell}
         for site in left:
             line = mapping.get(site.line, site.line)
@@ -298,6 +439,171 @@ def tally_file(relative: str, old: str, new: str, diagnostics: list[dict], tally
                 tally.silent += 1
                 where = f"{relative}:{label + ':' if label else ''}{line}"
                 tally.silent_sites.append(f"{where}: {site.what}")
+
+
+# -- guards into CUDA-only code (independent of the tool's NPU511) -----------------------------------
+_CUDA_TEST = re.compile(r"""['"]cuda['"]|\.is_cuda\b|cuda\.is_available\(\)""")
+
+
+# identifiers the project itself defines anywhere (functions, classes, parameters, assigned names
+# and attributes, module files) that merely contain a CUDA word (`scale_blocked_for_cublas`,
+# `cudnn_benchmark`, `sfa_nccl`, `cublaslt_quant_out`): the project's names, not CUDA APIs; the
+# bare API words themselves (`cuda`, `cudnn`, `nccl`, ...) never count as the project's
+PROJECT_NAMES: set[str] = set()
+_API_WORDS = re.compile(r"(?i)cuda|cudnn|nccl|cublas|cublaslt|cufft|nvtx")
+
+
+def project_names(folder: Path) -> set[str]:
+    defined: set[str] = set()  # defs, classes, module files: any CUDA-looking name of the project
+    bound: set[str] = set()  # parameters and assignment targets: only snake-case names with a CUDA word
+    for path in folder.rglob("*.py"):
+        defined.add(path.stem)
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+            elif isinstance(node, ast.arg):
+                bound.add(node.arg)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                bound.add(node.attr)
+    # a re-export such as mmcv's `CUDA_HOME = ...` or `CUDAExtension = ...` is still the API
+    found = {n for n in defined if _CUDA_WORD.search(n) or _CUDA_CLASS.fullmatch(n)}
+    found |= {n for n in bound if _CUDA_WORD.search(n) and n.islower()}
+    return {name for name in found if not _API_WORDS.fullmatch(name)}
+
+
+# the project's own modules that import a CUDA-only library at their top level (whisper's
+# `triton_ops.py`), by file stem: set per project by `run_project`
+PROJECT_CUDA_MODULES: set[str] = set()
+
+
+def project_cuda_modules(folder: Path) -> set[str]:
+    """Stems of the project's Python files with a top-level CUDA-only import."""
+    found = set()
+    for path in folder.rglob("*.py"):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
+            continue
+        if any(_lib_import(node) for node in _module_level(tree.body)):
+            found.add(path.stem)
+    return found
+
+
+def _module_level(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements that run when a module is imported (inside `try`/`if` blocks too, not in functions)."""
+    found = []
+    for statement in statements:
+        found.append(statement)
+        if isinstance(statement, (ast.Try, ast.If, ast.With)):
+            for name in ("body", "orelse", "finalbody"):
+                found += _module_level(getattr(statement, name, []))
+            for handler in getattr(statement, "handlers", []):
+                found += _module_level(handler.body)
+    return found
+
+
+def _lib_import(node: ast.AST) -> bool:
+    if isinstance(node, ast.ImportFrom) and node.level:
+        parts = {*(node.module or "").split("."), *(a.name for a in node.names)}
+        return bool(parts & PROJECT_CUDA_MODULES)
+    if isinstance(node, ast.Import):
+        return any(a.name.split(".")[0] in _LIBRARIES or _KERNEL_MODULES.match(a.name) for a in node.names)
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        return node.module.split(".")[0] in _LIBRARIES or bool(_KERNEL_MODULES.match(node.module)) or any(
+            _KERNEL_MODULES.match(f"{node.module}.{a.name}") for a in node.names)
+    return False
+
+
+def _cuda_only_names(tree: ast.Module) -> set[str]:
+    """Names that lead to CUDA-only code in a file: bound by a CUDA-only import at module level,
+    module-level functions that import one, name `.cu` sources or use such a name (followed until
+    nothing new), and the globals a `.cu`-building function sets."""
+    names: set[str] = set()
+    for node in tree.body:
+        if _lib_import(node):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)  # type: ignore[attr-defined]
+    functions = {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    changed = True
+    while changed:
+        changed = False
+        for name, function in functions.items():
+            if name not in names and _reaches(list(ast.walk(function)), names):
+                names.add(name)
+                names.update(g for n in ast.walk(function) if isinstance(n, ast.Global) for g in n.names)
+                changed = True
+    return names
+
+
+def _reaches(nodes: list[ast.AST], names: set[str]) -> bool:
+    for node in nodes:
+        if _lib_import(node):
+            return True
+        if isinstance(node, ast.Name) and node.id in names:
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith((".cu", ".cuh")):
+            return True
+    return False
+
+
+def _walked(nodes: list[ast.AST]) -> list[ast.AST]:
+    return [n for node in nodes for n in ast.walk(node)]
+
+
+def cuda_only_guards(text: str) -> list[tuple[int, str]]:
+    """(line, test) of the tests that decide whether CUDA-only code runs: an `if` on CUDA whose
+    body reaches it (or, for an early-return gate `if not <on CUDA>: return`, the statements after
+    it), and a conjunction with a CUDA test and an operand that reaches it."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    names = _cuda_only_names(tree)
+    found = []
+    for block in ast.walk(tree):
+        for field_name in ("body", "orelse"):
+            statements = getattr(block, field_name, None)
+            if not isinstance(statements, list):
+                continue
+            for index, statement in enumerate(statements):
+                if not isinstance(statement, ast.If):
+                    continue
+                test = ast.get_source_segment(text, statement.test) or ""
+                if not _CUDA_TEST.search(test):
+                    continue
+                guarded: list[ast.AST] = list(statement.body)
+                gate = statement.body and isinstance(statement.body[-1], (ast.Return, ast.Raise))
+                if gate and re.search(r"!=|\bnot\b", test):
+                    guarded = statements[index + 1:]
+                if _reaches(_walked(guarded), names):
+                    found.append((statement.lineno, test))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            parts = [(v, ast.get_source_segment(text, v) or "") for v in node.values]
+            if any(_CUDA_TEST.search(p) for _, p in parts) and _reaches(
+                    _walked([v for v, p in parts if not _CUDA_TEST.search(p)]), names):
+                found.append((node.lineno, ast.get_source_segment(text, node) or ""))
+    return sorted(set(found))
+
+
+def sent_to_npu(guards: list[tuple[int, str]], old: str, new: str) -> list[tuple[int, str]]:
+    """The guards whose CUDA test the migration turned into an NPU test."""
+    if not guards or old == new:
+        return []
+    mapping = {original: migrated for migrated, original in line_map(old, new).items()}
+    lines = new.splitlines()
+    sent = []
+    for line, test in guards:
+        migrated = mapping.get(line)
+        text = lines[migrated - 1] if migrated and migrated <= len(lines) else ""
+        if "npu" in text and not _CUDA_TEST.search(text):
+            sent.append((line, test.splitlines()[0]))
+    return sent
 
 
 def _diagnostic_lines(entry: dict) -> list[dict]:
@@ -342,9 +648,14 @@ def run_project(folder: Path, repeat: int, hunks: list[tuple[str, str]] | None,
             seconds, payload = _apply(REPO, folder, copy)
             times.append(seconds)
         by_path = {os.path.relpath(os.path.join(folder.parent, e["path"]), folder): e for e in payload["files"]}
+        PROJECT_CUDA_MODULES.clear()
+        PROJECT_CUDA_MODULES.update(project_cuda_modules(folder))
+        PROJECT_NAMES.clear()
+        PROJECT_NAMES.update(project_names(folder))
         tally = Tally()
         for path in sorted(folder.rglob("*")):
-            if path.suffix not in (".py", ".ipynb") or any(p.startswith(".") for p in path.relative_to(folder).parts):
+            kind = {".py": "python", ".ipynb": "notebook"}.get(path.suffix) or text_kind(path)
+            if kind is None or any(p.startswith(".") for p in path.relative_to(folder).parts) or not path.is_file():
                 continue
             relative = str(path.relative_to(folder))
             try:
@@ -358,7 +669,7 @@ def run_project(folder: Path, repeat: int, hunks: list[tuple[str, str]] | None,
             tally.changed += old != new
             if old != new and path.suffix == ".py":
                 changed_python.append(relative)
-            tally_file(relative, old, new, _diagnostic_lines(entry), tally, path.suffix == ".ipynb")
+            tally_file(relative, old, new, _diagnostic_lines(entry), tally, kind)
             if hunks is not None and old != new and path.suffix == ".py":
                 for hunk in _hunks(old, new, f"{folder.name}/{relative}"):
                     hunks.append((folder.name, hunk))
@@ -521,21 +832,22 @@ def main(argv: list[str] | None = None) -> int:
     rows, all_hunks = [], ([] if args.hunks else None)
     baseline = Path(args.baseline).resolve() if args.baseline else None
     extra = " baseline time | ratio |" if baseline else ""
-    print("| project | commit | files | changed | CUDA sites | rewritten | reported | silent | time |" + extra)
-    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if baseline else ""))
+    print("| project | commit | files | changed | CUDA sites | rewritten | reported | silent | CUDA-only guards "
+          "| sent to NPU | time |" + extra)
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if baseline else ""))
     total = Tally()
     for folder, repo, commit in pinned_projects(corpus, args.only):
         tally, seconds, base, checked = run_project(folder, args.repeat, all_hunks, baseline, imports)
         rows.append((repo, tally))
         if checked is not None:
             checks.append((repo, checked))
-        for name in ("sites", "rewritten", "reported", "silent", "files", "changed"):
+        for name in ("sites", "rewritten", "reported", "silent", "files", "changed", "guards", "sent"):
             setattr(total, name, getattr(total, name) + getattr(tally, name))
         print(f"| {repo} | {commit[:7]} | {tally.files} | {tally.changed} | {tally.sites} | {tally.rewritten} | "
-              f"{tally.reported} | **{tally.silent}** | {seconds:.2f} s |"
+              f"{tally.reported} | **{tally.silent}** | {tally.guards} | **{tally.sent}** | {seconds:.2f} s |"
               + (f" {base:.2f} s | {seconds / base:.2f} |" if base else ""), flush=True)
     print(f"| **total** | | {total.files} | {total.changed} | {total.sites} | {total.rewritten} | "
-          f"{total.reported} | **{total.silent}** | |")
+          f"{total.reported} | **{total.silent}** | {total.guards} | **{total.sent}** | |")
     if checks:
         print("\n| project | migrated entry points | import ok | ok with stubs | fails before migration too | ours "
               "| stubbed packages |")
@@ -551,6 +863,9 @@ def main(argv: list[str] | None = None) -> int:
         for repo, tally in rows:
             for site in tally.silent_sites:
                 print(f"silent: {repo}: {site}")
+    for repo, tally in rows:
+        for site in tally.sent_sites:
+            print(f"sent to the NPU: {repo}: {site}")
     if all_hunks is not None:
         sample = random.Random(14).sample(all_hunks, min(args.hunks, len(all_hunks)))
         out = Path(args.hunks_out)
@@ -558,7 +873,7 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text("\n\n".join(f"### {i + 1}. {project}\n```diff\n{hunk}\n```" for i, (project, hunk)
                                    in enumerate(sample)) + "\n", encoding="utf-8")
         print(f"{len(sample)} of {len(all_hunks)} changed hunks written to {out}")
-    return 1 if total.silent or any(c.ours for _, c in checks) else 0
+    return 1 if total.silent or total.sent or any(c.ours for _, c in checks) else 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import os
 import re
 from collections import deque
@@ -19,31 +20,25 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from codemods.analyses.devicevalues import module_names, parse_source, read_source
+from codemods.data.catalogue import cuda_only_libraries, cuda_only_library
 from codemods.model.astnodes import ast_dotted_parts
 
-# the top-level modules of libraries that run on NVIDIA GPUs only
-CUDA_ONLY_LIBRARIES = frozenset({
-    "apex", "tensorrt", "torch_tensorrt", "pycuda", "cupy", "cupyx", "bitsandbytes", "xformers",
-    "flash_attn", "flash_attn_2_cuda", "triton", "pynvml", "nvidia_smi", "GPUtil", "gpustat",
-    "transformer_engine", "nvidia", "cudf", "cuml", "numba.cuda",
-})
 # a Hugging Face Hub repo id of a flash-attention kernel (`kernels-community/flash-attn3`): what
 # such a repo holds is built for NVIDIA GPUs, loaded with the `kernels` package (which itself is
 # not CUDA-only: it loads an NPU build where a repo has one)
 HUB_FLASH_ATTENTION = re.compile(r"[\w.-]+/flash[-_]?(?:attn|attention)[\w.-]*", re.IGNORECASE)
 _HUB_LOADERS = frozenset({"get_kernel", "has_kernel", "get_locked_kernel", "load_kernel"})
 PROJECT_OPTION = "cuda_only_modules"  # the rule-options key holding the project's CUDA-only modules
-_LIBRARY_IMPORT = re.compile(
-    rb"^[ \t]*(?:import|from)[ \t]+(?:" + b"|".join(re.escape(name.encode()) for name in sorted(CUDA_ONLY_LIBRARIES))
-    + rb")\b", re.MULTILINE)
+__all__ = ["cuda_only_library"]  # re-exported for the rules: the catalogue answers it
 
 
-def cuda_only_library(module: str) -> str | None:
-    """The CUDA-only library a dotted module name belongs to (`triton.language` -> `triton`)."""
-    for library in CUDA_ONLY_LIBRARIES:
-        if module == library or module.startswith(library + "."):
-            return library
-    return None
+@functools.cache
+def _library_import() -> re.Pattern[bytes]:
+    """An import line naming a CUDA-only library of the catalogue (`from numba import cuda` names
+    `numba`: the parse decides)."""
+    heads = sorted({name.split(".")[0] for name in cuda_only_libraries()})
+    return re.compile(rb"^[ \t]*(?:import|from)[ \t]+(?:" + b"|".join(re.escape(name.encode()) for name in heads)
+                      + rb")\b", re.MULTILINE)
 
 
 # -- the project: which of its modules import CUDA-only code at module level -----------------------
@@ -138,9 +133,9 @@ def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict
     imports = {path: _import_lines(path) for path in python}
     extensions = _cuda_extensions(imports, root)
     found: dict[str, str] = {}
-    pattern: re.Pattern[bytes] | None = _LIBRARY_IMPORT
+    pattern: re.Pattern[bytes] | None = _library_import()
     if extensions:  # an import line naming one of the project's CUDA extensions
-        pattern = re.compile(_LIBRARY_IMPORT.pattern + rb"|\b(?:" + b"|".join(
+        pattern = re.compile(_library_import().pattern + rb"|\b(?:" + b"|".join(
             re.escape(last_part(n).encode()) for n in sorted(extensions)) + rb")\b", re.MULTILINE)
     while pattern is not None:
         new: dict[str, str] = {}
@@ -338,6 +333,15 @@ class CudaOnlyNames:
         # `forward` calls a compiled kernel selects that kernel
         functions = {s.name: s for s in tree.body
                      if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        # a function that JIT-builds a plugin from CUDA sources (StyleGAN's `_init()`:
+        # `_plugin = custom_ops.get_plugin(sources=['bias_act.cpp', 'bias_act.cu'])`) makes the
+        # globals it sets CUDA-only too: `_plugin.bias_act(...)` elsewhere runs that plugin
+        for name, function in functions.items():
+            source = _cuda_source(function)
+            if source is not None:
+                why = f"a CUDA plugin built from `{source}` (in `{name}()`)"
+                for declared in (n for n in ast.walk(function) if isinstance(n, ast.Global)):
+                    result.names.update({g: why for g in declared.names if g not in result.names})
         # each body is walked once: what can make it CUDA-only, in walk order; then a function
         # that calls a CUDA-only function is CUDA-only too, until nothing changes
         candidates = set(result.names) | set(functions)
@@ -369,9 +373,11 @@ class CudaOnlyNames:
                 loads_hub_kernels = loads_hub_kernels or hub_kernel_loader(node)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in candidates:
                 events.append((False, node.id))
-            elif repo is None and isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                    and HUB_FLASH_ATTENTION.fullmatch(node.value):
-                repo = node.value
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if node.value.endswith(_CUDA_SOURCE_SUFFIXES):
+                    events.append((True, f"a CUDA plugin built from `{os.path.basename(node.value)}`"))
+                elif repo is None and HUB_FLASH_ATTENTION.fullmatch(node.value):
+                    repo = node.value
         return events, _hub_reason(repo) if loads_hub_kernels and repo else None
 
     def _reason_of(self, events: list[tuple[bool, str]], fallback: str | None) -> str | None:
@@ -402,10 +408,21 @@ class CudaOnlyNames:
                 why = self.names.get(node.id) or self.functions.get(node.id)
                 if why:
                     return why if node.id in self.names else f"`{node.id}`, which uses {why}"
-            elif repo is None and isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                    and HUB_FLASH_ATTENTION.fullmatch(node.value):
-                repo = node.value
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if node.value.endswith(_CUDA_SOURCE_SUFFIXES):
+                    return f"a CUDA plugin built from `{os.path.basename(node.value)}`"
+                if repo is None and HUB_FLASH_ATTENTION.fullmatch(node.value):
+                    repo = node.value
         return _hub_reason(repo) if loads_hub_kernels and repo else None
+
+
+_CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
+
+
+def _cuda_source(scope: ast.AST) -> str | None:
+    """The first CUDA source file (`kernel.cu`) a scope names, or None."""
+    return next((os.path.basename(n.value) for n in ast.walk(scope) if isinstance(n, ast.Constant)
+                 and isinstance(n.value, str) and n.value.endswith(_CUDA_SOURCE_SUFFIXES)), None)
 
 
 def _hub_reason(repo: str) -> str:

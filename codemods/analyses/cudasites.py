@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from codemods.analyses.cudaonly import CUDA_ONLY_LIBRARIES
+from codemods.data.catalogue import cuda_only_library
 from codemods.model.astnodes import ast_dotted_parts, call_name, iter_statements
 from codemods.model.facts import FileFacts
 
@@ -143,7 +143,7 @@ class _Scanner(ast.NodeVisitor):
         if module in _HARMLESS_IMPORTS:
             return True  # handled: not a site, and nothing imported from it is either
         top = module.split(".")[0]
-        if top in CUDA_ONLY_LIBRARIES or module.startswith("numba.cuda"):
+        if cuda_only_library(module):
             self.add(node, "library", f"import {module}")
             return True
         if top in KNOWN_ROOTS and any(_CUDA_PART.search(part) for part in module.split(".")[1:]):

@@ -211,6 +211,15 @@ class FileFlow:
             return self.classify(parent, verdict, depth, seen)
         if isinstance(parent, ast.IfExp) and node is not parent.test:
             return self.classify(parent, verdict, depth, seen)
+        if isinstance(parent, ast.expr) and self._in_collection(node, parent):
+            # `['cuda:' + str(i) for i in range(n)]`, `("cuda:0", "cuda:1")`: the collection carries
+            # the value to where an element is taken out (`devices[0]`, `for d in devices`)
+            return self.classify(parent, verdict, depth, seen)
+        if isinstance(parent, ast.Subscript) and node is parent.value and isinstance(parent.ctx, ast.Load) \
+                and not isinstance(node, (ast.Constant, ast.JoinedStr, ast.BinOp)):
+            return self.classify(parent, verdict, depth + 1, seen)
+        if isinstance(parent, ast.For) and node is parent.iter and not isinstance(node, (ast.Constant, ast.BinOp)):
+            return self.follow_target(parent.target, verdict, depth + 1, seen)
         if isinstance(parent, ast.Call) and node in parent.args:
             return self._argument(parent, parent.args.index(node), None, verdict, depth, seen, line)
         if isinstance(parent, ast.keyword):
@@ -256,6 +265,13 @@ class FileFlow:
         what = type(parent).__name__ if parent is not None else "module"
         verdict.other.append(f"used as {what} (line {line})")
         return None
+
+    @staticmethod
+    def _in_collection(node: ast.expr, parent: ast.AST | None) -> bool:
+        """Whether `node` is an element of a list/tuple/set display or comprehension."""
+        if isinstance(parent, (ast.List, ast.Tuple, ast.Set)) and isinstance(getattr(parent, "ctx", ast.Load()), ast.Load):
+            return node in parent.elts
+        return isinstance(parent, (ast.ListComp, ast.SetComp, ast.GeneratorExp)) and node is parent.elt
 
     def _text_or(self, node: ast.AST | None, verdict: Verdict, line: int, what: str) -> None:
         call = node

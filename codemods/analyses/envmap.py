@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from itertools import pairwise
 
+from codemods.data.catalogue import env_toggles
 from codemods.data.tables import load_data
 from codemods.model.shellwords import Word, lex
 from npu_migrate.core.diagnostics import Severity
@@ -39,6 +40,7 @@ class EnvEntry:
     shell_code: str
     severity: Severity = Severity.INFO
     message: str = ""
+    values: tuple[str, ...] = ()  # a flag only for these values (a toggle set to "0" is fine); () any
 
 
 @dataclass
@@ -58,7 +60,7 @@ class Plan:
     message: str = ""  # explanation of the edit, when there is one
 
 
-load = load_data  # the tables this module reads (env_vars.json, alloc_conf.json, third_party.json)
+load = load_data  # the tables this module reads (env_vars.json, alloc_conf.json)
 
 
 @cache
@@ -66,9 +68,11 @@ def _tables() -> tuple[dict[str, EnvEntry], list[EnvEntry], dict[str, str]]:
     data = load("env_vars.json")
     exact: dict[str, EnvEntry] = {}
     prefixes: list[EnvEntry] = []
-    for raw in data["entries"]:
+    # the catalogue's toggles of CUDA-only code (`RWKV_CUDA_ON`) are reported as flags
+    toggles = [{**raw, "kind": "flag"} for raw in env_toggles()]
+    for raw in [*data["entries"], *toggles]:
         entry = EnvEntry(raw["cuda"], raw.get("npu"), raw["kind"], raw["code"], raw["shell_code"],
-                         Severity(raw.get("severity", "info")), raw.get("message", ""))
+                         Severity(raw.get("severity", "info")), raw.get("message", ""), tuple(raw.get("values", ())))
         if entry.cuda.endswith("*"):
             prefixes.append(entry)
         else:
@@ -208,6 +212,8 @@ def plan(name: str, value: str | None, *, write: bool) -> Plan | None:
         return Plan(kind, problems=problems) if problems else None
     kind, new = entry.kind, entry.npu
     if kind == "flag":
+        if entry.values and value is not None and value not in entry.values:
+            return None
         return Plan(kind, problems=[Problem(entry.severity, entry.message.format(name=name))])
     result = Plan(kind, new_name=new, message=f"`{name}` → `{new}`")
     if kind == "device_list":

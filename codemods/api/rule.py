@@ -28,14 +28,21 @@ from codemods.model.cstnodes import dotted_parts
 from codemods.model.facts import FileFacts
 from codemods.model.filemodel import FileModel
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
-from npu_migrate.core.discovery import CUDA_SUFFIXES, JSON_SUFFIXES, MANIFEST_SUFFIXES, SHELL_SUFFIXES
+from npu_migrate.core.discovery import (
+    CONFIG_SUFFIXES,
+    CUDA_SUFFIXES,
+    JSON_SUFFIXES,
+    MANIFEST_SUFFIXES,
+    SHELL_SUFFIXES,
+)
 
 # The languages a rule may have besides "python", and the files each one handles: rules in them
 # see a file's text, not a tree. Python is everything else.
 # ("json": the DeepSpeed configuration files discovery chose, NPU540; "manifest": the pip
-# requirements and conda environment files it chose by name, NPU315)
+# requirements and conda environment files it chose by name, NPU315; "config": the other YAML
+# files, NPU541). A file takes the first language that claims it.
 TEXT_LANGUAGES = {"shell": SHELL_SUFFIXES, "cuda": CUDA_SUFFIXES, "json": JSON_SUFFIXES,
-                  "manifest": MANIFEST_SUFFIXES}
+                  "manifest": MANIFEST_SUFFIXES, "config": CONFIG_SUFFIXES}
 
 
 class Fix(str, enum.Enum):

@@ -44,6 +44,22 @@ ENTRY = Record(
     })
 ENTRIES = ListOf(ENTRY)
 COVERAGE = Record(required={"description": str, "entries": ENTRIES}, optional={"npu_modules": STRINGS})
+# one entry of the catalogue of CUDA-only knowledge (`cuda_only.json`, read through
+# `codemods.data.catalogue`): a coverage row with its status per torch_npu version and what finds it
+STATUS = OneOf("works", "npu-route", "no-route")
+CATALOGUE_ENTRY = Record(
+    required=ENTRY.required | {"kind": OneOf("library", "kernel-language", "engine", "monitoring", "extension",
+                                             "packages", "layout", "option", "env", "command"),
+                               "status": MapOf(STATUS)},  # first torch_npu release it holds from -> status
+    optional=ENTRY.optional | {
+        "library": str,  # the library's display name (analyze's third-party table)
+        "effort": str,  # analyze's rating category (npu_migrate/analyze/data/rating.json)
+        "config_code": CODE,  # the YAML-config rule
+        "framework": str, "option": str, "calls": STRINGS, "position": int,  # option values ...
+        "values": STRINGS, "pattern": str,  # ... that trigger the entry (exact strings / a full-match regex)
+        "flags": STRINGS, "config_keys": STRINGS,  # how launch scripts and YAML configs spell the option
+        "replacement": str,  # the value a rewrite writes
+    })
 _ABOUT = {"about": str, "schema": (str, STRING_MAP), "title": str, "description": str}
 DEVICE_POSITIONS = Record(
     optional=_ABOUT | {"entries": ENTRIES, "keywords": STRINGS, "names": STRINGS, "skip_functions": STRINGS,
@@ -67,6 +83,7 @@ SCHEMAS: dict[str, Any] = {
                                        optional={"names": STRINGS}))},
         optional=_ABOUT),
     "coverage_backends.json": COVERAGE,
+    "cuda_only.json": Record(required={"title": str, "description": str, "entries": ListOf(CATALOGUE_ENTRY)}),
     "coverage_devices.json": COVERAGE,
     "coverage_graphs.json": Record(
         required=COVERAGE.required | {"compile_backends": STRING_MAP, "compile_backend_flags": STRING_MAP},
@@ -91,7 +108,6 @@ SCHEMAS: dict[str, Any] = {
                   "dataloader_num_workers_position": int, "device_like_names": str,
                   "snapshot": MapOf((str, int)), "data_names": str},
         optional=_ABOUT),
-    "third_party.json": Record(required={"entries": ENTRIES}, optional=_ABOUT),
     "tune.json": Record(
         required={
             "optimizers": MapOf(Record(required={"npu": str, "positional": STRINGS, "must_be": STRING_MAP,

@@ -33,7 +33,7 @@ def data_files() -> list[tuple[Path, dict[str, Any]]]:
 
 
 def _codes(entry: dict[str, Any]) -> list[str]:
-    return [c for c in (entry.get("code"), entry.get("shell_code")) if c]
+    return [c for c in (entry.get("code"), entry.get("shell_code"), entry.get("config_code")) if c]
 
 
 def problems(registered: set[str] | None = None) -> list[str]:
@@ -73,8 +73,10 @@ def cell(value: Any, code: bool = False) -> str:
 def action_cell(entry: dict[str, Any]) -> str:
     label = ACTIONS.get(entry.get("action", ""), str(entry.get("action")))
     codes = [entry["code"]] if entry.get("code") else []
-    if entry.get("shell_code"):
+    if entry.get("shell_code") and entry["shell_code"] != entry.get("code"):
         codes.append(f"shell {entry['shell_code']}")
+    if entry.get("config_code"):
+        codes.append(f"config {entry['config_code']}")
     return f"{label} ({'; '.join(codes)})" if codes else label
 
 

@@ -10,7 +10,8 @@ from typing import Any
 from codemods.api.cases import Invalid, Valid, cases_of, doc_of, sections
 from codemods.docgen import coverage
 
-_FENCE = {".py": "python", ".sh": "bash", ".bash": "bash", ".cu": "cuda", ".cuh": "cuda", ".json": "json"}
+_FENCE = {".py": "python", ".sh": "bash", ".bash": "bash", ".cu": "cuda", ".cuh": "cuda", ".json": "json",
+          ".yaml": "yaml", ".yml": "yaml"}
 FIX_WORDS = {"safe": "Safe: the rewrite keeps the program's meaning.",
              "unsafe": "Unsafe: the rewrite may change behaviour; review it.",
              "none": "No fix: a diagnostic only."}
@@ -53,7 +54,8 @@ def _data(rule: Any) -> list[str]:
     """The data entries that name this rule, per table: a new entry shows on the page."""
     lines: list[str] = []
     for path, table in coverage.data_files():
-        rows = [coverage.row(e) for e in table["entries"] if rule.code in (e.get("code"), e.get("shell_code"))]
+        rows = [coverage.row(e) for e in table["entries"]
+                if rule.code in (e.get("code"), e.get("shell_code"), e.get("config_code"))]
         if rows:
             lines += ["", f"From `codemods/data/{path.name}` (a new row there extends the rule):", "",
                       *coverage.HEADER, *rows]

@@ -2,8 +2,9 @@
 CuPy, NVML, CUDA extensions, channels_last, ...) is reported with its NPU route.
 
 Nothing here rewrites: none of these mappings is exact (argument meanings, return values or
-numerics differ), so each report says what to write instead. Entries live in
-`data/third_party.json`; an import is reported once, by the most specific entry that names it,
+numerics differ), so each report says what to write instead. Entries live in the catalogue of
+CUDA-only knowledge (`data/cuda_only.json`, `codemods.data.catalogue`); an import is reported
+once, by the most specific entry that names it,
 a call or attribute use where an entry asks for it, and a keyword argument (`load_in_8bit=`) of
 any call where an entry is "at" "keyword". `cu_file_diagnostic` is the report for
 a `.cu`/`.cuh` file found while walking a tree.
@@ -19,30 +20,30 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 
-from codemods.analyses import envmap
 from codemods.api.rule import Fix, Rule
-from codemods.model.cstnodes import dotted_name, dotted_parts
+from codemods.data import catalogue
+from codemods.model.cstnodes import dotted_name, dotted_parts, string_value
 from npu_migrate.core.diagnostics import Severity
 from npu_migrate.core.discovery import CUDA_SUFFIXES
 
-_IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda"}
+_IGNORED_TOKENS = {"load", "load_inline", "jit", "cuda", "kernel"}
+# top modules whose name is a common word of CUDA code: their entries are found by the whole
+# module name (`cuda.bindings`, `vllm._C`) or a `from cuda import ...` line
+_GENERIC_HEADS = frozenset({"cuda", "vllm", "nvidia"})
+_CUDA_TARGET = re.compile(r"cuda(?::\d+)?")
+_CUDA_WORD = re.compile(r"cuda|cudnn|cublas|nccl|cufft|nvrtc", re.IGNORECASE)
+_TARGET_KEYWORDS = frozenset({"target", "arch", "backend", "platform", "target_name"})  # not device keywords
 
 
-@cache
-def entries() -> tuple[dict[str, Any], ...]:
-    return tuple(envmap.load("third_party.json")["entries"])
+_PYTHON_PLACES = frozenset({"import", "call", "reference", "name", "keyword"})
+
+entries = catalogue.entries
+best_import_entry = catalogue.best_import_entry
 
 
 @cache
 def _heads() -> frozenset[str]:
-    return frozenset(e["cuda"].split(".")[0] for e in entries() if set(e["at"]) - {"keyword"})
-
-
-def best_import_entry(qualified: str) -> dict[str, Any] | None:
-    """The most specific entry naming `qualified` (or a module above it) for import reports."""
-    found = [e for e in entries() if "import" in e["at"]
-             and (qualified == e["cuda"] or qualified.startswith(e["cuda"] + "."))]
-    return max(found, key=lambda e: len(e["cuda"]), default=None)
+    return frozenset(e["cuda"].split(".")[0] for e in entries() if set(e["at"]) & (_PYTHON_PLACES - {"keyword"}))
 
 
 def library_prefilter(code: str) -> str:
@@ -51,14 +52,22 @@ def library_prefilter(code: str) -> str:
     Plain literals, no leading `\\b`: a literal start lets `re` skip ahead fast."""
     words: set[str] = set()
     for entry in entries():
-        if entry["code"] != code or not entry["at"]:
+        if entry.get("code") == code and "api-call" in entry["at"]:
+            words.add(r"\.(?:" + entry["pattern"] + ")")  # `_lt.cublasLtCreate(...)`
+        if entry.get("code") != code or not set(entry["at"]) & _PYTHON_PLACES:
             continue
         if "keyword" in entry["at"]:
             words.add(re.escape(entry["cuda"]) + r"\s*=")
             continue
         parts = entry["cuda"].split(".")
         if parts[0] != "torch" and "import" in entry["at"]:
-            words.add(re.escape(parts[0]))
+            head = re.escape(parts[0])
+            if parts[0] in _GENERIC_HEADS:  # `cuda.bindings`: `cuda` alone is in most files of a CUDA project
+                words |= {rf"from\s+{head}[\s.]", rf"import\s+{head}\b"}
+                if len(parts) > 1:
+                    words.add(re.escape(entry["cuda"]))
+            else:  # `cutlass` but not torch's `cutlass_utils`
+                words.add(r"\b" + head + r"\b")
         if {"call", "reference"} & set(entry["at"]) and parts[-1] not in _IGNORED_TOKENS:
             # torch names may be imported by name (`from torch import channels_last`), and so may a
             # name whose import is not reported (`from transformers import BitsAndBytesConfig`)
@@ -69,13 +78,18 @@ def library_prefilter(code: str) -> str:
     return "|".join(sorted(words)) if words else r"(?!)"
 
 
+def severity_of(entry: dict[str, Any]) -> Severity | None:
+    """The entry's own severity (an engine with no route is an error), or None: the rule's."""
+    return Severity(entry["severity"]) if "severity" in entry else None
+
+
 class ThirdPartyRule(Rule):
     fix = Fix.NONE
     severity = Severity.WARNING
     default = True
 
     def _entries(self, at: str) -> list[dict[str, Any]]:
-        return [e for e in entries() if e["code"] == self.code and at in e["at"]]
+        return [e for e in entries() if e.get("code") == self.code and at in e["at"]]
 
     def _qualify(self, node: cst.BaseExpression) -> str | None:
         parts = dotted_parts(node)
@@ -98,8 +112,8 @@ class ThirdPartyRule(Rule):
 
     def _report_import(self, node: cst.CSTNode, qualified: str) -> None:
         entry = best_import_entry(qualified)
-        if entry is not None and entry["code"] == self.code:
-            self.report(node, f"`{qualified}`: {entry['message']}")
+        if entry is not None and entry.get("code") == self.code:
+            self.report(node, f"`{qualified}`: {entry['message']}", severity=severity_of(entry))
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -124,6 +138,35 @@ class ThirdPartyRule(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not self._report_call(node):  # `BitsAndBytesConfig(load_in_4bit=True)`: said once
             self._report_keywords(node)
+        self._report_target(node)
+        self._report_c_api(node)
+
+    def _report_c_api(self, node: cst.Call) -> None:
+        """`_lt.cublasLtMatmul(...)`: NVIDIA's C library called directly (ctypes, cffi)."""
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        for entry in self._entries("api-call"):
+            if re.fullmatch(entry["pattern"], func.attr.value):
+                self.report(node, f"`{func.attr.value}`: {entry['message']}", severity=severity_of(entry))
+                return
+
+    def _report_target(self, node: cst.Call) -> None:
+        """`"cuda"` passed to a CUDA-only library (TileLang's `CUDA("cuda")`, `tilelang.compile(f,
+        target="cuda")`) names the library's GPU target, not a torch device: it stays, and is said so
+        (never "write npu": the library has no NPU target)."""
+        qualified = self._qualify(node.func)
+        library = catalogue.cuda_only_library(qualified) if qualified else None
+        entry = catalogue.best_import_entry(library) if library else None
+        if entry is None or entry.get("code") != self.code:
+            return
+        for arg in node.args:
+            if (arg.keyword is None or arg.keyword.value in _TARGET_KEYWORDS) \
+                    and _CUDA_TARGET.fullmatch(string_value(arg.value) or ""):
+                self.report(arg, f"`{string_value(arg.value)}` names {entry.get('library', library)}'s NVIDIA GPU target, "
+                                 "not a torch device: it stays as written (the library has no NPU target; see the "
+                                 "report at its import)", severity=Severity.INFO)
+                return
 
     def _report_keywords(self, node: cst.Call) -> None:
         """`load_in_8bit=True` in any call (an entry at "keyword"): reported unless the value is
@@ -136,7 +179,7 @@ class ThirdPartyRule(Rule):
                 continue
             for entry in wanted:
                 if entry["cuda"] == arg.keyword.value:
-                    self.report(arg, f"`{arg.keyword.value}=`: {entry['message']}")
+                    self.report(arg, f"`{arg.keyword.value}=`: {entry['message']}", severity=severity_of(entry))
 
     def _report_call(self, node: cst.Call) -> bool:
         """Report a call an entry names; whether one was reported."""
@@ -154,17 +197,35 @@ class ThirdPartyRule(Rule):
                     self.report(node, entry["message_computed"])
                     return True
                 continue
-            self.report(node, entry["message"])
+            self.report(node, entry["message"], severity=severity_of(entry))
             return True
         return False
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        wanted = self._entries("reference")
-        if wanted:
-            name = self._qualify(node)
-            for entry in wanted:
-                if entry["cuda"] == name:
-                    self.report(node, entry["message"])
+        inner = self.tree.nodes("inside_reported")
+        if node in inner:
+            return
+        name = self._qualify(node)
+        for entry in self._entries("reference"):
+            if entry["cuda"] == name:
+                self.report(node, entry["message"], severity=severity_of(entry))
+                return
+        if name is not None and self._cuda_api_of_library(node, name):
+            inner.update(n for n in m.findall(node.value, m.Attribute()) if isinstance(n, cst.Attribute))
+
+    def _cuda_api_of_library(self, node: cst.Attribute, name: str) -> bool:
+        """`cuda.CUstream` (cuda-python's driver), `cudnn.create_handle`, `cutlass.base_dsl.runtime.cuda.X`:
+        a CUDA API reached through a CUDA-only library of this rule, spelled as code (not an import,
+        which is reported as one). Reported once per chain, at its outermost attribute."""
+        if self.context.in_import or not _CUDA_WORD.search(name):
+            return False
+        library = catalogue.cuda_only_library(name)
+        entry = catalogue.best_import_entry(library) if library else None
+        if entry is None or entry.get("code") != self.code or name == library:
+            return False
+        self.report(node, f"`{name}`: a CUDA API of {entry.get('library', library)} -- {entry['message']}",
+                    severity=severity_of(entry))
+        return True
 
 
 def _computed_sources(call: cst.Call) -> bool:

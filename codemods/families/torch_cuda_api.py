@@ -38,6 +38,18 @@ def cuda_names() -> CudaNames:
     return CudaNames(rewrites, flags)
 
 
+@cache
+def npu_names() -> frozenset[str]:
+    """Every name of `torch_npu.npu.__all__` (fact sheet §2.1)."""
+    return frozenset(n for group in load_data(DATA)["torch_npu_npu_all"].values() for n in group)
+
+
+@cache
+def excluded_names() -> dict[str, str]:
+    """torch.cuda names another rule owns, with what it does about them."""
+    return dict(load_data(DATA)["excluded_from_rewrite"])
+
+
 # `torch.cuda.X`, `cuda.X`, `from torch.cuda import`, `from torch import cuda[,)]`, `... cuda as`
 PREFILTER = r"\bcuda\b(?:\.[A-Za-z_]|\s*[,)]|\s+(?:import|as)\b)|import[^\n]*\bcuda\b"
 

@@ -43,6 +43,13 @@ class AmpTable:
     device: str
 
 
+# torch.cuda.amp names outside the table, with what to write on the NPU
+_AMP_OTHER = {"amp_definitely_not_available": "`torch.cuda.amp.common.amp_definitely_not_available()` is True "
+                                              "without CUDA; on the NPU test `not torch.npu.is_available()`",
+              "common": "`torch.cuda.amp.common` holds `amp_definitely_not_available()`: on the NPU test "
+                        "`not torch.npu.is_available()`"}
+
+
 @cache
 def amp_table() -> AmpTable:
     data = load_data(DATA)
@@ -234,8 +241,26 @@ class AmpDevice(Rule):
         self.tree.nodes("callees").add(node.decorator)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        """A `torch.cuda.amp.X` spelled out but not called: we cannot add the device to it."""
-        if self.context.in_import or node in self.tree.nodes("callees") or node.attr.value not in self.table.cuda_amp:
+        """A `torch.cuda.amp.X` spelled out but not called: we cannot add the device to it. The
+        module itself used as a value, or a member torch.amp lacks, is reported."""
+        if self.context.in_import:
+            return
+        owned = self.tree.nodes("amp_owners")  # `torch.cuda.amp` inside a longer chain
+        if isinstance(node.value, cst.Attribute):
+            owned.add(node.value)
+        qualified = self.resolve(node)
+        if qualified == CUDA_AMP and node not in owned and not isinstance(node.value, cst.Name):
+            self.report(node, "`torch.cuda.amp` used as a module: its NPU form is `torch.amp`, whose members take "
+                              f"the device type (`torch.amp.autocast({self._advised_device()})`, "
+                              f"`torch.amp.GradScaler({self._advised_device()})`); `torch.npu.amp` also has "
+                              "autocast and GradScaler")
+            return
+        if qualified == f"{CUDA_AMP}.{node.attr.value}" and node.attr.value not in self.table.cuda_amp \
+                and not isinstance(node.value, cst.Name):
+            self.report(node, f"`{code_of(node)}`: no torch.amp counterpart; " + _AMP_OTHER.get(
+                node.attr.value, "port it by hand with torch.amp and the device \"npu\""))
+            return
+        if node in self.tree.nodes("callees") or node.attr.value not in self.table.cuda_amp:
             return
         if self.resolve(node) == f"{CUDA_AMP}.{node.attr.value}" and not isinstance(node.value, cst.Name):
             self.report(node, f"`{code_of(node)}` is used without being called; write "

@@ -16,6 +16,10 @@ from npu_migrate.core.diagnostics import Severity
 DATA = "coverage_tensors.json"
 
 
+# functions whose first argument names a tensor type (`"torch.cuda.FloatTensor"`)
+_DEFAULT_TYPE_SETTERS = frozenset({"torch.set_default_tensor_type"})
+
+
 def _type_strings() -> dict[str, dict[str, Any]]:
     return {e["cuda"]: e for e in entries_for(DATA, "NPU151")}
 
@@ -23,16 +27,19 @@ def _type_strings() -> dict[str, dict[str, Any]]:
 class TensorTypeString(Rule):
     """## What it does
 
-    `t.type("torch.cuda.FloatTensor")` and `t.type() == "torch.cuda.…"` use `torch.npu.…`
+    `t.type("torch.cuda.FloatTensor")`, `t.type() == "torch.cuda.…"` and `torch.set_default_tensor_type("torch.cuda.…")` use `torch.npu.…`
 
     ## Why
 
     `Tensor.type()` answers with strings such as `"torch.cuda.FloatTensor"`; on an NPU tensor it
     answers `"torch.npu.FloatTensor"`. Code that passes the CUDA string to `t.type(...)` (a cast and a
     move to the GPU at once) or compares `t.type()` with it breaks silently after the port, and
-    `transfer_to_npu` does not rewrite these strings. The rule rewrites the string in exactly these two
-    places: the first argument (or `dtype=`) of a `.type(...)` call, and an operand of a comparison
-    whose other side is `x.type()` (also inside a tuple or list for `in`). The strings come from
+    `transfer_to_npu` does not rewrite these strings. The rule rewrites the string in exactly these
+    places: the first argument (or `dtype=`) of a `.type(...)` call, an operand of a comparison
+    whose other side is `x.type()` (also inside a tuple or list for `in`), and the argument of
+    `torch.set_default_tensor_type(...)`, which torch_npu's typed classes accept by name as
+    `"torch.npu.FloatTensor"` (deprecated since torch 2.1 on every device: `torch.set_default_dtype`
+    with `torch.set_default_device("npu")` is the lasting form). The strings come from
     `codemods/data/coverage_tensors.json`; `DoubleTensor` carries NPU150's float64 warning.
 
     ## Example
@@ -60,7 +67,7 @@ class TensorTypeString(Rule):
 
     code = "NPU151"
     name = "cuda-type-string"
-    summary = "`t.type(\"torch.cuda.FloatTensor\")` and `t.type() == \"torch.cuda.…\"` use `torch.npu.…`"
+    summary = "`t.type(\"torch.cuda.FloatTensor\")`, `t.type() == \"torch.cuda.…\"` and `set_default_tensor_type` strings use `torch.npu.…`"
     fix = Fix.SAFE
     needs_torch_npu = True
     prefilter = r"torch\.cuda\.\w+Tensor"
@@ -79,6 +86,9 @@ class TensorTypeString(Rule):
             first = node.args[0]
             if first.keyword is None or first.keyword.value == "dtype":
                 self.targets.add(id(first.value))
+        # `torch.set_default_tensor_type("torch.cuda.FloatTensor")`: the default type, by name
+        elif self.resolve(node.func) in _DEFAULT_TYPE_SETTERS and node.args:
+            self.targets.add(id(node.args[0].value))
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         # `t.type() == "torch.cuda.X"` (either side), `t.type() in ("torch.cuda.X", ...)`
@@ -124,6 +134,16 @@ import torch
 h = x.type("torch.npu.HalfTensor")
 if x.type() == "torch.npu.FloatTensor":
     ...
+""",
+    ),
+    Invalid(  # a ModelZoo pair: Huawei's port writes the NPU type name
+        """\
+import torch
+torch.set_default_tensor_type('torch.cuda.FloatTensor')
+""",
+        after="""\
+import torch
+torch.set_default_tensor_type('torch.npu.FloatTensor')
 """,
     ),
     Valid(

@@ -8,6 +8,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.analyses.devices import device_positions, is_device_name
+from codemods.analyses.selectors import kernel_selectors
 from codemods.api.cases import Invalid
 from codemods.api.rule import Fix
 from codemods.families.namemap import CoverageRule
@@ -15,6 +16,12 @@ from codemods.model.cstnodes import string_value
 from npu_migrate.core.diagnostics import Severity
 
 _CUDA = re.compile(r"cuda(:\d+)?")
+
+
+def _spelled(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    return node.attr.value if isinstance(node, cst.Attribute) else None
 
 
 class CudaStringComparison(CoverageRule):
@@ -29,7 +36,8 @@ class CudaStringComparison(CoverageRule):
     `str(dev)`), NPU190 where it is a device constant, and the distributed rules handle `"nccl"`.
     Every remaining comparison (`==`, `!=`, `in`, `not in`) with a `"cuda"`/`"cuda:N"` literal, and
     `.startswith("cuda")`, is reported: the rule cannot prove the value is a device (`args.accelerator`
-    could be anything), but it usually is.
+    could be anything), but it usually is. A comparison of a kernel selector (`impl == "cuda"` where
+    the file also has `impl == "ref"`) names an implementation, not a device: NPU192 notes it instead.
 
     ## Example
 
@@ -83,6 +91,9 @@ class CudaStringComparison(CoverageRule):
         literals = [o for o in operands if self._cuda_literal(o)]
         if not literals or any(self._device_side(o) for o in operands if o not in literals):
             return updated_node
+        selectors = self.context.model.derived(kernel_selectors).names
+        if any(_spelled(o) in selectors for o in operands if o not in literals):
+            return updated_node  # `impl == 'cuda'` names an implementation (NPU192), not a device
         self.report(original_node, "compares with \"cuda\": on an Ascend machine a device or device type "
                     "is \"npu\"; if this value names one, compare with \"npu\" (or test "
                     "torch.npu.is_available())")

@@ -15,14 +15,6 @@ class ApexAmp(ThirdPartyRule):
 
     NVIDIA apex ships CUDA kernels and has no NPU build. Its AMP front end (`amp.initialize`, `amp.scale_loss`) maps onto native AMP, which torch_npu supports: `torch.autocast('npu', dtype=...)` and `torch.amp.GradScaler('npu')` (fact sheet §2.3). `transfer_to_npu` does nothing for apex.
 
-    | Reported | Route |
-    |---|---|
-    | `apex` (import) | NVIDIA apex is CUDA-only: its pieces have native PyTorch counterparts that run on NPU -- AMP: torch.autocast('npu') + torch.amp.GradScaler('npu'); FusedAdam: torch.optim.AdamW; DistributedDataParallel: torch.nn.parallel.DistributedDataParallel with backend 'hccl'; SyncBatchNorm: torch.nn.SyncBatchNorm |
-    | `apex.amp` (import) | apex.amp is CUDA-only: use native AMP -- `with torch.autocast('npu', dtype=torch.float16):` around the forward pass and `scaler = torch.amp.GradScaler('npu')` for the loss; drop `amp.initialize` |
-    | `apex.amp.initialize` (import, call) | drop `amp.initialize(model, optimizer, opt_level=...)`: keep model and optimizer as they are and wrap the forward pass in `torch.autocast('npu', dtype=torch.float16)` (O1); O2-style fp16 master weights have no switch, use bf16 autocast or keep fp32 weights |
-    | `apex.amp.scale_loss` (import, call) | `with amp.scale_loss(loss, optimizer) as scaled: scaled.backward()` becomes `scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()` with `scaler = torch.amp.GradScaler('npu')` |
-    | `apex.amp.master_params` (import, call) | `amp.master_params(optimizer)` becomes the model's own parameters; call `scaler.unscale_(optimizer)` before clipping them |
-
     ## Example
 
     ```python

@@ -15,13 +15,6 @@ class ApexFusedOptimizer(ThirdPartyRule):
 
     apex's fused optimizers are CUDA kernels. `torch.optim` has drop-in counterparts for most of them (FusedAdam with its default `adam_w_mode=True` is AdamW). The fact sheet does not establish an exact torch_npu fused optimizer for them, so nothing is rewritten: the argument sets differ (`bias_correction`, `set_grad_none`, `adam_w_mode`).
 
-    | Reported | Route |
-    |---|---|
-    | `apex.optimizers` (import) | apex fused optimizers are CUDA kernels: use the torch.optim equivalent (FusedAdam → AdamW, FusedSGD → SGD, FusedNovoGrad/FusedLAMB → a pure-PyTorch implementation) |
-    | `apex.optimizers.FusedAdam` (import, call) | apex FusedAdam is a CUDA kernel: use `torch.optim.AdamW(params, lr=..., betas=..., eps=..., weight_decay=...)` (FusedAdam's default adam_w_mode=True is AdamW; with adam_w_mode=False use torch.optim.Adam); `bias_correction` and `set_grad_none` have no counterpart (use `optimizer.zero_grad(set_to_none=True)`) |
-    | `apex.optimizers.FusedLAMB` (import, call) | apex FusedLAMB is a CUDA kernel and torch.optim has no LAMB: use a pure-PyTorch LAMB (for example timm.optim.Lamb) or switch to torch.optim.AdamW |
-    | `apex.optimizers.FusedSGD` (import, call) | apex FusedSGD is a CUDA kernel: use `torch.optim.SGD` with the same lr, momentum, dampening, weight_decay and nesterov |
-
     ## Example
 
     ```python

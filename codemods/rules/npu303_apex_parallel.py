@@ -15,13 +15,6 @@ class ApexParallel(ThirdPartyRule):
 
     apex's DDP and SyncBatchNorm are CUDA-only. torch's `DistributedDataParallel` with the `hccl` backend and `torch.nn.SyncBatchNorm` run on NPU (the SyncBatchNorm kernels `batch_norm_stats`, `batch_norm_gather_stats_with_counts` and `batch_norm_elemt` are registered by op-plugin). Options such as `delay_allreduce` have no counterpart, so the change is left to you.
 
-    | Reported | Route |
-    |---|---|
-    | `apex.parallel` (import) | apex.parallel is CUDA-only: use torch.nn.parallel.DistributedDataParallel (backend 'hccl') and torch.nn.SyncBatchNorm |
-    | `apex.parallel.DistributedDataParallel` (import, call) | use `torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])` after `init_process_group('hccl')`; apex's `delay_allreduce` has no counterpart (DDP overlaps bucketed all-reduces itself) |
-    | `apex.parallel.SyncBatchNorm` (import, call) | use `torch.nn.SyncBatchNorm` (its kernels batch_norm_stats / batch_norm_gather_stats_with_counts / batch_norm_elemt are registered for NPU) |
-    | `apex.parallel.convert_syncbn_model` (import, call) | `convert_syncbn_model(model)` becomes `torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)` |
-
     ## Example
 
     ```python

@@ -15,12 +15,6 @@ class ApexFusedLayers(ThirdPartyRule):
 
     apex's fused layers (FusedLayerNorm, FusedRMSNorm, contrib, transformer) are CUDA kernels; `torch.nn.LayerNorm`, `torch.nn.RMSNorm` and the fused `torch_npu.npu_rms_norm` run on NPU.
 
-    | Reported | Route |
-    |---|---|
-    | `apex.normalization` (import) | apex fused layers are CUDA kernels: FusedLayerNorm → torch.nn.LayerNorm, FusedRMSNorm → torch.nn.RMSNorm (or the fused `torch_npu.npu_rms_norm`); apex.contrib / apex.mlp / apex.transformer pieces need their plain PyTorch equivalents |
-    | `apex.contrib` (import) | apex.contrib kernels are CUDA-only: replace them with their plain PyTorch equivalents |
-    | `apex.transformer` (import) | apex.transformer is CUDA-only: replace its fused kernels with plain PyTorch ops |
-
     ## Example
 
     ```python

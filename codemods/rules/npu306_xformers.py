@@ -15,11 +15,6 @@ class Xformers(ThirdPartyRule):
 
     xformers' attention kernels are CUDA-only. `memory_efficient_attention` takes [batch, seq, heads, head_dim], which is `npu_fusion_attention`'s `'BSND'` layout; the same differences as for flash-attn apply (7-tuple result, default scale 1.0, `keep_prob`, True = masked out). A tensor `attn_bias` is easiest through SDPA with q/k/v transposed to [batch, heads, seq, head_dim].
 
-    | Reported | Route |
-    |---|---|
-    | `xformers` (import) | xformers' kernels are CUDA-only: use `torch.nn.functional.scaled_dot_product_attention` (native on NPU) or `torch_npu.npu_fusion_attention` |
-    | `xformers.ops.memory_efficient_attention` (import, call) | `memory_efficient_attention(q, k, v, attn_bias, p, scale)` on [batch, seq, heads, head_dim] becomes `torch_npu.npu_fusion_attention(q, k, v, q.shape[2], 'BSND', scale=scale or q.shape[-1] ** -0.5, keep_prob=1 - p, ...)[0]`; `LowerTriangularMask()` becomes the causal mask (`torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), 1)`, sparse_mode=3; True = masked out); for a tensor bias use SDPA with `.transpose(1, 2)` on q/k/v and the bias as a float `attn_mask` |
-
     ## Example
 
     ```python

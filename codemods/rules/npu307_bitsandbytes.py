@@ -15,13 +15,6 @@ class Bitsandbytes(ThirdPartyRule):
 
     bitsandbytes' 8-bit/4-bit optimizers and quantised layers are CUDA kernels with no torch_npu backend. Under `transfer_to_npu`, transformers' `is_bitsandbytes_available()` is shimmed to report False, which only hides the problem.
 
-    | Reported | Route |
-    |---|---|
-    | `bitsandbytes` (import) | bitsandbytes (8-bit/4-bit optimizers and quantised layers) has no NPU backend in torch_npu: use torch.optim (e.g. AdamW) and fp16/bf16 layers; drop `load_in_8bit`/`load_in_4bit` from model loading |
-    | `load_in_8bit=` / `load_in_4bit=` (a keyword of any call, unless `False`/`None`) | transformers/accelerate quantise with bitsandbytes: drop it and load in float16/bfloat16 (`torch_dtype=`) |
-    | `transformers.BitsAndBytesConfig(...)` | the same: drop `quantization_config=` and load in float16/bfloat16 |
-    | `lightning.fabric.plugins.BitsandbytesPrecision(...)` (and Lightning Trainer's) | the plugin quantises with bitsandbytes: drop it and run in bf16/fp16 precision |
-
     ## Example
 
     ```python

@@ -15,12 +15,6 @@ class TritonKernel(ThirdPartyRule):
 
     Hand-written Triton kernels target NVIDIA GPUs. The mapping in the fact sheet has no Triton path for NPU; `transfer_to_npu` forces `has_triton` to False for Inductor and Dynamo. Imports of `triton` and each `@triton.jit` / `@triton.autotune` are reported so every kernel is found.
 
-    | Reported | Route |
-    |---|---|
-    | `triton` (import) | hand-written Triton kernels target NVIDIA GPUs: replace the kernel with the PyTorch ops it fuses (torch.compile can fuse them on NPU) or an Ascend C / op-plugin operator; transfer_to_npu reports has_triton=False |
-    | `triton.jit` (import, reference) | a Triton kernel: it does not run on NPU; replace it with PyTorch ops (or an Ascend C operator) |
-    | `triton.autotune` (import, reference) | a Triton kernel's autotune configs: the kernel does not run on NPU; replace it with PyTorch ops |
-
     ## Example
 
     ```python

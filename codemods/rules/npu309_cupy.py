@@ -15,10 +15,6 @@ class Cupy(ThirdPartyRule):
 
     CuPy arrays live on CUDA devices and its kernels are CUDA code.
 
-    | Reported | Route |
-    |---|---|
-    | `cupy` (import) | CuPy arrays live on CUDA devices: use torch tensors on the NPU (torch ops) or numpy on the host; CuPy RawKernel/ElementwiseKernel CUDA code must be rewritten |
-
     ## Example
 
     ```python

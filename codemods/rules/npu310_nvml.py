@@ -15,17 +15,6 @@ class Nvml(ThirdPartyRule):
 
     NVML (pynvml, GPUtil, gpustat) does not exist on Ascend hosts. torch answers the usual questions: `torch.npu.device_count()`, `torch.npu.mem_get_info(device)` (free, total), `torch.npu.utilization(device)`, `torch.npu.get_device_name(device)` (fact sheet §2.1). Temperature, power and clocks have no torch_npu counterpart (§2.6).
 
-    | Reported | Route |
-    |---|---|
-    | `pynvml` (import) | NVML does not exist on Ascend hosts: ask torch instead -- torch.npu.device_count(), torch.npu.mem_get_info(device) → (free, total) bytes, torch.npu.utilization(device), torch.npu.get_device_name(device) |
-    | `pynvml.nvmlDeviceGetCount` (import, call) | use `torch.npu.device_count()` |
-    | `pynvml.nvmlDeviceGetMemoryInfo` (import, call) | use `free, total = torch.npu.mem_get_info(device)` (bytes; used = total - free) |
-    | `pynvml.nvmlDeviceGetUtilizationRates` (import, call) | use `torch.npu.utilization(device)` (percent) |
-    | `pynvml.nvmlDeviceGetName` (import, call) | use `torch.npu.get_device_name(device)` |
-    | `pynvml.nvmlDeviceGetTemperature` (import, call) | no torch_npu counterpart for the temperature (torch.cuda.temperature has none either); read it with `npu-smi info` outside Python |
-    | `GPUtil` (import) | GPUtil reads nvidia-smi, which Ascend hosts lack: use torch.npu.device_count(), torch.npu.mem_get_info(device) and torch.npu.utilization(device) |
-    | `gpustat` (import) | gpustat reads NVML, which Ascend hosts lack: use torch.npu.device_count(), torch.npu.mem_get_info(device) and torch.npu.utilization(device) |
-
     ## Example
 
     ```python

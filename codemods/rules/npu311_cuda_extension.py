@@ -44,15 +44,6 @@ class CudaExtension(ThirdPartyRule):
 
     CUDA extensions (`CUDAExtension`, `cpp_extension.load(...)` with `.cu` sources or `with_cuda=True`, `load_inline(cuda_sources=...)`, code keyed on `CUDA_HOME`, and any other `.cu`/`.cuh` path named in Python, such as a `sources = [...]` list handed to a project's own build helper; a `load(...)` whose sources are computed is reported as possibly CUDA; and every import of a module the project builds with `CUDAExtension`, such as Swin-Transformer's `import swin_window_process`, found from the project's setup scripts once per run) cannot be built or run on NPU, and torch_npu has no equivalent (fact sheet §2.6): the kernels must be ported to an Ascend C custom operator or an op-plugin adaptation, or replaced by PyTorch ops. C++-only extensions (`CppExtension`, `load` of `.cpp` files) still build and are not reported.
 
-    | Reported | Route |
-    |---|---|
-    | `torch.utils.cpp_extension.CUDAExtension` (import, call, name) | CUDA extensions cannot be built or run on NPU and torch_npu has no equivalent: port the .cu kernels to an Ascend C custom operator (or an op-plugin adaptation), or fall back to PyTorch ops; pure C++ code can stay a CppExtension |
-    | `torch.utils.cpp_extension.load` (call) | this JIT build compiles CUDA sources, which cannot run on NPU: port the kernels to an Ascend C custom operator or fall back to PyTorch ops (C++-only sources still build) |
-    | ``.cu` / `.cuh` paths elsewhere in Python (other calls, lists, strings)` (file discovery) | CUDA kernels cannot be built or run on NPU; port them to an Ascend C custom operator (or op-plugin), or fall back to PyTorch ops |
-    | `torch.utils.cpp_extension.load_inline` (call) | `cuda_sources=` cannot be compiled for NPU: port the kernels to an Ascend C custom operator or fall back to PyTorch ops (`cpp_sources` alone still build) |
-    | `mmcv.utils.ext_loader.load_ext` (call; also a vendored copy's `ext_loader.load_ext`) | mmcv's compiled ops (`_ext`) are CUDA kernels, also where a project vendors mmcv and calls `ext_loader.load_ext`: the ops that call them have no NPU kernel here; port them to PyTorch ops or an Ascend C custom operator (a CUDA guard that picks them over a PyTorch fallback stays on CUDA, NPU511) |
-    | `torch.utils.cpp_extension.CUDA_HOME` (import, reference, name) | `CUDA_HOME` is None on an Ascend host (no CUDA toolkit; CANN's location is ASCEND_HOME_PATH): code that builds CUDA kernels from it needs an NPU path (an Ascend C custom operator or op-plugin; torch_npu documents no CUDAExtension counterpart) |
-
     *name*: the bare `CUDA_HOME` / `CUDAExtension` wherever the project binds or uses it, through
     its own wrapper, alias or re-export (mmcv's `parrots_wrapper._get_cuda_home()`,
     `CUDA_HOME = _get_cuda_home()`, `from .parrots_wrapper import CUDAExtension`): one report per
@@ -130,7 +121,7 @@ class CudaExtension(ThirdPartyRule):
         callee = dotted_name(node.func)
         if not callee or not is_extension_loader(callee) or self._qualify(node.func) is not None:
             return False  # an import-resolved `mmcv.utils.ext_loader.load_ext` is `_report_call`'s
-        entry = next(e for e in entries() if e["code"] == self.code and e["cuda"].endswith(".load_ext"))
+        entry = next(e for e in entries() if e.get("code") == self.code and e["cuda"].endswith(".load_ext"))
         self.report(node, entry["message"])
         return True
 
@@ -205,7 +196,7 @@ class CudaExtension(ThirdPartyRule):
         if not fresh:
             return
         seen.update(strings)
-        entry = next(e for e in entries() if e["code"] == self.code and e["cuda"].startswith("`.cu`"))
+        entry = next(e for e in entries() if e.get("code") == self.code and e["cuda"].startswith("`.cu`"))
         names = ", ".join(f"`{s.raw_value}`" for s in fresh[:3])
         self.report(node, f"{verb} CUDA sources ({names}): {entry['message']}")
 
@@ -213,7 +204,7 @@ class CudaExtension(ThirdPartyRule):
 @cache
 def _named_entries() -> dict[str, dict[str, Any]]:
     """`name` entries of this rule by their last name (`CUDA_HOME`, `CUDAExtension`)."""
-    return {e["cuda"].rsplit(".", 1)[-1]: e for e in entries() if e["code"] == "NPU311" and "name" in e["at"]}
+    return {e["cuda"].rsplit(".", 1)[-1]: e for e in entries() if e.get("code") == "NPU311" and "name" in e["at"]}
 
 
 def _extensions(options: Mapping[str, Any]) -> Mapping[str, str]:

@@ -9,7 +9,7 @@ from npu_migrate.core.diagnostics import Diagnostic, Severity
 
 def cu_file_diagnostic(path: str) -> Diagnostic:
     """The report for a CUDA source file (`.cu`/`.cuh`) met during discovery (NPU312)."""
-    entry = next(e for e in entries() if e["code"] == "NPU312")
+    entry = next(e for e in entries() if e.get("code") == "NPU312")
     return Diagnostic("NPU312", entry["message"], path, 0, 0, Severity.WARNING)
 
 
@@ -21,10 +21,6 @@ class CudaSourceFile(ThirdPartyRule):
     ## Why
 
     A `.cu`/`.cuh` file is CUDA source: it cannot be compiled for NPU. The engine hands each `.cu`/`.cuh` file it discovers to the text rules of language `cuda`; this one reports the file (line 0: the whole file). References from Python (`CUDAExtension`, `load(sources=[...'.cu'])`) are NPU311.
-
-    | Reported | Route |
-    |---|---|
-    | `.cu / .cuh files in the tree` (file discovery) | CUDA source file: it cannot be compiled for NPU; port its kernels to an Ascend C custom operator (or op-plugin), or replace them with PyTorch ops |
 
     ## Example
 

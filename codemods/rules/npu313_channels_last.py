@@ -15,11 +15,6 @@ class ChannelsLast(ThirdPartyRule):
 
     `channels_last` is unsupported by Ascend's auto-migration (hiascend PT_LMTMOG_0014, fact sheet §1.6), and NPU kernels pick their own internal formats, so the NHWC hint rarely helps and may conflict with Ascend-adapted libraries. Each `torch.channels_last` / `torch.channels_last_3d` use is reported.
 
-    | Reported | Route |
-    |---|---|
-    | `torch.channels_last` (import, reference) | channels_last is unsupported by Ascend's migration (hiascend PT_LMTMOG_0014) and NPU kernels choose their own internal formats: drop `memory_format=torch.channels_last` unless a measurement on NPU shows a gain |
-    | `torch.channels_last_3d` (import, reference) | channels_last_3d is unsupported by Ascend's migration (hiascend PT_LMTMOG_0014): drop `memory_format=torch.channels_last_3d` unless a measurement on NPU shows a gain |
-
     ## Example
 
     ```python

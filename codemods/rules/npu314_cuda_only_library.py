@@ -9,25 +9,17 @@ from codemods.families.third_party import ThirdPartyRule, library_prefilter
 class OtherCudaLibrary(ThirdPartyRule):
     """## What it does
 
-    Other CUDA-only libraries (PyCUDA, numba.cuda, TensorRT, Transformer Engine) have no NPU path
+    Other CUDA-only libraries (PyCUDA, numba.cuda, Transformer Engine, RAPIDS, mamba-ssm, ...) have no NPU path
 
     ## Why
 
-    PyCUDA, numba.cuda, TensorRT, Torch-TensorRT and Transformer Engine drive NVIDIA hardware directly and have no NPU path. For graph-mode inference on Ascend the fact sheet lists `torch.compile` backends `npugraphs` / `npugraph_ex` and TorchAir.
-
-    | Reported | Route |
-    |---|---|
-    | `pycuda` (import) | PyCUDA drives the CUDA runtime directly and has no NPU counterpart: use torch tensors and ops on the NPU |
-    | `numba.cuda` (import, reference) | numba.cuda kernels run on NVIDIA GPUs only: rewrite them with torch ops (or numba on the CPU) |
-    | `tensorrt` (import) | TensorRT is NVIDIA's inference runtime: on Ascend use torch.compile (backends npugraphs / npugraph_ex) or TorchAir for graph-mode inference |
-    | `torch_tensorrt` (import) | Torch-TensorRT compiles for NVIDIA GPUs: on Ascend use torch.compile (backends npugraphs / npugraph_ex) or TorchAir |
-    | `transformer_engine` (import) | Transformer Engine (FP8 kernels) is CUDA-only: use bf16/fp16 autocast on NPU and plain torch.nn layers |
+    PyCUDA, numba.cuda, Transformer Engine, NVIDIA DALI, RAPIDS (cuDF, cuML), mamba-ssm, causal-conv1d, tiny-cuda-nn, Liger Kernel, Unsloth, Tutel and NVIDIA's own Python packages drive NVIDIA hardware directly and have no NPU path. The entries and their routes are the catalogue's (`codemods/data/cuda_only.json`); inference engines such as TensorRT are NPU317.
 
     ## Example
 
     ```python
     from numba import cuda                      # NPU314
-    import tensorrt as trt                      # NPU314
+    import transformer_engine.pytorch as te     # NPU314
     ```
 
     ## Fix safety
@@ -43,7 +35,7 @@ class OtherCudaLibrary(ThirdPartyRule):
     code = "NPU314"
     supported_targets = frozenset({"npu", "portable"})
     name = "cuda-only-library"
-    summary = "Other CUDA-only libraries (PyCUDA, numba.cuda, TensorRT, Transformer Engine) have no NPU path"
+    summary = "Other CUDA-only libraries (PyCUDA, numba.cuda, Transformer Engine, RAPIDS, mamba-ssm, ...) have no NPU path"
     prefilter = library_prefilter("NPU314")
 
 
@@ -53,7 +45,7 @@ CASES = [
 import os
 import torch
 from numba import cuda
-import tensorrt as trt
+import transformer_engine.pytorch as te
 """,
     ),
     Invalid(  # Swin-Transformer's MoE models

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from functools import cache
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from codemods.api.cases import Invalid, Valid
+from codemods.data.catalogue import package_entry, package_patterns
 from codemods.families.third_party import ThirdPartyRule, entries
 
 # conda's `- name=1.0`, `- nvidia::cuda-toolkit`, `- pip:` (pip's lines are PEP 508: `packaging`)
@@ -19,20 +18,6 @@ _CUDA_BUILD = re.compile(r"\+cu\d+\b")  # `torch==2.1.0+cu118`
 _CUDA_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?cu\d+|pypi\.nvidia\.com|pypi\.ngc\.nvidia\.com")
 _INDEX_OPTIONS = ("--extra-index-url", "--index-url", "-i", "--find-links", "-f")
 _CHANNELS = frozenset({"nvidia"})
-
-
-@cache
-def _patterns() -> tuple[tuple[str, dict[str, Any]], ...]:
-    """(package name or glob, entry) for the package entries of this rule."""
-    return tuple((name, entry) for entry in entries() if entry["code"] == "NPU315"
-                 for name in entry.get("also", ()))
-
-
-def _package_entry(name: str) -> dict[str, Any] | None:
-    normal = name.lower().replace("_", "-")
-    exact = next((entry for pattern, entry in _patterns() if normal == pattern.replace("_", "-")), None)
-    return exact or next((entry for pattern, entry in _patterns()
-                          if fnmatch.fnmatchcase(normal, pattern.replace("_", "-"))), None)
 
 
 def _pep508(text: str) -> Requirement | None:
@@ -60,7 +45,7 @@ def _cuda_build(requirement: Requirement) -> bool:
 
 
 def _build_entry() -> dict[str, Any]:
-    return next(e for e in entries() if e["code"] == "NPU315" and not e.get("also"))
+    return next(e for e in entries() if e.get("code") == "NPU315" and not e.get("also"))
 
 
 class CudaPackages(ThirdPartyRule):
@@ -71,12 +56,6 @@ class CudaPackages(ThirdPartyRule):
     ## Why
 
     A migrated project still installs what its manifests name. `cudatoolkit`, `pytorch-cuda`, the `nvidia-*` wheels, a `torch==X+cu118` build or a `--extra-index-url https://download.pytorch.org/whl/cu118` line bring NVIDIA's runtime, which an Ascend host cannot use: it needs CANN and the torch_npu wheel that matches its torch. CUDA-only libraries (xformers, triton, flash-attn, bitsandbytes, apex, TensorRT, onnxruntime-gpu, NVML bindings) do not run on NPU; the code that uses them is reported by NPU301-NPU314. Discovery reads `*requirements*.txt`, `environment*.yml`/`.yaml` and `conda*.yml`/`.yaml` files (other `.txt` and YAML files are not read); each line is read on its own, comments left out.
-
-    | Reported | Route |
-    |---|---|
-    | `cudatoolkit (conda), pytorch-cuda, CUDA runtime / cuDNN / NCCL packages` | the package is NVIDIA's CUDA runtime or toolkit: an Ascend environment needs CANN (the Ascend toolkit) and the torch_npu wheel matching its torch instead |
-    | `CUDA-only libraries in requirements (xformers, triton, flash-attn, bitsandbytes, apex, tensorrt, onnxruntime-gpu, NVML)` | the library runs only on CUDA: leave it out of an Ascend environment and port the code that uses it (npu-migrate reports those uses, NPU301-NPU314) |
-    | `CUDA wheel indexes and builds (download.pytorch.org/whl/cuXXX, pypi.nvidia.com, torch==X+cuXXX)` | the index or build brings CUDA builds of PyTorch or NVIDIA's runtime: on Ascend install the default torch wheel and the torch_npu wheel matching it (with CANN) |
 
     ## Example
 
@@ -102,8 +81,9 @@ class CudaPackages(ThirdPartyRule):
     name = "cuda-packages"
     summary = "Requirements and conda environments: CUDA packages, CUDA-only libraries and CUDA wheel indexes are reported"
     language = "manifest"  # a text rule: the engine hands it the requirements / environment files
-    prefilter = (r"(?i:cuda|cu\d|nvidia|cudnn|nccl|xformers|triton|flash|bitsandbytes|apex|tensorrt|onnxruntime-gpu"
-                 r"|nvml|gputil|gpustat|transformer.engine|cupy)")
+    # the CUDA words of the build entries, and the catalogue's package names (up to a glob's `*`)
+    prefilter = "(?i:cuda|cu\\d|nvidia|" + "|".join(sorted({re.escape(p.split("*")[0].replace("-", "_")).replace("_", "[-_]")
+                                                       for p, _ in package_patterns() if p.split("*")[0]})) + ")"
 
     def rewrite_text(self, text: str) -> str:
         for number, line in enumerate(text.splitlines(), 1):
@@ -116,6 +96,8 @@ class CudaPackages(ThirdPartyRule):
         stripped = code.lstrip()
         col = len(code) - len(stripped) + 1
         words = stripped.split()
+        if words[:1] == ["-"] and len(words) > 1 and words[1].split("=")[0] in _INDEX_OPTIONS:
+            words = words[1:]  # a conda environment's `pip:` list: `- --extra-index-url https://...`
         if words and words[0].split("=")[0] in _INDEX_OPTIONS:
             found = _CUDA_INDEX.search(stripped)
             if found:
@@ -133,9 +115,9 @@ class CudaPackages(ThirdPartyRule):
             self._check_requirement(number, col, requirement)
             return
         if channel in _CHANNELS:
-            self._report(number, col, _package_entry(name) or _build_entry(), f"{channel}::{name}")
+            self._report(number, col, package_entry(name) or _build_entry(), f"{channel}::{name}")
             return
-        entry = _package_entry(name)
+        entry = package_entry(name)
         if entry is not None:
             self._report(number, col, entry, name)
         elif _CUDA_BUILD.search(stripped):
@@ -144,7 +126,7 @@ class CudaPackages(ThirdPartyRule):
     def _check_requirement(self, number: int, col: int, requirement: Requirement) -> None:
         """A pip requirement: a CUDA package or library by its name, or a CUDA build by the local
         version it pins (`+cu118`) or the wheel index its URL names."""
-        entry = _package_entry(requirement.name)
+        entry = package_entry(requirement.name)
         if entry is not None:
             self._report(number, col, entry, requirement.name)
         elif _cuda_build(requirement):
@@ -168,6 +150,16 @@ dependencies:
       - xformers==0.0.16  # attention kernels
 """,
         path="environment.yaml",
+    ),
+    # dinov2's conda.yaml: NVIDIA's index and a RAPIDS wheel in the pip section
+    Invalid(
+        """\
+dependencies:
+  - pip:
+    - --extra-index-url https://pypi.nvidia.com
+    - cuml-cu11
+""",
+        path="conda.yaml",
     ),
     # dinov2's requirements.txt, whisper's triton line, a CUDA build pinned by its local version
     Invalid(

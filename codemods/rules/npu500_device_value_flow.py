@@ -26,6 +26,7 @@ from typing import Any
 
 import libcst as cst
 
+from codemods.analyses.selectors import kernel_selectors
 from codemods.analyses.devices import device_expr, device_positions, mentions_cuda
 from codemods.analyses.devicevalues import (
     INDEX_OPTION,
@@ -125,7 +126,9 @@ class DeviceValueFlow(Rule):
             table = device_positions()
             flow = FileFlow(facts.tree, facts, device_places(), self._cross_module(exported), table.names,
                             options.get(PARAMETER_INDEX_OPTION))
-            self._findings = {(f.line, f.value): f for f in flow.findings()}
+            # a kernel selector's `"cuda"` (`impl='cuda'`) names an implementation, not a device (NPU192)
+            selectors = self.context.model.derived(kernel_selectors)
+            self._findings = {(f.line, f.value): f for f in flow.findings(skip=selectors.literals)}
         return self._findings
 
     def _cross_module(self, exported: dict[str, Any]) -> dict[str, Any]:
@@ -230,6 +233,18 @@ def _walk_values(module: cst.Module) -> list[cst.CSTNode]:
 
 
 CASES = [
+    Invalid(  # a ModelZoo pair: device strings built in a comprehension, used through the list
+        """\
+import torch
+devices = ['cuda:' + str(i) for i in range(4)]
+x = torch.zeros(3).to(devices[0])
+""",
+        after="""\
+import torch
+devices = ['npu:' + str(i) for i in range(4)]
+x = torch.zeros(3).to(devices[0])
+""",
+    ),
     Invalid(
         """\
 import torch

@@ -9,8 +9,8 @@ import libcst as cst
 from codemods.api.cases import Invalid, Valid
 from codemods.api.rule import Fix, Rule
 from codemods.api.targets import too_old, version_allows
-from codemods.families.torch_cuda_api import cuda_names
-from codemods.model.cstnodes import dotted_expr
+from codemods.families.torch_cuda_api import cuda_names, excluded_names, npu_names
+from codemods.model.cstnodes import dotted_expr, with_string
 from npu_migrate.core.diagnostics import Severity
 
 _INTROSPECTION = frozenset({"getattr", "hasattr"})
@@ -18,7 +18,7 @@ _INTROSPECTION = frozenset({"getattr", "hasattr"})
 class TorchCudaAsValue(Rule):
     """## What it does
 
-    `getattr(torch.cuda, "name")` and `hasattr(torch.cuda, "name")` use `torch.npu`; a computed name is reported.
+    `getattr(torch.cuda, "name")` and `hasattr(torch.cuda, "name")` use `torch.npu` (under its NPU name: `"CUDAGraph"` becomes `"NPUGraph"`); a name torch.npu lacks is reported with what to use instead, and so is a computed name.
 
     ## Why
 
@@ -69,13 +69,20 @@ class TorchCudaAsValue(Rule):
             self.report(original_node, f"`{func.value}(torch.cuda, <computed name>)`: torch.npu has most "
                                        "torch.cuda names; use torch.npu if every name it can look up exists there")
             return updated_node
-        if rewrites.get(name) != name:
-            return updated_node  # NPU121 / the final sweep speak about names torch.npu lacks
+        npu_name = rewrites.get(name) or (name if name in npu_names() else None)
+        if npu_name is None:
+            flags = cuda_names().flags
+            advice = flags.get(name) or excluded_names().get(name) or "torch.npu has no such name"
+            self.report(original_node, f"`{func.value}(torch.cuda, {name!r})`: {advice}")
+            return updated_node
         new_owner = updated_node.args[0].value
         assert isinstance(new_owner, cst.Attribute)
-        self.fixed(original_node, f"`{func.value}(torch.cuda, {name!r})` → `{func.value}(torch.npu, {name!r})`")
+        self.fixed(original_node, f"`{func.value}(torch.cuda, {name!r})` → `{func.value}(torch.npu, {npu_name!r})`")
         first = updated_node.args[0].with_changes(value=new_owner.with_changes(attr=cst.Name("npu")))
-        return updated_node.with_changes(args=[first, *updated_node.args[1:]])
+        rest = list(updated_node.args[1:])
+        if npu_name != name:
+            rest[0] = rest[0].with_changes(value=with_string(attribute, npu_name))  # type: ignore[arg-type]
+        return updated_node.with_changes(args=[first, *rest])
 
 
     def _portable(self, original: cst.Call, updated: cst.Call, function: str) -> Any:

@@ -19,7 +19,9 @@ from codemods.api.positions import node_positions
 from codemods.api.rule import Fix, Rule
 from codemods.families.lightning import CUDA_ACCELERATORS, accelerator_variables
 from codemods.model.astnodes import iter_statements
-from codemods.model.cstnodes import string_value
+from codemods.data import catalogue
+from codemods.families.options import literal_text
+from codemods.model.cstnodes import code_of, string_value
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 
 _CUDA_LITERAL = re.compile(r"cuda(:\d*)?")
@@ -28,6 +30,8 @@ _CUDA_LITERAL = re.compile(r"cuda(:\d*)?")
 _NPU_LITERAL = re.compile(r"npu(:\d*)?")
 _TENSORRT = "TensorrtExecutionProvider"
 _CAPABILITY = frozenset({"torch.cuda.get_device_capability"})
+# torch.library calls that register an implementation for a device type
+_REGISTRATIONS = frozenset({"torch.library.custom_op", "torch.library.register_kernel", "torch.library.impl"})
 
 
 def _predicate_around(tree: ast.Module, line: int) -> str | None:
@@ -152,6 +156,29 @@ class CudaOnlyBranch(Rule):
                                    "NPU the same feature")
         return updated_node.with_changes(test=original_node.test)
 
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
+        """`@torch.library.custom_op("quack::gemm", device_types="cuda")` (and `register_kernel`,
+        `impl`): the kernel registered for CUDA tensors. In a file that reaches CUDA-only code it is
+        that code (QuACK's CuTe DSL GEMMs): registered for the NPU it would run there. It stays a
+        CUDA registration and is reported; the NPU needs an implementation of its own."""
+        if self.resolve(original_node.func) not in _REGISTRATIONS:
+            return updated_node
+        cuda = [a for a in original_node.args if (a.keyword is None or a.keyword.value in ("device_types", "types"))
+                and any(_CUDA_LITERAL.fullmatch(string_value(s) or "")
+                        for s in m.findall(a.value, m.SimpleString()) if isinstance(s, cst.SimpleString))]
+        if not cuda:
+            return updated_node
+        names = self._cuda_only_names()
+        why = next(iter(names.names.values()), None) or next(iter(names.functions.values()), None)
+        if why is None:
+            self.report(cuda[0], "a kernel registered for CUDA devices only: its implementation here is the file's own "
+                                 "code; if that is plain torch ops, register it for \"npu\" as well")
+        else:
+            self.report(cuda[0], f"a kernel registered for CUDA devices in a module that uses {why}, which runs only "
+                                 "on CUDA: the registration stays CUDA's (the NPU would run that code otherwise); "
+                                 "register an NPU implementation of the op (device_types=\"npu\") by hand")
+        return updated_node
+
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> Any:
         """`def checker(x): return x.device.type == "cuda"` in a module that imports CUDA-only code
         at module level (litgpt's unsloth executor registers such checkers in front of its Triton
@@ -184,6 +211,15 @@ class CudaOnlyBranch(Rule):
         if not isinstance(original_node.operator, cst.And) or updated_node.deep_equals(original_node):
             return updated_node
         operands = _and_operands(original_node)
+        runs = self._cuda_only_operand(operands)
+        if runs is not None:
+            # StyleGAN's `impl == 'cuda' and x.device.type == 'cuda' and _init()`: the test itself
+            # builds the CUDA plugin; on the NPU it must stay False, as on a CPU
+            self._forget_edits_in(original_node)
+            self.report(original_node, f"this CUDA test also runs {runs}, which runs only on CUDA: it stays on CUDA "
+                                       "(False on the NPU, which takes the other path, as a machine without CUDA "
+                                       "did); port that code by hand to give the NPU the same feature")
+            return original_node
         guard = next((i for i, o in enumerate(operands)
                       if isinstance(o, cst.Call) and self.resolve(o.func) == "torch.cuda.is_available"), None)
         if guard is None:
@@ -207,6 +243,14 @@ class CudaOnlyBranch(Rule):
                                    "TypeError): it stays on CUDA (False on the NPU, as before); gate the feature on "
                                    "what it needs (`torch.npu.is_bf16_supported()`, ...) by hand")
         return original_node
+
+    def _cuda_only_operand(self, operands: list[cst.BaseExpression]) -> str | None:
+        """What CUDA-only code an operand of a conjunction that also tests for CUDA runs (a call
+        of the file's own CUDA-only function), or None."""
+        guards = [o for o in operands if self._cuda_guard(o)]
+        if not guards:
+            return None
+        return next((why for o in operands if o not in guards and (why := self._cuda_only_use(o))), None)
 
     def _cuda_guard(self, test: cst.BaseExpression) -> bool:
         for node in m.findall(test, m.SimpleString() | m.Call() | m.Attribute()):
@@ -289,7 +333,14 @@ class CudaOnlyBranch(Rule):
             return None
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
         block = next((n for n in ast.walk(self.context.facts.tree) if isinstance(n, ast.If) and n.lineno == line), None)
-        found = block and capability_break(ast.Module(body=block.body, type_ignores=[]), self.context.facts)
+        if block is None:
+            return None
+        found = capability_break(ast.Module(body=block.body, type_ignores=[]), self.context.facts)
+        if found is None and _is_gate(block):
+            # `if not torch.cuda.is_available(): raise ...` then `major, minor = get_device_capability()`:
+            # the code after the gate is what the CUDA test lets run
+            after = _statements_after(self.context.facts.tree, block)
+            found = capability_break(ast.Module(body=after, type_ignores=[]), self.context.facts) if after else None
         return f"{found[0]} on line {found[1]}" if found else None
 
     def _project(self) -> dict[str, dict[str, str]]:
@@ -316,8 +367,11 @@ class CudaOnlyBranch(Rule):
             if id(node) in not_references:
                 continue
             if isinstance(node, cst.SimpleString):
-                if string_value(node) == _TENSORRT:
+                text = string_value(node) or ""
+                if text == _TENSORRT:
                     return "ONNX Runtime's TensorRT provider"
+                if text.endswith((".cu", ".cuh")):
+                    return f"a CUDA plugin built from `{text.rsplit('/', 1)[-1]}`"
                 continue
             if isinstance(node, (cst.Import, cst.ImportFrom)):
                 why = self._import_reason(node)
@@ -334,7 +388,7 @@ class CudaOnlyBranch(Rule):
             library = cuda_only_library(qualified) if qualified else None
             if library:
                 return f"`{library}`"
-        return self._lightning_cuda_accelerator(body) or self._kept_device_value(body)
+        return self._lightning_cuda_accelerator(body) or self._kept_device_value(body) or _cuda_only_option(body)
 
     def _kept_device_value(self, body: cst.CSTNode) -> str | None:
         """`device = "cuda"` (module level) whose value no rule rewrites (NPU190/NPU500 report it):
@@ -386,6 +440,35 @@ class CudaOnlyBranch(Rule):
         runner.revise_recorded(lambda node, make: None if id(node) in inside else make)
 
 
+def _is_gate(block: ast.If) -> bool:
+    """`if not <on CUDA>: return/raise ...` (an early exit that lets what follows run on CUDA only)."""
+    negated = isinstance(block.test, ast.UnaryOp) and isinstance(block.test.op, ast.Not) or any(
+        isinstance(op, ast.NotEq) for n in ast.walk(block.test) if isinstance(n, ast.Compare) for op in n.ops)
+    return negated and not block.orelse and isinstance(block.body[-1], (ast.Return, ast.Raise))
+
+
+def _statements_after(tree: ast.Module, block: ast.stmt) -> list[ast.stmt]:
+    """The statements after `block` in the body that holds it."""
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            statements = getattr(node, name, None)
+            if isinstance(statements, list) and block in statements:
+                return statements[statements.index(block) + 1:]
+    return []
+
+
+def _cuda_only_option(body: cst.CSTNode) -> str | None:
+    """An option value of the catalogue in the branch that selects CUDA-only code
+    (`TrainingArguments(optim="paged_adamw_8bit")`: a bitsandbytes optimizer)."""
+    for arg in m.findall(body, m.Arg(keyword=m.Name())):
+        assert isinstance(arg, cst.Arg) and arg.keyword is not None
+        value = literal_text(arg.value)
+        entry = catalogue.option_entry(arg.keyword.value, value) if value is not None else None
+        if entry is not None and catalogue.status(entry) != "works" and entry.get("library"):
+            return f"`{arg.keyword.value}={code_of(arg.value)}` ({entry['library']})"
+    return None
+
+
 def _node_ids(root: cst.CSTNode) -> set[int]:
     inside: set[int] = set()
 
@@ -411,6 +494,106 @@ def _as_kept_report(make: Callable[[int, int], Any], path: str, code: str,
 
 
 CASES = [
+    Invalid(  # TileLang's GEMM autotune example: the gate lets the capability arithmetic run on CUDA only
+        """\
+import torch
+
+
+def get_heuristic_config() -> dict:
+    if not torch.cuda.is_available():
+        raise RuntimeError("CUDA is not available")
+    device = torch.cuda.current_device()
+    sm_major, sm_minor = torch.cuda.get_device_capability(device)
+    return {"block_M": 128 if sm_major * 10 + sm_minor >= 80 else 64}
+""",
+        after="""\
+import torch
+
+
+def get_heuristic_config() -> dict:
+    if not torch.cuda.is_available():
+        raise RuntimeError("CUDA is not available")
+    device = torch.npu.current_device()
+    sm_major, sm_minor = torch.npu.get_device_capability(device)
+    return {"block_M": 128 if sm_major * 10 + sm_minor >= 80 else 64}
+""",
+        codes=("NPU120", "NPU511"),
+        with_rules=("NPU120",),
+    ),
+    Invalid(  # QuACK's gemm_interface.py: a CuTe DSL GEMM registered as a torch op for CUDA tensors
+        """\
+import torch
+import cutlass.cute as cute
+
+
+@torch.library.custom_op("quack::gemm_add", mutates_args=(), device_types="cuda")
+def gemm_add(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    return run_cute_gemm(A, B)
+""",
+        codes=("NPU316", "NPU511"),
+        with_rules=("NPU316",),
+    ),
+    Invalid(  # StyleGAN3's bias_act.py: the guard builds and runs a JIT-compiled CUDA plugin
+        """\
+import os
+import torch
+from .. import custom_ops
+
+_plugin = None
+
+
+def _init():
+    global _plugin
+    if _plugin is None:
+        _plugin = custom_ops.get_plugin(module_name='bias_act_plugin', sources=['bias_act.cpp', 'bias_act.cu'],
+                                        source_dir=os.path.dirname(__file__))
+    return True
+
+
+def bias_act(x, b=None, impl='cuda'):
+    assert impl in ['ref', 'cuda']
+    if impl == 'cuda' and x.device.type == 'cuda' and _init():
+        return _bias_act_cuda().apply(x, b)
+    return _bias_act_ref(x, b)
+
+
+def _bias_act_cuda():
+    class BiasActCuda(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, b):
+            return _plugin.bias_act(x, b)
+    return BiasActCuda
+""",
+        codes=("NPU192", "NPU311", "NPU511"),
+        with_rules=("NPU104", "NPU191", "NPU192", "NPU311", "NPU500"),
+    ),
+    Invalid(  # an early-return gate in front of a bitsandbytes feature: the refusal stays the NPU's
+        """\
+import warnings
+import bitsandbytes as bnb
+
+
+def enable_paged_offload(model, device):
+    if device != "cuda":
+        warnings.warn("CPU offloading only works with CUDA")
+        return False
+    bnb.optim.GlobalOptimManager.get_instance().register_parameters(model.parameters())
+    return True
+""",
+        codes=("NPU307", "NPU511"),
+        with_rules=("NPU104", "NPU307"),
+    ),
+    Invalid(  # a branch that picks a bitsandbytes optimizer by its option value (the catalogue's)
+        """\
+import torch
+from transformers import TrainingArguments
+if torch.cuda.is_available():
+    args = TrainingArguments(output_dir="o", optim="paged_adamw_8bit")
+else:
+    args = TrainingArguments(output_dir="o", optim="adamw_torch")
+""",
+        with_rules=("NPU120",),
+    ),
     Invalid(  # nanochat's FA3 loader: the early return is the CUDA guard of a Hub flash-attention kernel
         """\
 import torch

@@ -231,10 +231,10 @@ class Aggregator(EffortModel, MemorySection):
         tables.append(dist)
 
         custom = Table("Custom operations and third-party CUDA code", ["library", "what", "location", "NPU route"])
-        entries = {e["cuda"]: e for e in catalog.load("third_party")["entries"]}
+        entries = catalog.third_party()
         for key, detail_text, path, line in sorted(self.third_party, key=lambda t: (t[2], t[3])):
             entry = entries[key]
-            route = (entry["npu"] + ": " if entry["npu"] else "") + entry["note"]
+            route = catalog.route(entry)
             if entry["library"].lower().startswith("apex"):
                 from npu_migrate.analyze.tuning import apex_routes
 

@@ -1,7 +1,8 @@
 """The analyzer's facts, loaded once from `data/`: operator catalog, NPU kernel list (op-plugin's
-aten operators: `npu_migrate.core.kernels`), third-party CUDA code, distributed set-ups,
-fusion patterns, DataLoader advice and the rating weights. A new torch_npu release is a data
-change, never a code change."""
+aten operators: `npu_migrate.core.kernels`), distributed set-ups, fusion patterns, DataLoader
+advice and the rating weights; third-party CUDA code comes from the rules' catalogue of CUDA-only
+knowledge (`codemods/data/cuda_only.json`, its entries with an `effort` category), so `apply` and
+`analyze` give the same advice. A new torch_npu release is a data change, never a code change."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from npu_migrate.core.kernels import KERNEL_TABLE as KERNEL_TABLE
 from npu_migrate.core.kernels import npu_kernels as npu_kernels
 from npu_migrate.core.kernels import parse_version as parse_version
 from npu_migrate.core.kernels import serves as serves
+from codemods.data import catalogue
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -43,19 +45,40 @@ def operators() -> dict[str, dict[str, Any]]:
 
 
 @cache
+def third_party() -> dict[str, dict[str, Any]]:
+    """The catalogue entries the effort model costs (those with an `effort` category), by name."""
+    return {e["cuda"]: e for e in catalogue.entries() if e.get("effort")}
+
+
+@cache
 def third_party_modules() -> list[tuple[str, dict[str, Any]]]:
     """Import-prefix entries, longest prefix first (apex.amp before apex)."""
-    entries = [(e["cuda"], e) for e in load("third_party")["entries"] if e["match"] == "module"]
+    entries = [(e["cuda"], e) for e in third_party().values() if "import" in e["at"]]
     return sorted(entries, key=lambda item: -len(item[0]))
 
 
 @cache
 def third_party_calls() -> dict[str, dict[str, Any]]:
-    return {e["cuda"]: e for e in load("third_party")["entries"] if e["match"] == "call"}
+    return {name: e for name, e in third_party().items() if "call" in e["at"]}
 
 
 def third_party_file_entry() -> dict[str, Any]:
-    return next(e for e in load("third_party")["entries"] if e["match"] == "file")
+    return next(e for e in third_party().values() if e["code"] == "NPU312")
+
+
+def kernel_language(decorator: str) -> dict[str, Any] | None:
+    """The costed entry of the kernel language a decorator belongs to (`triton.jit`, `tilelang.jit`,
+    `cutlass.cute.kernel`), or None."""
+    entry = catalogue.best_import_entry(decorator)
+    if entry is None or entry["kind"] != "kernel-language" or "reference" not in entry["at"]:
+        return None
+    library = catalogue.cuda_only_library(decorator)
+    return third_party().get(library) if library else None
+
+
+def route(entry: dict[str, Any]) -> str:
+    """An entry's NPU route in one line: the counterpart, then the advice."""
+    return (entry["npu"] + ": " if entry.get("npu") else "") + entry["message"]
 
 
 @cache

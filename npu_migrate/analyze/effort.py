@@ -27,7 +27,7 @@ class EffortModel:
         def within(path: str) -> bool:
             return part is None or self.part_of(path) == part
 
-        entries = {e["cuda"]: e for e in catalog.load("third_party")["entries"]}
+        entries = catalog.third_party()
         counts: Counter[str] = Counter()
         third_party = [t for t in self.third_party if within(t[2])]
         # a line is costed once: third-party CUDA lines are costed by their library's category
@@ -38,7 +38,7 @@ class EffortModel:
         kernels = [t for t in third_party if t[1].startswith("@")]
         seen: set[tuple[str, str]] = set()
         for key, detail, path, _ in third_party:
-            weight = entries[key]["weight"]
+            weight = entries[key]["effort"]
             if weight == "triton_kernel" and (kernels and not detail.startswith("@")):
                 continue
             if detail.startswith("@") or (weight, path) not in seen:

@@ -126,7 +126,7 @@ class Scanner:
                 kind = "process group (backend per device)"
             self.scan.distributed.append((kind, name, node.lineno))
         entry = catalog.third_party_calls().get(name)
-        if entry is not None and (not entry.get("only_with_cu") or _mentions_cuda_sources(node)):
+        if entry is not None and (entry.get("when") != "cuda_sources" or _mentions_cuda_sources(node)):
             self.scan.third_party.append((entry["cuda"], name.rsplit(".", 1)[-1], node.lineno))
 
     @staticmethod
@@ -285,8 +285,9 @@ class Scanner:
         for decorator in node.decorator_list:
             target = decorator.func if type(decorator) is ast.Call else decorator
             name = self.qualify(target)
-            if name and name.startswith("triton."):
-                self.scan.third_party.append(("triton", f"@{name} kernel `{node.name}`", node.lineno))
+            language = catalog.kernel_language(name) if name else None
+            if language is not None:
+                self.scan.third_party.append((language["cuda"], f"@{name} kernel `{node.name}`", node.lineno))
                 return
 
     def _binop(self, node: ast.BinOp) -> None:

@@ -289,8 +289,8 @@ def _files(paths: Sequence[str], finder: SettingsFinder, exclude: Sequence[str],
     for file in sorted(found):
         if file.endswith(JSON_SUFFIXES) and file not in deepspeed:
             continue  # only DeepSpeed configurations among JSON files (NPU540)
-        if file.endswith(MANIFEST_SUFFIXES) and file not in explicit and not manifest_name(file):
-            continue  # only requirements / conda environment files among .txt and YAML (NPU315)
+        if file.endswith(".txt") and file not in explicit and not manifest_name(file):
+            continue  # only requirements files among .txt (NPU315); other YAML files are configs (NPU541)
         settings = finder.for_path(file)
         if settings.exclude and not discover([file], settings.exclude, root=settings.root):
             continue  # excluded by its own configuration

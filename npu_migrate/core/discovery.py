@@ -26,6 +26,8 @@ SHELL_SUFFIXES = (".sh", ".bash")
 CUDA_SUFFIXES = (".cu", ".cuh")
 JSON_SUFFIXES = (".json",)
 MANIFEST_SUFFIXES = (".txt", ".yml", ".yaml")
+# YAML files that are not manifests are configs (Hydra, Hugging Face, Lightning): NPU541 reads them
+CONFIG_SUFFIXES = (".yml", ".yaml")
 # dependency manifests, by their name: pip requirements and conda environments (other .txt and
 # YAML files are not read)
 MANIFEST_NAMES = ("*requirements*.txt", "environment*.yml", "environment*.yaml", "conda*.yml", "conda*.yaml")

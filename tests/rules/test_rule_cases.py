@@ -50,7 +50,7 @@ def _example_pairs(rule) -> list[tuple[str, str, str]]:
         before, after = re.split(r"^# after.*$", body, maxsplit=1, flags=re.M)
         after = re.split(r"^# after.*$", after, flags=re.M)[0]  # a second variant (other options) is not run
         pairs.append((re.sub(r"^# before.*\n", "", before, flags=re.M), after,
-                      "example.sh" if language in ("bash", "sh") else "example.py"))
+                      {"bash": "example.sh", "sh": "example.sh", "yaml": "example.yaml"}.get(language, "example.py")))
     return pairs
 
 
@@ -70,7 +70,7 @@ EXAMPLES = [pytest.param(rule, before, after, path, id=f"{rule.code}-{index}")
 def test_page_example_is_what_the_default_rules_do(rule, before, after, path) -> None:
     """A page's before/after example is what `apply` does to it with the default rules (and the
     rule itself when it is opt-in), up to comments and added imports: pages cannot drift."""
-    header = "" if path.endswith(".sh") else "import os\nimport torch\nimport torch.distributed as dist\n"
+    header = "import os\nimport torch\nimport torch.distributed as dist\n" if path.endswith(".py") else ""
     codes = [r.code for r in RULES if r.default] + ([] if rule.default else [rule.code])
     outcome = migrate(header + before, codes, path)
     result = outcome.new_text if outcome.new_text is not None else header + before
