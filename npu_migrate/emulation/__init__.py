@@ -17,11 +17,21 @@ import contextlib
 import importlib.util
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 from ._state import STATE, EmulationError, RealTorchNpuError
 
-__all__ = ["EmulationError", "RealTorchNpuError", "activate", "amp_used", "deactivate",
+__all__ = ["CpuMemoryTracker", "EmulationError", "RealTorchNpuError", "activate", "amp_used", "deactivate",
            "device_precision", "emulated", "hf32_used", "is_active", "memory_tracker", "real_torch_npu_available"]
+
+
+def __getattr__(name: str) -> Any:
+    # the memory tracker's module imports torch: loaded only when a caller asks for it
+    if name == "CpuMemoryTracker":
+        from ._memory import CpuMemoryTracker
+
+        return CpuMemoryTracker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def real_torch_npu_available() -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from npu_migrate.emulation._memory import CpuMemoryTracker
+from npu_migrate.emulation import CpuMemoryTracker
 
 from .apicapture import ApiCapture
 from .opcapture import (
