@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol
 
 import libcst as cst
 
+from codemods.api.facts import ProjectFact
 from codemods.api.suppression import Suppressions
 from codemods.model.cstnodes import dotted_parts
 from codemods.model.facts import FileFacts
@@ -150,6 +151,10 @@ class Rule:
     # why its CUDA code may stay as it is under `portable` (harmless elsewhere, or nothing
     # device-generic exists): its would-be npu rewrites are then info lines saying so
     portable_keeps: ClassVar[str | None] = None
+    # what it needs to know about the other files of its package root (codemods/api/facts.py):
+    # a run builds exactly the facts its selected rules declare, and each rule reads a fact's
+    # index for its file in `self.context.options[fact.key]`
+    project_facts: ClassVar[tuple[ProjectFact, ...]] = ()
     METADATA_DEPENDENCIES: ClassVar[tuple[Any, ...]] = ()
 
     def __init__(self, context: RuleContext) -> None:

@@ -13,7 +13,7 @@ import ast
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
@@ -29,32 +29,12 @@ from codemods.model.filemodel import FileModel
 from codemods.model.imports import insert_imports, is_settings_module, split_lines
 from npu_migrate.apply import grammar
 from npu_migrate.apply.notebook_run import migrate_notebook
+from npu_migrate.apply.outcome import FileOutcome as FileOutcome  # its home; imported from here too
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 from npu_migrate.core.discovery import manifest_name
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 
 UNKNOWN_SUPPRESSION = "NPU001"
-
-
-@dataclass
-class FileOutcome:
-    """What happened to one file. `new_text` is None when nothing changed."""
-
-    path: str
-    new_text: str | None = None
-    edits: list[Edit] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    error: str | None = None
-    parsed: bool = False  # whether LibCST was needed at all
-    note: str | None = None  # why the file was skipped (not a regular file), when it was
-
-    @property
-    def changed(self) -> bool:
-        return self.new_text is not None
-
-    @property
-    def has_errors(self) -> bool:
-        return any(d.severity is Severity.ERROR for d in self.diagnostics)
 
 
 class RuleSet:

@@ -8,6 +8,7 @@ import subprocess
 import zlib
 from collections.abc import Sequence
 
+from codemods.api.selectors import Selectable, selector_matches
 from npu_migrate.core.config import SECTION, ConfigError, Settings, did_you_mean, normal_glob
 
 
@@ -15,16 +16,18 @@ class SelectionError(ValueError):
     pass
 
 
-def resolve_rule_selectors(settings: Settings) -> Settings:
+def resolve_rule_selectors(settings: Settings, rules: Sequence[Selectable] | None = None) -> Settings:
     """Every code, prefix or name in a loaded configuration must match a rule (built-in or
-    plugin); per-file-ignores names are turned into codes, which is what the runner matches, and
-    their globs lose a leading `./`. Raises ConfigError naming the file and the key."""
+    plugin; `rules`, or every installed one); per-file-ignores names are turned into codes, which
+    is what the runner matches, and their globs lose a leading `./`. Raises ConfigError naming
+    the file and the key."""
     if settings.source is None:  # defaults: nothing to check
         return settings
-    from codemods.api.registry import all_rules, selector_matches
+    if rules is None:
+        from codemods.api.registry import all_rules
 
+        rules = all_rules()
     where = f"{settings.source}: [tool.{SECTION}]"
-    rules = all_rules()
     by_name = {r.name: r.code for r in rules}
 
     def check(key: str, selector: str) -> None:
@@ -61,12 +64,46 @@ def parse_shard(text: str) -> tuple[int, int]:
 def shard(files: Sequence[str], k: int, n: int, root: str = ".") -> list[str]:
     """Files whose stable hash of their path (relative to `root`) falls in shard K of N.
     The same on every machine, and the shards partition the file set."""
-    chosen = []
-    for path in files:
-        relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root)).replace(os.sep, "/")
-        if zlib.crc32(relative.encode("utf-8", "surrogateescape")) % n == k - 1:
-            chosen.append(path)
-    return chosen
+    return [path for path in files if _hash(shard_key(path, root)) % n == k - 1]
+
+
+def shard_by_group(items: Sequence[tuple[str, str]], k: int, n: int) -> list[bool]:
+    """Which of `items` ((group key, item key): a package root and a file, as paths relative to
+    where the run names them from) fall in shard K of N. A group stays together: groups are
+    packed, largest first, each into the shard holding fewest items so far (ties: the lower
+    shard). A group larger than a shard's share (a run of one big project) is spread over all
+    shards by the hash of each item's key, as `shard` does, and counted first. The same on every
+    machine for the same items, whatever the order they come in; the shards partition them."""
+    groups: dict[str, list[int]] = {}
+    for index, (group, _) in enumerate(items):
+        groups.setdefault(group, []).append(index)
+    share = -(-len(items) // n)
+    where = [0] * len(items)
+    loads = [0] * n
+    small = []
+    for group, members in groups.items():
+        if len(members) <= share:
+            small.append(group)
+            continue
+        for index in members:
+            where[index] = _hash(items[index][1]) % n
+            loads[where[index]] += 1
+    for group in sorted(small, key=lambda g: (-len(groups[g]), g)):
+        chosen = min(range(n), key=lambda s: (loads[s], s))
+        loads[chosen] += len(groups[group])
+        for index in groups[group]:
+            where[index] = chosen
+    return [w == k - 1 for w in where]
+
+
+def shard_key(path: str, root: str) -> str:
+    """A path as sharding sees it: relative to `root` (the configuration's folder, or the working
+    folder), with `/` between its parts."""
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(root)).replace(os.sep, "/")
+
+
+def _hash(key: str) -> int:
+    return zlib.crc32(key.encode("utf-8", "surrogateescape"))
 
 
 def changed_since(revision: str, paths: Sequence[str]) -> set[str]:
