@@ -2,7 +2,8 @@
 package root (see `codemods/api/facts.py` for what a fact is).
 
 **Package roots.** A file's package root is the nearest folder at or above it that holds a
-`pyproject.toml`, `setup.py`, `setup.cfg`, `npu-migrate.toml` or `.git`, searched no higher than
+`pyproject.toml`, `setup.py`, `setup.cfg`, `npu-migrate.toml` or `.git` and is not itself part of
+a Python package (no `__init__.py`: a `setup.py` module is code), searched no higher than
 its bound: the folder of the configuration that governs the file, or, for a file under no
 configuration (or outside its configuration's folder), the folder the run's unconfigured files
 are named from (the working folder, or the folder above their packages). With no marker on the
@@ -12,7 +13,7 @@ result.
 
 **The files of a root.** Under a configuration, every file of the root's folder (as discovery
 finds it with the configuration's excludes), whatever subset the run migrates (pre-commit passes
-only the staged files); under none, the run's own files in that root.
+only the staged files); under none, the files the run found in that root.
 
 **Cost.** A run (or a shard) builds the indexes of the roots its own files lie in, and only for
 the facts its selected rules declare. Each file of those roots is read once (the run's bounded,
@@ -80,8 +81,11 @@ class PackageRoots:
             folder = parent
 
     def _has_marker(self, folder: str) -> bool:
+        """A marker in a folder that is not itself part of a Python package (a `setup.py` module
+        inside a package, as Lightning's `trainer/setup.py`, is code, not a project)."""
         if folder not in self._marked:
-            self._marked[folder] = any(os.path.lexists(os.path.join(folder, m)) for m in MARKERS)
+            self._marked[folder] = not os.path.lexists(os.path.join(folder, "__init__.py")) and any(
+                os.path.lexists(os.path.join(folder, m)) for m in MARKERS)
         return self._marked[folder]
 
 

@@ -89,10 +89,13 @@ def read_or_none(path: str, limit: int) -> bytes | None:
 @dataclass
 class Gathered:
     """The files a run may read, each with its settings, in order; among them the ones only a
-    project fact can choose (`undecided`: JSON files no name or glob made DeepSpeed configurations)."""
+    project fact can choose (`undecided`: JSON files no name or glob made DeepSpeed configurations);
+    and every file discovery found (what the project facts of files under no configuration read:
+    a launch script passes a JSON file to DeepSpeed whether or not a shell rule is selected)."""
 
     files: list[tuple[str, Settings]] = field(default_factory=list)
     undecided: set[str] = field(default_factory=set)
+    discovered: list[tuple[str, Settings]] = field(default_factory=list)
 
 
 def gather(paths: Sequence[str], finder: SettingsFinder, exclude: Sequence[str],
@@ -112,6 +115,7 @@ def gather(paths: Sequence[str], finder: SettingsFinder, exclude: Sequence[str],
     gathered = Gathered()
     for file in sorted(found):
         settings = finder.for_path(file)
+        gathered.discovered.append((file, settings))
         if file.endswith(JSON_SUFFIXES) and not _named_deepspeed_config(file, explicit, settings):
             if not file.endswith(choosers_of(settings)):
                 continue  # only DeepSpeed configurations among JSON files (NPU540)

@@ -61,6 +61,7 @@ class Planner:
         self.overrides = overrides
         self.cache_dir, self.no_cache = cache_dir, no_cache
         self._plans: dict[int, tuple[RunPlan, Settings]] = {}
+        self._rules: dict[str | None, tuple[RuleInfo, ...]] = {}  # per cache folder
 
     def __call__(self, settings: Settings) -> RunPlan:
         if id(settings) not in self._plans:
@@ -69,7 +70,10 @@ class Planner:
                 given = parse_table(self.overrides, "command line")
                 chosen = dataclasses.replace(settings, **{key.replace("-", "_"): getattr(given, key.replace("-", "_"))
                                                           for key in self.overrides})
-            rules = rule_catalogue(cache_dir_for(settings, self.cache_dir, self.no_cache))
+            directory = cache_dir_for(settings, self.cache_dir, self.no_cache)
+            if directory not in self._rules:
+                self._rules[directory] = rule_catalogue(directory)
+            rules = self._rules[directory]
             plan = plan_for(resolve_rule_selectors(chosen, rules), self.select, self.ignore, self.enable, rules)
             self._plans[id(settings)] = (plan, settings)
         return self._plans[id(settings)][0]

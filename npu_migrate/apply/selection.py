@@ -69,29 +69,26 @@ def shard(files: Sequence[str], k: int, n: int, root: str = ".") -> list[str]:
 
 def shard_by_group(items: Sequence[tuple[str, str]], k: int, n: int) -> list[bool]:
     """Which of `items` ((group key, item key): a package root and a file, as paths relative to
-    where the run names them from) fall in shard K of N. A group stays together: groups are
-    packed, largest first, each into the shard holding fewest items so far (ties: the lower
-    shard). A group larger than a shard's share (a run of one big project) is spread over all
-    shards by the hash of each item's key, as `shard` does, and counted first. The same on every
-    machine for the same items, whatever the order they come in; the shards partition them."""
-    groups: dict[str, list[int]] = {}
-    for index, (group, _) in enumerate(items):
-        groups.setdefault(group, []).append(index)
-    share = -(-len(items) // n)
+    where the run names them from) fall in shard K of N. A group stays together unless it is
+    larger than 1.5 shares (a share: a shard's part of the items); a larger one (a run of one big
+    project) is cut into about share-sized pieces by the hash of each item's key. Groups and
+    pieces are then packed, largest first, each into the shard holding fewest items so far (ties:
+    the lower shard). The same on every machine for the same items, whatever the order they come
+    in; the shards partition them."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    sizes: dict[str, int] = {}
+    for group, _ in items:
+        sizes[group] = sizes.get(group, 0) + 1
+    share = max(1, -(-len(items) // n))
+    for index, (group, key) in enumerate(items):
+        pieces = max(1, round(sizes[group] / share))
+        groups.setdefault((group, _hash(key) % pieces if pieces > 1 else 0), []).append(index)
     where = [0] * len(items)
     loads = [0] * n
-    small = []
-    for group, members in groups.items():
-        if len(members) <= share:
-            small.append(group)
-            continue
-        for index in members:
-            where[index] = _hash(items[index][1]) % n
-            loads[where[index]] += 1
-    for group in sorted(small, key=lambda g: (-len(groups[g]), g)):
+    for piece in sorted(groups, key=lambda g: (-len(groups[g]), g)):
         chosen = min(range(n), key=lambda s: (loads[s], s))
-        loads[chosen] += len(groups[group])
-        for index in groups[group]:
+        loads[chosen] += len(groups[piece])
+        for index in groups[piece]:
             where[index] = chosen
     return [w == k - 1 for w in where]
 

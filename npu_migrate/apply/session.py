@@ -117,7 +117,7 @@ def prepare(request: ApplyRequest, finder: SettingsFinder) -> ApplyRun:
             plan.file_roots[os.path.abspath(file)] = root
             wanted[root] = plan.project_facts
     if wanted:
-        run_.facts = RunFacts(roots, finder, request.exclude, gathered.files, _fact_store(request, files),
+        run_.facts = RunFacts(roots, finder, request.exclude, gathered.discovered, _fact_store(request, files),
                               request.jobs, default_max_file_bytes())
         built = run_.facts.build(wanted)
         for file, settings in files:
