@@ -152,7 +152,7 @@ class CudaOnlyModules(ProjectFact):
             extensions = _extension_names(source.tree)
             if extensions:
                 summary["extensions"] = extensions
-        if any(_LIBRARY_IMPORT.search(line) for line in candidates):
+        if any(_LIBRARY_IMPORT.match(line) for line in candidates):  # each is a whole line
             summary["required"] = required_imports(source)
         return summary or None
 
@@ -263,29 +263,33 @@ def extension_imported(node: ast.Import | ast.ImportFrom, extensions: Mapping[st
 # each keyword alone opens with a literal, which `re` scans for fast (3x a `^[ \t]*(?:import|from)`
 # pattern over torch's sources)
 _IMPORT_KEYWORDS = (re.compile(rb"import[ \t]"), re.compile(rb"from[ \t]"))
-_MARGIN_LINE = re.compile(rb"^[^\s#][^\n]*", re.MULTILINE)  # a statement line at the margin
-_BLOCK_AT_MARGIN = re.compile(rb"(?:try|with|except|else|finally|if)\b")
+_MARGIN_LINE = re.compile(rb"^[^\s#]", re.MULTILINE)  # a statement line at the margin
+_BLOCK_AT_MARGIN = re.compile(rb"^(?:try|with|except|else|finally|if)\b", re.MULTILINE)
 
 
 class _ImportLines:
     """A file's import lines, and which of them can hold a required import: at the margin, or
     indented under a `try`/`with` block at the margin (the nearest margin line above opens or
     continues one), or under an `if` at the margin (required when the module's top-level code uses
-    the name anyway); imports in functions and classes never are. The margin lines are
-    found only for a file with an indented import line."""
+    the name anyway); imports in functions and classes never are. The block lines at the margin
+    are found only for a file with an indented import line."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.lines = _lines_opening_with_import(data)
-        self._margins: list[tuple[int, bytes]] | None = None
+        self._blocks: list[int] | None = None
 
     def required(self, start: int, line: bytes) -> bool:
         if not line[:1].isspace():
             return True
-        if self._margins is None:
-            self._margins = [(m.start(), m.group()) for m in _MARGIN_LINE.finditer(self.data)]
-        above = bisect.bisect_right(self._margins, (start,)) - 1
-        return above >= 0 and _BLOCK_AT_MARGIN.match(self._margins[above][1]) is not None
+        if self._blocks is None:
+            self._blocks = [m.start() for m in _BLOCK_AT_MARGIN.finditer(self.data)]
+        above = bisect.bisect_right(self._blocks, start) - 1
+        if above < 0:
+            return False
+        # the nearest block line above, with no other line at the margin between it and this one
+        after = self.data.find(b"\n", self._blocks[above], start) + 1
+        return after > 0 and _MARGIN_LINE.search(self.data, after, start) is None
 
 
 def _lines_opening_with_import(data: bytes) -> list[tuple[int, bytes]]:

@@ -52,6 +52,7 @@ class PackageRoots:
         self.unconfigured_bound = os.path.abspath(unconfigured_bound)
         self._marked: dict[str, bool] = {}
         self._roots: dict[tuple[str, str], str] = {}
+        self._by_folder: dict[tuple[str, int], str] = {}  # (folder as named, settings) -> root
 
     def bound(self, path: str, settings: Settings) -> str:
         if settings.source:
@@ -61,6 +62,12 @@ class PackageRoots:
         return self.unconfigured_bound
 
     def of(self, path: str, settings: Settings) -> str:
+        named = (os.path.dirname(path), id(settings))  # the files of a folder share their root
+        if named not in self._by_folder:
+            self._by_folder[named] = self._of(path, settings)
+        return self._by_folder[named]
+
+    def _of(self, path: str, settings: Settings) -> str:
         absolute = os.path.abspath(path)
         bound = self.bound(absolute, settings)
         folder = os.path.dirname(absolute)
@@ -95,6 +102,8 @@ def unconfigured_bound(files: Sequence[str]) -> str:
     another folder), so their module names (`pkg.kernels`) and so the project facts do not
     depend on where the run was started."""
     here = os.path.abspath(".")
+    if all(not os.path.isabs(f) and not f.startswith(os.pardir) for f in files):
+        return here  # named from here (discovery gives normalized paths)
     paths = [os.path.abspath(f) for f in files]
     if all(inside(p, here) for p in paths):
         return here
@@ -114,29 +123,31 @@ class RunFacts:
     root: `{root: {fact.key: index}}` (empty indexes left out)."""
 
     def __init__(self, roots: PackageRoots, finder: SettingsFinder, exclude: Sequence[str],
-                 run_files: Sequence[tuple[str, Settings]], store: FactStore | None, jobs: int | None,
-                 limit: int) -> None:
+                 run_files: dict[str, str], store: FactStore | None, jobs: int | None, limit: int) -> None:
         self.roots, self.finder, self.exclude = roots, finder, list(exclude)
-        self.run_files = run_files
+        self._run_members: dict[str, list[str]] = {}  # root -> the run's files in it
+        for file, root in run_files.items():
+            self._run_members.setdefault(root, []).append(os.path.abspath(file))
         self.store, self.jobs, self.limit = store, jobs, limit
         self.digests: dict[str, str] = {}
         self.summaries: dict[str, dict[str, Any]] = {}
-        self._discovered: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        self._discovered: dict[tuple[str, tuple[str, ...]], dict[str, list[str]]] = {}
         self.files_summarized = 0
 
     def files_of(self, root: str, suffixes: tuple[str, ...]) -> list[str]:
-        """The files of a package root (absolute paths) with these suffixes."""
+        """The files of a package root (absolute paths) with these suffixes: under a configuration
+        all of its folder's, else the run's (`run_files`: each file the run found, with its root)."""
         settings = self.finder.for_path(root)
-        if settings.source and inside(root, os.path.abspath(settings.root)):
-            key = (os.path.abspath(settings.root), suffixes)
-            if key not in self._discovered:
-                self._discovered[key] = [os.path.abspath(f) for f in discover(
-                    [settings.root], [*self.exclude, *settings.exclude], suffixes, settings.respect_gitignore,
-                    root=settings.root)]
-            candidates = [(f, self.finder.for_path(f)) for f in self._discovered[key]]
-        else:
-            candidates = [(os.path.abspath(f), s) for f, s in self.run_files if f.endswith(suffixes)]
-        return [f for f, s in candidates if self.roots.of(f, s) == root]
+        if not (settings.source and inside(root, os.path.abspath(settings.root))):
+            return [f for f in self._run_members.get(root, ()) if f.endswith(suffixes)]
+        key = (os.path.abspath(settings.root), suffixes)
+        if key not in self._discovered:
+            members: dict[str, list[str]] = {}
+            for file in discover([settings.root], [*self.exclude, *settings.exclude], suffixes,
+                                 settings.respect_gitignore, root=settings.root):
+                members.setdefault(self.roots.of(file, self.finder.for_path(file)), []).append(os.path.abspath(file))
+            self._discovered[key] = members
+        return self._discovered[key].get(root, [])
 
     def build(self, wanted: dict[str, tuple[ProjectFact, ...]]) -> dict[str, dict[str, Any]]:
         members: dict[str, list[str]] = {}

@@ -3,6 +3,7 @@ file set (`--changed-since REV` and `--shard K/N`)."""
 
 from __future__ import annotations
 
+import heapq
 import os
 import subprocess
 import zlib
@@ -84,10 +85,10 @@ def shard_by_group(items: Sequence[tuple[str, str]], k: int, n: int) -> list[boo
         pieces = max(1, round(sizes[group] / share))
         groups.setdefault((group, _hash(key) % pieces if pieces > 1 else 0), []).append(index)
     where = [0] * len(items)
-    loads = [0] * n
+    loads = [(0, s) for s in range(n)]  # a heap: (files so far, shard)
     for piece in sorted(groups, key=lambda g: (-len(groups[g]), g)):
-        chosen = min(range(n), key=lambda s: (loads[s], s))
-        loads[chosen] += len(groups[piece])
+        load, chosen = heapq.heappop(loads)
+        heapq.heappush(loads, (load + len(groups[piece]), chosen))
         for index in groups[piece]:
             where[index] = chosen
     return [w == k - 1 for w in where]
@@ -96,7 +97,14 @@ def shard_by_group(items: Sequence[tuple[str, str]], k: int, n: int) -> list[boo
 def shard_key(path: str, root: str) -> str:
     """A path as sharding sees it: relative to `root` (the configuration's folder, or the working
     folder), with `/` between its parts."""
-    return os.path.relpath(os.path.abspath(path), os.path.abspath(root)).replace(os.sep, "/")
+    return relative_key(os.path.abspath(path), os.path.abspath(root))
+
+
+def relative_key(absolute: str, base: str) -> str:
+    """`shard_key` of an absolute path against an absolute folder (cheap for the paths below it)."""
+    prefix = os.path.join(base, "")
+    relative = absolute[len(prefix):] if absolute.startswith(prefix) else os.path.relpath(absolute, base)
+    return (relative or ".").replace(os.sep, "/")
 
 
 def _hash(key: str) -> int:

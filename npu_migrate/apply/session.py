@@ -30,7 +30,7 @@ from npu_migrate.apply.facts import PackageRoots, RunFacts, inside, unconfigured
 from npu_migrate.apply.files import copy_tree, default_max_file_bytes, gather
 from npu_migrate.apply.plan import Planner, cache_dir_for
 from npu_migrate.apply.runner import FileResult, RunPlan, clean_stale_temps, run, write_back
-from npu_migrate.apply.selection import changed_since, parse_shard, shard_by_group, shard_key
+from npu_migrate.apply.selection import changed_since, parse_shard, relative_key, shard_by_group
 from npu_migrate.core.config import Settings, SettingsFinder
 
 
@@ -106,18 +106,19 @@ def prepare(request: ApplyRequest, finder: SettingsFinder) -> ApplyRun:
         return tuple(s for fact in planner(settings).project_facts for s in fact.chooses_among)
 
     gathered = gather(request.paths, finder, request.exclude, lambda s: planner(s).suffixes(), choosers)
-    roots = PackageRoots(unconfigured_bound([f for f, s in gathered.files if not _configured(f, s)] or ["."]))
-    files = _narrow(gathered.files, request, roots)
+    roots = PackageRoots(unconfigured_bound([f for f, s in gathered.files if not _configured(f, s)]))
+    root_of = {file: roots.of(file, settings) for file, settings in gathered.discovered}
+    files = _narrow(gathered.files, request, root_of)
     run_ = ApplyRun(request, finder, planner, files)
     wanted = {}
     for file, settings in files:
         plan = planner(settings)
         if plan.project_facts:
-            root = roots.of(file, settings)
+            root = root_of[file]
             plan.file_roots[os.path.abspath(file)] = root
             wanted[root] = plan.project_facts
     if wanted:
-        run_.facts = RunFacts(roots, finder, request.exclude, gathered.discovered, _fact_store(request, files),
+        run_.facts = RunFacts(roots, finder, request.exclude, root_of, _fact_store(request, files),
                               request.jobs, default_max_file_bytes())
         built = run_.facts.build(wanted)
         for file, settings in files:
@@ -138,7 +139,7 @@ def _configured(path: str, settings: Settings) -> bool:
 
 
 def _narrow(files: list[tuple[str, Settings]], request: ApplyRequest,
-            roots: PackageRoots) -> list[tuple[str, Settings]]:
+            root_of: dict[str, str]) -> list[tuple[str, Settings]]:
     """What `--changed-since` and `--shard` keep. A shard keeps package roots together (their
     project facts are then built once, by one shard) unless a root is larger than a shard's
     share; every path is keyed relative to its configuration's folder, or to the working folder."""
@@ -147,10 +148,20 @@ def _narrow(files: list[tuple[str, Settings]], request: ApplyRequest,
         files = [(f, s) for f, s in files if os.path.abspath(f) in changed]
     if request.shard:
         k, n = parse_shard(request.shard)
+        here = os.path.abspath(".")
+        bases: dict[int, str] = {}
+        root_keys: dict[tuple[str, str], str] = {}
         keys = []
         for file, settings in files:
-            base = settings.root if settings.source else "."
-            keys.append((shard_key(roots.of(file, settings), base), shard_key(file, base)))
+            if id(settings) not in bases:
+                bases[id(settings)] = os.path.abspath(settings.root if settings.source else ".")
+            base = bases[id(settings)]
+            root = (root_of[file], base)
+            if root not in root_keys:
+                root_keys[root] = relative_key(*root)
+            named_from_here = base == here and not os.path.isabs(file) and not file.startswith(os.pardir)
+            keys.append((root_keys[root], file.replace(os.sep, "/") if named_from_here
+                         else relative_key(os.path.abspath(file), base)))
         files = [entry for entry, kept in zip(files, shard_by_group(keys, k, n)) if kept]
     return files
 
