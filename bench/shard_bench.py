@@ -156,6 +156,36 @@ def fact_costs(code: Path, jobs: int) -> dict:
     return out
 
 
+# what a migration reads or what decides a package root; other files (images, weights) are left out
+CHECKED_OUT = (".py", ".sh", ".bash", ".json", ".toml", ".cfg", ".txt", ".yml", ".yaml", ".ipynb", ".cu", ".cuh")
+
+
+def checkout(mirror: str, target: Path) -> None:
+    """HEAD's files of a bare repository that a run reads; blobs the mirror lacks are skipped."""
+    listing = subprocess.run(["git", "--git-dir", mirror, "ls-tree", "-r", "-z", "HEAD"], capture_output=True,
+                             check=True).stdout.decode("utf-8", "surrogateescape").split("\0")
+    entries = []
+    for entry in filter(None, listing):
+        meta, path = entry.split("\t", 1)
+        mode, kind, blob = meta.split()
+        if kind == "blob" and mode in ("100644", "100755") and path.endswith(CHECKED_OUT):
+            entries.append((blob, path))
+    batch = subprocess.run(["git", "--git-dir", mirror, "cat-file", "--batch"], capture_output=True, check=True,
+                           input="".join(f"{blob}\n" for blob, _ in entries).encode()).stdout
+    offset = 0
+    for blob, path in entries:
+        header_end = batch.index(b"\n", offset)
+        header = batch[offset:header_end].split()
+        offset = header_end + 1
+        if header[-1] == b"missing":
+            continue
+        size = int(header[2])
+        destination = target / path
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(batch[offset:offset + size])
+        offset += size + 1
+
+
 def isolation(mirrors: list[str], code: Path, base: Path | None) -> dict:
     """Real projects side by side: one run over all against each alone; with `base`, also how
     many files the other checkout gets differently."""
@@ -165,15 +195,12 @@ def isolation(mirrors: list[str], code: Path, base: Path | None) -> dict:
         pristine = root / "pristine"
         for mirror in mirrors:
             name = Path(mirror).parent.name if Path(mirror).name == "repo" else Path(mirror).name
-            target = pristine / name
-            target.mkdir(parents=True)
-            archive = subprocess.run(["git", "--git-dir", mirror, "archive", "HEAD"], capture_output=True, check=True)
-            subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
-        for checkout, label in ((code, "this"), *(((base, "base"),) if base else ())):
+            checkout(mirror, pristine / name)
+        for code_dir, label in ((code, "this"), *(((base, "base"),) if base else ())):
             together, alone = root / f"together-{label}", root / f"alone-{label}"
             shutil.copytree(pristine, together, symlinks=True)
             shutil.copytree(pristine, alone, symlinks=True)
-            env = {**os.environ, "PYTHONPATH": str(checkout)}
+            env = {**os.environ, "PYTHONPATH": str(code_dir)}
             command = [sys.executable, "-m", "npu_migrate", "apply", "--isolated", "--no-cache", "--enable",
                        "pin-memory", "."]
             subprocess.run(command, cwd=together, env=env, capture_output=True, check=False)

@@ -26,25 +26,15 @@ from __future__ import annotations
 
 import ast
 import os
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from codemods.model.astnodes import parse_or_none
 from npu_migrate.core.sources import Skipped, read_regular
 
 
 class NeedsTree(Exception):
     """Raised by a `SourceFile` made without its tree when a summary asks for the tree."""
-
-
-def parse_bytes(data: bytes) -> ast.Module | None:
-    """The `ast` tree of `data`, or None when it does not parse (of any Python version's making)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
 
 
 _UNPARSED: Any = object()
@@ -73,7 +63,7 @@ class SourceFile:
     def tree(self) -> ast.Module | None:
         if self._tree is _UNPARSED:
             self.need_tree()
-            self._tree = parse_bytes(self.data) if self.is_python else None
+            self._tree = parse_or_none(self.data) if self.is_python else None
         return self._tree
 
     def need_tree(self) -> None:

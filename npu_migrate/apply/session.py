@@ -119,7 +119,7 @@ def prepare(request: ApplyRequest, finder: SettingsFinder) -> ApplyRun:
             wanted[root] = plan.project_facts
     if wanted:
         run_.facts = RunFacts(roots, finder, request.exclude, root_of, _fact_store(request, files),
-                              request.jobs, default_max_file_bytes())
+                              request.jobs or files[0][1].jobs, default_max_file_bytes())
         built = run_.facts.build(wanted)
         for file, settings in files:
             plan = planner(settings)

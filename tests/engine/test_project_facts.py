@@ -172,13 +172,13 @@ def test_summaries_are_reused_from_a_shared_cache_folder(tmp_path, monkeypatch):
     for name in ("p1", "p2"):
         write_tree(tmp_path / name, ALPHA)
     parsed = []
-    real = facts_api.parse_bytes
+    real = facts_api.parse_or_none
 
     def counting(data):
         parsed.append(len(data))
         return real(data)
 
-    monkeypatch.setattr(facts_api, "parse_bytes", counting)
+    monkeypatch.setattr(facts_api, "parse_or_none", counting)
     monkeypatch.chdir(tmp_path)
     finder = SettingsFinder(isolated=True)
     cache = str(tmp_path / "shared-cache")
