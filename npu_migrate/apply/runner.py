@@ -15,18 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from codemods.api.facts import ProjectFact
 from npu_migrate.apply.cache import Cache
-from npu_migrate.apply.files import (
-    MAX_FILE_BYTES as MAX_FILE_BYTES,
-)
-from npu_migrate.apply.files import (
-    MAX_FILE_BYTES_VARIABLE as MAX_FILE_BYTES_VARIABLE,
-)
-from npu_migrate.apply.files import (
-    TooBig,
-    default_max_file_bytes,
-    read_bounded,
-    read_error,
-)
+# the per-file limit lives with the run's reader; callers still import it from here too
+from npu_migrate.apply.files import MAX_FILE_BYTES as MAX_FILE_BYTES
+from npu_migrate.apply.files import MAX_FILE_BYTES_VARIABLE as MAX_FILE_BYTES_VARIABLE
+from npu_migrate.apply.files import TooBig, default_max_file_bytes, read_bounded, read_error
 from npu_migrate.apply.outcome import FileOutcome
 from npu_migrate.core.discovery import excluded
 from npu_migrate.core.parallel import ignore_interrupts, ordered_map
@@ -42,6 +34,7 @@ from npu_migrate.core.sources import (
 
 if TYPE_CHECKING:
     from npu_migrate.apply.engine import RuleSet
+
 
 @dataclass
 class RunPlan:

@@ -25,6 +25,7 @@ import os
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 
+from codemods.api.facts import ProjectFact
 from npu_migrate.apply.cache import Cache, FactStore, facts_salt, run_key
 from npu_migrate.apply.facts import PackageRoots, RunFacts, inside, unconfigured_bound
 from npu_migrate.apply.files import copy_tree, default_max_file_bytes, gather
@@ -110,17 +111,17 @@ def prepare(request: ApplyRequest, finder: SettingsFinder) -> ApplyRun:
     root_of = {file: roots.of(file, settings) for file, settings in gathered.discovered}
     files = _narrow(gathered.files, request, root_of)
     run_ = ApplyRun(request, finder, planner, files)
-    wanted = {}
+    wanted: dict[str, dict[str, ProjectFact]] = {}  # root -> the facts its files' rules declare
     for file, settings in files:
         plan = planner(settings)
         if plan.project_facts:
             root = root_of[file]
             plan.file_roots[os.path.abspath(file)] = root
-            wanted[root] = plan.project_facts
+            wanted.setdefault(root, {}).update((fact.key, fact) for fact in plan.project_facts)
     if wanted:
         run_.facts = RunFacts(roots, finder, request.exclude, root_of, _fact_store(request, files),
                               request.jobs or files[0][1].jobs, default_max_file_bytes())
-        built = run_.facts.build(wanted)
+        built = run_.facts.build({root: tuple(facts.values()) for root, facts in wanted.items()})
         for file, settings in files:
             plan = planner(settings)
             own = plan.file_roots.get(os.path.abspath(file))
