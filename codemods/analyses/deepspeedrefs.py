@@ -36,6 +36,7 @@ class DeepSpeedReferences(ProjectFact):
     key = "deepspeed_references"
     suffixes = (".py", *SHELL_SUFFIXES)
     chooses_among = JSON_SUFFIXES
+    merges_from_summaries = False  # which of the named files exist is asked of the disk each time
 
     def summarize(self, source: SourceFile) -> list[str] | None:
         data = source.data

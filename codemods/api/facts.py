@@ -97,6 +97,9 @@ class ProjectFact:
     version: ClassVar[int] = 1  # part of every cache key of its summaries: bump on a change of shape
     suffixes: ClassVar[tuple[str, ...]] = (".py",)  # the files it summarizes
     chooses_among: ClassVar[tuple[str, ...]] = ()  # the files whose joining a run `chooses` decides
+    # whether `merge` reads nothing but the root's files (their summaries and second looks): then a
+    # run stores the index under the root's file contents and reuses it while none of them changes
+    merges_from_summaries: ClassVar[bool] = True
 
     def summarize(self, source: SourceFile) -> Any:
         """What the file says, JSON-shaped; None when nothing (the common case, decided by bytes)."""

@@ -26,6 +26,7 @@ are cached the same way.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -113,6 +114,10 @@ def unconfigured_bound(files: Sequence[str]) -> str:
     return root
 
 
+_MISS: Any = object()
+_ROOT = "\\u0000root/"  # the root's path in a stored index (as JSON text: no real path holds a NUL)
+
+
 class _Changed(Exception):
     """A file whose content changed between its summary and a second look at it."""
 
@@ -150,18 +155,52 @@ class RunFacts:
         return self._discovered[key].get(root, [])
 
     def build(self, wanted: dict[str, tuple[ProjectFact, ...]]) -> dict[str, dict[str, Any]]:
+        """Each file of the wanted roots is read and hashed (in the workers), with the summaries of
+        the facts whose index must be merged every time; a root whose files are all unchanged
+        since a run stored its index (`ProjectFact.merges_from_summaries`) takes it from the store,
+        the others are summarized for those facts too, merged and stored."""
         members: dict[str, list[str]] = {}
-        tasks: dict[str, set[str]] = {}  # file -> keys of the facts to summarize it for
         every: dict[str, ProjectFact] = {}
         for root, facts in wanted.items():
-            suffixes = tuple(sorted({s for fact in facts for s in fact.suffixes}))
-            members[root] = self.files_of(root, suffixes)
+            every.update((fact.key, fact) for fact in facts)
+            members[root] = self.files_of(root, tuple(sorted({s for fact in facts for s in fact.suffixes})))
+        self._summarize(every, {root: [f for f in facts if not self._stored(f)] for root, facts in wanted.items()},
+                        members)
+        built: dict[str, dict[str, Any]] = {}
+        missing: dict[str, list[ProjectFact]] = {}
+        for root, facts in wanted.items():
             for fact in facts:
-                every[fact.key] = fact
-                for path in members[root]:
-                    if path.endswith(fact.suffixes):
-                        tasks.setdefault(path, set()).add(fact.key)
-        items = [(path, tuple(sorted(keys))) for path, keys in sorted(tasks.items())]
+                if self._stored(fact) and (index := self._stored_index(fact, root, members[root])) is not _MISS:
+                    if index:
+                        built.setdefault(root, {})[fact.key] = index
+                else:
+                    missing.setdefault(root, []).append(fact)
+        self._summarize(every, {root: [f for f in todo if self._stored(f)] for root, todo in missing.items()},
+                        members)
+        for root, todo in missing.items():
+            project = Project(root, members[root], self.summaries, self._read_unchanged, self._answer)
+            for fact in todo:
+                index = fact.merge(project)
+                if self._stored(fact):
+                    self._store_index(fact, root, members[root], index)
+                if index:
+                    built.setdefault(root, {})[fact.key] = index
+        return built
+
+    def _stored(self, fact: ProjectFact) -> bool:
+        return self.store is not None and fact.merges_from_summaries
+
+    def _summarize(self, every: dict[str, ProjectFact], facts_of: dict[str, list[ProjectFact]],
+                   members: dict[str, list[str]]) -> None:
+        """Read and hash the files of the roots of `facts_of` (once per run), with these facts'
+        summaries; in the workers."""
+        tasks: dict[str, set[str]] = {}  # file -> keys of the facts to summarize it for
+        for root, facts in facts_of.items():
+            for path in members[root]:
+                keys = tasks.setdefault(path, set())
+                keys.update(fact.key for fact in facts if path.endswith(fact.suffixes))
+        items = [(path, tuple(sorted(keys))) for path, keys in sorted(tasks.items())
+                 if keys or path not in self.digests]
         store = (self.store.cache_dir, self.store.salt) if self.store is not None else None
         results = ordered_map(_summary_in_worker, _summary, items, self.jobs, _init_summary_worker,
                               (list(every.values()), self.limit, store))
@@ -170,14 +209,25 @@ class RunFacts:
             self.files_summarized += 1
             if digest is not None:
                 self.digests[path] = digest
-                self.summaries[path] = summaries
-        built: dict[str, dict[str, Any]] = {}
-        for root, facts in wanted.items():
-            project = Project(root, members[root], self.summaries, self._read_unchanged, self._answer)
-            indexes = {fact.key: index for fact in facts if (index := fact.merge(project))}
-            if indexes:
-                built[root] = indexes
-        return built
+                self.summaries.setdefault(path, {}).update(summaries)
+
+    def _index_key(self, fact: ProjectFact, root: str, members: list[str]) -> str:
+        assert self.store is not None
+        files = sorted((os.path.relpath(p, root), self.digests.get(p)) for p in members if p.endswith(fact.suffixes))
+        return self.store.key("index", fact.key, fact.version, files)
+
+    def _stored_index(self, fact: ProjectFact, root: str, members: list[str]) -> Any:
+        assert self.store is not None
+        hit, text = self.store.get(self._index_key(fact, root, members))
+        if not hit or not isinstance(text, str):
+            return _MISS
+        return json.loads(text.replace(_ROOT, json.dumps(os.path.join(root, ""))[1:-1]))
+
+    def _store_index(self, fact: ProjectFact, root: str, members: list[str], index: Any) -> None:
+        """Stored with the root's own path left out: a cache moved with its checkout stays valid."""
+        assert self.store is not None
+        text = json.dumps(index, sort_keys=True).replace(json.dumps(os.path.join(root, ""))[1:-1], _ROOT)
+        self.store.put(self._index_key(fact, root, members), text)
 
     def _read_unchanged(self, path: str) -> bytes | None:
         data = read_or_none(path, self.limit)

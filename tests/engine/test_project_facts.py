@@ -168,14 +168,16 @@ def test_a_shard_keeps_package_roots_together_and_gives_the_whole_runs_results(t
 
 
 def test_summaries_are_reused_from_a_shared_cache_folder(tmp_path, monkeypatch):
-    """A later shard (or run) with the same cache folder parses no file for the facts again."""
+    """A later shard (or run) with the same cache folder parses no file for the facts again: a
+    root whose files are unchanged takes its index from the store; a root with an edited file
+    summarizes that file only (the others' summaries are stored) and merges again."""
     for name in ("p1", "p2"):
         write_tree(tmp_path / name, ALPHA)
     parsed = []
     real = facts_api.parse_or_none
 
     def counting(data):
-        parsed.append(len(data))
+        parsed.append(data)
         return real(data)
 
     monkeypatch.setattr(facts_api, "parse_or_none", counting)
@@ -188,7 +190,14 @@ def test_summaries_are_reused_from_a_shared_cache_folder(tmp_path, monkeypatch):
     parsed.clear()
     warm = prepare(request, finder)
     assert parsed == []
-    assert warm.facts is not None and warm.facts.summaries == cold.facts.summaries
+    indexes = [run.planner(settings).facts for run in (cold, warm) for _, settings in run.files[:1]]
+    assert indexes[0] == indexes[1] and len(indexes[0]) == 2  # both roots have a loader helper
+    assert warm.facts is not None and not any(warm.facts.summaries.values())  # nothing summarized again
+    edited_data = (ALPHA["data.py"] + "\n\ndef other():\n    return None\n").encode()
+    (tmp_path / "p1" / "data.py").write_bytes(edited_data)
+    edited = prepare(request, finder)
+    assert parsed and set(parsed) == {edited_data}  # its summary and the merge's second look
+    assert edited.planner(edited.files[0][1]).facts == indexes[0]
 
 
 def test_a_cached_recheck_imports_neither_libcst_nor_a_rule(tmp_path):
