@@ -173,7 +173,7 @@ def checkout(mirror: str, target: Path) -> None:
     batch = subprocess.run(["git", "--git-dir", mirror, "cat-file", "--batch"], capture_output=True, check=True,
                            input="".join(f"{blob}\n" for blob, _ in entries).encode()).stdout
     offset = 0
-    for blob, path in entries:
+    for _, path in entries:
         header_end = batch.index(b"\n", offset)
         header = batch[offset:header_end].split()
         offset = header_end + 1
