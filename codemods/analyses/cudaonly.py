@@ -4,8 +4,9 @@ functions that reach them.
 A guard such as `if x.is_cuda: return dtw_cuda(x)` selects CUDA-only code even when the branch
 names no CUDA-only library itself: `dtw_cuda` may import `.triton_ops`, a module of the project
 that imports `triton`. NPU511 keeps such a guard on CUDA. What it needs from other files comes
-from `project_cuda_only_modules`, computed once per run over every discovered file (so a file's
-result does not depend on which files a run migrates), and handed to the rule in its options.
+from the project fact `CUDA_ONLY_MODULES`, merged over every file of the package root (so a
+file's result does not depend on which files a run migrates), and handed to the rule in its
+options.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from codemods.analyses.devicevalues import module_names, parse_source, read_source
 from codemods.data.catalogue import cuda_only_libraries, cuda_only_library
+from codemods.api.facts import Project, ProjectFact, SourceFile, local_project
 from codemods.model.astnodes import ast_dotted_parts
 
 # a Hugging Face Hub repo id of a flash-attention kernel (`kernels-community/flash-attn3`): what
@@ -114,58 +116,109 @@ def _loaded_at_import(module: list[ast.stmt], skip: ast.stmt) -> set[str]:
     return found
 
 
+# an import that runs when its module is imported, as a summary keeps it:
+# ["import", [name, ...]] or ["from", level, module or None, [name, ...]]
+ImportRecord = list[Any]
+
+
+class CudaOnlyModules(ProjectFact):
+    """NPU511's and NPU311's index of a package root:
+    `{"files": {abspath: why}, "modules": {dotted name: why}, "extensions": {module name: why}}`:
+    the CUDA extensions the root builds (`CUDAExtension(...)` in its setup scripts), and the
+    root's files that import a CUDA-only library or such an extension when they are imported,
+    directly or through another such file (followed until nothing new is found; a module of a
+    package whose `__init__` is such a file is one too). `why` names the library and the file:
+    "`triton` (in `pkg/triton_ops.py`)".
+
+    A file's summary keeps its import lines that can be required ones (no parse), the extensions
+    it builds (parsed only when it spells `CUDAExtension`) and, when a line names a CUDA-only
+    library, its required imports (`required_imports`). The merge follows the modules found
+    through the lines that name them, asking such a file for its required imports only then."""
+
+    key = PROJECT_OPTION
+
+    def summarize(self, source: SourceFile) -> dict[str, Any] | None:
+        lines = _ImportLines(source.data)
+        candidates = [line for start, line in lines.lines if lines.required(start, line)]
+        summary: dict[str, Any] = {}
+        if candidates:
+            summary["lines"] = [line.decode("latin-1") for line in candidates]
+        if _EXTENSION_TEXT in source.data and source.tree is not None:
+            extensions = _extension_names(source.tree)
+            if extensions:
+                summary["extensions"] = extensions
+        if any(_library_import().match(line) for line in candidates):  # each is a whole line
+            summary["required"] = required_imports(source)
+        return summary or None
+
+    def merge(self, project: Project) -> dict[str, dict[str, str]]:
+        python = project.files()
+        summaries: dict[str, dict[str, Any]] = dict(project.summaries(self))
+        by_module = project.modules()
+        extensions: dict[str, str] = {}
+        for path in python:
+            for name in summaries.get(path, {}).get("extensions", ()):
+                extensions.setdefault(name, f"`{name}`, a CUDA extension (built in `{project.relative(path)}`)")
+        found: dict[str, str] = {}
+        pattern: re.Pattern[bytes] | None = _library_import()
+        if extensions:  # an import line naming one of the project's CUDA extensions
+            pattern = re.compile(_library_import().pattern + rb"|\b(?:" + b"|".join(
+                re.escape(last_part(n).encode()) for n in sorted(extensions)) + rb")\b", re.MULTILINE)
+        while pattern is not None:
+            new: dict[str, str] = {}
+            for path in python:
+                summary = summaries.get(path)
+                if path in found or not summary or not any(
+                        pattern.search(line.encode("latin-1")) for line in summary.get("lines", ())):
+                    continue
+                required = summary["required"] if "required" in summary else project.analyse(path, required_imports)
+                why = required is not None and _imports_cuda_only(required, path, by_module, found, project,
+                                                                  extensions)
+                if why:
+                    new[path] = why
+            stems = sorted({os.path.splitext(os.path.basename(p))[0] if not p.endswith("__init__.py")
+                            else os.path.basename(os.path.dirname(p)) for p in new})
+            # importing any module of a package runs the package's `__init__` first (others reach
+            # those modules through the package's name, already among the stems)
+            packages = [os.path.dirname(p) + os.sep for p in new if p.endswith(os.sep + "__init__.py")]
+            for path in python:
+                if path not in found and path not in new:
+                    inside = next((d for d in packages if path.startswith(d)), None)
+                    if inside is not None:
+                        new[path] = new[inside + "__init__.py"]
+            found.update(new)
+            pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(s.encode()) for s in stems) + rb")\b") \
+                if stems else None
+        modules = {name: found[path] for name, paths_of in by_module.items() if len(paths_of) == 1
+                   for path in paths_of if path in found}
+        result: dict[str, dict[str, str]] = {"files": found, "modules": modules} if found else {}
+        if extensions:
+            result["extensions"] = extensions
+        return result
+
+
+CUDA_ONLY_MODULES = CudaOnlyModules()
+
+
 def project_cuda_only_modules(paths: Iterable[str], root: str) -> dict[str, dict[str, str]]:
-    """`{"files": {abspath: why}, "modules": {dotted name: why}, "extensions": {module name: why}}`:
-    the CUDA extensions the project builds (`_cuda_extensions`), and the project's files that
-    import a CUDA-only library or such an extension when they are imported, directly or through another such file
-    (followed until nothing new is found; a module of a package whose `__init__` is such a file is
-    one too). `why` names the library and the file: "`triton` (in
-    `pkg/triton_ops.py`)". Cheap: only files with an import line that can be a required one and
-    names a library (then a file found so far) are parsed."""
-    root = os.path.abspath(root)
-    python = [os.path.abspath(p) for p in paths if p.endswith(".py")]
-    by_module: dict[str, set[str]] = {}
-    for path in python:
-        for name in module_names(path, root):
-            by_module.setdefault(name, set()).add(path)
-    # each file's import lines, read once: a file without a matching one that can be a required
-    # import needs no parse
-    imports = {path: _import_lines(path) for path in python}
-    extensions = _cuda_extensions(imports, root)
-    found: dict[str, str] = {}
-    pattern: re.Pattern[bytes] | None = _library_import()
-    if extensions:  # an import line naming one of the project's CUDA extensions
-        pattern = re.compile(_library_import().pattern + rb"|\b(?:" + b"|".join(
-            re.escape(last_part(n).encode()) for n in sorted(extensions)) + rb")\b", re.MULTILINE)
-    while pattern is not None:
-        new: dict[str, str] = {}
-        for path in python:
-            lines = imports[path]
-            if path in found or lines is None or not lines.any_required(pattern):
-                continue
-            data = read_source(path)
-            tree = parse_source(data) if data is not None else None
-            why = tree and _imports_cuda_only(tree, path, by_module, found, root, extensions)
-            if why:
-                new[path] = why
-        stems = sorted({os.path.splitext(os.path.basename(p))[0] if not p.endswith("__init__.py")
-                        else os.path.basename(os.path.dirname(p)) for p in new})
-        # importing any module of a package runs the package's `__init__` first (others reach those
-        # modules through the package's name, already among the stems)
-        packages = [os.path.dirname(p) + os.sep for p in new if p.endswith(os.sep + "__init__.py")]
-        for path in python:
-            if path not in found and path not in new:
-                inside = next((d for d in packages if path.startswith(d)), None)
-                if inside is not None:
-                    new[path] = new[inside + "__init__.py"]
-        found.update(new)
-        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(s.encode()) for s in stems) + rb")\b") if stems else None
-    modules = {name: found[path] for name, paths_of in by_module.items() if len(paths_of) == 1
-               for path in paths_of if path in found}
-    result: dict[str, dict[str, str]] = {"files": found, "modules": modules} if found else {}
-    if extensions:
-        result["extensions"] = extensions
-    return result
+    """`CUDA_ONLY_MODULES` of the files `paths` as one package root at `root`, nothing cached."""
+    return CUDA_ONLY_MODULES.merge(local_project([CUDA_ONLY_MODULES], paths, root))
+
+
+def required_imports(source: SourceFile) -> list[ImportRecord] | None:
+    """The imports the module cannot be imported without (`_required_imports`), in order, as
+    records; None when the file does not parse."""
+    if source.tree is None:
+        return None
+    return [["import", [alias.name for alias in node.names]] if isinstance(node, ast.Import)
+            else ["from", node.level, node.module, [alias.name for alias in node.names]]
+            for node in _required_imports(source.tree.body)]
+
+
+def _import_node(record: ImportRecord) -> ast.Import | ast.ImportFrom:
+    if record[0] == "import":
+        return ast.Import(names=[ast.alias(name=name) for name in record[1]])
+    return ast.ImportFrom(module=record[2], names=[ast.alias(name=name) for name in record[3]], level=record[1])
 
 
 _EXTENSION_TEXT = b"CUDAExtension"
@@ -175,23 +228,17 @@ def last_part(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-def _cuda_extensions(imports: Mapping[str, _ImportLines | None], root: str) -> dict[str, str]:
-    """`{module name: why}` for the CUDA extensions the project builds (`CUDAExtension("pkg._C",
-    [...])` or `name=` in its setup scripts): modules made from CUDA sources, which cannot be built
-    on an Ascend host, so no import of them can succeed there (Swin-Transformer's
-    `swin_window_process`). Only files spelling `CUDAExtension` are parsed."""
-    found: dict[str, str] = {}
-    for path, lines in imports.items():
-        if lines is None or _EXTENSION_TEXT not in lines.data:
+def _extension_names(tree: ast.Module) -> list[str]:
+    """The modules a setup script builds from CUDA sources (`CUDAExtension("pkg._C", [...])` or
+    `name=`), which cannot be built on an Ascend host, so no import of them can succeed there
+    (Swin-Transformer's `swin_window_process`)."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or (ast_dotted_parts(node.func) or [""])[-1] != "CUDAExtension":
             continue
-        tree = parse_source(lines.data)
-        for node in ast.walk(tree) if tree is not None else ():
-            if not isinstance(node, ast.Call) or (ast_dotted_parts(node.func) or [""])[-1] != "CUDAExtension":
-                continue
-            name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
-            if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value:
-                found.setdefault(name.value, f"`{name.value}`, a CUDA extension (built in "
-                                             f"`{os.path.relpath(path, root)}`)")
+        name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+        if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value:
+            found.append(name.value)
     return found
 
 
@@ -211,32 +258,33 @@ def extension_imported(node: ast.Import | ast.ImportFrom, extensions: Mapping[st
 # each keyword alone opens with a literal, which `re` scans for fast (3x a `^[ \t]*(?:import|from)`
 # pattern over torch's sources)
 _IMPORT_KEYWORDS = (re.compile(rb"import[ \t]"), re.compile(rb"from[ \t]"))
-_MARGIN_LINE = re.compile(rb"^[^\s#][^\n]*", re.MULTILINE)  # a statement line at the margin
-_BLOCK_AT_MARGIN = re.compile(rb"(?:try|with|except|else|finally|if)\b")
+_MARGIN_LINE = re.compile(rb"^[^\s#]", re.MULTILINE)  # a statement line at the margin
+_BLOCK_AT_MARGIN = re.compile(rb"^(?:try|with|except|else|finally|if)\b", re.MULTILINE)
 
 
 class _ImportLines:
     """A file's import lines, and which of them can hold a required import: at the margin, or
     indented under a `try`/`with` block at the margin (the nearest margin line above opens or
     continues one), or under an `if` at the margin (required when the module's top-level code uses
-    the name anyway); imports in functions and classes never are. The margin lines are
-    found only for a file whose indented import matches: most files have none that does."""
+    the name anyway); imports in functions and classes never are. The block lines at the margin
+    are found only for a file with an indented import line."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.lines = _lines_opening_with_import(data)
-        self._margins: list[tuple[int, bytes]] | None = None
+        self._blocks: list[int] | None = None
 
-    def any_required(self, pattern: re.Pattern[bytes]) -> bool:
-        return any(pattern.search(line) and self._required(start, line) for start, line in self.lines)
-
-    def _required(self, start: int, line: bytes) -> bool:
+    def required(self, start: int, line: bytes) -> bool:
         if not line[:1].isspace():
             return True
-        if self._margins is None:
-            self._margins = [(m.start(), m.group()) for m in _MARGIN_LINE.finditer(self.data)]
-        above = bisect.bisect_right(self._margins, (start,)) - 1
-        return above >= 0 and _BLOCK_AT_MARGIN.match(self._margins[above][1]) is not None
+        if self._blocks is None:
+            self._blocks = [m.start() for m in _BLOCK_AT_MARGIN.finditer(self.data)]
+        above = bisect.bisect_right(self._blocks, start) - 1
+        if above < 0:
+            return False
+        # the nearest block line above, with no other line at the margin between it and this one
+        after = self.data.find(b"\n", self._blocks[above], start) + 1
+        return after > 0 and _MARGIN_LINE.search(self.data, after, start) is None
 
 
 def _lines_opening_with_import(data: bytes) -> list[tuple[int, bytes]]:
@@ -251,22 +299,17 @@ def _lines_opening_with_import(data: bytes) -> list[tuple[int, bytes]]:
     return sorted(found.items())
 
 
-def _import_lines(path: str) -> _ImportLines | None:
-    """None: unreadable."""
-    data = read_source(path)
-    return _ImportLines(data) if data is not None else None
-
-
-def _imports_cuda_only(tree: ast.Module, path: str, by_module: Mapping[str, set[str]],
-                       found: Mapping[str, str], root: str, extensions: Mapping[str, str]) -> str | None:
-    for node in _required_imports(tree.body):
+def _imports_cuda_only(required: list[ImportRecord], path: str, by_module: Mapping[str, set[str]],
+                       found: Mapping[str, str], project: Project, extensions: Mapping[str, str]) -> str | None:
+    for record in required:
+        node = _import_node(record)
         extension = extension_imported(node, extensions)
         if extension:
-            return f"`{extension}` (in `{os.path.relpath(path, root)}`), a CUDA extension"
+            return f"`{extension}` (in `{project.relative(path)}`), a CUDA extension"
         for module in _imported_modules(node):
             library = cuda_only_library(module) if not isinstance(node, ast.ImportFrom) or not node.level else None
             if library:
-                return f"`{library}` (in `{os.path.relpath(path, root)}`)"
+                return f"`{library}` (in `{project.relative(path)}`)"
         for target in _project_targets(node, path, by_module):
             if target in found:
                 return found[target]

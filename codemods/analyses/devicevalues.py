@@ -1,7 +1,7 @@
 """Device values that travel: where a CUDA device string built in one place ends up.
 
-An `ast` pass per file (and one cheap pass over the project for module constants) follows a
-CUDA device literal (`"cuda:0"`, `f"cuda:{rank}"`, `"cuda:%d" % i`, `"cuda:" + str(i)`,
+An `ast` pass per file (and two project facts, summarized per file and merged per package root)
+follows a CUDA device literal (`"cuda:0"`, `f"cuda:{rank}"`, `"cuda:%d" % i`, `"cuda:" + str(i)`,
 `"cuda:{}".format(g)`) from where it is written to where it is used:
 
 - through local variables, parameter defaults (`def build(dev_name="cuda")`) and the arguments
@@ -11,8 +11,8 @@ CUDA device literal (`"cuda:0"`, `f"cuda:{rank}"`, `"cuda:%d" % i`, `"cuda:" + s
   `cfg["accel"]` / `cfg.get("accel")`),
 - function returns (`def pick(): return "cuda:0"` then `x.to(pick())`),
 - derived strings (`f"{dev}:{rank}"`, `dev + ":0"`, `str(dev)`, `torch.device(dev)`),
-- module constants across modules (the project index, `project_device_index`),
-- keyword arguments of other modules' functions (`project_parameter_index`).
+- module constants across modules (the project fact `DEVICE_CONSTANTS`),
+- keyword arguments of other modules' functions (`DEVICE_PARAMETERS`).
 
 A use is a *device position* when it is an argument the device table calls a device
 (`codemods/data/device_positions*.json`: `device=`, `map_location=`, `torch.device(x)`,
@@ -26,11 +26,13 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
-from codemods.analyses.devices import device_positions
+from codemods.api.facts import Project, ProjectFact, SourceFile, local_project
+from codemods.api.facts import module_names as module_names  # where older callers import it from
 from codemods.model.astnodes import call_name, qualified_name
 from codemods.model.facts import FileFacts
 
@@ -42,8 +44,8 @@ _OTHER_DEVICES = re.compile(r"cpu|mps|xpu|meta|npu(:\d+)?|cuda(:\d+)?")
 # a module-level `NAME = "cuda[:N]"` (annotated or not) at the start of a line: only such files
 # can export a device constant, so only they are parsed in the index's first pass
 _CONSTANT_LINE = re.compile(rb"""^[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*['"]cuda(?::\d+)?['"]""", re.MULTILINE)
-INDEX_OPTION = "device_index"  # the RuleContext.options key holding the project index
-PARAMETER_INDEX_OPTION = "device_parameters"  # ... and the one holding `project_parameter_index`
+INDEX_OPTION = "device_index"  # the rule-options key of `DEVICE_CONSTANTS`
+PARAMETER_INDEX_OPTION = "device_parameters"  # ... and the one of `DEVICE_PARAMETERS`
 _MAX_DEPTH = 6
 
 
@@ -122,7 +124,7 @@ class FileFlow:
         self.places = places
         self.module_uses = module_uses or {}  # NAME -> {"device": [...], "other": [...]} from other modules
         # "module.function" -> parameter -> {"device": [...], "other": [...]}: where the parameters
-        # of other modules' functions go (`project_parameter_index`)
+        # of other modules' functions go (`DEVICE_PARAMETERS`)
         self.parameters = parameters or {}
         self.device_names = frozenset(device_names)
         self.parents: dict[int, ast.AST] = {}
@@ -495,96 +497,96 @@ def _spelled(target: ast.expr) -> str:
 
 
 
-# -- the project index: module constants used across modules ------------------------------------
+# -- the project facts: module constants and function parameters used across modules -----------
 
-def module_names(path: str, root: str) -> list[str]:
-    """Dotted names a file can be imported as: every suffix of its path below `root`
-    (`src/pkg/env.py` -> `src.pkg.env`, `pkg.env`, `env`)."""
-    relative = os.path.relpath(os.path.abspath(path), root)
-    parts = relative[:-3].split(os.sep) if relative.endswith(".py") else []
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    if not parts or any(p.startswith("..") for p in parts):
-        return []
-    return [".".join(parts[i:]) for i in range(len(parts))]
-
-
-def project_device_index(paths: Iterable[str], root: str, places: DevicePlaces) -> dict[str, dict[str, Any]]:
-    """For the whole project (every discovered file, whatever subset this run migrates):
+class DeviceConstants(ProjectFact):
+    """NPU500's index of module constants read by other modules of the package root:
     `{abspath of defining file: {CONSTANT: {"device": [...], "other": [...]}}}` for module
-    constants that hold a CUDA device string and are imported by other modules.
+    constants holding a CUDA device string (evidence lines name the using file).
 
-    Two cheap passes: files mentioning `cuda` are parsed for their constants, then files
-    mentioning one of those names are parsed for how they use the imported constant."""
-    python = [p for p in paths if p.endswith(".py")]
-    exported: dict[str, tuple[str, str]] = {}  # "module.NAME" -> (abspath, NAME)
-    ambiguous: set[str] = set()
-    for path in python:
-        data = read_source(path)
-        if data is None or not _CONSTANT_LINE.search(data):
-            continue
-        tree = parse_source(data)
-        if tree is None:
-            continue
-        constants = FileFacts.from_tree(tree).constants
-        for name, value in constants.items():
-            if isinstance(value, str) and _PLAIN.fullmatch(value):
-                for module in module_names(path, root):
+    A file's summary is the device constants it defines (only files with a module-level
+    `NAME = "cuda..."` line are parsed); the merge then asks the files that mention one of those
+    names how they use the constants they import (`constant_uses`)."""
+
+    key = INDEX_OPTION
+
+    def summarize(self, source: SourceFile) -> list[str] | None:
+        if not _CONSTANT_LINE.search(source.data) or source.tree is None:
+            return None
+        constants = FileFacts.from_tree(source.tree).constants
+        names = [name for name, value in constants.items() if isinstance(value, str) and _PLAIN.fullmatch(value)]
+        return names or None
+
+    def merge(self, project: Project) -> dict[str, dict[str, Any]]:
+        exported: dict[str, tuple[str, str]] = {}  # "module.NAME" -> (abspath, NAME)
+        ambiguous: set[str] = set()
+        for path, names in project.summaries(self):
+            for name in names:
+                for module in project.module_names(path):
                     key = f"{module}.{name}"
-                    if key in exported and exported[key][0] != os.path.abspath(path):
+                    if key in exported and exported[key][0] != path:
                         ambiguous.add(key)
-                    exported[key] = (os.path.abspath(path), name)
-    for key in ambiguous:
-        exported.pop(key, None)
-    if not exported:
-        return {}
-    names = {name for _, name in exported.values()}
-    pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
-    index: dict[str, dict[str, Any]] = {}
-    for path in python:
-        data = read_source(path)
-        if data is None or not pattern.search(data):
-            continue
-        tree = parse_source(data)
-        if tree is None:
-            continue
-        facts = FileFacts.from_tree(tree)
-        imported = {local: exported[target] for local, target in facts.aliases.items() if target in exported}
-        modules = {local: target for local, target in facts.aliases.items()
-                   if any(key.startswith(target + ".") for key in exported)}
-        if not imported and not modules:
-            continue
-        flow = FileFlow(tree, facts, places)
-        where = os.path.relpath(os.path.abspath(path), root)
-        for local, (defining, name) in imported.items():
-            if defining == os.path.abspath(path):
-                continue
-            entry = index.setdefault(defining, {}).setdefault(name, {"device": [], "other": []})
-            verdict = Verdict()
-            for load in flow.loads.get((id(tree), local), []) + _nested_loads(flow, local):
-                flow.classify(load, verdict, 0, set())
-            entry["device"] += [f"{where}: {e}" for e in verdict.device]
-            entry["other"] += [f"{where}: {e}" for e in verdict.other]
-        for module in modules.values():
-            for attribute_loads in flow.attr_loads.values():
-                for attribute_load in attribute_loads:
-                    if not isinstance(attribute_load, ast.Attribute) or qualified_name(attribute_load, facts.aliases) is None:
-                        continue
-                    target = qualified_name(attribute_load, facts.aliases)
-                    if target not in exported or not target.startswith(module + "."):
-                        continue
-                    defining, name = exported[target]
-                    entry = index.setdefault(defining, {}).setdefault(name, {"device": [], "other": []})
-                    verdict = Verdict()
-                    flow.classify(attribute_load, verdict, 0, set())
-                    entry["device"] += [f"{where}: {e}" for e in verdict.device]
-                    entry["other"] += [f"{where}: {e}" for e in verdict.other]
-    return index
+                    exported[key] = (path, name)
+        for key in ambiguous:
+            exported.pop(key, None)
+        if not exported:
+            return {}
+        keys = sorted(exported)
+        index: dict[str, dict[str, Any]] = {}
+        for path in project.files():
+            where = project.relative(path)
+            for key, imported, device, other in project.analyse(path, constant_uses, keys) or ():
+                defining, name = exported[key]
+                if imported and defining == path:
+                    continue
+                entry = index.setdefault(defining, {}).setdefault(name, {"device": [], "other": []})
+                entry["device"] += [f"{where}: {e}" for e in device]
+                entry["other"] += [f"{where}: {e}" for e in other]
+        return index
+
+    def slice(self, index: Any, path: str) -> Any:
+        return index.get(os.path.abspath(path))
+
+
+def constant_uses(source: SourceFile, keys: Sequence[str]) -> list[list[Any]]:
+    """How a file uses the module constants `keys` ("module.NAME") it imports: for each use,
+    `[key, imported by name, device evidence, other evidence]` (`from m import NAME` first, then
+    `m.NAME` through an imported module). Only a file mentioning one of the names is parsed."""
+    names = sorted({key.rsplit(".", 1)[1] for key in keys})
+    pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
+    if not pattern.search(source.data) or source.tree is None:
+        return []
+    tree = source.tree
+    exported = set(keys)
+    facts = FileFacts.from_tree(tree)
+    imported = {local: target for local, target in facts.aliases.items() if target in exported}
+    modules = {local: target for local, target in facts.aliases.items()
+               if any(key.startswith(target + ".") for key in exported)}
+    if not imported and not modules:
+        return []
+    flow = FileFlow(tree, facts, device_places())
+    found: list[list[Any]] = []
+    for local, target in imported.items():
+        verdict = Verdict()
+        for load in flow.loads.get((id(tree), local), []) + _nested_loads(flow, local):
+            flow.classify(load, verdict, 0, set())
+        found.append([target, True, verdict.device, verdict.other])
+    for module in modules.values():
+        for attribute_loads in flow.attr_loads.values():
+            for attribute_load in attribute_loads:
+                used = qualified_name(attribute_load, facts.aliases) \
+                    if isinstance(attribute_load, ast.Attribute) else None
+                if used is None or used not in exported or not used.startswith(module + "."):
+                    continue
+                verdict = Verdict()
+                flow.classify(attribute_load, verdict, 0, set())
+                found.append([used, False, verdict.device, verdict.other])
+    return found
 
 
 # a CUDA literal passed by keyword (`load_state_dict(path, location='cuda')`): only files with one
-# are parsed in the parameter index's first pass; the literal is found first (a pattern that
-# starts with `\w` would be tried at every position of every file), then the keyword before it
+# are parsed for the parameter index; the literal is found first (a pattern that starts with `\w`
+# would be tried at every position of every file), then the keyword before it
 _CUDA_LITERAL = re.compile(rb"""['"]cuda(?::\d+)?['"]""")
 _KEYWORD_BEFORE = re.compile(rb"(\w+)\s*=\s*$")
 
@@ -599,64 +601,95 @@ def _literal_keywords(data: bytes) -> set[str]:
     return found
 
 
-def project_parameter_index(paths: Iterable[str], root: str,
-                            places: DevicePlaces) -> dict[str, dict[str, dict[str, Any]]]:
-    """For the whole project: `{"module.function": {parameter: {"device": [...], "other": [...]}}}`
-    for the module-level functions of the project that some module calls with a CUDA device
-    literal by keyword (ControlNet's `load_state_dict(path, location='cuda')`, defined in
-    `cldm/model.py` as `torch.load(path, map_location=torch.device(location))`): where that
-    parameter goes in the function, so the caller's literal is a device value when every use is.
+class DeviceParameters(ProjectFact):
+    """NPU500's index of the parameters of module-level functions that other modules of the
+    package root call with a CUDA device literal by keyword (ControlNet's
+    `load_state_dict(path, location='cuda')`, defined in `cldm/model.py` as
+    `torch.load(path, map_location=torch.device(location))`):
+    `{"module.function": {parameter: {"device": [...], "other": [...]}}}`, where that parameter
+    goes in the function, so the caller's literal is a device value when every use is.
 
-    Two cheap passes: files with such a keyword literal are parsed for the calls, then the files
-    defining the called functions for their parameters."""
-    python = [os.path.abspath(p) for p in paths if p.endswith(".py")]
-    by_module: dict[str, set[str]] = {}
-    for path in python:
-        for name in module_names(path, root):
-            by_module.setdefault(name, set()).add(path)
-    wanted: dict[str, set[str]] = {}  # "module.function" -> keywords passed a CUDA literal
-    for path in python:
-        data = read_source(path)
+    A file's summary is the calls it makes with such a keyword literal (only files with one are
+    parsed); the merge asks the files defining the called functions about their parameters."""
+
+    key = PARAMETER_INDEX_OPTION
+
+    def summarize(self, source: SourceFile) -> list[list[str]] | None:
+        literal = _literal_keywords(source.data) if b"cuda" in source.data else set()
+        if not literal:
+            return None
+        source.need_tree()  # the device table is read with the tree (a run caches the answer)
         # a literal passed as `device=` / `map_location=` ... is a device position wherever it
         # goes (NPU103 rewrites it at the call): only other keywords need the callee's parameter
-        if data is None or b"cuda" not in data or not _literal_keywords(data) - places.keywords:
-            continue
-        tree = parse_source(data)
-        if tree is None:
-            continue
-        aliases = FileFacts.from_tree(tree).aliases
-        for node in ast.walk(tree):
+        keywords = device_places().keywords
+        if not literal - keywords or source.tree is None:
+            return None
+        aliases = FileFacts.from_tree(source.tree).aliases
+        calls = []
+        for node in ast.walk(source.tree):
             if not isinstance(node, ast.Call):
                 continue
             qualified = qualified_name(node.func, aliases)
-            if qualified is None or len(by_module.get(qualified.rpartition(".")[0], ())) != 1:
+            if qualified is None:
                 continue
             for argument in node.keywords:
                 value = argument.value
-                if argument.arg and argument.arg not in places.keywords and isinstance(value, ast.Constant) \
+                if argument.arg and argument.arg not in keywords and isinstance(value, ast.Constant) \
                         and isinstance(value.value, str) and _PLAIN.fullmatch(value.value):
-                    wanted.setdefault(qualified, set()).add(argument.arg)
-    index: dict[str, dict[str, dict[str, Any]]] = {}
-    flows: dict[str, FileFlow | None] = {}
-    for qualified, keywords in sorted(wanted.items()):
-        module, _, name = qualified.rpartition(".")
-        (path,) = by_module[module]
-        if path not in flows:
-            data = read_source(path)
-            tree = parse_source(data) if data is not None else None
-            flows[path] = FileFlow(tree, FileFacts.from_tree(tree), places) if tree is not None else None
-        flow = flows[path]
-        function = flow.functions.get(name) if flow is not None else None
-        if flow is None or function is None:
-            continue
-        arguments = function.args
-        where = os.path.relpath(path, root)
-        for keyword in sorted(keywords & {a.arg for a in [*arguments.args, *arguments.kwonlyargs]}):
-            verdict = flow.parameter_uses(function, keyword)
-            index.setdefault(qualified, {})[keyword] = {
-                "device": [f"{where}: `{keyword}` of `{name}()` {e}" for e in verdict.device],
-                "other": [f"{where}: `{keyword}` of `{name}()` {e}" for e in verdict.other]}
-    return index
+                    calls.append([qualified, argument.arg])
+        return calls or None
+
+    def merge(self, project: Project) -> dict[str, dict[str, dict[str, Any]]]:
+        by_module = project.modules()
+        wanted: dict[str, set[str]] = {}  # "module.function" -> keywords passed a CUDA literal
+        for _, calls in project.summaries(self):
+            for qualified, keyword in calls:
+                if len(by_module.get(qualified.rpartition(".")[0], ())) == 1:
+                    wanted.setdefault(qualified, set()).add(keyword)
+        index: dict[str, dict[str, dict[str, Any]]] = {}
+        for qualified, keywords in sorted(wanted.items()):
+            module, _, name = qualified.rpartition(".")
+            (path,) = by_module[module]
+            where = project.relative(path)
+            for keyword, (device, other) in (project.analyse(path, parameter_uses, name, sorted(keywords)) or {}).items():
+                index.setdefault(qualified, {})[keyword] = {
+                    "device": [f"{where}: `{keyword}` of `{name}()` {e}" for e in device],
+                    "other": [f"{where}: `{keyword}` of `{name}()` {e}" for e in other]}
+        return index
+
+
+def parameter_uses(source: SourceFile, name: str, keywords: Sequence[str]) -> dict[str, list[list[str]]] | None:
+    """Where the parameters `keywords` of the module-level function `name` go:
+    `{parameter: [device evidence, other evidence]}`; None without such a function."""
+    if source.tree is None:
+        return None
+    flow = FileFlow(source.tree, FileFacts.from_tree(source.tree), device_places())
+    function = flow.functions.get(name)
+    if function is None:
+        return None
+    arguments = function.args
+    found = {}
+    for keyword in sorted(set(keywords) & {a.arg for a in [*arguments.args, *arguments.kwonlyargs]}):
+        verdict = flow.parameter_uses(function, keyword)
+        found[keyword] = [verdict.device, verdict.other]
+    return found
+
+
+DEVICE_CONSTANTS = DeviceConstants()
+DEVICE_PARAMETERS = DeviceParameters()
+
+
+def project_device_index(paths: Iterable[str], root: str,
+                         places: DevicePlaces | None = None) -> dict[str, dict[str, Any]]:
+    """`DEVICE_CONSTANTS` of the files `paths` as one package root at `root`, nothing cached
+    (the fact reads the device table itself; `places` is accepted for older callers)."""
+    return DEVICE_CONSTANTS.merge(local_project([DEVICE_CONSTANTS], paths, root))
+
+
+def project_parameter_index(paths: Iterable[str], root: str,
+                            places: DevicePlaces | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """`DEVICE_PARAMETERS` of the files `paths` as one package root at `root`, nothing cached."""
+    return DEVICE_PARAMETERS.merge(local_project([DEVICE_PARAMETERS], paths, root))
 
 
 def _nested_loads(flow: FileFlow, name: str) -> list[ast.Name]:
@@ -664,26 +697,10 @@ def _nested_loads(flow: FileFlow, name: str) -> list[ast.Name]:
             for n in nodes if name not in flow.locals.get(scope, ())]
 
 
-def read_source(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
-def parse_source(data: bytes) -> ast.Module | None:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-
-
+@cache
 def device_places() -> DevicePlaces:
     """The device table's positions (`codemods/data/device_positions*.json`) for the flow."""
+    from codemods.analyses.devices import device_positions  # LibCST: only when a flow runs
+
     table = device_positions()
     return DevicePlaces(table.keywords, table.functions, table.methods)

@@ -4,10 +4,10 @@ The insertion rule NPU410 adds `non_blocking=True` to the batch copies of loops 
 that pins memory. A loader travels like a device value (`codemods/analyses/devicevalues.py`):
 through names, attributes, parameters every visible call fills with one, and the returns of
 helper functions. `pinned_loaders` answers for one file (Python's `ast`, computed once), and
-`project_loader_index` adds the helpers *other modules* define (`from data import build_loader`,
-`import data as d; d.build_loader(...)`, relative imports too): computed before `--shard` /
-`--changed-since` narrow the set, like the device index, and carried to the workers in the
-rule options (`LOADER_INDEX_OPTION`).
+the project fact `PINNED_LOADER_HELPERS` adds the helpers *other modules* of the package root
+define (`from data import build_loader`, `import data as d; d.build_loader(...)`, relative
+imports too): merged over the whole root whatever `--shard` / `--changed-since` keep, like the
+device index, and carried to the workers in the rule options (`LOADER_INDEX_OPTION`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from codemods.analyses.devicevalues import module_names, parse_source, read_source
+from codemods.api.facts import Project, ProjectFact, SourceFile, local_project
 from codemods.data.tables import load_data
 from codemods.model.astnodes import ast_dotted_parts
 from codemods.model.facts import FileFacts
@@ -170,79 +170,103 @@ def _returns_pinned(func: ast.FunctionDef | ast.AsyncFunctionDef | None, pins: C
     return bool(returns) and all(pins(v) for v in returns)
 
 
-# -- the project index: loader helpers other modules define -----------------------------------
+# -- the project fact: loader helpers other modules define ------------------------------------
 
 _LOADER_TEXT = re.compile(rb"DataLoader")
 
 
-def project_loader_index(paths: Iterable[str], root: str) -> dict[str, list[str]]:
-    """`{abspath of a file: [call spellings of helpers it imports that return a pinning loader]}`.
+class PinnedLoaderHelpers(ProjectFact):
+    """NPU410's index of a package root: `{abspath of a file: [call spellings of helpers it
+    imports that return a pinning loader]}`.
 
-    Two cheap passes: files that mention `DataLoader` are parsed for module-level functions whose
-    every `return` is a pinning loader; then files that mention one of those names are parsed
-    for how they import it."""
-    python = [p for p in paths if p.endswith(".py")]
-    exported: dict[str, str] = {}  # "module.function" -> abspath of its file
-    for path in python:
-        data = read_source(path)
-        if data is None or not _LOADER_TEXT.search(data) or b"return" not in data:
-            continue
-        tree = parse_source(data)
-        if tree is None:
-            continue
+    A file's summary is its module-level functions whose every `return` is a pinning loader (only
+    files that mention `DataLoader` are parsed); the merge then asks the files that mention one
+    of those names how they import them (`helper_imports`)."""
+
+    key = LOADER_INDEX_OPTION
+
+    def summarize(self, source: SourceFile) -> list[str] | None:
+        if not _LOADER_TEXT.search(source.data) or b"return" not in source.data or source.tree is None:
+            return None
+        tree = source.tree
         found = pinned_loaders(tree, FileFacts.from_tree(tree).qualify)
         top = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        for name in found.helpers & top:
-            for module in module_names(path, root):
-                exported[f"{module}.{name}"] = os.path.abspath(path)
-    if not exported:
-        return {}
-    names = sorted({key.rsplit(".", 1)[1] for key in exported})
+        return sorted(found.helpers & top) or None
+
+    def merge(self, project: Project) -> dict[str, list[str]]:
+        exported: dict[str, str] = {}  # "module.function" -> abspath of its file
+        for path, helpers in project.summaries(self):
+            for name in helpers:
+                for module in project.module_names(path):
+                    exported[f"{module}.{name}"] = path
+        if not exported:
+            return {}
+        names = sorted({key.rsplit(".", 1)[1] for key in exported})
+        index: dict[str, list[str]] = {}
+        for path in project.files():
+            imports = project.analyse(path, helper_imports, names)
+            spellings = _imported_helpers(imports, path, project, exported) if imports else set()
+            if spellings:
+                index[path] = sorted(spellings)
+        return index
+
+    def slice(self, index: Any, path: str) -> Any:
+        return index.get(os.path.abspath(path))
+
+
+PINNED_LOADER_HELPERS = PinnedLoaderHelpers()
+
+
+def project_loader_index(paths: Iterable[str], root: str) -> dict[str, list[str]]:
+    """`PINNED_LOADER_HELPERS` of the files `paths` as one package root at `root`, nothing cached."""
+    return PINNED_LOADER_HELPERS.merge(local_project([PINNED_LOADER_HELPERS], paths, root))
+
+
+def helper_imports(source: SourceFile, names: Sequence[str]) -> list[list[Any]] | None:
+    """The imports (any scope, in walk order) of a file that mentions one of `names` and imports
+    something: `["from", level, module, [[name, asname], ...]]` or `["import", [[name, asname], ...]]`."""
     pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
-    index: dict[str, list[str]] = {}
-    for path in python:
-        data = read_source(path)
-        if data is None or not pattern.search(data) or b"import" not in data:
-            continue
-        tree = parse_source(data)
-        if tree is None:
-            continue
-        spellings = _imported_helpers(tree, path, root, exported)
-        if spellings:
-            index[os.path.abspath(path)] = sorted(spellings)
-    return index
+    if not pattern.search(source.data) or b"import" not in source.data or source.tree is None:
+        return None
+    found: list[list[Any]] = []
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.ImportFrom):
+            found.append(["from", node.level, node.module, [[a.name, a.asname] for a in node.names]])
+        elif isinstance(node, ast.Import):
+            found.append(["import", [[a.name, a.asname] for a in node.names]])
+    return found
 
 
-def _imported_helpers(tree: ast.Module, path: str, root: str, exported: dict[str, str]) -> set[str]:
-    """How `tree` spells calls of the exported helpers it imports (any scope)."""
-    here = module_names(path, root)
+def _imported_helpers(imports: list[list[Any]], path: str, project: Project, exported: dict[str, str]) -> set[str]:
+    """How a file spells calls of the exported helpers it imports (any scope)."""
+    here = project.module_names(path)
     package = here[0].split(".") if here else []
     if package and os.path.basename(path) != "__init__.py":
         package = package[:-1]
-    own = os.path.abspath(path)
     spellings: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                if node.level - 1 > len(package):
+    for record in imports:
+        if record[0] == "from":
+            _, level, module, aliases = record
+            if level:
+                if level - 1 > len(package):
                     continue
-                base = package[:len(package) - (node.level - 1)]
-                module = ".".join(base + ([node.module] if node.module else []))
+                base = package[:len(package) - (level - 1)]
+                module = ".".join(base + ([module] if module else []))
             else:
-                module = node.module or ""
-            for alias in node.names:
-                target = exported.get(f"{module}.{alias.name}")
-                if target is not None and target != own:
-                    spellings.add(alias.asname or alias.name)
-                elif alias.name != "*":  # `from pkg import data` then `data.build_loader()`
-                    prefix = f"{module}.{alias.name}." if module else f"{alias.name}."
-                    spellings |= {(alias.asname or alias.name) + "." + key[len(prefix):]
-                                  for key, file in exported.items() if key.startswith(prefix) and file != own
+                module = module or ""
+            for name, asname in aliases:
+                target = exported.get(f"{module}.{name}")
+                if target is not None and target != path:
+                    spellings.add(asname or name)
+                elif name != "*":  # `from pkg import data` then `data.build_loader()`
+                    prefix = f"{module}.{name}." if module else f"{name}."
+                    spellings |= {(asname or name) + "." + key[len(prefix):]
+                                  for key, file in exported.items() if key.startswith(prefix) and file != path
                                   and "." not in key[len(prefix):]}
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                prefix = alias.name + "."
-                local = alias.asname or alias.name
+        else:
+            for name, asname in record[1]:
+                prefix = name + "."
+                local = asname or name
                 spellings |= {local + "." + key[len(prefix):] for key, file in exported.items()
-                              if key.startswith(prefix) and file != own and "." not in key[len(prefix):]}
+                              if key.startswith(prefix) and file != path and "." not in key[len(prefix):]}
     return spellings

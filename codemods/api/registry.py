@@ -10,14 +10,15 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
 from codemods.api.rule import TEXT_LANGUAGES, Fix, Rule
-from npu_migrate.core.diagnostics import shown
+from codemods.api.selectors import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+from codemods.api.selectors import RuleError as RuleError
+from codemods.api.selectors import select_rules as select_rules
+from codemods.api.selectors import selector_matches as selector_matches
 
-ENTRY_POINT_GROUP = "npu_migrate.codemods"
 # Built-in rules are found by package name, as plugins are by entry point: discovery, not an
 # import, so the framework depends on no rule (docs/architecture.md).
 BUILTIN_RULES_PACKAGE = "codemods.rules"
@@ -27,10 +28,6 @@ _CODE = re.compile(r"[A-Z][A-Z0-9]*[0-9]")
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 # rule class -> "distribution version" of the plugin that provided it
 _ORIGINS: dict[type[Rule], str] = {}
-
-
-class RuleError(ValueError):
-    """A bad rule selection or a broken plugin."""
 
 
 def _rules_in(module: object) -> list[type[Rule]]:
@@ -134,38 +131,6 @@ def all_rules(plugins: bool = True) -> tuple[type[Rule], ...]:
 def _label(rule: type[Rule]) -> str:
     origin = _ORIGINS.get(rule)
     return f"{rule.__module__}" + (f" (plugin {origin})" if origin else "")
-
-
-def selector_matches(rule: type[Rule], selector: str) -> bool:
-    """True when `selector` (a code, a code prefix, a rule name, a family name or ALL) names
-    `rule`."""
-    selector = selector.strip()
-    return (selector.upper() == "ALL" or rule.code.startswith(selector.upper())
-            or rule.name == selector.lower() or selector.lower() in rule.families)
-
-
-def select_rules(rules: Iterable[type[Rule]], select: Iterable[str] = (), ignore: Iterable[str] = (),
-                 enable: Iterable[str] = ()) -> list[type[Rule]]:
-    """Default rules, or exactly `select` when given; plus opt-in `enable`; minus `ignore`.
-    Every selector must match some rule (a typo is an error, not a silent no-op)."""
-    rules = list(rules)
-    select, ignore, enable = list(select), list(ignore), list(enable)
-    for selector in select + ignore + enable:
-        if not any(selector_matches(rule, selector) for rule in rules):
-            raise RuleError(f"unknown rule code or name: {shown(selector)} (see `npu-migrate rules`)")
-    if select:
-        chosen = [r for r in rules if any(selector_matches(r, s) for s in select)]
-        # a prefix or ALL selects opt-in rules only when it names them exactly
-        chosen = [r for r in chosen if r.default or any(s.upper() == r.code or s.lower() == r.name
-                                                        or s.lower() in r.families for s in select)]
-        # a selected fix that needs `import torch_npu` brings the rule that adds it (`--select
-        # NPU101` must not write `.npu()` without what makes `.npu()` exist); `ignore` removes it
-        if any(r.needs_torch_npu for r in chosen):
-            chosen += [r for r in rules if getattr(r, "adds_torch_npu_import", False) and r not in chosen]
-    else:
-        chosen = [r for r in rules if r.default]
-    chosen += [r for r in rules if any(selector_matches(r, s) for s in enable) and r not in chosen]
-    return [r for r in chosen if not any(selector_matches(r, s) for s in ignore)]
 
 
 def find_rule(code_or_name: str) -> type[Rule]:

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol
 
 import libcst as cst
 
+from codemods.api.facts import ProjectFact
 from codemods.api.suppression import Suppressions
 from codemods.model.cstnodes import dotted_parts
 from codemods.model.facts import FileFacts
@@ -146,6 +147,7 @@ class Rule:
     severity: ClassVar[Severity] = Severity.INFO  # severity of self.report() without an override
     prefilter: ClassVar[str] = ""  # regex on the raw text; a file (chunk) is parsed only if some rule's matches
     needs_torch_npu: ClassVar[bool] = False  # its edits make the file depend on `import torch_npu`
+    adds_torch_npu_import: ClassVar[bool] = False  # the rule that writes `import torch_npu` says True
     # True for rules that must see whole top-level statements (a loop and the function around
     # it); others may be handed one statement of a function or class body, dedented
     whole_statements: ClassVar[bool] = False
@@ -159,6 +161,10 @@ class Rule:
     # why its CUDA code may stay as it is under `portable` (harmless elsewhere, or nothing
     # device-generic exists): its would-be npu rewrites are then info lines saying so
     portable_keeps: ClassVar[str | None] = None
+    # what it needs to know about the other files of its package root (codemods/api/facts.py):
+    # a run builds exactly the facts its selected rules declare, and each rule reads a fact's
+    # index for its file in `self.context.options[fact.key]`
+    project_facts: ClassVar[tuple[ProjectFact, ...]] = ()
     METADATA_DEPENDENCIES: ClassVar[tuple[Any, ...]] = ()
 
     def __init__(self, context: RuleContext) -> None:

@@ -20,12 +20,28 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from codemods.data.tables import load_data
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 
 NPU, PORTABLE = "npu", "portable"
+
+
+class Targeted(Protocol):
+    """A rule, or the run's catalogue entry for one, as far as targets go."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def supported_targets(self) -> frozenset[str]: ...
+
+    @property
+    def replaces(self) -> tuple[str, ...]: ...
+
+
+R = TypeVar("R", bound=Targeted)
 TARGETS = (NPU, PORTABLE)
 
 
@@ -80,16 +96,15 @@ def npu_too_new(options: Mapping[str, Any], npu_name: str) -> str | None:
             "target-version allows, or drop it")
 
 
-def plan_rules(rules: Sequence[type[Any]], target: str,
-               catalogue: Sequence[type[Any]] = ()) -> tuple[list[type[Any]], list[type[Any]]]:
+def plan_rules(rules: Sequence[R], target: str, catalogue: Sequence[R] = ()) -> tuple[list[R], list[R]]:
     """(rules that run, rules that only report) for `target`, in the given order. Under
     `portable` a selected npu rule that a portable rule of `catalogue` (every installed rule)
     replaces brings that rule in instead."""
     if target == NPU:
         return [r for r in rules if NPU in r.supported_targets], []
     stand_in = {code: rule for rule in catalogue if PORTABLE in rule.supported_targets for code in rule.replaces}
-    running: list[type[Any]] = []
-    reporting: list[type[Any]] = []
+    running: list[R] = []
+    reporting: list[R] = []
     for rule in rules:
         chosen = rule if PORTABLE in rule.supported_targets else stand_in.get(rule.code)
         if chosen is None:

@@ -83,9 +83,22 @@ def action_cell(entry: dict[str, Any]) -> str:
 def row(entry: dict[str, Any]) -> str:
     """The table row of one data entry (the columns of `HEADER`)."""
     cuda = ", ".join([entry.get("cuda") or "", *entry.get("also", ())])
-    note = (entry.get("note") or entry.get("message") or "").replace("{name}", entry["cuda"])
+    note = _as_said(entry, (entry.get("note") or entry.get("message") or "").replace("{name}", entry["cuda"]))
     return "| " + " | ".join([cell(cuda, code=True), cell(entry.get("npu"), code=True), action_cell(entry),
                               cell(entry.get("transfer_to_npu")), cell(note)]) + " |"
+
+
+def _as_said(entry: dict[str, Any], text: str) -> str:
+    """An option entry's message as the rules say it about the entry's own example
+    (`optim="paged_adamw_32bit"`), its placeholders filled in."""
+    if "{value}" not in text and "{option}" not in text:
+        return text
+    from codemods.data.catalogue import option_message
+
+    example = re.search(r'(\w+)="([^"]+)"', entry["cuda"])
+    name = example.group(1) if example else entry.get("option") or ""
+    value = example.group(2) if example else (entry.get("values") or [entry["cuda"].split(" (")[0]])[0]
+    return option_message({**entry, "message": text}, name, value)
 
 
 HEADER = ["| CUDA side | NPU equivalent | npu-migrate | transfer_to_npu | Note |", "|---|---|---|---|---|"]

@@ -5,6 +5,7 @@ file's import aliases, the name a call calls, the names an assignment binds."""
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -60,3 +61,14 @@ def call_name(func: ast.expr) -> str:
     if isinstance(func, ast.Attribute):
         return func.attr
     return func.id if isinstance(func, ast.Name) else ""
+
+
+def parse_or_none(source: str | bytes) -> ast.Module | None:
+    """The `ast` tree of `source`, or None when it does not parse (a syntax error, a null byte,
+    nesting too deep or too large for the interpreter); warnings about the code are silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None

@@ -17,7 +17,7 @@ class KernelSelector(Rule):
 
     ## Why
 
-    StyleGAN's ops (and many kernel libraries) take `impl='cuda'` and test `if impl == 'cuda' and x.device.type == 'cuda' and _init():` in front of a CUDA plugin, with `assert impl in ['ref', 'cuda']`. There `'cuda'` picks the CUDA implementation; `"npu"` would name one that does not exist. What decides on the NPU is the device test next to it: NPU511 keeps that test on CUDA when the branch builds or runs CUDA-only code, so the NPU takes the reference implementation, as a CPU did. The device rules leave selector values alone: NPU191 does not ask to compare them with `"npu"`, NPU500 does not follow them as devices. A name is a selector when the string values the file gives or compares it with include `"cuda"` and a word that names no device, or when it is spelled like one (`impl`, `implementation`); `codemods/analyses/selectors.py`.
+    StyleGAN's ops (and many kernel libraries) take `impl='cuda'` and test `if impl == 'cuda' and x.device.type == 'cuda' and _init():` in front of a CUDA plugin, with `assert impl in ['ref', 'cuda']`. There `'cuda'` picks the CUDA implementation; `"npu"` would name one that does not exist. What decides on the NPU is the device test next to it: NPU511 keeps that test on CUDA when the branch builds or runs CUDA-only code, so the NPU takes the reference implementation, as a CPU did. The device rules leave selector values alone: NPU191 does not ask to compare them with `"npu"`, NPU500 does not follow them as devices. A name is a selector when the string values the file gives or compares it with include `"cuda"` and a word that names no device, or when it is spelled like one (`impl`, `implementation`).
 
     ## Example
 

@@ -10,7 +10,7 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 
-from codemods.analyses.cudaonly import PROJECT_OPTION, is_extension_loader, last_part
+from codemods.analyses.cudaonly import CUDA_ONLY_MODULES, PROJECT_OPTION, is_extension_loader, last_part
 from codemods.api.cases import Invalid, Valid
 from codemods.families.third_party import ThirdPartyRule, best_import_entry, entries, library_prefilter
 from codemods.model.cstnodes import dotted_name
@@ -73,6 +73,7 @@ class CudaExtension(ThirdPartyRule):
     name = "cuda-extension"
     summary = "CUDAExtension and cpp_extension.load(...) of .cu sources cannot build for NPU: Ascend C operator"
     prefilter = library_prefilter("NPU311")
+    project_facts = (CUDA_ONLY_MODULES,)
 
     @classmethod
     def project_prefilter(cls, options: Mapping[str, Any]) -> str | None:

@@ -20,7 +20,12 @@ from functools import cached_property
 import libcst as cst
 import libcst.matchers as m
 
-from codemods.analyses.loadervalues import LOADER_INDEX_OPTION, PinnedLoaders, pinned_loaders
+from codemods.analyses.loadervalues import (
+    LOADER_INDEX_OPTION,
+    PINNED_LOADER_HELPERS,
+    PinnedLoaders,
+    pinned_loaders,
+)
 from codemods.analyses.loops import (
     Site,
     append_elements,
@@ -123,6 +128,7 @@ class InsertPinMemory(Rule):
     families = ("tune",)  # `apply --enable tune` brings it in with NPU600-NPU629
     severity = Severity.INFO
     prefilter = r"DataLoader|\.(?:to|npu|cuda)\("
+    project_facts = (PINNED_LOADER_HELPERS,)
     whole_statements = True  # a loop over a loader and the copies in its body
 
     def __init__(self, context) -> None:

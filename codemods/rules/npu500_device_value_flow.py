@@ -29,6 +29,8 @@ import libcst as cst
 from codemods.analyses.selectors import kernel_selectors
 from codemods.analyses.devices import device_expr, device_positions, mentions_cuda
 from codemods.analyses.devicevalues import (
+    DEVICE_CONSTANTS,
+    DEVICE_PARAMETERS,
     INDEX_OPTION,
     PARAMETER_INDEX_OPTION,
     FileFlow,
@@ -107,6 +109,7 @@ class DeviceValueFlow(Rule):
     severity = Severity.WARNING
     needs_torch_npu = True
     prefilter = PREFILTER  # NPU103's: the same pattern is searched once per file
+    project_facts = (DEVICE_CONSTANTS, DEVICE_PARAMETERS)
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)

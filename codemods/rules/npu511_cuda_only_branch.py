@@ -12,7 +12,13 @@ import libcst.matchers as m
 
 from codemods.analyses.capability import capability_break
 from codemods.analyses.constantflow import kept_device_bindings
-from codemods.analyses.cudaonly import PROJECT_OPTION, CudaOnlyNames, cuda_only_library, import_reason
+from codemods.analyses.cudaonly import (
+    CUDA_ONLY_MODULES,
+    PROJECT_OPTION,
+    CudaOnlyNames,
+    cuda_only_library,
+    import_reason,
+)
 from codemods.analyses.devices import device_positions
 from codemods.api.cases import Invalid, Valid
 from codemods.api.positions import node_positions
@@ -106,6 +112,7 @@ class CudaOnlyBranch(Rule):
     # the guards it keeps (`torch.cuda.is_available()`, `x.is_cuda`, a "cuda" device string); what
     # they select may be in another file (the project's CUDA-only modules), so no library name here
     prefilter = r"""is_available\(|\.is_cuda\b|['"]cuda"""
+    project_facts = (CUDA_ONLY_MODULES,)
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)

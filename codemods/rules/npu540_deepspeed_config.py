@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from codemods.analyses.deepspeedrefs import DEEPSPEED_REFERENCES
 from codemods.api.cases import Invalid, Valid
 from codemods.api.rule import Fix, Rule
 from codemods.model.jsonspans import JsonSpanError, Path, Span, json_spans, line_col
@@ -93,6 +94,8 @@ class DeepSpeedConfig(Rule):
     severity = Severity.WARNING
     language = "json"  # a text rule: the engine hands it the DeepSpeed .json files discovery chose
     prefilter = r'"(?:' + "|".join(sorted(DEEPSPEED_KEYS)) + r')"'
+    # which .json files are configurations: those the package root's code passes to DeepSpeed, among others
+    project_facts = (DEEPSPEED_REFERENCES,)
 
     def rewrite_text(self, text: str) -> str:
         try:

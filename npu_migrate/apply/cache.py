@@ -16,13 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import tempfile
 from functools import lru_cache
 from typing import Any
 
 from npu_migrate import __version__
-from npu_migrate.apply.engine import FileOutcome
+from npu_migrate.apply.outcome import FileOutcome
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 
 FORMAT = 3
@@ -74,32 +73,36 @@ def tool_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _plugin_fingerprints() -> list[str]:
-    from codemods.api.registry import builtin_rules, plugin_origin, plugin_rules
+def plugin_fingerprint() -> list[str]:
+    """One line per installed plugin entry point: its name, what it names, its distribution and a
+    hash of its package's files, found without importing it (a run served from the cache imports
+    no rule). A plugin living at the top of a huge folder is known by its module file only."""
+    from importlib.metadata import entry_points
+    from importlib.util import find_spec
 
-    builtins = set(builtin_rules())
+    from codemods.api.selectors import ENTRY_POINT_GROUP
+
     out = []
-    for rule in plugin_rules():
-        if rule in builtins:
-            continue
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(entry, "dist", None)
+        origin = f"{dist.name} {dist.version}" if dist is not None else "?"
         digest = hashlib.sha256()
-        module = sys.modules.get(rule.__module__)
-        module_file = getattr(module, "__file__", None)
-        top = sys.modules.get(rule.__module__.split(".")[0])
-        top_file = getattr(top, "__file__", None)
-        package_dir = (os.path.dirname(top_file) if top_file and os.path.basename(top_file) == "__init__.py"
-                       else None)
-        if package_dir is None or not _hash_tree(digest, package_dir, _MAX_PLUGIN_FILES):
+        try:
+            spec = find_spec(entry.value.split(":")[0].split(".")[0])  # a top-level name: nothing runs
+        except (ImportError, ValueError):
+            spec = None
+        folders = list(spec.submodule_search_locations or []) if spec is not None else []
+        if not folders or not _hash_tree(digest, folders[0], _MAX_PLUGIN_FILES):
             digest = hashlib.sha256()
-            _hash_file(digest, module_file)
-        out.append(f"{rule.code}:{rule.__module__}:{plugin_origin(rule)}:{digest.hexdigest()[:16]}")
+            _hash_file(digest, spec.origin if spec is not None else None)
+        out.append(f"{entry.name}={entry.value}:{origin}:{digest.hexdigest()[:16]}")
     return sorted(out)
 
 
 def run_key(codes: list[str], options: dict[str, Any], extra: str = "") -> str:
-    """What, besides a file's content and path, decides its result."""
+    """What, besides a file's content, path and project facts, decides its result."""
     material = json.dumps([FORMAT, __version__, tool_fingerprint(), sorted(codes), options,
-                           _plugin_fingerprints(), extra], sort_keys=True, default=str)
+                           plugin_fingerprint(), extra], sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
@@ -115,17 +118,19 @@ class Cache:
         self.misses = 0
         self._prepared = False
 
-    def _path(self, source_digest: str, path: str) -> str:
+    def _path(self, source_digest: str, path: str, context: str = "") -> str:
         digest = hashlib.sha256(source_digest.encode())
         digest.update(self.key.encode())
         # the path matters: diagnostics name it, and per-file ignores depend on it
         digest.update(path.encode("utf-8", "surrogateescape"))
+        # and what the project facts say about the file (`RunPlan.facts_key`)
+        digest.update(context.encode())
         name = digest.hexdigest()
         return os.path.join(self.directory, name[:2], name[2:] + ".json")
 
-    def get(self, source_digest: str, path: str) -> FileOutcome | None:
+    def get(self, source_digest: str, path: str, context: str = "") -> FileOutcome | None:
         """The result for a file whose bytes have this `sources.source_digest`, if cached."""
-        target = self._path(source_digest, path)
+        target = self._path(source_digest, path, context)
         try:
             with open(target, "rb") as handle:
                 entry = _checked_entry(handle.read())
@@ -136,11 +141,11 @@ class Cache:
         self.hits += 1
         return outcome
 
-    def put(self, source_digest: str, path: str, outcome: FileOutcome) -> None:
+    def put(self, source_digest: str, path: str, outcome: FileOutcome, context: str = "") -> None:
         """Store the result of migrating exactly the bytes with this digest."""
         # failures are cached too: the key changes with the tool, so a fixed tool retries them,
         # and an unparseable file is not parsed again on every run
-        target = self._path(source_digest, path)
+        target = self._path(source_digest, path, context)
         try:
             self._prepare()
             os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -156,21 +161,72 @@ class Cache:
             pass  # a cache that cannot be written only costs time
 
     def _prepare(self) -> None:
-        """Mark a new cache folder so that git and backup tools leave it alone."""
-        if self._prepared:
-            return
-        self._prepared = True
-        os.makedirs(self.directory, exist_ok=True)
-        for name, text in ((".gitignore", "# created by npu-migrate\n*\n"),
-                           ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n"
-                                            "# npu-migrate result cache; safe to delete\n")):
-            marker = os.path.join(self.directory, name)
-            if not os.path.exists(marker):
-                try:
-                    with open(marker, "x", encoding="utf-8") as handle:
-                        handle.write(text)
-                except OSError:
-                    pass  # another run made it first, or a read-only folder
+        if not self._prepared:
+            self._prepared = True
+            prepare_folder(self.directory)
+
+
+def prepare_folder(directory: str) -> None:
+    """Make a cache folder, marked so that git and backup tools leave it alone."""
+    os.makedirs(directory, exist_ok=True)
+    for name, text in ((".gitignore", "# created by npu-migrate\n*\n"),
+                       ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n"
+                                        "# npu-migrate result cache; safe to delete\n")):
+        marker = os.path.join(directory, name)
+        if not os.path.exists(marker):
+            try:
+                with open(marker, "x", encoding="utf-8") as handle:
+                    handle.write(text)
+            except OSError:
+                pass  # another run made it first, or a read-only folder
+
+
+class FactStore:
+    """The project facts' cache (`npu_migrate/apply/facts.py`): each file's summaries and the
+    answers of its second looks, under the hash of its content, the question and `salt` (the
+    tool, its rules and plugins), so that any shard or later run with the same cache folder
+    reuses them. `<dir>/facts/<aa>/<hash>.json`, each carrying its checksum, written atomically."""
+
+    def __init__(self, directory: str, salt: str) -> None:
+        self.cache_dir = directory
+        self.directory = os.path.join(directory, "facts")
+        self.salt = salt
+        self._prepared = False
+
+    def key(self, *material: Any) -> str:
+        text = json.dumps([FORMAT, self.salt, *material], sort_keys=True, default=str)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.directory, key[:2], key[2:] + ".json")
+
+    def get(self, key: str) -> tuple[bool, Any]:
+        """(True, value) when stored and intact, else (False, None)."""
+        try:
+            with open(self._path(key), "rb") as handle:
+                entry = _checked_entry(handle.read())
+            return True, entry["value"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False, None
+
+    def put(self, key: str, value: Any) -> None:
+        target = self._path(key)
+        try:
+            if not self._prepared:
+                self._prepared = True
+                prepare_folder(self.cache_dir)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            entry = {"value": value}
+            entry["checksum"] = _checksum(entry)
+            _write_atomic(target, json.dumps(entry, sort_keys=True).encode("utf-8", "surrogatepass"))
+        except (OSError, TypeError, ValueError):
+            pass  # a cache that cannot be written only costs time
+
+
+def facts_salt() -> str:
+    """What besides a file's content decides a fact's summary of it: the tool and the plugins."""
+    material = json.dumps([FORMAT, __version__, tool_fingerprint(), plugin_fingerprint()])
+    return hashlib.sha256(material.encode()).hexdigest()
 
 
 def _checksum(entry: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ import ast
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
@@ -22,6 +22,8 @@ from codemods.analyses.portable import define_device, guard_import
 from codemods.api.prefilter import Prefilter
 from codemods.api.rule import TEXT_LANGUAGES, Rule, RuleContext
 from codemods.api.runner import RuleRunner
+from codemods.api.selectors import SWITCHED_OFF as SWITCHED_OFF  # its home; imported from here too
+from codemods.api.selectors import switched_off_option
 from codemods.api.suppression import Suppressions, skips_file
 from codemods.api.targets import plan_rules, report_instead, target_of
 from codemods.model.facts import FileFacts
@@ -29,37 +31,14 @@ from codemods.model.filemodel import FileModel
 from codemods.model.imports import insert_imports, is_settings_module, split_lines
 from npu_migrate.apply import grammar
 from npu_migrate.apply.notebook_run import migrate_notebook
+from npu_migrate.apply.outcome import FileOutcome as FileOutcome  # its home; imported from here too
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 from npu_migrate.core.discovery import interpreter_of, manifest_name, script_language
 from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 
-# rule option: the codes the run's `ignore` lists (command line, configuration, per-file-ignores)
-# switched off; a final sweep does not report what they would have handled (`switched_off_option`)
-SWITCHED_OFF = "switched_off"
 UNKNOWN_SUPPRESSION = "NPU001"
 PYTHON_SOURCE_SUFFIXES = (".py", ".pyi", ".pyw")
 MALFORMED_SUPPRESSION = "NPU002"
-
-
-@dataclass
-class FileOutcome:
-    """What happened to one file. `new_text` is None when nothing changed."""
-
-    path: str
-    new_text: str | None = None
-    edits: list[Edit] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    error: str | None = None
-    parsed: bool = False  # whether LibCST was needed at all
-    note: str | None = None  # why the file was skipped (not a regular file), when it was
-
-    @property
-    def changed(self) -> bool:
-        return self.new_text is not None
-
-    @property
-    def has_errors(self) -> bool:
-        return any(d.severity is Severity.ERROR for d in self.diagnostics)
 
 
 class RuleSet:
@@ -238,7 +217,7 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     npu_codes = {r.code for r in rules if r.needs_torch_npu}
     npu_lines = [e.line for e in context.edits if e.code in npu_codes]
     needs_npu = target_of(ruleset.options) == "npu" and bool(npu_lines)
-    adds_import = any(getattr(r, "adds_torch_npu_import", False) for r in ruleset.rules)
+    adds_import = any(r.adds_torch_npu_import for r in ruleset.rules)
     wanted = {item for item in context.imports if not _provided_elsewhere(item, context.model)}
     if needs_npu and adds_import:
         if is_settings_module(context.facts):  # the code that reads these values imports it
@@ -280,16 +259,6 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
 
 
 _EVERYTHING = Prefilter("")  # some rule wants every piece
-
-
-def switched_off_option(ignore: Iterable[str]) -> dict[str, list[str]]:
-    """The `SWITCHED_OFF` rule option of a run whose `ignore` selectors are `ignore`. Empty when
-    they match nothing, so the options, and with them the cache key, of a run without `ignore`
-    do not change."""
-    from codemods.api.registry import all_rules, selector_matches
-
-    codes = sorted({r.code for r in all_rules() if any(selector_matches(r, s) for s in ignore)})
-    return {SWITCHED_OFF: codes} if codes else {}
 
 
 def _drop_sweeps_where_switched_off(context: RuleContext, sweep_codes: set[str], text: str, path: str,
@@ -534,7 +503,7 @@ def migrate_source(text: str, path: str = "<string>", select: Iterable[str] = ()
     from codemods.api.registry import all_rules, select_rules
 
     ignore = list(ignore)
-    ruleset = RuleSet(select_rules(all_rules(), select, ignore, enable), {**(options or {}), **switched_off_option(ignore)})
+    ruleset = RuleSet(select_rules(all_rules(), select, ignore, enable), {**(options or {}), **switched_off_option(all_rules(), ignore)})
     outcome = migrate_text(text, path, ruleset)
     if outcome.error:
         raise ValueError(outcome.error)

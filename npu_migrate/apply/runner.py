@@ -5,58 +5,62 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import hashlib
+import json
 import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from codemods.api.facts import ProjectFact
 from npu_migrate.apply.cache import Cache
-from npu_migrate.apply.engine import SWITCHED_OFF, FileOutcome, RuleSet, migrate_text
+# the per-file limit lives with the run's reader; callers still import it from here too
+from npu_migrate.apply.files import MAX_FILE_BYTES as MAX_FILE_BYTES
+from npu_migrate.apply.files import MAX_FILE_BYTES_VARIABLE as MAX_FILE_BYTES_VARIABLE
+from npu_migrate.apply.files import TooBig, default_max_file_bytes, read_bounded, read_error
+from npu_migrate.apply.outcome import FileOutcome
 from npu_migrate.core.discovery import excluded
-from npu_migrate.core.notebooks import NOTEBOOK_SUFFIX
 from npu_migrate.core.parallel import ignore_interrupts, ordered_map
 from npu_migrate.core.sources import (
     Skipped,
     SourceError,
     SourceText,
     decode_source,
-    read_regular,
     remove_stale_temps,
     source_digest,
     write_if_unchanged,
 )
 
-# LibCST needs about 350 bytes of memory and, for code dense in CUDA uses, up to 50 us of CPU
-# per byte it parses: a file above this size is an error (left untouched), not an hour-long run
-MAX_FILE_BYTES = 2 * 1024 * 1024
-MAX_FILE_BYTES_VARIABLE = "NPU_MIGRATE_MAX_FILE_BYTES"
-# notebooks carry their outputs (images, tables): only the code cells reach LibCST (issue 14)
-NOTEBOOK_LIMIT_FACTOR = 16
-
-
-def default_max_file_bytes() -> int:
-    """`MAX_FILE_BYTES`, or the environment's `NPU_MIGRATE_MAX_FILE_BYTES` (0: no limit)."""
-    value = os.environ.get(MAX_FILE_BYTES_VARIABLE, "").strip()
-    return int(value) if value.isdigit() else MAX_FILE_BYTES
+if TYPE_CHECKING:
+    from npu_migrate.apply.engine import RuleSet
 
 
 @dataclass
 class RunPlan:
-    """Everything a worker needs to rebuild the rule sets (picklable)."""
+    """Everything a worker needs to rebuild the rule sets (picklable). `facts` holds the index of
+    each project fact the rules declared, per package root (`npu_migrate/apply/facts.py`), and
+    `file_roots` the package root of each file of the run; a file's rules see the indexes of its
+    own root in their options."""
 
     codes: list[str]
     options: dict[str, Any] = field(default_factory=dict)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     root: str = "."
     max_file_bytes: int = field(default_factory=lambda: default_max_file_bytes())
+    file_suffixes: tuple[str, ...] | None = None  # what the selected rules read (None: ask them)
+    project_facts: tuple[ProjectFact, ...] = ()
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    file_roots: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._rulesets: dict[frozenset[str], RuleSet] = {}
+        self._rulesets: dict[tuple[frozenset[str], str | None], RuleSet] = {}
+        self._slices: dict[tuple[str, str], str] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_rulesets"] = {}
+        state["_slices"] = {}
         return state
 
     def ignored_for(self, path: str) -> frozenset[str]:
@@ -69,18 +73,64 @@ class RunPlan:
                 found.update(codes)
         return frozenset(found)
 
+    def clear_rulesets(self) -> None:
+        """Forget the rule sets built so far (built before the facts, they carry none)."""
+        self._rulesets.clear()
+
     def ruleset_for(self, path: str) -> RuleSet:
         ignored = self.ignored_for(path)
-        ruleset = self._rulesets.get(ignored)
+        package_root = self.file_roots.get(os.path.abspath(path)) if self.facts else None
+        if package_root not in self.facts:
+            package_root = None  # no fact says anything about this root: the plain rule set
+        ruleset = self._rulesets.get((ignored, package_root))
         if ruleset is None:
             from codemods.api.registry import all_rules
+            from codemods.api.selectors import SWITCHED_OFF
+            from npu_migrate.apply.engine import RuleSet
 
             by_code = {r.code: r for r in all_rules()}
             rules = [by_code[c] for c in self.codes
                      if not any(c.startswith(i.upper()) for i in ignored)]
-            off = sorted(set(self.options.get(SWITCHED_OFF, ())) | {c for c in self.codes if by_code[c] not in rules})
-            ruleset = self._rulesets[ignored] = RuleSet(rules, {**self.options, SWITCHED_OFF: off} if off else self.options)
+            options = {**self.options, **self.facts.get(package_root or "", {})}
+            off = sorted(set(options.get(SWITCHED_OFF, ())) | {c for c in self.codes if by_code[c] not in rules})
+            if off:  # a rule switched off for this file is a decision the NPU599 sweep respects
+                options[SWITCHED_OFF] = off
+            ruleset = self._rulesets[(ignored, package_root)] = RuleSet(rules, options)
         return ruleset
+
+    def suffixes(self) -> tuple[str, ...]:
+        """The file suffixes the selected rules have something to say about."""
+        return self.file_suffixes if self.file_suffixes is not None else self.ruleset_for("").suffixes()
+
+    def facts_key(self, path: str) -> str:
+        """A digest of what the project facts say that the result of `path` depends on (part of
+        its cache key): the slice of each fact's index of its package root, with the root's own
+        path left out, so that a cache moved with its checkout stays valid."""
+        package_root = self.file_roots.get(os.path.abspath(path)) if self.file_roots else None
+        indexes = self.facts.get(package_root or "")
+        if not indexes:
+            return ""
+        assert package_root is not None
+        digest = hashlib.sha256()
+        for fact in self.project_facts:
+            index = indexes.get(fact.key)
+            if not index:
+                continue
+            part = fact.slice(index, path)
+            if part is index:  # the whole index: the same for every file of the root
+                memo = (package_root, fact.key)
+                if memo not in self._slices:
+                    self._slices[memo] = _portable(part, package_root)
+                text = self._slices[memo]
+            else:
+                text = _portable(part, package_root)
+            digest.update(f"{fact.key}\0{text}\0".encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+
+
+def _portable(value: Any, package_root: str) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text.replace(json.dumps(package_root + os.sep)[1:-1], "")
 
 
 @dataclass
@@ -102,6 +152,8 @@ def process_bytes(data: bytes, path: str, plan: RunPlan) -> FileResult:
         source = decode_source(data, path)
     except SourceError as exc:
         return FileResult(FileOutcome(path, error=str(exc)), digest=digest)
+    from npu_migrate.apply.engine import migrate_text  # LibCST and the rules: only for a file to migrate
+
     try:
         outcome = migrate_text(source.text, path, plan.ruleset_for(path))
     except RecursionError:
@@ -161,18 +213,12 @@ def _size(path: str) -> int:
 
 
 def _read(path: str, limit: int = 0) -> bytes | FileResult:
-    if limit and path.endswith(NOTEBOOK_SUFFIX):
-        limit *= NOTEBOOK_LIMIT_FACTOR  # a notebook's outputs are read as JSON, never parsed as code
     try:
-        if limit and (size := os.lstat(path).st_size) > limit:
-            return FileResult(FileOutcome(path, error=(
-                f"{path}:0:0: {size / 2**20:.1f} MiB is over the per-file limit of {limit / 2**20:.1f} MiB; "
-                f"left untouched (raise it with {MAX_FILE_BYTES_VARIABLE}=<bytes>)")))
-        return read_regular(path)
+        return read_bounded(path, limit)
     except Skipped as exc:
         return FileResult(FileOutcome(path, note=str(exc)))
-    except OSError as exc:
-        return FileResult(FileOutcome(path, error=f"{path}:0:0: cannot read: {exc.strerror}"))
+    except (TooBig, OSError) as exc:
+        return FileResult(FileOutcome(path, error=read_error(path, exc)))
 
 
 # -- worker side ----------------------------------------------------------------------------
@@ -218,7 +264,7 @@ def run(paths: Sequence[str], plan: RunPlan, jobs: int | None = None,
             ready[index] = data
             continue
         digest = source_digest(data)
-        hit = cache.get(digest, path)
+        hit = cache.get(digest, path, plan.facts_key(path))
         if hit is None:
             pending.append((index, path))
         elif hit.new_text is None:
@@ -236,7 +282,7 @@ def run(paths: Sequence[str], plan: RunPlan, jobs: int | None = None,
             if cache is not None and result.digest is not None:
                 # under the bytes that were migrated, never the file's bytes now: an edit made
                 # meanwhile must not be paired with a result computed without it
-                cache.put(result.digest, path, result.outcome)
+                cache.put(result.digest, path, result.outcome, plan.facts_key(path))
             next_pending = next(pending_index, None)
             yield result
         elif index in reload:
@@ -251,11 +297,11 @@ def _reload(path: str, plan: RunPlan, cache: Cache) -> FileResult:
     if isinstance(data, FileResult):
         return data
     digest = source_digest(data)
-    hit = cache.get(digest, path)
+    hit = cache.get(digest, path, plan.facts_key(path))
     if hit is not None:
         return _from_cache(hit, data, path, digest)
     result = process_bytes(data, path, plan)  # edited (or evicted) since the first look
-    cache.put(digest, path, result.outcome)
+    cache.put(digest, path, result.outcome, plan.facts_key(path))
     return result
 
 

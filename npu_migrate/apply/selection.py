@@ -3,11 +3,13 @@ file set (`--changed-since REV` and `--shard K/N`)."""
 
 from __future__ import annotations
 
+import heapq
 import os
 import subprocess
 import zlib
 from collections.abc import Sequence
 
+from codemods.api.selectors import Selectable, selector_matches
 from npu_migrate.core.config import SECTION, ConfigError, Settings, did_you_mean, normal_glob
 from npu_migrate.core.diagnostics import shown
 
@@ -16,16 +18,18 @@ class SelectionError(ValueError):
     pass
 
 
-def resolve_rule_selectors(settings: Settings) -> Settings:
+def resolve_rule_selectors(settings: Settings, rules: Sequence[Selectable] | None = None) -> Settings:
     """Every code, prefix or name in a loaded configuration must match a rule (built-in or
-    plugin); per-file-ignores names are turned into codes, which is what the runner matches, and
-    their globs lose a leading `./`. Raises ConfigError naming the file and the key."""
+    plugin; `rules`, or every installed one); per-file-ignores names are turned into codes, which
+    is what the runner matches, and their globs lose a leading `./`. Raises ConfigError naming
+    the file and the key."""
     if settings.source is None:  # defaults: nothing to check
         return settings
-    from codemods.api.registry import all_rules, selector_matches
+    if rules is None:
+        from codemods.api.registry import all_rules
 
+        rules = all_rules()
     where = f"{settings.source}: [tool.{SECTION}]"
-    rules = all_rules()
     by_name = {r.name: r.code for r in rules}
 
     def check(key: str, selector: str) -> None:
@@ -62,12 +66,50 @@ def parse_shard(text: str) -> tuple[int, int]:
 def shard(files: Sequence[str], k: int, n: int, root: str = ".") -> list[str]:
     """Files whose stable hash of their path (relative to `root`) falls in shard K of N.
     The same on every machine, and the shards partition the file set."""
-    chosen = []
-    for path in files:
-        relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root)).replace(os.sep, "/")
-        if zlib.crc32(relative.encode("utf-8", "surrogateescape")) % n == k - 1:
-            chosen.append(path)
-    return chosen
+    return [path for path in files if _hash(shard_key(path, root)) % n == k - 1]
+
+
+def shard_by_group(items: Sequence[tuple[str, str]], k: int, n: int) -> list[bool]:
+    """Which of `items` ((group key, item key): a package root and a file, as paths relative to
+    where the run names them from) fall in shard K of N. A group stays together unless it is
+    larger than 1.5 shares (a share: a shard's part of the items); a larger one (a run of one big
+    project) is cut into about share-sized pieces by the hash of each item's key. Groups and
+    pieces are then packed, largest first, each into the shard holding fewest items so far (ties:
+    the lower shard). The same on every machine for the same items, whatever the order they come
+    in; the shards partition them."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    sizes: dict[str, int] = {}
+    for group, _ in items:
+        sizes[group] = sizes.get(group, 0) + 1
+    share = max(1, -(-len(items) // n))
+    for index, (group, key) in enumerate(items):
+        pieces = max(1, round(sizes[group] / share))
+        groups.setdefault((group, _hash(key) % pieces if pieces > 1 else 0), []).append(index)
+    where = [0] * len(items)
+    loads = [(0, s) for s in range(n)]  # a heap: (files so far, shard)
+    for piece in sorted(groups, key=lambda g: (-len(groups[g]), g)):
+        load, chosen = heapq.heappop(loads)
+        heapq.heappush(loads, (load + len(groups[piece]), chosen))
+        for index in groups[piece]:
+            where[index] = chosen
+    return [w == k - 1 for w in where]
+
+
+def shard_key(path: str, root: str) -> str:
+    """A path as sharding sees it: relative to `root` (the configuration's folder, or the working
+    folder), with `/` between its parts."""
+    return relative_key(os.path.abspath(path), os.path.abspath(root))
+
+
+def relative_key(absolute: str, base: str) -> str:
+    """`shard_key` of an absolute path against an absolute folder (cheap for the paths below it)."""
+    prefix = os.path.join(base, "")
+    relative = absolute[len(prefix):] if absolute.startswith(prefix) else os.path.relpath(absolute, base)
+    return (relative or ".").replace(os.sep, "/")
+
+
+def _hash(key: str) -> int:
+    return zlib.crc32(key.encode("utf-8", "surrogateescape"))
 
 
 def changed_since(revision: str, paths: Sequence[str]) -> set[str]:

@@ -11,7 +11,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-import npu_migrate.apply.runner as runner_module
+import npu_migrate.apply.engine as engine_module  # the runner imports it when a file needs it
 from npu_migrate.cli import main
 from npu_migrate.core import sources
 from npu_migrate.core.parallel import worker_count
@@ -39,7 +39,7 @@ def project(tmp_path):
 def during_the_run(monkeypatch, action, name="b.py"):
     """Run `action(path)` right after the engine migrated `name`, before it is written back:
     an editor saving the file, or a file deleted, while the run is busy."""
-    real = runner_module.migrate_text
+    real = engine_module.migrate_text
 
     def migrate_then_act(text, path, ruleset, tree=None):
         outcome = real(text, path, ruleset, tree)
@@ -47,7 +47,7 @@ def during_the_run(monkeypatch, action, name="b.py"):
             action(path)
         return outcome
 
-    monkeypatch.setattr(runner_module, "migrate_text", migrate_then_act)
+    monkeypatch.setattr(engine_module, "migrate_text", migrate_then_act)
 
 
 def write_text(path, text):

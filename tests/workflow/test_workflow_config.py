@@ -129,16 +129,16 @@ def test_amp_dtype_and_target_version_reach_the_rules(tmp_path):
 
 
 def test_jobs_from_config_and_command_line(tmp_path, monkeypatch):
-    import npu_migrate.commands.apply as apply_module
+    import npu_migrate.apply.session as session_module  # the run's pipeline calls the runner
 
     seen = []
-    real_run = apply_module.run
+    real_run = session_module.run
 
     def spy(files, plan, jobs=None, cache=None):
         seen.append(jobs)
         return real_run(files, plan, jobs, cache)
 
-    monkeypatch.setattr(apply_module, "run", spy)
+    monkeypatch.setattr(session_module, "run", spy)
     root = project(tmp_path, "jobs = 3")
     write(root / "a.py", CUDA)
     apply("--check", "a.py", cwd=root, monkeypatch=monkeypatch)

@@ -64,7 +64,7 @@ def test_external_addresses_are_the_known_ones():
     found = {m.group(0).rstrip(".,;:") for page in DOCS
              for m in re.finditer(r"https?://[^\s)`>\]\"']+", page.read_text(encoding="utf-8"))}
     unknown = {url for url in found - EXTERNAL if not url.startswith("https://download.pytorch.org/whl/cu")}
-    assert unknown == set()  # CUDA wheel indexes are named as what NPU315 reports
+    assert unknown <= {"https://pypi.nvidia.com"}  # CUDA wheel indexes are named as what NPU315 reports
 
 
 RULE_PAGES = sorted((REPO / "docs" / "rules").glob("*.md"))

@@ -84,4 +84,4 @@ def test_folders_yield_python_shell_and_cuda_files_and_not_extensionless_scripts
     write(tmp_path / "p" / "run_train", LAUNCH)
     result = apply("--isolated", "--show-files", "p", cwd=tmp_path, monkeypatch=monkeypatch)
     assert sorted(Path(line).name for line in result.stdout.split()) == ["a.py", "b.sh", "c.cu"]
-    assert re.search(r"folders yield `\.py`, shell and CUDA files", " ".join(README.split()))
+    assert re.search(r"folders yield `\.py`, notebook, shell and CUDA files", " ".join(README.split()))
