@@ -1,6 +1,7 @@
 """Fault benchmark of `npu-migrate verify` script mode.
 
     python bench/verify_faults.py [--steps 2] [--only ID,ID] [--clean-runs 3] [--exact] [--corpus DIR]
+                                  [--max-peak-ratio 1.1]
 
 Models: the real public code where a clone is present in the corpus (`--corpus`, default
 /work/corpus; folders `<owner>+<name>`, the commit used is printed): pytorch/examples
@@ -99,6 +100,18 @@ FAULTS = [
      "mask = self._generate_square_subsequent_mask(len(src)).to(device)",
      "mask = self._generate_square_subsequent_mask(len(src))"),
     ("AdamW weight decay dropped", "gpt", "train.py", "lr=1e-3, weight_decay=0.1)", "lr=1e-3)"),
+    # issue 26: a mode, a precision region, optimizer state, memory (every command has --max-peak-ratio)
+    ("mode: eval() in place of train()", "mnist", "main.py", "    model.train()\n    for batch_idx",
+     "    model.eval()\n    for batch_idx"),
+    ("precision region: forward under bf16 autocast", "mnist", "main.py",
+     "        output = model(data)\n        loss = F.nll_loss(output, target)",
+     "        with torch.autocast(\"npu\", dtype=torch.bfloat16):\n            output = model(data)\n"
+     "        loss = F.nll_loss(output, target)"),
+    ("state: Adadelta rho 0.9 -> 0.95", "mnist", "main.py", "optim.Adadelta(model.parameters(), lr=args.lr)",
+     "optim.Adadelta(model.parameters(), lr=args.lr, rho=0.95)"),
+    ("memory: forward hooks keep every activation", "mnist", "main.py", "    optimizer = optim.Adadelta(",
+     "    for layer in model.modules(): layer.register_forward_hook(lambda m, a, out, kept=[]: kept.append(out))\n"
+     "    optimizer = optim.Adadelta("),
     # the three faults msprobe's rule lets through, now with HF32 matmuls on (device noise present)
     ("LayerNorm eps 1e-3, HF32 on", "transformer+hf32", "model.py", "num_encoder_layers=nlayers)",
      "num_encoder_layers=nlayers, layer_norm_eps=1e-3)"),
@@ -219,7 +232,8 @@ def run(args: argparse.Namespace) -> None:
     def options(model: str, tree: Path) -> ScriptOptions:
         source, script, script_args, _ = models[model]
         return ScriptOptions(source, tree, script, script_args, steps=args.steps,
-                             device_precision=not args.exact, timeout=args.timeout)
+                             device_precision=not args.exact, timeout=args.timeout,
+                             max_peak_ratio=args.max_peak_ratio)
 
     only = set(args.only.split(",")) if args.only else None
     rows = []
@@ -242,17 +256,19 @@ def run(args: argparse.Namespace) -> None:
                   f"expected {expected:<16} reported {outcome.location or '-':<16} {label}"
                   + ("" if outcome.verdict == "pass" and not args.reasons else f"  [{outcome.reason[:140]}]")
                   + (f"  worst distance/tolerance {outcome.comparison.worst_ratio:.2f}"
-                     if args.reasons and outcome.comparison else ""),
+                     if args.reasons and outcome.comparison else "")
+                  + f"  peak memory ratio {(outcome.data.get('memory') or {}).get('ratio') or float('nan'):.3f}",
                   flush=True)
     clean = []
-    if not only:
-        for repeat in range(args.clean_runs):
+    if not only or args.clean_runs:
+        for repeat in range(3 if args.clean_runs is None else args.clean_runs):
             for model in SCRIPTS:
                 outcome = verify_script(options(model, migrated[model]), {} if repeat else cache)
                 clean.append((model, outcome))
                 ratio = outcome.comparison.worst_ratio if outcome.comparison else float("nan")
+                memory = (outcome.data.get("memory") or {}).get("ratio") or float("nan")
                 print(f"clean{repeat + 1} {model:<11} {outcome.verdict:<5} {outcome.reason[:120]} "
-                      f"(worst distance/tolerance {ratio:.2f})", flush=True)
+                      f"(worst distance/tolerance {ratio:.2f}, peak memory ratio {memory:.3f})", flush=True)
     faults = [r for r in rows if r[0] == "fault"]
     caught = [r for r in faults if r[4].verdict == "fail"]
     located = [r for r in caught if r[6]]
@@ -270,7 +286,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--only", default="", help="case ids, e.g. f1,f14,b2")
-    parser.add_argument("--clean-runs", type=int, default=3)
+    parser.add_argument("--clean-runs", type=int, default=None, help="default 3, none with --only")
+    parser.add_argument("--max-peak-ratio", type=float, default=1.1,
+                        help="memory budget of every command (migrated/reference peak)")
     parser.add_argument("--exact", action="store_true", help="migrated side in exact float32 (no HF32)")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--reasons", action="store_true", help="print the reason of passing cases too")

@@ -1,10 +1,13 @@
-"""Script mode on real, unmodified public training scripts (issue 17).
+"""Script mode on real, unmodified public training scripts (issues 17 and 26).
 
-    python bench/verify_public_scripts.py [--corpus /work/corpus] [--only adder,nanogpt] [--steps 2]
+    python bench/verify_public_scripts.py [--corpus /work/corpus] [--mirror /work/.mirror] [--only adder,gat]
+                                          [--steps 2] [--clean-runs 3]
 
 For each script below, the public repository's files are copied from a local clone (the corpus,
 `<owner>+<name>` folders; the pinned commit is printed; get them with
-`git clone https://github.com/<owner>/<name> && git checkout <commit>`), small data files are
+`git clone https://github.com/<owner>/<name> && git checkout <commit>`), or, where the corpus has
+none, taken at the pinned commit from a bare mirror (`<mirror>/<owner>+<name>/repo`, as the
+search tool's `fetch` leaves it) with `git archive`; nothing of theirs is kept here. Small data files are
 written next to it where the script reads a data set (synthetic text or tokens: no download), the
 copy is migrated with `npu-migrate apply --output-dir`, and then
 
@@ -17,7 +20,15 @@ the exit code, the expected and reported lines, whether the injected line is amo
 finding names, and the wall time of the command.
 
 Models and data are tiny (a few layers, batch 2-4, 2 steps) so that each command takes seconds.
-Repositories missing from the corpus are skipped and said so.
+Repositories missing from the corpus and the mirror are skipped and said so.
+
+Every command shares one reference store (`--reference-store`, in the bench's work folder): the
+clean migration computes each script's reference and noise runs, the faults and benign changes
+reuse them, so their wall time is what one more case costs. `--clean-runs N` repeats the clean
+migration N-1 more times with `--no-reference-store` (a fresh reference each time) to count false
+alarms. karpathy/makemore (issue 26; needs tensorboard installed, which it imports) carries
+state, mode, precision-region and memory faults and benign changes, with `--max-peak-ratio 1.5` on
+every one of its commands.
 """
 
 from __future__ import annotations
@@ -83,7 +94,36 @@ class Script:
     faults: list[tuple[str, str, str, str]]  # (label, file, text in the migrated file, replacement)
     data: Callable[[Path], None] | None = None
     env: dict[str, str] = field(default_factory=dict)
+    commit: str = ""  # taken from the mirror at this commit when the corpus has no clone
+    benign: list[tuple[str, str, str, str]] = field(default_factory=list)  # changes that must pass
+    options: list[str] = field(default_factory=list)  # more `verify` options for every command
 
+
+MAKEMORE_FORWARD = "        # feed into the model\n        logits, loss = model(X, Y)\n"
+MAKEMORE_MOVE = "    model.to(args.device)\n"
+MAKEMORE_ARGS = ["-i", "names.txt", "-o", "out", "--type", "transformer", "--max-steps", "3", "--n-layer", "2",
+                 "--n-head", "2", "--n-embd", "16", "--n-embd2", "16", "--batch-size", "32", "--seed", "3407"]
+MAKEMORE = Script(
+    "makemore", "karpathy+makemore", "", "makemore.py", MAKEMORE_ARGS,
+    [("mode: an eval() never undone", "makemore.py", MAKEMORE_MOVE, MAKEMORE_MOVE + "    model.eval()\n"),
+     ("precision region: forward under bf16 autocast", "makemore.py", MAKEMORE_FORWARD,
+      "        # feed into the model\n        with torch.autocast(device_type=\"cpu\", dtype=torch.bfloat16):\n"
+      "            logits, loss = model(X, Y)\n"),
+     ("state: AdamW betas (0.9, 0.99) -> (0.9, 0.999)", "makemore.py", "betas=(0.9, 0.99)", "betas=(0.9, 0.999)"),
+     ("memory: forward hooks keep every activation (and its graph)", "makemore.py", MAKEMORE_MOVE,
+      MAKEMORE_MOVE + "    for layer in model.modules(): layer.register_forward_hook("
+      "lambda m, a, out: KEPT.append(out))\n")],
+    commit="988aa59e4d8f",
+    benign=[("autocast region, disabled", "makemore.py", MAKEMORE_FORWARD,
+             "        # feed into the model\n        with torch.autocast(device_type=\"cpu\", enabled=False):\n"
+             "            logits, loss = model(X, Y)\n"),
+            ("redundant train() before the forward", "makemore.py", MAKEMORE_FORWARD,
+             MAKEMORE_FORWARD.replace("        logits", "        model.train()\n        logits")),
+            ("logging hook keeping a float per call", "makemore.py", MAKEMORE_MOVE,
+             MAKEMORE_MOVE + "    for layer in model.modules(): layer.register_forward_hook("
+             "lambda m, a, out: KEPT.append(float(out[0].detach().abs().mean()) if isinstance(out, tuple) "
+             "else float(out.detach().abs().mean())))\n")],
+    options=["--max-peak-ratio", "1.5"])
 
 NANOGPT_ARGS = ["--dataset=tiny", "--batch_size=2", "--block_size=32", "--n_layer=2", "--n_head=2", "--n_embd=32",
                 "--max_iters=3", "--eval_interval=1000", "--eval_iters=1", "--compile=False", "--log_interval=1"]
@@ -94,7 +134,8 @@ SCRIPTS = [
            [("batch left on the CPU", "mingpt/trainer.py", "batch = [t.to(self.device) for t in batch]",
              "batch = [t for t in batch]"),
             ("GELU constant off (0.044715 -> 0.0447)", "mingpt/model.py", "x + 0.044715 * torch.pow(x, 3.0)",
-             "x + 0.0447 * torch.pow(x, 3.0)")]),
+             "x + 0.0447 * torch.pow(x, 3.0)")],
+           commit="37baab71b9ab"),
     Script("word_language_model", "pytorch+examples", "word_language_model", "main.py",
            ["--accel", "--epochs", "1", "--emsize", "32", "--nhid", "32", "--batch_size", "4", "--bptt", "8",
             "--log-interval", "1"],
@@ -103,17 +144,18 @@ SCRIPTS = [
             ("hidden state not detached", "main.py",
              "            hidden = repackage_hidden(hidden)\n            output, hidden = model(data, hidden)",
              "            output, hidden = model(data, hidden)")],
-           data=_wikitext),
+           data=_wikitext, commit="77f55b912142"),
     Script("nanogpt", "karpathy+nanoGPT", "", "train.py", [*NANOGPT_ARGS, "--dtype=float32"],
            [("LayerNorm eps 1e-5 -> 1e-3", "model.py", "self.weight, self.bias, 1e-5)",
              "self.weight, self.bias, 1e-3)"),
             ("batch x left on the CPU", "train.py", "x, y = x.pin_memory().to(device, non_blocking=True), ",
              "x, y = x.pin_memory(), ")],
-           data=_tokens),
+           data=_tokens, commit="3adf61e154c3"),
     Script("nanogpt-amp", "karpathy+nanoGPT", "", "train.py", NANOGPT_ARGS,  # dtype bfloat16: torch.amp.autocast
            [("LayerNorm input rounded to bf16 (AMP)", "model.py", "return F.layer_norm(input, self.weight.shape",
              "return F.layer_norm(input.bfloat16(), self.weight.shape")],
-           data=_tokens),
+           data=_tokens, commit="3adf61e154c3"),
+    MAKEMORE,
 ]
 
 
@@ -137,20 +179,50 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> 
 
 
 def inject(tree: Path, dest: Path, file: str, old: str, new: str) -> str:
+    """Copy `tree` to `dest` with `old` replaced by `new` in `file`; returns the file:line the
+    finding must name: the first line the replacement changes (a `with` line, a hook's line)."""
     shutil.copytree(tree, dest)
     path = dest / file
     text = path.read_text()
     if old not in text:
         raise SystemExit(f"{path}: {old!r} not in the migrated text (another commit of the corpus?)")
+    if "KEPT." in new and "\nKEPT = []" not in text:  # the hooks' list, at module level
+        text = text.replace("\nimport torch\n", "\nimport torch\nKEPT = []\n", 1)
+        if "\nKEPT = []" not in text:
+            raise SystemExit(f"{path}: no 'import torch' line to put the hooks' list after")
     position = text.index(old)
+    common = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
     path.write_text(text.replace(old, new, 1))
-    return f"{file}:{text[:position].count(chr(10)) + 1}"
+    return f"{file}:{text[:position + common].count(chr(10)) + 1}"
 
 
-def verify(script: Script, original: Path, migrated: Path, steps: int) -> tuple[dict, int, float]:
+def source_tree(script: Script, corpus: Path, mirror: Path, dest: Path) -> str | None:
+    """Copy the script's files to `dest` from the corpus clone or, at the pinned commit, from the
+    fetched mirror; returns where they came from (None: neither has them)."""
+    repo = corpus / script.repo
+    if (repo / script.subtree / script.script).is_file():
+        copy_tree(repo / script.subtree if script.subtree else repo, dest)
+        return f"{script.repo} @ {pinned(repo)} (corpus)"
+    git_dir = mirror / script.repo / "repo"
+    if not (script.commit and git_dir.is_dir()):
+        return None
+    dest.mkdir(parents=True)
+    # data folders are left out as copy_tree leaves them (a mirror may lack their large blobs)
+    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", script.commit, script.subtree or ".",
+                              ":(exclude,glob)**/data/**"], capture_output=True, check=False)
+    if archive.returncode:
+        return None
+    subprocess.run(["tar", "-x", "-C", str(dest), *(["--strip-components", str(script.subtree.count("/") + 1)]
+                                                     if script.subtree else [])],
+                   input=archive.stdout, check=True)
+    return f"{script.repo} @ {script.commit} (mirror {git_dir})"
+
+
+def verify(script: Script, original: Path, migrated: Path, steps: int, store: list[str]) -> tuple[dict, int, float]:
     started = time.perf_counter()
     proc = cli("verify", "--device-precision", "--steps", str(steps), "--original", str(original), "--migrated",
-               str(migrated), "--format", "json", "--", script.script, *script.args, env=script.env)
+               str(migrated), "--format", "json", *store, *script.options, "--", script.script, *script.args,
+               env=script.env)
     wall = time.perf_counter() - started
     try:
         return json.loads(proc.stdout), proc.returncode, wall
@@ -159,51 +231,61 @@ def verify(script: Script, original: Path, migrated: Path, steps: int) -> tuple[
 
 
 def run(args: argparse.Namespace) -> int:
-    corpus = Path(args.corpus)
+    corpus, mirror = Path(args.corpus), Path(args.mirror)
     only = set(args.only.split(",")) if args.only else None
     work = Path(tempfile.mkdtemp(prefix="verify-public-"))
+    store = ["--reference-store", str(work / "store")]
     rows = []
     for script in SCRIPTS:
         if only and script.name not in only:
             continue
-        repo = corpus / script.repo
-        if not (repo / script.subtree / script.script).is_file():
-            print(f"{script.name}: {repo / script.subtree / script.script} not found; skipped", flush=True)
-            continue
         original, migrated = work / f"{script.name}_original", work / f"{script.name}_migrated"
-        copy_tree(repo / script.subtree if script.subtree else repo, original)
+        origin = source_tree(script, corpus, mirror, original)
+        if origin is None:
+            print(f"{script.name}: {script.repo} in neither {corpus} nor {mirror}; skipped", flush=True)
+            continue
         if script.data:
             script.data(original)
         applied = cli("apply", str(original), "--output-dir", str(migrated))
         if applied.returncode not in (0, 1) or not migrated.is_dir():
             print(f"{script.name}: apply failed: {applied.stderr.strip()[-300:]}")
             continue
-        for item in ("data", "input.txt"):  # data the migration does not copy (not code)
+        for item in ("data", "input.txt", "names.txt"):  # data the migration does not copy (not code)
             if (original / item).exists() and not (migrated / item).exists():
                 (shutil.copytree if (original / item).is_dir() else shutil.copy)(original / item, migrated / item)
-        print(f"{script.name}: {script.repo} @ {pinned(repo)}: {script.script} {' '.join(script.args)}", flush=True)
-        cases = [("clean migration", None, migrated)]
-        for index, (label, file, old, new) in enumerate(script.faults):
-            tree = work / f"{script.name}_fault{index + 1}"
-            cases.append((label, inject(migrated, tree, file, old, new), tree))
-        for label, expected, tree in cases:
-            outcome, code, wall = verify(script, original, tree, args.steps)
+        print(f"{script.name}: {origin}: {script.script} {' '.join(script.args)}", flush=True)
+        cases = [("clean migration", None, migrated, store)]
+        for kind, changes in (("fault", script.faults), ("benign", script.benign)):
+            for index, (label, file, old, new) in enumerate(changes):
+                tree = work / f"{script.name}_{kind}{index + 1}"
+                expected = inject(migrated, tree, file, old, new)
+                cases.append((f"{kind}: {label}", expected if kind == "fault" else None, tree, store))
+        cases += [(f"clean migration, fresh reference {n + 2}", None, migrated, ["--no-reference-store"])
+                  for n in range(args.clean_runs - 1)]
+        for label, expected, tree, store_options in cases:
+            outcome, code, wall = verify(script, original, tree, args.steps, store_options)
             reported = outcome.get("location") or "-"
             if expected is None:
                 ok = outcome.get("verdict") == "pass"
             else:
                 ok = outcome.get("verdict") == "fail" and expected in outcome.get("sites", [])
-            rows.append((script.name, label, outcome.get("verdict"), code, expected or "-", reported, ok, wall))
-            print(f"  {label:<40} {outcome.get('verdict', '?'):<5} exit {code}  expected {expected or '-':<22} "
-                  f"reported {reported:<22} {'OK' if ok else 'WRONG'}  {wall:5.1f} s"
+            reused = ",".join((outcome.get("reference_store") or {}).get("reused", [])) or "-"
+            rows.append((script.name, label, outcome.get("verdict"), code, expected or "-", reported, ok, wall, reused))
+            print(f"  {label:<58} {outcome.get('verdict', '?'):<5} exit {code}  expected {expected or '-':<14} "
+                  f"reported {reported:<14} {'OK' if ok else 'WRONG'}  {wall:5.1f} s  reused {reused}"
                   + ("" if ok else f"  [{outcome.get('reason', '')[:200]}]"), flush=True)
-    print("\n| script | run | verdict | exit | injected at | reported at | right | wall s |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, label, verdict, code, expected, reported, ok, wall in rows:
+    print("\n| script | run | verdict | exit | injected at | reported at | right | wall s | reference reused |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, label, verdict, code, expected, reported, ok, wall, reused in rows:
         print(f"| {name} | {label} | {verdict} | {code} | {expected} | {reported} | {'yes' if ok else 'NO'} | "
-              f"{wall:.1f} |")
+              f"{wall:.1f} | {reused} |")
     right = sum(1 for row in rows if row[6])
-    print(f"\n{right}/{len(rows)} runs right (clean runs pass, faults fail at the injected line); steps={args.steps}")
+    reused_walls = sorted(row[7] for row in rows if row[8] == "reference,noise")
+    if reused_walls:
+        print(f"\nper-case wall with a reused reference: median {reused_walls[len(reused_walls) // 2]:.1f} s, "
+              f"max {reused_walls[-1]:.1f} s over {len(reused_walls)} cases")
+    print(f"{right}/{len(rows)} runs right (clean runs and benign changes pass, faults fail at the injected line); "
+          f"steps={args.steps}")
     shutil.rmtree(work, ignore_errors=True)
     return 0 if right == len(rows) else 1
 
@@ -211,6 +293,9 @@ def run(args: argparse.Namespace) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default=os.environ.get("NPU_MIGRATE_CORPUS", "/work/corpus"))
+    parser.add_argument("--mirror", default=os.environ.get("NPU_MIGRATE_MIRROR", "/work/.mirror"),
+                        help="folder of fetched bare mirrors, <owner>+<name>/repo")
+    parser.add_argument("--clean-runs", type=int, default=1, help="clean migrations per script (fresh reference each)")
     parser.add_argument("--only", default="", help="script names, e.g. adder,nanogpt")
     parser.add_argument("--steps", type=int, default=2)
     sys.exit(run(parser.parse_args()))

@@ -38,6 +38,9 @@ import click
               help="Script mode: write msprobe dump.json/stack.json of both sides under this folder.")
 @click.option("--compare-dumps", nargs=2, default=None, type=click.Path(path_type=Path), metavar="REF MIGRATED",
               help="Compare two msprobe dump.json files offline (e.g. one taken on an Ascend device).")
+@click.option("--device-dump", default=None, type=click.Path(path_type=Path), metavar="DUMP",
+              help="Script mode: an msprobe L1 dump.json taken on a device, aligned by API name with a reference "
+                   "run of --original (lines located in --migrated when given).")
 @click.option("--reference", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="Device of the reference side (float32).")
 @click.option("--backing", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
@@ -51,10 +54,16 @@ import click
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--max-rows", default=50, show_default=True, type=int, help="Rows of the tensor table (0: all).")
 @click.option("--timeout", default=600.0, show_default=True, type=float, help="Seconds per side.")
+@click.option("--reference-store", default=None, type=click.Path(path_type=Path),
+              help="Script mode: keep the reference and noise runs here and reuse them while the original tree, "
+                   "script, arguments and settings are unchanged [default: $NPU_MIGRATE_REFERENCE_STORE, else "
+                   "~/.cache/npu-migrate/verify-references].")
+@click.option("--no-reference-store", is_flag=True, help="Script mode: run the reference afresh and keep nothing.")
 @click.argument("script", nargs=-1, type=click.UNPROCESSED)
 def command(original, migrated, portable, devices, entry, steps, seed, share_state, renames, rng, device_precision, fp16_accumulation, no_noise_run,
-            noise_factor, dump_dir, compare_dumps, reference, backing, max_peak, max_peak_ratio,
-            threshold_items, thresholds_file, no_memory, fmt, max_rows, timeout, script):
+            noise_factor, dump_dir, compare_dumps, device_dump, reference, backing, max_peak, max_peak_ratio,
+            threshold_items, thresholds_file, no_memory, fmt, max_rows, timeout, reference_store, no_reference_store,
+            script):
     """Run ORIGINAL on the reference and MIGRATED on the NPU (or its emulation) and compare.
 
     Script mode: `verify --original A --migrated B -- train.py ARGS...` runs the real script in both
@@ -70,6 +79,14 @@ def command(original, migrated, portable, devices, entry, steps, seed, share_sta
         from npu_migrate.verify.offline import compare_dump_files
 
         sys.exit(_emit(compare_dump_files(*compare_dumps, noise_factor=noise_factor), fmt))
+    from npu_migrate.verify.sizes import parse_size
+
+    try:
+        budget = parse_size(max_peak) if max_peak is not None else None
+    except ValueError as error:
+        _usage_error(str(error))
+    memory_settings = {"memory": not no_memory, "max_peak": budget, "max_peak_ratio": max_peak_ratio,
+                       "reference_store": _store_path(reference_store, no_reference_store)}
     if portable is not None:
         if original is not None or migrated is not None or entry:
             _usage_error("--portable TREE replaces --original/--migrated (and runs a script, not --entry)")
@@ -77,9 +94,21 @@ def command(original, migrated, portable, devices, entry, steps, seed, share_sta
             _usage_error("nothing to run: give a script after -- (e.g. -- train.py --epochs 1)")
         sys.exit(_portable(portable, devices, script, steps=steps or 2, seed=seed, rng=rng,
                            device_precision=device_precision, noise_run=not no_noise_run,
-                           noise_factor=noise_factor, timeout=timeout, fmt=fmt))
+                           noise_factor=noise_factor, timeout=timeout, fmt=fmt, **memory_settings))
+    if device_dump is not None:
+        if original is None or not script:
+            _usage_error("--device-dump needs --original TREE and the script after -- (the reference it is aligned with)")
+        from npu_migrate.verify.offline import compare_device_dump
+        from npu_migrate.verify.script import ScriptOptions
+
+        options = ScriptOptions(original, migrated or original, script[0], list(script[1:]), steps=steps or 2,
+                                seed=seed, reference=reference, noise_run=not no_noise_run, noise_factor=noise_factor,
+                                timeout=timeout, memory=False, reference_store=memory_settings["reference_store"])
+        sys.exit(_emit(compare_device_dump(options, device_dump), fmt, max_rows))
     if original is None or migrated is None:
         _usage_error("--original and --migrated are required (or --portable TREE, or --compare-dumps REF MIGRATED)")
+    if entry and (reference_store is not None or no_reference_store):
+        _usage_error("--reference-store/--no-reference-store apply to script mode (a script after --), not --entry")
     if script and entry:
         _usage_error("give either --entry (model mode) or a script after -- (script mode), not both")
     if not script and not entry:
@@ -92,10 +121,9 @@ def command(original, migrated, portable, devices, entry, steps, seed, share_sta
         options = ScriptOptions(original, migrated, script[0], list(script[1:]), steps=steps or 2, seed=seed,
                                 reference=reference, backing=backing, rng=rng, device_precision=device_precision,
                                 fp16_accumulation=fp16_accumulation, noise_run=not no_noise_run, noise_factor=noise_factor, timeout=timeout,
-                                dump=dump_dir)
-        sys.exit(_emit(verify_script(options), fmt))
+                                dump=dump_dir, **memory_settings)
+        sys.exit(_emit(verify_script(options), fmt, max_rows))
     from npu_migrate.verify import VerifyOptions, verify
-    from npu_migrate.verify.sizes import parse_size
     from npu_migrate.verify.thresholds import (
         ThresholdPolicy,
         parse_overrides,
@@ -104,7 +132,6 @@ def command(original, migrated, portable, devices, entry, steps, seed, share_sta
 
     try:
         policy = ThresholdPolicy.load(parse_overrides(threshold_items), thresholds_file)
-        budget = parse_size(max_peak) if max_peak is not None else None
         rename_map = parse_renames(renames)
     except ValueError as error:
         click.echo(f"npu-migrate verify: {error}", err=True)
@@ -157,16 +184,25 @@ def _usage_error(message: str) -> None:
     sys.exit(2)
 
 
-def _emit(outcome, fmt: str) -> int:
+def _store_path(chosen: Path | None, off: bool) -> Path | None:
+    """Where script mode keeps its reference runs: --reference-store, else the default; None when off."""
+    if off:
+        return None
+    from npu_migrate.verify.store import default_root
+
+    return chosen or default_root()
+
+
+def _emit(outcome, fmt: str, max_rows: int = 50) -> int:
     """Print a script-mode or offline outcome; returns its exit code."""
     if fmt == "json":
         click.echo(json.dumps(outcome.to_dict(), indent=2, default=str))
     elif outcome.verdict == "error":
         click.echo(f"npu-migrate verify: {outcome.reason}", err=True)
     elif fmt == "markdown":
-        click.echo(outcome.report().to_markdown())
+        click.echo(outcome.report(max_rows).to_markdown())
     else:
         from rich.console import Console
 
-        outcome.report().render(Console(width=160))
+        outcome.report(max_rows).render(Console(width=160))
     return outcome.exit_code

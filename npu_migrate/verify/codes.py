@@ -61,18 +61,21 @@ device.
 
 ## What it means
 
-The migrated side's peak memory broke `--max-peak` or `--max-peak-ratio` (model mode).
+The migrated side's peak memory broke `--max-peak` or `--max-peak-ratio` (model or script mode).
 
 ## Why
 
 Peak memory is measured over the training steps on both sides: the device allocator's statistics on
-an accelerator, the profiler's allocation events on the CPU (docs/verify.md, "Peak memory").
+an accelerator; on the CPU, the profiler's allocation events in model mode and the live storages of
+the ops' outputs in script mode (docs/verify.md, "Peak memory", "Peak memory in script mode").
 
 ## Evidence
 
-The message gives the measured peak (or ratio) and the budget, and the module whose recorded tensors
-(outputs, parameters, gradients, buffers) grew most from the reference to the migrated side, with
-its class and line; the finding is placed at that line.
+The message gives the measured peak (or ratio) and the budget, and where the growth comes from. In
+model mode: the module whose recorded tensors (outputs, parameters, gradients, buffers) grew most
+from the reference to the migrated side, with its class and line; the finding is placed at that
+line. In script mode: a hook only the migrated code registers (a forward hook that keeps every
+activation, and its autograd graph, alive), else the line whose tensors alive at the peak grew most.
 
 ## What to do
 

@@ -109,7 +109,8 @@ def verify_many(cases: list[VerifyOptions]) -> list[Outcome]:
         ref_stderr = _run_side("reference", list(ref_jobs.values()), first, workdir) if ref_jobs else ""
         ref_time = time.perf_counter() - t0
         references = {job["out"]: _load(job["out"]) for job in ref_jobs.values()}
-        target_jobs, target_of = [], {}
+        target_jobs: list[dict[str, Any]] = []
+        target_of: dict[int, dict[str, Any]] = {}
         for i in valid:
             ref = references[ref_of[i]["out"]]
             if ref is None:
@@ -140,7 +141,9 @@ def verify_many(cases: list[VerifyOptions]) -> list[Outcome]:
                 outcomes[i] = error_outcome(_error_text("the migrated code does not follow the entry protocol",
                                                         target["error"], cases[i].migrated))
                 continue
-            outcome = analyze(references[ref_of[i]["out"]], target, cases[i])
+            reference = references[ref_of[i]["out"]]
+            assert reference is not None  # a case whose reference is missing got no target job
+            outcome = analyze(reference, target, cases[i])
             outcome.data["wall_s"] = {"reference_process": round(ref_time, 3),
                                       "target_process": round(tgt_time, 3)}
             outcomes[i] = outcome

@@ -56,13 +56,14 @@ def compare(name: str, ref: torch.Tensor, target: torch.Tensor, th: Thresholds) 
     share_1e3 = float((rel > 1e-3).double().mean()) if rel.numel() else 0.0
     share_5e3 = float((rel > 5e-3).double().mean()) if rel.numel() else 0.0
     norms = float(r.norm()) * float(t.norm())
-    if max_abs <= th.abs_floor:
-        cosine = 1.0
-    else:
-        cosine = float((r * t).sum()) / norms if norms > 0 else 0.0
+    cosine = _cosine(r, t, norms) if max_abs > th.abs_floor else 1.0
     reason = _verdict(ref_dtype, target_dtype, new_nonfinite, cosine, max_abs, share_5e3, th)
     return Comparison(name, list(ref.shape), ref_dtype, target_dtype, cosine, max_abs, max_rel,
                       share_1e3, share_5e3, reason == "", reason)
+
+
+def _cosine(r: torch.Tensor, t: torch.Tensor, norms: float) -> float:
+    return float((r * t).sum()) / norms if norms > 0 else 0.0
 
 
 def _verdict(ref_dtype: str, target_dtype: str, new_nonfinite: int, cosine: float, max_abs: float,

@@ -75,14 +75,41 @@ def read_dump(path: Path) -> list[dict[str, Any]]:
     stacks = _read_stacks(Path(path).with_name("stack.json"))
     events = []
     for seq, (name, entry) in enumerate(entries.items()):
+        if not isinstance(entry, dict):
+            continue
         match = _NAME.match(name)
         api = match.group("api") if match else name
         outputs = [_summary(t) for t in _tensor_entries(entry.get("output"))]
         if not outputs:
             continue
+        frames = stacks.get(name, [])
         events.append({"kind": "op", "name": api, "phase": match.group("direction") if match else "forward",
-                       "site": stacks.get(name), "module": None, "outputs": outputs, "seq": seq, "step": None})
+                       "site": frames[0] if frames else None, "stack": frames, "module": None, "outputs": outputs,
+                       "seq": seq, "step": None})
     return events
+
+
+def dump_level(path: Path) -> str:
+    """"aten" for our aten-level dumps (Aten.* names), "api" for msprobe's L0/L1/mix API names."""
+    try:
+        document = json.loads(Path(path).read_text())
+        names = list(document["data"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DumpError(f"{path}: not an msprobe dump.json ({error})") from error
+    return "aten" if names and all(name.startswith("Aten.") or name.startswith("Loss.") for name in names) else "api"
+
+
+def locate(frames: list[str], root: Path) -> str | None:
+    """The innermost stack frame whose file is a file of `root` (the device's paths differ from
+    ours: the longest tail of the path that names a file under the tree), as "rel/path.py:LINE"."""
+    for frame in frames:
+        path, _, line = frame.rpartition(":")
+        parts = Path(path).parts
+        for start in range(len(parts)):
+            tail = Path(*parts[start:])
+            if (Path(root) / tail).is_file():
+                return f"{tail}:{line}"
+    return None
 
 
 def _tensor_entries(value: Any) -> list[dict[str, Any]]:
@@ -99,23 +126,24 @@ def _summary(entry: dict[str, Any]) -> dict[str, Any]:
             "Norm": entry.get("Norm"), "sample": None}
 
 
-def _read_stacks(path: Path) -> dict[str, str]:
-    """NAME -> "file:line" of the first stack line that names a file."""
+def _read_stacks(path: Path) -> dict[str, list[str]]:
+    """NAME -> the "file:line" of each frame of its call stack, innermost first.
+
+    Two layouts: `{NAME: ["File /p/model.py, line 17, in forward, \n x = self.fc(x)", ...]}` and,
+    in newer msprobe (json_writer.write_stack_info_json), `{"0": [[NAME, ...], STACK], ...}` where
+    STACK is such a list or those lines joined into one string."""
     if not path.is_file():
         return {}
     try:
         document = json.loads(path.read_text())
     except ValueError:
         return {}
-    if isinstance(document, dict) and all(isinstance(v, list) and v and isinstance(v[0], list)
-                                          for v in document.values()):
-        # newer msprobe: {"0": [[names...], [stack lines...]]}
-        document = {name: lines for names, lines in document.values() for name in names}
-    sites = {}
-    for name, lines in (document or {}).items():
-        for line in lines if isinstance(lines, list) else []:
-            found = re.search(r"File (.+?), line (\d+)", str(line))
-            if found:
-                sites[name] = f"{found.group(1)}:{found.group(2)}"
-                break
-    return sites
+    if not isinstance(document, dict):
+        return {}
+    if all(isinstance(v, list) and len(v) == 2 and isinstance(v[0], list) for v in document.values()):
+        document = {name: stack for names, stack in document.values() for name in names}
+    frames = {}
+    for name, stack in document.items():
+        text = "\n".join(map(str, stack)) if isinstance(stack, list) else str(stack)
+        frames[name] = [f"{file}:{line}" for file, line in re.findall(r"File (.+?), line (\d+)", text)]
+    return frames

@@ -59,6 +59,8 @@ def _summarise(tensor: torch.Tensor) -> dict[str, Any]:
     summary: dict[str, Any] = {"shape": list(data.shape), "dtype": str(data.dtype).removeprefix("torch.")}
     if data.is_complex():
         data = torch.view_as_real(data)
+    if data.layout != torch.strided:  # sparse outputs (a graph's adjacency matrix) are compared dense
+        data = data.to_dense()
     if data.numel() == 0 or data.device.type == "meta":
         summary.update(Max=None, Min=None, Mean=None, Norm=None, sample=None)
         return summary
@@ -95,6 +97,16 @@ class Sites:
                 return line + _call_end(frame) if building is not None else line
             frame = frame.f_back
         return None
+
+    def here_in_function(self) -> tuple[str | None, str | None]:
+        """The innermost frame in the tree and the name of the function it runs."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            path = frame.f_code.co_filename
+            if path.startswith(self.root):
+                return f"{path[len(self.root):]}:{frame.f_lineno}", frame.f_code.co_name
+            frame = frame.f_back
+        return None, None
 
     def chain(self) -> list[str]:
         """Every frame in the tree, innermost first (the helper's line, then its callers')."""
@@ -138,23 +150,36 @@ class Record:
 
 
 class OpCapture(TorchDispatchMode):
-    def __init__(self, record: Record, sites: Sites, modules: ModuleTracker) -> None:
+    """`memory` (a statecapture.LiveBytes), when given, is told every storage an op produces."""
+
+    def __init__(self, record: Record, sites: Sites, modules: ModuleTracker, memory: Any = None) -> None:
         super().__init__()
-        self.record, self.sites, self.modules = record, sites, modules
+        self.record, self.sites, self.modules, self.memory = record, sites, modules, memory
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        if OWN_OPS.depth:
+            return out
         name = str(func)
-        if (func.is_view and name != _DETACH) or name in _SKIP_OPS or name.startswith(_UNINITIALISED) or AUDIT_INTERNAL.depth or OWN_OPS.depth:
+        site = None
+        if self.memory is not None and not func.is_view:  # the emulation's own copies (a move) count too
+            site = self.sites.here()
+            for tensor in _leaves(out):
+                if isinstance(tensor, torch.Tensor):
+                    self.memory.produced(tensor, site)
+        if AUDIT_INTERNAL.depth:
+            return out
+        if (func.is_view and name != _DETACH) or name in _SKIP_OPS or name.startswith(_UNINITIALISED):
             return out
         produced = [t for i, t in enumerate(_leaves(out))
                     if isinstance(t, torch.Tensor) and i != _WORKSPACE.get(name)]
         if not produced and func._schema.is_mutable and args:  # in-place ops returning nothing
             produced = [t for t in _leaves(args[0]) if isinstance(t, torch.Tensor)]
+        produced += _mutated_inputs(func, args, produced)
         if not produced:
             return out
-        site, module = self.sites.here(), self.modules.current()
+        site, module = site or self.sites.here(), self.modules.current()
         # a foreach op is one op per tensor: the same events a per-tensor loop gives (an optimizer
         # uses foreach on a device and a loop on the CPU)
         groups = [[t] for t in produced] if "_foreach_" in name else [produced]
@@ -170,6 +195,28 @@ class OpCapture(TorchDispatchMode):
         return out
 
 
+# ops that update their running statistics (arguments 3 and 4) in training mode (argument 5) while
+# their schema does not mark them as written
+_RUNNING_STATS = {"aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
+                  "aten.cudnn_batch_norm.default", "aten.miopen_batch_norm.default"}
+
+
+def _mutated_inputs(func: Any, args: tuple, produced: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Tensors an op writes to besides its outputs (batch norm's running mean and variance): state
+    no output shows, so a changed momentum is seen at the op that updates it."""
+    if str(func) in _RUNNING_STATS:
+        return [t for t in args[3:5] if isinstance(t, torch.Tensor)] if len(args) > 5 and args[5] else []
+    if not func._schema.is_mutable:
+        return []
+    found = []
+    for argument, value in zip(func._schema.arguments, args):
+        info = argument.alias_info
+        if info is not None and info.is_write and isinstance(value, torch.Tensor) \
+                and not any(value is t for t in produced):
+            found.append(value)
+    return found
+
+
 def _leaves(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return [leaf for item in value for leaf in _leaves(item)]
@@ -180,8 +227,8 @@ class ModuleTracker:
     """Global forward hooks: the module running now (its path in the outermost model, its class)
     and where each module was built (the user's line that constructed it)."""
 
-    def __init__(self, sites: Sites) -> None:
-        self.sites = sites
+    def __init__(self, sites: Sites, on_model: Any = None) -> None:
+        self.sites, self.on_model = sites, on_model  # on_model(module): a module called at the top level
         self.stack: list[torch.nn.Module] = []
         self.names: dict[int, str] = {}
         self.handles: list[Any] = []
@@ -224,6 +271,8 @@ class ModuleTracker:
         if not self.stack and id(module) not in self.names:
             for name, sub in module.named_modules():
                 self.names.setdefault(id(sub), name or type(module).__name__)
+        if not self.stack and self.on_model is not None:
+            self.on_model(module)
         self.stack.append(module)
 
     def _leave(self, module: torch.nn.Module, args: Any, output: Any) -> None:

@@ -101,7 +101,7 @@ class Divergence:
     module: dict[str, Any] | None = None
     reference_site: str | None = None
     extra_ops: list[dict[str, Any]] = field(default_factory=list)
-    seq: int = 0
+    seq: float = 0  # position in the run (a cause found between two events gets a half step)
     missing_ops: list[dict[str, Any]] = field(default_factory=list)  # only the original runs them
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,6 +116,40 @@ class Comparison:
     worst_ratio: float = 0.0
     first: Divergence | None = None
     noise_measured: bool = False
+    rows: list[dict[str, Any]] = field(default_factory=list)  # one per matched op: msprobe's columns and the verdict
+
+
+MSPROBE_COLUMNS = ("Cosine", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio", "Five Thousandth Err Ratio")
+
+
+def msprobe_columns(ref: dict[str, Any], tgt: dict[str, Any]) -> dict[str, Any]:
+    """msprobe's comparison columns for one output (Ascend/msprobe pytorch_accuracy_compare_instruct.md,
+    "Comparison Metric Calculation Formulas"): in real-data mode, over our evenly spaced sample of the
+    output, Cosine, MaxAbsErr, MaxRelativeErr and the shares of elements whose relative error is
+    below 1/1000 and 5/1000 (MaxRelativeErr None where the bench has a 0 the other side does not:
+    msprobe shows inf there); in statistics mode (no sample, e.g. a device dump) the differences of
+    Max, Min, Mean and L2 norm."""
+    columns: dict[str, Any] = dict.fromkeys(MSPROBE_COLUMNS)
+    for stat, label in (("Max", "Max diff"), ("Min", "Min diff"), ("Mean", "Mean diff"), ("Norm", "L2norm diff")):
+        a, b = ref.get(stat), tgt.get(stat)
+        columns[label] = None if a is None or b is None else b - a
+    rs, ts = ref.get("sample"), tgt.get("sample")
+    if not (isinstance(rs, torch.Tensor) and isinstance(ts, torch.Tensor) and rs.shape == ts.shape and rs.numel()):
+        return columns
+    finite = torch.isfinite(rs) & torch.isfinite(ts)
+    b, n = rs[finite].double(), ts[finite].double()
+    if not b.numel():
+        return columns
+    diff = (n - b).abs()
+    relative = torch.where(diff == 0, torch.zeros_like(diff), diff / b.abs())  # inf where only the bench is 0
+    norms = float(b.norm()) * float(n.norm())
+    max_relative = float(relative.max())
+    columns.update({"Cosine": float((b * n).sum()) / norms if norms > 0 else (1.0 if float(diff.max()) == 0 else 0.0),
+                    "MaxAbsErr": float(diff.max()),
+                    "MaxRelativeErr": max_relative if math.isfinite(max_relative) else None,
+                    "One Thousandth Err Ratio": float((relative < 1e-3).double().mean()),
+                    "Five Thousandth Err Ratio": float((relative < 5e-3).double().mean())})
+    return columns
 
 
 def _ops(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -187,13 +221,11 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
             result.matched += 1
             value, reason = distance(ref, tgt)
             floor = max(floors.get(o["dtype"], 0.0) for o in ref["outputs"]) if ref["outputs"] else 0.0
-            if noise is not None:
-                expected = noise_at.get(i1 + offset, 0.0)
-            else:
-                expected = CLASS_NOISE[op_class(ref["name"])]
+            expected = noise_at.get(i1 + offset, 0.0) if noise is not None else CLASS_NOISE[op_class(ref["name"])]
             tolerance = noise_factor * expected + floor
             if tolerance > 0 and math.isfinite(value):
                 result.worst_ratio = max(result.worst_ratio, value / tolerance)
+            result.rows.append(_row(ref, tgt, value, tolerance, reason))
             if value <= tolerance:
                 continue
             if first_op is None:
@@ -216,6 +248,39 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
     if candidates:
         result.first = min(candidates, key=lambda d: d.seq)
     return result
+
+
+def seq_mapper(reference: list[dict[str, Any]], migrated: list[dict[str, Any]]) -> tuple[Any, float]:
+    """(to_migrated_seq, end): where the migrated run stands when the original reaches its event
+    number `seq` (just before the migrated op aligned with the original's next op), and the
+    migrated run's last event number."""
+    import bisect
+
+    ref_ops, tgt_ops = _ops(reference), _ops(migrated)
+    end = float(migrated[-1]["seq"]) if migrated else 0.0
+    position: dict[int, int] = {}
+    for tag, i1, i2, j1, _ in _aligned(ref_ops, tgt_ops):
+        for offset in range(i2 - i1):
+            position[i1 + offset] = j1 + (offset if tag == "equal" else 0)
+    ref_seqs = [e["seq"] for e in ref_ops]
+
+    def to_migrated_seq(seq: int) -> float:
+        index = bisect.bisect_right(ref_seqs, seq)
+        j = position.get(index)
+        if j is None or j >= len(tgt_ops):
+            return end + 0.5
+        return tgt_ops[j]["seq"] - 0.5
+
+    return to_migrated_seq, end
+
+
+def _row(ref: dict[str, Any], tgt: dict[str, Any], value: float, tolerance: float, reason: str) -> dict[str, Any]:
+    first_ref, first_tgt = ref["outputs"][0], tgt["outputs"][0]
+    return {"op": tgt["name"], "api": tgt.get("api"), "site": tgt.get("site"), "step": tgt.get("step"),
+            "phase": tgt.get("phase"), "seq": tgt.get("seq"), "shape": first_tgt.get("shape"),
+            "dtype": first_tgt.get("dtype"), **msprobe_columns(first_ref, first_tgt),
+            "distance": value if math.isfinite(value) else None, "tolerance": tolerance,
+            "result": "pass" if value <= tolerance else "diverges" + (f" ({reason})" if reason else "")}
 
 
 _LOW_PRECISION = ("float16", "bfloat16")

@@ -53,7 +53,10 @@ class Side:
         if device == "cuda":
             if not torch.cuda.is_available():
                 raise SideError("--reference cuda: no CUDA device is available")
-            self.device, self.backend, self.stats = "cuda", "cuda", torch.cuda
+            from .tf32 import keep_off
+
+            keep_off()
+            self.device, self.backend, self.stats = "cuda", "cuda (TF32 off)", torch.cuda
             return
         self.device, self.backend, self.stats = "cpu", "cpu", None
         if not torch.cuda.is_available():
@@ -216,7 +219,7 @@ def run_job(side: Side, job: dict[str, Any]) -> dict[str, Any]:
             _apply_reference_init(spec, torch.load(job["init"], weights_only=False)["init"], job.get("renames") or {})
         optimizer = spec.optimizer or torch.optim.SGD(spec.model.parameters(), lr=0.01)
         result["modules"] = module_locations(spec.model, str(root))
-    except Exception as error:  # noqa: BLE001 - reported to the parent, which decides
+    except Exception as error:  # reported to the parent, which decides
         result["error"] = describe_error(error, root, "build", None)
         return result
     result["timing"]["build_s"] = time.perf_counter() - started
@@ -235,7 +238,7 @@ def run_job(side: Side, job: dict[str, Any]) -> dict[str, Any]:
                 result["memory"] = peak.cpu_peak(run_steps, peak.live_bytes(_state_tensors(spec, optimizer)))
             else:
                 result["memory"] = peak.device_peak(run_steps, side.stats)
-        except Exception as error:  # noqa: BLE001 - the instrumented run below reports it with a location
+        except Exception as error:  # the instrumented run below reports it with a location
             result["timing"]["memory_error"] = f"{type(error).__name__}: {error}"
         result["timing"]["memory_s"] = time.perf_counter() - t0
         spec.model.load_state_dict(saved_model)
@@ -265,7 +268,7 @@ def run_job(side: Side, job: dict[str, Any]) -> dict[str, Any]:
             tensors[f"param/{name}"] = to_cpu_copy(param)
         for name, buffer in spec.model.named_buffers():
             tensors[f"buffer/{name}"] = to_cpu_copy(buffer)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         module = recorder.stack[-1] if recorder.stack else None
         result["error"] = describe_error(error, root, "step", module)
     finally:
@@ -299,7 +302,7 @@ def main(argv: list[str]) -> int:
     cwd = os.getcwd()
     try:
         side = Side(config)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         for job in config["jobs"]:
             torch.save({"error": {"type": type(error).__name__, "message": str(error), "phase": "setup",
                                   "module": None, "location": None, "traceback": ""}},

@@ -30,7 +30,8 @@ EMULATION_SCOPE = (
     "Emulated PASS: the migrated script runs, places every tensor on the device (audited), seeds and "
     "computes the same numbers as the original within the noise the device's precision causes (HF32; "
     "under autocast, the device's op lists, taken to be CUDA's). It does not prove the device's own "
-    "kernels, fp16 accumulation, memory, speed, or multi-device collectives: run on an Ascend device "
+    "kernels, fp16 accumulation, the device allocator's memory figures (the peaks compared are tensor "
+    "storage), speed, or multi-device collectives: run on an Ascend device "
     "(or compare an msprobe dump taken there) for those.")
 
 
@@ -58,6 +59,11 @@ class ScriptOptions:
     env: dict[str, str] | None = None
     portable: bool = False  # one tree: the reference runs it on plain CPU torch, as it is
     target_device: str = "npu"  # "npu" (a device or the emulation) or "cuda" (a GPU; portable code)
+    memory: bool = True  # measure the peak memory of both sides
+    max_peak: int | None = None  # budget of the migrated side's peak, bytes
+    max_peak_ratio: float | None = None  # budget of migrated / reference peak
+    reference_store: Path | None = None  # keep and reuse reference and noise runs here (store.py)
+    api_level: bool = False  # record torch API calls (msprobe's L1 names) instead of aten ops
 
 
 @dataclass
@@ -78,7 +84,9 @@ class ScriptOutcome:
         first = self.comparison.first if self.comparison else None
         if first is not None:
             return first.site
-        return (self.error or {}).get("location")
+        if self.error:
+            return self.error.get("location")
+        return (self.data.get("memory") or {}).get("blame") if self.verdict == "fail" else None
 
     def sites(self) -> list[str]:
         """Every migrated-tree file:line the outcome names (the divergence, the line that built its
@@ -91,6 +99,7 @@ class ScriptOutcome:
             found += [first.site, (first.module or {}).get("built")]
             found += [op.get("site") for op in first.extra_ops[:1]]
             found += [op.get("mapped_site") for op in first.missing_ops[:1]]
+        found.append((self.data.get("memory") or {}).get("blame"))
         if self.error:
             found.append(self.error.get("location"))
             found += [move["mapped_site"] for move in self.error.get("missing_moves", [])[:1]]
@@ -112,6 +121,9 @@ class ScriptOutcome:
             code = "VER004" if "placement audit" in self.error.get("message", "") else "VER002"
             out.append(_diagnostic(code, f"migrated script raised {self.error['type']}: {self.error['message']}",
                                    root, self.error.get("location")))
+        memory = self.data.get("memory") or {}
+        for failure in memory.get("failures", []):
+            out.append(_diagnostic("VER003", f"{failure}{memory.get('blame_text', '')}", root, memory.get("blame")))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -123,18 +135,22 @@ class ScriptOutcome:
                 "only_original_ops": comparison.only_reference if comparison else 0,
                 "only_migrated_ops": comparison.only_migrated if comparison else 0,
                 "worst_ratio_to_tolerance": comparison.worst_ratio if comparison else None,
-                "findings": [d.to_dict() for d in self.findings()], "sites": self.sites(), **self.data}
+                "findings": [d.to_dict() for d in self.findings()], "sites": self.sites(),
+                "ops": comparison.rows if comparison else [], **self.data}
 
-    def report(self) -> Report:
+    def report(self, max_rows: int = 50) -> Report:
         summary: dict[str, Any] = {"verdict": self.verdict.upper(), "reason": self.reason}
         if self.location:
             summary["location"] = self.location
-        for key in ("reference", "noise", "target", "steps", "steps_run"):
+        for key in ("reference", "noise", "target", "steps", "steps_run", "tf32"):
             if key in self.data:
                 summary[key.replace("_", " ")] = self.data[key]
         if self.comparison:
             summary["ops"] = (f"{self.comparison.matched} compared, {self.comparison.only_reference} only in the "
                               f"original, {self.comparison.only_migrated} only in the migrated code")
+        memory = self.data.get("memory") or {}
+        if memory.get("text"):
+            summary["peak memory"] = memory["text"]
         if self.data.get("scope"):
             summary["what this proves"] = self.data["scope"]
         report = Report("npu-migrate verify (script mode)", summary=summary)
@@ -149,8 +165,38 @@ class ScriptOutcome:
             if first.extra_ops:
                 rows.append(["just before", ", ".join(f"{e['name']} at {e['site']}" for e in first.extra_ops[:5])])
             report.tables.append(Table("First divergence", ["", ""], rows))
+        if self.comparison and self.comparison.rows:
+            report.tables.append(_ops_table(self.comparison, max_rows))
         report.findings = self.findings()
         return report
+
+
+def _ops_table(comparison: Comparison, max_rows: int) -> Table:
+    """msprobe's columns beside our verdict, for the ops that matter most: those just before the
+    first divergence and the ones closest to their tolerance (all of them with --max-rows 0)."""
+    rows = comparison.rows
+    if max_rows and len(rows) > max_rows:
+        first = comparison.first.seq if comparison.first else None
+        before = [r for r in rows if first is not None and r["seq"] is not None and r["seq"] <= first][-(max_rows // 2):]
+        closest = sorted(rows, key=lambda r: -((r["distance"] or 0.0) / (r["tolerance"] or 1e-30)))
+        chosen = {id(r): r for r in before}
+        for row in closest:
+            if len(chosen) >= max_rows:
+                break
+            chosen.setdefault(id(row), row)
+        rows = sorted(chosen.values(), key=lambda r: r["seq"] or 0)
+
+    def number(value: Any) -> str:
+        return "-" if value is None else f"{value:.6g}"
+
+    table = [[r["op"], r["site"] or "?", str(r["step"]), "x".join(map(str, r["shape"] or [])), r["dtype"] or "",
+              number(r["Cosine"]), number(r["MaxAbsErr"]), number(r["MaxRelativeErr"]),
+              number(r["One Thousandth Err Ratio"]), number(r["Five Thousandth Err Ratio"]),
+              f"{number(r['distance'])} / {number(r['tolerance'])}", r["result"]] for r in rows]
+    return Table(f"Ops ({len(rows)} of {len(comparison.rows)} compared; msprobe's columns over the sample, "
+                 "then our distance / tolerance)",
+                 ["op", "at", "step", "shape", "dtype", "Cosine", "MaxAbsErr", "MaxRelativeErr",
+                  "One Thousandth Err Ratio", "Five Thousandth Err Ratio", "distance / tolerance", "result"], table)
 
 
 def _expand(site: str) -> list[str]:
@@ -180,6 +226,13 @@ def line_unchanged(original_root: Path | str, migrated_root: Path | str, site: s
     target = int(line) - 1
     return any(tag == "equal" and i1 <= target < i2 for tag, i1, i2, _, _ in
                difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes())
+
+
+def site_mapper(original_root: Path | str, migrated_root: Path | str) -> Any:
+    """map_line with the alignment of each file computed once."""
+    import functools
+
+    return functools.lru_cache(maxsize=None)(lambda site: map_line(Path(original_root), Path(migrated_root), site))
 
 
 def map_line(original_root: Path, migrated_root: Path, site: str | None) -> str | None:
@@ -231,13 +284,15 @@ def check(options: ScriptOptions) -> None:
         raise ScriptError(f"--rng {options.rng}: 'align' or 'device'")
     if options.target_device not in ("npu", "cuda") or (options.target_device == "cuda" and not options.portable):
         raise ScriptError(f"device {options.target_device!r}: the migrated side runs on 'npu' (or 'cuda' for portable code)")
+    if not options.memory and (options.max_peak is not None or options.max_peak_ratio is not None):
+        raise ScriptError("--max-peak/--max-peak-ratio need the peak-memory measurement that --no-memory turns off")
 
 
 def _job(options: ScriptOptions, side: str, root: Path, out: Path) -> dict[str, Any]:
     return {"side": side, "root": str(Path(root).resolve()), "script": options.script, "args": options.args,
             "steps": options.steps, "seed": options.seed, "reference": options.reference,
             "backing": options.backing, "rng": options.rng, "device_precision": options.device_precision,
-            "fp16_accumulation": options.fp16_accumulation,
+            "fp16_accumulation": options.fp16_accumulation, "memory": options.memory, "api_level": options.api_level,
             "original_root": str(Path(options.original).resolve()), "portable": options.portable,
             "target_device": options.target_device, "out": str(out)}
 
@@ -285,20 +340,18 @@ def run_side(job: dict[str, Any], options: ScriptOptions, workdir: Path) -> dict
 
 
 def verify_script(options: ScriptOptions, cache: dict[tuple, dict[str, Any]] | None = None) -> ScriptOutcome:
-    """`cache` (optional) keeps reference and noise results for reuse by cases sharing the original."""
+    """`cache` (optional) keeps reference and noise results for reuse by cases sharing the original;
+    `options.reference_store` keeps them on disk for later calls (store.py)."""
     try:
         check(options)
     except ScriptError as error:
         return ScriptOutcome("error", str(error))
     cache = {} if cache is None else cache
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="npu-migrate-verify-") as tmp:
         workdir = Path(tmp)
-        base = (str(Path(options.original).resolve()), options.script, tuple(options.args), options.steps,
-                options.seed, options.reference, options.portable)
-        if ("reference", *base) not in cache:
-            cache[("reference", *base)] = run_side(_job(options, "reference", options.original,
-                                                        workdir / "reference.pt"), options, workdir)
-        reference = cache[("reference", *base)]
+        runs = _References(options, cache, workdir)
+        reference = runs.get("reference", [])
         if reference.get("error"):
             return ScriptOutcome("error", _error_line("the original script failed on the reference side",
                                                       reference["error"], options.original))
@@ -310,11 +363,63 @@ def verify_script(options: ScriptOptions, cache: dict[tuple, dict[str, Any]] | N
             classes = ["conv", "matmul"] if classes is None else classes
             # (always run: even with nothing in HF32, a device's kernels round differently, and
             # what that becomes after an optimizer step is what the noise run measures)
-            noise = cache.get(("noise", tuple(classes), options.fp16_accumulation, *base))
-            if noise is None:
-                job = dict(_job(options, "noise", options.original, workdir / "noise.pt"), hf32=classes)
-                noise = cache[("noise", tuple(classes), options.fp16_accumulation, *base)] = run_side(job, options, workdir)
-    return judge(options, reference, noise, target)
+            noise = runs.get("noise", classes)
+    outcome = judge(options, reference, noise, target)
+    outcome.data["reference_store"] = runs.report()
+    outcome.data["wall_s"] = round(time.perf_counter() - started, 3)
+    return outcome
+
+
+class _References:
+    """The reference and noise runs of one original: from the in-memory cache, the reference store,
+    or run now (and then kept in both)."""
+
+    def __init__(self, options: ScriptOptions, cache: dict[tuple, dict[str, Any]], workdir: Path) -> None:
+        from .store import ReferenceStore
+
+        self.options, self.cache, self.workdir = options, cache, workdir
+        self.base = (str(Path(options.original).resolve()), options.script, tuple(options.args), options.steps,
+                     options.seed, options.reference, options.portable, options.memory, options.api_level)
+        self.store = ReferenceStore(options.reference_store) if options.reference_store else None
+        self.key = ReferenceStore.settings_key({"script": options.script, "args": options.args,
+                                                "steps": options.steps, "seed": options.seed,
+                                                "reference": options.reference, "portable": options.portable,
+                                                "memory": options.memory, "api_level": options.api_level}) \
+            if self.store else ""
+        self.entry: Path | None = None
+        self.reused: list[str] = []
+
+    def get(self, side: str, classes: list[str]) -> dict[str, Any]:
+        variant = (tuple(classes), self.options.fp16_accumulation) if side == "noise" else ()
+        key = (side, *variant, *self.base)
+        if key in self.cache:
+            return self.cache[key]
+        name = f"{side}.pt" if side == "reference" else \
+            f"noise-{'-'.join(classes) or 'none'}{'-fp16acc' if self.options.fp16_accumulation else ''}.pt"
+        original = Path(self.options.original).resolve()
+        if self.store is not None and self.entry is None:
+            self.entry = self.store.find(self.key, original)
+        result = self.store.load(self.entry / name) if self.store is not None and self.entry is not None else None
+        if result is not None:
+            self.reused.append(side)
+        else:
+            before = self.store.snapshot(original) if self.store is not None else {}
+            job = _job(self.options, side, self.options.original, self.workdir / name)
+            result = run_side(dict(job, hf32=classes) if side == "noise" else job, self.options, self.workdir)
+            if self.store is not None and not result.get("error"):
+                written = self.store.written(original, before)
+                if self.entry is None:
+                    self.entry = self.store.create(self.key, original, written)
+                else:
+                    self.store.add_written(self.entry, written)
+                self.store.save(self.entry / name, result)
+        self.cache[key] = result
+        return result
+
+    def report(self) -> dict[str, Any] | None:
+        if self.store is None:
+            return None
+        return {"entry": str(self.entry) if self.entry else None, "reused": self.reused}
 
 
 def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, Any] | None,
@@ -339,13 +444,92 @@ def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, An
             "steps_run": target.get("steps_run")}
     if str(target.get("backend", "")).startswith("emulation"):
         data["scope"] = EMULATION_SCOPE
+    if reference.get("tf32_refused"):
+        first = reference["tf32_refused"][0]
+        data["tf32"] = (f"the original asks for TF32 ({first['setting']} = {first['value']} at {first['site']}); "
+                        "the reference computed in float32 regardless")
     if options.dump is not None:
         msprobe.write_dump(Path(options.dump) / "reference", reference["record"], str(options.original))
         msprobe.write_dump(Path(options.dump) / "migrated", target.get("record", []), str(options.migrated))
+    truth, spread = (noise, reference) if amp and noise is not None else (reference, noise)
+    _first_cause(comparison, truth, spread, target, options)
+    data["memory"] = peak_memory(options, reference, target)
     records = {"reference": reference["record"], "migrated": target.get("record", [])}
     outcome = _verdict(reference, target, comparison, data)
     outcome.records = records
     return outcome
+
+
+def _first_cause(comparison: Comparison, truth: dict[str, Any], spread: dict[str, Any] | None,
+                 target: dict[str, Any], options: ScriptOptions) -> None:
+    """Put the earliest divergence first, counting mode changes, autocast regions, saved objects and
+    the final state (statecompare) beside the ops: a cause before the ops it affects wins."""
+    from .opcompare import seq_mapper
+    from .statecompare import mode_divergence, region_divergence, save_divergence, state_divergence
+
+    ref_events, tgt_events = truth["record"], target.get("record", [])
+    noise_events = spread["record"] if spread and not spread.get("error") else None
+    to_migrated_seq, end = seq_mapper(ref_events, tgt_events)
+    end = end if target.get("error") else float("inf")
+    map_site = site_mapper(options.original, options.migrated)
+    found = [comparison.first,
+             mode_divergence(ref_events, tgt_events, to_migrated_seq, end, map_site),
+             region_divergence(ref_events, tgt_events, to_migrated_seq, end, map_site)]
+    if not target.get("error"):  # a run that raised ends where it raised: its saves and state are partial
+        found += [save_divergence(ref_events, tgt_events, noise_events, options.noise_factor),
+                  state_divergence(ref_events, tgt_events, noise_events, options.noise_factor)]
+    candidates = [d for d in found if d is not None]
+    if not candidates:
+        return
+    first = min(candidates, key=lambda d: d.seq)
+    if first.site is None and first.reference_site:
+        first.site = map_line(Path(options.original), Path(options.migrated), first.reference_site)
+    comparison.first = first
+
+
+def peak_memory(options: ScriptOptions, reference: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:
+    """Both sides' peaks, their ratio, the budgets broken and, when one is, the line to blame: a
+    hook only the migrated code registers, else the line whose live bytes at the peak grew most."""
+    from .sizes import format_bytes
+    from .statecompare import new_hooks
+
+    ref, tgt = reference.get("memory"), target.get("memory")
+    if not options.memory or not ref or not tgt:
+        return {"measured": False}
+    ratio = tgt["peak"] / ref["peak"] if ref["peak"] else None
+    out: dict[str, Any] = {"measured": True, "reference_peak": ref["peak"], "migrated_peak": tgt["peak"],
+                           "ratio": ratio, "method": tgt.get("method"), "failures": []}
+    out["text"] = (f"reference {format_bytes(ref['peak'])}, migrated {format_bytes(tgt['peak'])}"
+                   + (f" (ratio {ratio:.3f})" if ratio is not None else ""))
+    if options.max_peak is not None and tgt["peak"] > options.max_peak:
+        out["failures"].append(f"peak memory {format_bytes(tgt['peak'])} > --max-peak {format_bytes(options.max_peak)}")
+    if options.max_peak_ratio is not None and ratio is not None and ratio > options.max_peak_ratio:
+        out["failures"].append(f"peak memory ratio {ratio:.3f} > --max-peak-ratio {options.max_peak_ratio:g}")
+    if out["failures"]:
+        hooks = new_hooks(reference["record"], target.get("record", []))
+        if hooks:
+            out["blame"] = hooks[0]["site"]
+            out["blame_text"] = f" (the migrated code registers a {hooks[0]['name']} here that the original does not)"
+        else:
+            out.update(_grew_most(options, ref.get("by_site", {}), tgt.get("by_site", {})))
+    return out
+
+
+def _grew_most(options: ScriptOptions, ref_sites: dict[str, int], tgt_sites: dict[str, int]) -> dict[str, Any]:
+    """The migrated line whose tensors alive at the peak grew most from the original's same line."""
+    from .sizes import format_bytes
+
+    mapped: dict[str, int] = {}
+    for site, size in ref_sites.items():
+        where = map_line(Path(options.original), Path(options.migrated), site) if ":" in site else site
+        mapped[where or site] = mapped.get(where or site, 0) + size
+    growth = {site: size - mapped.get(site, 0) for site, size in tgt_sites.items()}
+    if not growth:
+        return {}
+    site, grown = max(growth.items(), key=lambda item: item[1])
+    if grown <= 0 or ":" not in site:
+        return {}
+    return {"blame": site, "blame_text": f" (grew most: tensors made at {site}, +{format_bytes(grown)} alive at the peak)"}
 
 
 def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comparison,
@@ -386,6 +570,11 @@ def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comp
     if reference.get("steps_run", 0) != target.get("steps_run", 0):
         return ScriptOutcome("fail", f"the migrated script ran {target.get('steps_run')} steps, the original "
                                      f"{reference.get('steps_run')}", comparison, None, data)
+    failures = (data.get("memory") or {}).get("failures")
+    if failures:
+        blame = data["memory"].get("blame")
+        return ScriptOutcome("fail", f"{blame + ': ' if blame else ''}{'; '.join(failures)}"
+                                     f"{data['memory'].get('blame_text', '')}", comparison, None, data)
     return ScriptOutcome("pass", f"{comparison.matched} ops and {target.get('steps_run')} losses match "
                                  f"within the measured noise", comparison, None, data)
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from .apicapture import ApiCapture
 from .opcapture import (
     ModuleTracker,
     MoveWatcher,
@@ -36,7 +37,17 @@ from .opcapture import (
     StepCounter,
     StopRun,
 )
+from . import tf32
 from .runner import _install_cuda_shim, describe_error
+from .statecapture import (
+    HookWatcher,
+    Instances,
+    LiveBytes,
+    ModeWatcher,
+    RegionWatcher,
+    SaveWatcher,
+    final_state,
+)
 
 
 def _foreach_as_on_a_gpu() -> None:
@@ -84,7 +95,8 @@ def _setup(job: dict[str, Any]) -> str:
         if job.get("reference") == "cuda":
             if not torch.cuda.is_available():
                 raise RuntimeError("--reference cuda: no CUDA device is available")
-            backend = "cuda"
+            tf32.keep_off()
+            backend = "cuda (TF32 off)"
         else:
             if not torch.cuda.is_available():
                 _install_cuda_shim()
@@ -122,6 +134,9 @@ def _setup(job: dict[str, Any]) -> str:
     emulation.activate(job.get("backing", "cpu"), track_memory=False, audit=True,
                        separate_rng=job.get("rng") == "device", precision=precision,
                        fp16_accumulation=fp16_accumulation)
+    # torch_npu gives the NPU foreach kernels, so optimizers take their foreach path there, as the
+    # reference does; an emulated tensor backed by the CPU would otherwise loop per parameter
+    _foreach_as_on_a_gpu()
     accumulation = ", fp16 accumulation" if fp16_accumulation else ""
     return f"emulation ({job.get('backing', 'cpu')}, {precision} precision{accumulation}, rng {job.get('rng', 'align')})"
 
@@ -134,21 +149,24 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                               "record": record.events, "timing": {}}
     try:
         result["backend"] = _setup(job)
-    except Exception as error:  # noqa: BLE001 - reported to the parent
+    except Exception as error:  # reported to the parent
         result["error"] = {"type": type(error).__name__, "message": str(error), "phase": "setup",
                            "location": None}
         return result
     _data_in_process()
     sites = Sites(str(root))
-    modules = ModuleTracker(sites)
+    instances = Instances()
+    modules = ModuleTracker(sites, on_model=instances.model_called)
     modules.install()
+    instances.install()
     StepCounter(record, sites, int(job["steps"])).install()
     seed = job.get("seed")
     if seed is not None:  # a default for scripts that do not seed; the script's own seeds win
         random.seed(seed)
         torch.manual_seed(seed)
-    SeedWatcher(record, sites).install()
-    MoveWatcher(record, sites).install()
+    for watcher in (SeedWatcher, MoveWatcher, ModeWatcher, RegionWatcher, HookWatcher, SaveWatcher):
+        watcher(record, sites).install()
+    memory = _memory_meter(job, result["backend"] or "")
     os.chdir(root)
     # the script's folder first, as `python train.py` has it; then the tree's root, as an installed
     # (`pip install -e .`) project has it, so `from mypackage import ...` finds this tree's copy
@@ -158,7 +176,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     sys.stdout = PrintTee(record, sites, echo=None)
     started = time.perf_counter()
     try:
-        with OpCapture(record, sites, modules):
+        capture = ApiCapture(record, sites) if job.get("api_level") else \
+            OpCapture(record, sites, modules, memory if isinstance(memory, LiveBytes) else None)
+        with capture:
             runpy.run_path(str(script), run_name="__main__")
         result["completed"] = True
     except StopRun:
@@ -168,16 +188,41 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         if not result["completed"]:
             result["error"] = {"type": "SystemExit", "message": f"the script exited with {exit_.code}",
                                "phase": "script", "location": None}
-    except BaseException as error:  # noqa: BLE001 - the migrated code may raise anything
+    except BaseException as error:  # the migrated code may raise anything
         result["error"] = describe_error(error, root, "script", None)
     finally:
         sys.stdout = stdout
     result["timing"]["script_s"] = time.perf_counter() - started
+    final_state(record, instances)
+    result["memory"] = _memory_result(memory)
     result["steps_run"] = record.step + 1
     result["hf32_used"] = _hf32_used(result.get("backend") or "")
     result["truncated"] = record.truncated
     result["amp_used"] = _amp_used(job["side"])
+    result["tf32_refused"] = list(tf32.REQUESTS)
     return result
+
+
+def _memory_meter(job: dict[str, Any], backend: str) -> Any:
+    """What measures this side's peak memory: the device allocator's statistics on a device (the
+    module exposing them), the live storages of op outputs on the CPU and the emulation; None
+    with --no-memory."""
+    if not job.get("memory", True):
+        return None
+    device = torch.npu if backend == "torch_npu" else torch.cuda if backend == "cuda" else None
+    if device is not None:
+        device.reset_peak_memory_stats()
+        return device
+    return LiveBytes()
+
+
+def _memory_result(meter: Any) -> dict[str, Any] | None:
+    if meter is None:
+        return None
+    if isinstance(meter, LiveBytes):
+        return meter.result()
+    return {"peak": int(meter.max_memory_allocated()), "end": int(meter.memory_allocated()), "by_site": {},
+            "method": "device allocator statistics"}
 
 
 def _hf32_used(backend: str) -> list[str] | None:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from npu_migrate.cli import main as cli_main
 from npu_migrate.emulation._autocast import DeviceAutocast
-from npu_migrate.verify import script_runner
+from npu_migrate.verify import script_runner, tf32
 from npu_migrate.verify.opcapture import MoveWatcher, Record, Sites
 from npu_migrate.verify.runner import Side
 from npu_migrate.verify.script import (
@@ -135,10 +135,13 @@ def test_reference_cuda_and_portable_cuda_paths_with_a_fake_gpu(monkeypatch):
     with pytest.raises(RuntimeError, match="device cuda: no CUDA device"):
         script_runner._setup({"side": "target", "target_device": "cuda", "portable": True})
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert script_runner._setup({"side": "reference", "reference": "cuda"}) == "cuda"
+    turned_off = []
+    monkeypatch.setattr(tf32, "keep_off", lambda: turned_off.append(True))  # tests/verify/test_verify_gpu_half.py
+    assert script_runner._setup({"side": "reference", "reference": "cuda"}) == "cuda (TF32 off)"
     assert script_runner._setup({"side": "target", "target_device": "cuda", "portable": True}) == "cuda"
     side = Side({"side": "reference", "reference": "cuda"})
-    assert (side.device, side.backend, side.stats) == ("cuda", "cuda", torch.cuda)
+    assert (side.device, side.backend, side.stats) == ("cuda", "cuda (TF32 off)", torch.cuda)
+    assert turned_off == [True, True]
 
 
 @pytest.mark.parametrize("arguments, message", [

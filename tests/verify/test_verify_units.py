@@ -123,7 +123,7 @@ def test_entry_protocol():
     for bad in ("train.py", "train:build", ":build", "train.py:"):
         with pytest.raises(EntryError):
             split_entry(bad)
-    with pytest.raises(EntryError, match="torch.nn.Module"):
+    with pytest.raises(EntryError, match=r"torch\.nn\.Module"):
         call_build(lambda: {"model": 3, "batch": torch.ones(1)}, "cpu")
     with pytest.raises(EntryError, match="batch"):
         call_build(lambda device: {"model": torch.nn.Linear(1, 1)}, "cpu")
