@@ -115,7 +115,7 @@ PROJECTS = [
              "--gradient_accumulation_steps=1", "--max_iters=3", "--eval_interval=1000", "--eval_iters=1",
              "--warmup_iters=0", "--log_interval=1"],
             llama2c_shards),
-    Project("mnist", "pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8", "mnist",
+    Project("mnist", "pytorch/examples", "37a1866d0e0118875d52071756f76b9b3e46c565", "mnist",
             "CNN (mnist/main.py)", "main.py",
             ["--epochs", "1", "--batch-size", "16", "--test-batch-size", "16", "--log-interval", "1"],
             mnist_beside),
