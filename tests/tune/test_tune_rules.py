@@ -114,7 +114,22 @@ GATED = [
     ("NPU612", "torch_npu.npu_swiglu", LLAMA_BLOCK, "t.py"),
     ("NPU613", "torch_npu.npu_fusion_attention", LLAMA_BLOCK, "t.py"),
     ("NPU620", "TASK_QUEUE_ENABLE=2", "python train.py\n", "run.sh"),
+    ("NPU621", "TASK_QUEUE_ENABLE=2",
+     "import torch\nif __name__ == '__main__':\n    for x in loader:\n        model(x).sum().backward()\n", "t.py"),
 ]
+
+
+UNGATED = [  # device-generic arguments: no torch_npu release to wait for
+    ("NPU602", "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, batch_size=8)\n"),
+    ("NPU410", "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n"
+               "for x in loader:\n    x = x.to('npu')\n"),
+]
+
+
+@pytest.mark.parametrize(("code", "src"), UNGATED, ids=[g[0] for g in UNGATED])
+def test_the_device_generic_rewrites_apply_at_the_oldest_release(code, src) -> None:
+    oldest = min((row["since"] for row in api_table().values()), key=lambda v: tuple(int(p) for p in v.split(".")))
+    assert _edits(src, code, oldest) and _edits(src, code, None), f"{code} must rewrite at any target-version"
 
 
 @pytest.mark.parametrize(("code", "api", "src", "path"), GATED, ids=[g[0] for g in GATED])
@@ -123,7 +138,7 @@ def test_each_rewrite_is_gated_at_both_sides_of_its_boundary(code, api, src, pat
     assert _edits(src, code, since, path), f"{code} must rewrite at target-version {since}"
     below = _below(since)
     outcome = migrate(src, [code], path, options={"target_version": below})
-    if code == "NPU620":  # per variable: the older variables are still exported, TASK_QUEUE_ENABLE is not
+    if code in ("NPU620", "NPU621"):  # per variable: the older ones are still set, TASK_QUEUE_ENABLE is not
         assert "TASK_QUEUE_ENABLE" not in (outcome.new_text or "")
         assert any("TASK_QUEUE_ENABLE" in d.message for d in outcome.diagnostics)
         return
