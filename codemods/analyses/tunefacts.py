@@ -1,9 +1,10 @@
 """Whole-file facts the `tune` rules (NPU600-NPU629) decide on, read from Python's `ast` once per
 file through `FileModel.derived(tune_facts)`:
 
-- the training step: a `.backward()` call and an optimizer `.step()` in the same function (or at
-  module level), and whether the file is an entry script (a `__main__` guard or module-level code
-  that trains);
+- the training step: the `.backward()` calls and the optimizers built (a `torch.optim` class, or
+  a helper named `build_optimizer`/`create_optimizer`...: the step itself may live in another
+  module, behind a loss scaler), and whether the file is an entry script (a `__main__` guard or
+  module-level code that trains);
 - what keeps torch_npu's fused optimizers from standing in for a `torch.optim` one (they combine
   every parameter and gradient into one buffer at their first step): a module's `zero_grad()`,
   `zero_grad(set_to_none=True)`, an assignment to `.grad`, `add_param_group`, a bfloat16 model;
@@ -31,6 +32,7 @@ _OPTIMIZER_NAME = re.compile(r"(?i)optim|^opt$|_opt$|^opt_")
 _TRAIN_NAME = re.compile(r"(?i)train")
 _NOT_TRAIN_NAME = re.compile(r"(?i)val|test|eval|dev\b|infer|pred")
 _LOADER_WRAPPERS = ("enumerate", "tqdm", "iter", "tqdm.tqdm", "tqdm.auto.tqdm")
+_OPTIMIZER_BUILDER = re.compile(r"(?i)^(?:build|create|make|get)_?optimi[sz]er$")
 
 
 @functools.cache
@@ -48,11 +50,24 @@ class Blocker:
 @dataclass
 class TuneFacts:
     training_lines: list[int] = field(default_factory=list)  # lines of the `.backward()` calls
+    optimizer_lines: list[int] = field(default_factory=list)  # lines of the optimizers built
     entry: bool = False  # a script: a __main__ guard, or module-level code that trains
     optimizer_blockers: list[Blocker] = field(default_factory=list)
     dynamic_shapes: list[Blocker] = field(default_factory=list)
     training_loaders: dict[int, str] = field(default_factory=dict)  # line of the call -> why
     compile_mode_set: bool = False
+
+    @property
+    def trains(self) -> bool:
+        """The file runs a training step or builds the optimizer of one."""
+        return bool(self.training_lines or self.optimizer_lines)
+
+
+def builds_optimizer(name: str | None, last: str) -> bool:
+    """A call that builds an optimizer: a `torch.optim` class (`name` is the call's qualified name,
+    `last` the callee's last name part), or a helper named like `build_optimizer`."""
+    in_torch = name is not None and name.startswith("torch.optim.") and ".lr_scheduler." not in name
+    return (in_torch and last[:1].isupper()) or bool(_OPTIMIZER_BUILDER.match(last))
 
 
 def tune_facts(model: FileModel) -> TuneFacts:
@@ -102,6 +117,9 @@ def _call(node: ast.Call, qualify: Any, found: TuneFacts) -> None:
                 node.lineno, blockers["bfloat16"].format(call=ast.unparse(node))))
         elif func.attr in data["dynamic_shapes"]["methods"] and name is None:
             found.dynamic_shapes.append(Blocker(node.lineno, data["dynamic_shapes"]["methods"][func.attr]))
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if builds_optimizer(name, last):
+        found.optimizer_lines.append(node.lineno)
     if name in data["dynamic_shapes"]["calls"] and name != "torch.nn.functional.interpolate":
         found.dynamic_shapes.append(Blocker(node.lineno, data["dynamic_shapes"]["calls"][name]))
     if name in ("torch.npu.set_compile_mode", "torch_npu.npu.set_compile_mode"):
@@ -165,18 +183,31 @@ def _random_sizes(tree: ast.Module, qualify: Any, found: TuneFacts) -> None:
 
 
 def _loader_roles(tree: ast.Module, loader_names: dict[str, ast.Call], found: TuneFacts) -> None:
+    aliases = _wrapped_loaders(tree)  # pbar = tqdm(loader): a loop over pbar iterates loader
     iterated: dict[str, int] = {}
     for loop in ast.walk(tree):
         if isinstance(loop, (ast.For, ast.AsyncFor)) and _has_backward(loop.body):
             name = _iterated_name(loop.iter)
             if name is not None:
-                iterated[name] = loop.lineno
+                iterated[aliases.get(name, name)] = loop.lineno
     for name, call in loader_names.items():
         if name in iterated:
             found.training_loaders[call.lineno] = (f"training loader: the loop at line {iterated[name]} "
                                                    f"iterates `{name}` and calls `.backward()`")
         elif _TRAIN_NAME.search(name) and not _NOT_TRAIN_NAME.search(name):
             found.training_loaders[call.lineno] = f"training loader by its name `{name}`"
+
+
+def _wrapped_loaders(tree: ast.Module) -> dict[str, str]:
+    """name -> the loader it wraps, for `name = tqdm(loader)` / `enumerate(...)` / `iter(...)`."""
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call):
+            wrapped = _iterated_name(node.value)
+            if wrapped is not None and wrapped != node.targets[0].id:
+                found[node.targets[0].id] = wrapped
+    return found
 
 
 def _iterated_name(expr: ast.AST) -> str | None:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import libcst as cst
 
-from codemods.analyses.tunefacts import TuneFacts, tune_data, tune_facts
+from codemods.analyses.tunefacts import TuneFacts, builds_optimizer, tune_data, tune_facts
 from codemods.api.rule import Fix, Rule
 from codemods.api.targets import api_table, version_allows
 from npu_migrate.core.diagnostics import Severity
@@ -41,6 +41,17 @@ class TuneRule(Rule):
     @property
     def facts(self) -> TuneFacts:
         return self.context.model.derived(tune_facts)
+
+    def training_start(self, node: cst.Call) -> bool:
+        """True at the first call of an entry script that trains (a `.backward()` or an optimizer
+        built: `TuneFacts.trains`), once per file: where NPU601 and NPU621 put their diagnostic."""
+        func = node.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if self.file.get("training_start") or not (
+                (last == "backward" and isinstance(func, cst.Attribute)) or builds_optimizer(self.resolve(func), last)):
+            return False
+        self.file["training_start"] = True
+        return self.facts.entry and self.facts.trains
 
     def version_blocks(self, node: cst.CSTNode, what: str, api: str | None = None) -> bool:
         """True (and a report at `node`) when target-version is older than the torch_npu release

@@ -39,6 +39,12 @@ class CompileMode(TuneRule):
     step, multi-scale training). Shapes that change only in the last batch of an epoch are NPU602's
     (`drop_last`). A file that already calls `set_compile_mode` is left alone. Markers in other
     files of the project are named by `npu-migrate analyze` (computation section) with this rule.
+    A training script without dynamic shapes gets an info line instead (not an insertion): on the
+    Atlas training series, whose default is `jit_compile=True`, the binary kernels also spare the
+    online compilation of every operator at the first step, which is why ModelZoo ports set the
+    mode in static-shape scripts too; on Atlas A2/A3 it would state the default. "A training
+    script" is a `__main__` guard or module-level training in a file that calls `.backward()` or
+    builds the optimizer (the step may run in another module).
 
     ## Example
 
@@ -80,17 +86,21 @@ class CompileMode(TuneRule):
     code = "NPU601"
     name = "compile-mode"
     summary = "`torch.npu.set_compile_mode(jit_compile=False)` in a training script with dynamic shapes"
-    prefilter = r"\.backward\("
+    prefilter = r"\.backward\(|optim"
     needs_torch_npu = True
     api = API
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        func = original_node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "backward") or self.file.get("done"):
+        if not self.training_start(original_node):
             return updated_node
-        self.file["done"] = True
         facts = self.facts
-        if not facts.entry or not facts.dynamic_shapes or facts.compile_mode_set:
+        if facts.compile_mode_set:
+            return updated_node
+        if not facts.dynamic_shapes:
+            self.report(original_node, f"`{STATEMENT}` not inserted: no dynamic shape in this file. On the Atlas "
+                                       "training series, whose default is `jit_compile=True`, it also spares the "
+                                       "online compilation of every operator at the first step (ModelZoo ports set "
+                                       "it in static-shape scripts too); on Atlas A2/A3 it is the default")
             return updated_node
         first = facts.dynamic_shapes[0]
         if self.version_blocks(original_node, f"`{STATEMENT}`"):
@@ -140,8 +150,8 @@ CASES = [
         """,
         options=(("target_version", "1.5"),),
     ),
-    # static shapes: nothing to do
-    Valid(
+    # static shapes: reported (the Atlas training series still compiles each operator online)
+    Invalid(
         """\
         import torch
 

@@ -31,7 +31,7 @@ class StaticShapes(TuneRule):
 
     Which loaders train is decided from the code: a
     `DataLoader(...)` bound to a name that a `for` loop with a `.backward()` in its body iterates
-    (directly or through `enumerate`/`tqdm`/`iter`), or bound to a name that says it trains
+    (directly or through `enumerate`/`tqdm`/`iter`, also bound to a name first: `pbar = tqdm(loader)`), or bound to a name that says it trains
     (`train_loader`, not `val_train_loader`). Validation and test loaders are never touched. A
     loader given `drop_last`, a `batch_sampler`, `batch_size=None` or `**kwargs` is left alone.
 
@@ -115,6 +115,27 @@ CASES = [
         after="""\
         import torch
         train_loader = torch.utils.data.DataLoader(train_set, 64, drop_last=True)
+        """,
+    ),
+    # the loop iterates a progress bar over the loader
+    Invalid(
+        """\
+        from torch.utils.data import DataLoader
+        from tqdm import tqdm
+
+        dataloader = DataLoader(dataset, batch_size=128, shuffle=True)
+        pbar = tqdm(dataloader)
+        for x, _ in pbar:
+            model(x).sum().backward()
+        """,
+        after="""\
+        from torch.utils.data import DataLoader
+        from tqdm import tqdm
+
+        dataloader = DataLoader(dataset, batch_size=128, shuffle=True, drop_last=True)
+        pbar = tqdm(dataloader)
+        for x, _ in pbar:
+            model(x).sum().backward()
         """,
     ),
     # an evaluation loader, and one that already chose

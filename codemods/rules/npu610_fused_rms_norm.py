@@ -34,7 +34,9 @@ class FusedRmsNorm(TuneRule):
       keepdim=True)`, `torch.mean(x * x, ...)`), written in `forward` or in a helper method
       (`def _norm(self, x): return ...`), called on `x` or `x.float()`, optionally followed by
       `.type_as(x)`;
-    - `forward` returns `N(x) * self.W` or `self.W * N(x)`, directly or through one assignment.
+    - `forward` returns `N(x) * self.W` or `self.W * N(x)`, directly or through one assignment,
+      optionally cast back as a whole: `(self.W * N(x.float())).type_as(x)` (MiniMind, Qwen), which
+      is `npu_rms_norm`'s own order (the weight applied in float32, then the cast).
 
     Anything else in `forward` (a residual, a bias, a different axis) is left alone.
 
@@ -74,8 +76,12 @@ class FusedRmsNorm(TuneRule):
     Unsafe. With `x` and the weight in the same dtype (float32 training, or a bf16 model) the
     formula is the same; the kernel sums the squares in its own order (measured in docs/tune.md
     against the emulation's reference). When `x` is float16/bfloat16 and the weight float32 (autocast),
-    the hand-written form returns float32 (the product promotes) where `npu_rms_norm` returns `x`'s
-    dtype, having applied the weight in float32 before the cast: a dtype change the next layer sees.
+    the LLaMA form `N(x).type_as(x) * W` returns float32 (the product promotes) where
+    `npu_rms_norm` returns `x`'s dtype, having applied the weight in float32 before the cast: a
+    dtype change the next layer sees, and values that differ by the rounding to `x`'s dtype
+    (measured: 5.9e-3 of the largest output for bf16, `python bench/tune_fused_numerics.py`;
+    `npu-migrate verify` reports the dtype change, VER001). The form that casts back last,
+    `(W * N(x.float())).type_as(x)`, is the fused op's own order: no difference.
     `npu_rms_norm` takes 2-D to 8-D inputs (`docs/zh/custom_APIs`, op-plugin).
 
     ## Targets
@@ -131,7 +137,7 @@ def _rms_forward(forward: ast.AST | None, helpers: dict[str, ast.FunctionDef],
     body = [s for s in forward.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
         return None
-    product = body[-1].value
+    product = _cast_back(body[-1].value, x)  # `(self.W * N(x.float())).type_as(x)`: npu_rms_norm's order
     bound: dict[str, ast.AST] = {}
     if len(body) == 2 and isinstance(body[0], ast.Assign) and len(body[0].targets) == 1 \
             and isinstance(body[0].targets[0], ast.Name):
@@ -148,11 +154,17 @@ def _rms_forward(forward: ast.AST | None, helpers: dict[str, ast.FunctionDef],
     return None
 
 
-def _normalised(expr: ast.AST, x: str, helpers: dict[str, ast.FunctionDef]) -> ast.AST | str | None:
-    """eps when `expr` is the RMS normalisation of `x` (inline or a helper's), else None."""
+def _cast_back(expr: ast.AST, x: str) -> ast.AST:
+    """`E` for `E.type_as(x)`, else `expr`."""
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "type_as" \
             and len(expr.args) == 1 and isinstance(expr.args[0], ast.Name) and expr.args[0].id == x:
-        expr = expr.func.value
+        return expr.func.value
+    return expr
+
+
+def _normalised(expr: ast.AST, x: str, helpers: dict[str, ast.FunctionDef]) -> ast.AST | str | None:
+    """eps when `expr` is the RMS normalisation of `x` (inline or a helper's), else None."""
+    expr = _cast_back(expr, x)
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and _is_self(expr.func.value) \
             and expr.func.attr in helpers and len(expr.args) == 1 and _is_input(expr.args[0], x):
         helper = helpers[expr.func.attr]
@@ -263,6 +275,30 @@ CASES = [
         class Norm(torch.nn.Module):
             def forward(self, h):
                 return torch_npu.npu_rms_norm(h, self.scale, epsilon=1e-5)[0]
+        """,
+        codes=("NPU610", "NPU100"),
+        with_rules=("NPU100",),
+    ),
+    # the weight applied in float32 before the cast back (MiniMind's spelling)
+    Invalid(
+        """\
+        import torch
+        class RMSNorm(torch.nn.Module):
+            def norm(self, x):
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+            def forward(self, x):
+                return (self.weight * self.norm(x.float())).type_as(x)
+        """,
+        after="""\
+        import torch
+        import torch_npu  # noqa: F401
+        class RMSNorm(torch.nn.Module):
+            def norm(self, x):
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+            def forward(self, x):
+                return torch_npu.npu_rms_norm(x, self.weight, epsilon=self.eps)[0]
         """,
         codes=("NPU610", "NPU100"),
         with_rules=("NPU100",),

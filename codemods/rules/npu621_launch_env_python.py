@@ -13,8 +13,10 @@ from codemods.families.tune import TuneRule, launch_settings
 class LaunchEnvPython(TuneRule):
     """## What it does
 
-    A Python training script (a `__main__` guard, or module-level code that calls `.backward()`)
-    gets `os.environ.setdefault(NAME, VALUE)` after its imports for each Ascend launch variable
+    A Python training script (a `__main__` guard, or module-level code that calls `.backward()`,
+    in a file that calls `.backward()` or builds the optimizer: a `torch.optim` class or a helper
+    named `build_optimizer`/`create_optimizer`..., as scripts whose step runs in an `engine.py`
+    behind a loss scaler do) gets `os.environ.setdefault(NAME, VALUE)` after its imports for each Ascend launch variable
     it does not name yet: `TASK_QUEUE_ENABLE=2`, `CPU_AFFINITY_CONF=1`,
     `PYTORCH_NPU_ALLOC_CONF=expandable_segments:True`, `ACL_OP_COMPILER_CACHE_MODE=enable`. What
     each does and from which torch_npu release is on NPU620's page (the launch-script twin).
@@ -67,15 +69,11 @@ class LaunchEnvPython(TuneRule):
     code = "NPU621"
     name = "launch-env-python"
     summary = "Training scripts `os.environ.setdefault` the Ascend launch environment"
-    prefilter = r"\.backward\("
+    prefilter = r"\.backward\(|optim"
     api = "TASK_QUEUE_ENABLE=2"
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        func = original_node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "backward") or self.file.get("done"):
-            return updated_node
-        self.file["done"] = True
-        if not self.facts.entry:
+        if not self.training_start(original_node):
             return updated_node
         wanted, too_new = launch_settings(self.context.source, self.context.options)
         for entry in too_new:
@@ -115,6 +113,46 @@ CASES = [
                 loss_fn(model(x), y).backward()
         """,
         codes=("NPU621", "NPU100"),
+    ),
+    # the step runs in another module (an engine behind a loss scaler): the script builds the optimizer
+    Invalid(
+        """\
+        import torch
+        from engine import train_one_epoch
+
+        def main():
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            train_one_epoch(model, optimizer)
+
+        if __name__ == "__main__":
+            main()
+        """,
+        after="""\
+        import torch
+        import os
+        from engine import train_one_epoch
+        os.environ.setdefault("ACL_OP_COMPILER_CACHE_MODE", "enable")
+        os.environ.setdefault("CPU_AFFINITY_CONF", "1")
+        os.environ.setdefault("PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True")
+        os.environ.setdefault("TASK_QUEUE_ENABLE", "2")
+
+        def main():
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            train_one_epoch(model, optimizer)
+
+        if __name__ == "__main__":
+            main()
+        """,
+        codes=("NPU621", "NPU100"),
+    ),
+    # an evaluation script: an entry point that neither trains nor builds an optimizer
+    Valid(
+        """\
+        import torch
+
+        if __name__ == "__main__":
+            print(model(torch.ones(2)).argmax())
+        """,
     ),
     # a library module: no entry point, nothing to set
     Valid(

@@ -5,7 +5,9 @@ so that `npu-migrate verify` on a tuned program proves the rewrite or finds wher
 - `torch_npu.optim.NpuFused{Adam,AdamW,SGD,Adadelta,RMSprop}`: as torch_npu's
   (`torch_npu/optim/npu_fused_*.py`), every float32 / float16 parameter, gradient and state of a
   group is moved into one contiguous buffer at the first step (the parameters and gradients
-  become views of it) and updated there; `zero_grad()` fills the buffer with zeros,
+  become views of it) and updated there, with torch.optim's formula in torch's order of
+  operations (bit for bit the same numbers: a device kernel's own rounding is verify's noise run's
+  business, not a second CPU order); `zero_grad()` fills the buffer with zeros,
   `zero_grad(set_to_none=True)` raises, other dtypes raise TypeError. A gradient replaced after the
   first step (a module's `zero_grad()` in torch >= 2.0) is not seen, as on the device.
 - `npu_rms_norm` (float32 inside, gamma applied before the cast to the input's dtype, `rstd` in
@@ -29,6 +31,7 @@ import torch.nn.functional as F
 
 from . import ops
 from ._state import EmulationError
+from ._tensor import NpuTensor
 
 FUSED_DTYPES = (torch.float32, torch.float16)
 
@@ -43,9 +46,19 @@ def _combine(tensors: list[torch.Tensor]) -> torch.Tensor | None:
     offset = 0
     for tensor in tensors:
         size = tensor.numel()
-        tensor.data = flat[offset:offset + size].view_as(tensor)
+        _alias(tensor, flat[offset:offset + size].view_as(tensor))
         offset += size
     return flat
+
+
+def _alias(tensor: torch.Tensor, view: torch.Tensor) -> None:
+    """Make `tensor` (a parameter, gradient or state, kept by its owner) share `view`'s memory.
+    A tensor on the emulated npu keeps its data in `backing_tensor`, which `.data =` would not
+    replace (the wrapper's Python attributes stay): its backing becomes the view's backing."""
+    if isinstance(tensor, NpuTensor) and isinstance(view, NpuTensor):
+        tensor.backing_tensor = view.backing_tensor
+    else:
+        tensor.data = view
 
 
 class NpuFusedOptimizerBase(torch.optim.Optimizer):
@@ -147,7 +160,7 @@ class _AdamBase(NpuFusedOptimizerBase):
         elif group["weight_decay"] != 0:
             grad = grad.add(param, alpha=group["weight_decay"])
         exp_avg, exp_avg_sq = bucket["exp_avg"], bucket["exp_avg_sq"]
-        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+        exp_avg.lerp_(grad, 1 - beta1)  # torch.optim's foreach order (the same formula)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         second = exp_avg_sq
         if group["amsgrad"]:
@@ -253,7 +266,7 @@ class NpuFusedRMSprop(NpuFusedOptimizerBase):
             grad = grad.add(param, alpha=group["weight_decay"])
         square_avg = bucket["square_avg"].mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
         if group["centered"]:
-            grad_avg = bucket["grad_avg"].mul_(alpha).add_(grad, alpha=1 - alpha)
+            grad_avg = bucket["grad_avg"].lerp_(grad, 1 - alpha)  # torch.optim's foreach order
             avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_().add_(group["eps"])
         else:
             avg = square_avg.sqrt().add_(group["eps"])

@@ -49,10 +49,13 @@ def op_class(name: str) -> str:
 
 def key(event: dict[str, Any]) -> tuple:
     """What must agree for two ops to be compared: the op (overload aside: add_.Tensor and the
-    add_.List of a foreach loop are the same update) and its output shapes."""
+    add_.List of a foreach loop are the same update), whether it ran in the backward pass, and its
+    output shapes. (A fused optimizer zeroes gradients instead of dropping them, so its backward
+    accumulates with `add_` where the original assigns: those must not pair with the original's
+    optimizer `add_` of the same shape.)"""
     name = event["name"]
     base = name.rsplit(".", 1)[0] if name.startswith("aten.") and name.count(".") >= 2 else name
-    return (base, tuple(tuple(o["shape"]) for o in event["outputs"]))
+    return (base, event.get("phase") == "backward", tuple(tuple(o["shape"]) for o in event["outputs"]))
 
 
 def _rel(a: float | None, b: float | None, scale: float) -> float:

@@ -135,6 +135,12 @@ def _install_cuda_shim() -> None:
         torch.accelerator.current_stream = lambda device=None: _CPU_STREAM  # type: ignore[assignment,return-value]
     # pinned host memory needs an accelerator; on the CPU reference it is the memory itself
     torch.Tensor.pin_memory = lambda self, device=None: self  # type: ignore[method-assign,assignment,return-value]
+    # a CUDA build of torch on a machine without a GPU would name CUDA as its accelerator, and
+    # torch.accelerator.is_available() reads torch.cuda.is_available (True above): the optimizers'
+    # graph-capture check would then initialise CUDA. The CPU reference has no accelerator, as in
+    # a CPU build of torch
+    torch.accelerator.current_accelerator = lambda check_available=False: None
+    torch.accelerator.is_available = lambda: False
 
 
 def seed_everything(seed: int) -> None:
