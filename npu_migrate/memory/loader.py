@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import io
+import os
 import pickle
 import re
 import reprlib
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from npu_migrate.core.sources import Skipped, open_regular
 from npu_migrate.memory.consistency import check_label
 from npu_migrate.memory.model import (
     ACTIVE,
@@ -62,12 +64,16 @@ class RefusingUnpickler(pickle.Unpickler):
 def read_pickle(path: str | Path) -> Any:
     """Unpickle with the refusing unpickler; every failure becomes a one-line SnapshotError."""
     try:
-        size = Path(path).stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise SnapshotError(f"{path}: refused: {size} bytes is over the "
-                                f"{MAX_FILE_BYTES >> 30} GiB cap")
-        with open(path, "rb") as handle:
+        # a FIFO, a device or a socket is refused before any read: a blocking open of a FIFO
+        # waits for a writer forever, /dev/zero never ends
+        with open_regular(str(path)) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_FILE_BYTES:
+                raise SnapshotError(f"{path}: refused: {size} bytes is over the "
+                                    f"{MAX_FILE_BYTES >> 30} GiB cap")
             return RefusingUnpickler(io.BufferedReader(handle, 1 << 20)).load()
+    except Skipped as exc:
+        raise SnapshotError(f"{exc}: a snapshot is a file") from None
     except OSError as exc:
         raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except pickle.UnpicklingError as exc:

@@ -19,6 +19,7 @@ Attr is a `{key:value,...}` map (newer builds write JSON with quoted values). Ma
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import re
 import sqlite3
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from npu_migrate.core.sources import Skipped, open_regular
 from npu_migrate.memory.limits import MAX_EVENTS, MAX_FRAMES, MAX_TEXT, SnapshotError
 from npu_migrate.memory.model import (
     ACTIVE,
@@ -66,6 +68,8 @@ def load_msmemscope(path: str | Path) -> Snapshot:
         rows = list(itertools.islice(reader, MAX_EVENTS + 1))
         if len(rows) > MAX_EVENTS:
             raise SnapshotError(f"{path}: refused: more than {MAX_EVENTS} rows")
+    except Skipped as exc:
+        raise SnapshotError(f"{exc}: an msMemScope export is a file") from None
     except (OSError, sqlite3.Error, csv.Error, UnicodeDecodeError) as exc:
         raise SnapshotError(f"{path}: not an msMemScope export: {exc}") from None
     except ValueError as exc:
@@ -77,7 +81,7 @@ def load_msmemscope(path: str | Path) -> Snapshot:
 
 
 def _read_csv(path: Path) -> Iterator[Row]:
-    with open(path, newline="", encoding="utf-8") as handle:
+    with open_regular(str(path)) as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
@@ -87,8 +91,8 @@ def _read_csv(path: Path) -> Iterator[Row]:
 
 
 def _read_db(path: Path) -> Iterator[Row]:
-    if not path.is_file():
-        raise OSError(f"cannot read {path}")
+    with open_regular(str(path)):  # a FIFO or a device raises Skipped before SQLite opens it
+        pass
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}

@@ -263,3 +263,23 @@ def test_suite_has_enough_inputs():
 def test_unwritable_export_is_one_line(good, tmp_path, view):
     target = tmp_path / "missing" / "rows.csv"
     assert_one_line_error(run(view, good, "--export", target), target)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("suffix", [".pickle", ".csv", ".db"])
+def test_a_fifo_or_a_device_is_refused_without_reading(tmp_path, suffix):
+    """A FIFO (a blocking open waits for a writer forever) and a link to /dev/zero (never ends):
+    one line, exit 2, at once. Run in a child with a timeout, so a regression fails instead of
+    hanging the suite."""
+    import os
+
+    fifo = tmp_path / f"memscope_dump_fifo{suffix}"
+    os.mkfifo(fifo)
+    zero = tmp_path / f"memscope_dump_zero{suffix}"
+    zero.symlink_to("/dev/zero")
+    for path in (fifo, zero):
+        done = subprocess.run([sys.executable, "-m", "npu_migrate", "memory", str(path)], capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert done.returncode == 2, done.stderr
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and path.name in lines[0] and "not a regular file" in lines[0], done.stderr
