@@ -8,6 +8,7 @@ import libcst as cst
 
 from codemods.analyses.devices import is_device_name, mentions_cuda
 from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import RuleContext
 from codemods.families.device_strings import DeviceRule
 
 
@@ -79,7 +80,7 @@ class DeviceString(DeviceRule):
     supported_targets = frozenset({"npu", "portable"})
     summary = "`\"cuda\"`/`\"cuda:N\"` device strings in device positions become `\"npu\"`/`\"npu:N\"`"
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self._depth = 0  # > 0 inside a function or class body
         self._top_starts: frozenset[int] | None = None

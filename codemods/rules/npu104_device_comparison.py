@@ -8,6 +8,7 @@ from codemods.analyses.constantflow import binds_in_scope, kept_device_bindings
 from codemods.analyses.devices import collection_mentions_cuda, is_device_name, mentions_cuda
 from codemods.api.cases import Invalid, Valid
 from codemods.api.positions import node_positions
+from codemods.api.rule import RuleContext
 from codemods.families.device_strings import DeviceRule
 from codemods.model.cstnodes import code_of
 
@@ -60,7 +61,7 @@ class DeviceComparison(DeviceRule):
     - **portable**: `x.type == "cuda"` becomes `x.type != "cpu"` (and `!=` becomes `== "cpu"`), `"cuda" in device` becomes `"cpu" not in device`: "on an accelerator", false on CPU as before; other CUDA comparisons are reported
     """
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self._kept: dict[str, int] | None = None
 

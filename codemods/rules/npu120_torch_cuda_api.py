@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemods.analyses.portable import generic_name
 from codemods.api.cases import Invalid, Valid
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.families.torch_cuda_api import PREFILTER, AliasUse, alias_uses, cuda_names
 from codemods.model.cstnodes import alias_asname, code_of, dotted_expr, dotted_name, split_import
 from npu_migrate.core.diagnostics import Severity
@@ -14,7 +14,7 @@ from npu_migrate.core.diagnostics import Severity
 CUDA = "torch.cuda"
 
 
-def _npu_module(node: cst.BaseExpression) -> cst.BaseExpression:
+def _npu_module(node: cst.BaseExpression | None) -> cst.Attribute:
     """`torch.cuda` (as written in an import) -> `torch.npu`."""
     assert isinstance(node, cst.Attribute)
     return node.with_changes(attr=cst.Name("npu"))
@@ -103,7 +103,7 @@ class TorchCudaApi(Rule):
     prefilter = PREFILTER
     needs_torch_npu = True
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self.names = cuda_names()
         self._alias_cache: dict[str, AliasUse] = {}

@@ -25,7 +25,7 @@ import libcst as cst
 from codemods.analyses.devices import device_expr, mentions_cuda
 from codemods.analyses.portable import device_type, portable_ok
 from codemods.api.cases import Invalid, Valid
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.data.tables import load_data
 from codemods.model.cstnodes import alias_local, code_of, dotted_name, keyword, split_import
 from npu_migrate.core.diagnostics import Severity
@@ -192,7 +192,7 @@ class AmpDevice(Rule):
         """The AMP device named in advice: "npu", or `DEVICE.type` under --target portable."""
         return "`DEVICE.type`" if self.target == "portable" else f"\"{self.table.device}\""
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self.table = amp_table()
         self._uses: AmpUses | None = None
@@ -219,8 +219,7 @@ class AmpDevice(Rule):
             return None
         target = self.table.cuda_amp[member]["target"]
         if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-            local = func.value if isinstance(func, cst.Name) else func.value.value  # type: ignore[union-attr]
-            assert isinstance(local, str)
+            local = func.value if isinstance(func, cst.Name) else dotted_name(func.value) or ""
             if local in self.uses.blocked or (isinstance(func, cst.Name) and target != member):
                 return member, "blocked", None
             return member, "keep", None
@@ -429,7 +428,7 @@ class AmpDevice(Rule):
             return updated_node
         if not all(self._movable(original_node, local) for _, local in locals_):
             return updated_node
-        if any(self.table.cuda_amp[n]["target"] != n for n, _ in locals_):
+        if any(self.table.cuda_amp[n or ""]["target"] != n for n, _ in locals_):
             return updated_node
         self.fixed(original_node, "`from torch.cuda.amp import ...` → `from torch.amp import ...`")
         return updated_node.with_changes(

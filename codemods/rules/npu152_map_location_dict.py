@@ -100,7 +100,7 @@ class MapLocation(CoverageRule):
                        for stmt in self.context.facts.tree.body)
         return False
 
-    def _dict(self, original: cst.Dict, node: cst.Dict) -> cst.Dict:
+    def _dict(self, original: cst.CSTNode, node: cst.Dict) -> cst.Dict:
         """Values naming CUDA devices name NPU ones; a key naming a CUDA device (where a GPU
         checkpoint's storages come from) keeps its entry and gains the same entry for the
         matching NPU device, so checkpoints saved on either load alike."""

@@ -84,8 +84,9 @@ class VisibleDevices(EnvVarRule):
         return ASCEND_VISIBLE in self.context.source
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        if self.target == "portable" and self._environ_write(node) is not None and not self._twinned():
-            self.tree.nodes("twinned").add(self._environ_write(node))  # type: ignore[arg-type]
+        key = self._environ_write(node) if self.target == "portable" else None
+        if key is not None and not self._twinned():
+            self.tree.nodes("twinned").add(key)
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
                                   updated_node: cst.SimpleStatementLine) -> Any:
@@ -110,12 +111,12 @@ class VisibleDevices(EnvVarRule):
         key = subscript_key(target)
         return key if key is not None and verbatim_string(key) == CUDA_VISIBLE else None
 
-    def _occurrence(self, original_key: cst.CSTNode, key: cst.SimpleString, value: cst.CSTNode | None,
-                    write: bool) -> tuple[cst.SimpleString, cst.CSTNode | None]:
+    def _occurrence(self, original_key: cst.CSTNode, key: cst.SimpleString, value: cst.BaseExpression | None,
+                    write: bool) -> tuple[cst.SimpleString, cst.SimpleString | None]:
         if self.target != "portable":
             return super()._occurrence(original_key, key, value, write)
         if verbatim_string(key) != CUDA_VISIBLE or original_key in self.tree.nodes("twinned"):
-            return key, value
+            return key, None
         if not write or self._twinned():
             self.report(original_key, f"`{CUDA_VISIBLE}` kept under --target portable: portable launches set "
                                       f"`{ASCEND_VISIBLE}` beside it (NPU251), so it reads the same on CUDA and Ascend hosts",
@@ -123,7 +124,7 @@ class VisibleDevices(EnvVarRule):
         else:
             self.report(original_key, f"`{CUDA_VISIBLE}` set here: under --target portable set `{ASCEND_VISIBLE}` "
                                       "to the same value beside it by hand", severity=Severity.WARNING)
-        return key, value
+        return key, None
 
     def _shell(self, original: cst.CSTNode, text: str) -> str:
         if self.target != "portable":

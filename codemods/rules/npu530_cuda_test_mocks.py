@@ -79,8 +79,9 @@ class CudaTestMocks(Rule):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         func = original_node.func
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        if name not in _PATCHERS or not original_node.args or name in ("setattr", "delattr") and isinstance(func, cst.Name):
-            return updated_node  # builtin setattr is not a test double
+        builtin_setattr = name in ("setattr", "delattr") and isinstance(func, cst.Name)  # not a test double
+        if name not in _PATCHERS or not original_node.args or builtin_setattr:
+            return updated_node
         first = original_node.args[0].value
         rewrites = cuda_names().rewrites
         if isinstance(first, cst.SimpleString) and isinstance(first.evaluated_value, str):

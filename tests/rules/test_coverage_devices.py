@@ -126,7 +126,7 @@ def test_map_location_dict_loads_a_gpu_and_an_npu_checkpoint_alike() -> None:
     """The rewritten dict, used by the real torch.load on CPU: a checkpoint whose storages were
     tagged 'cuda:0' and one tagged 'npu:0' both land where the dict says (here: cpu)."""
     text = after("import torch\nsd = torch.load(f, map_location={'cuda:0': 'cpu'})\n", ["NPU152"])
-    mapping = eval(text[text.index("map_location=") + len("map_location="):text.rindex(")")])  # noqa: S307
+    mapping = eval(text[text.index("map_location=") + len("map_location="):text.rindex(")")])
     buffer = io.BytesIO()
     torch.save({"w": torch.ones(2)}, buffer)
     for saved_on in ("cuda:0", "npu:0"):

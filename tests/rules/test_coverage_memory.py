@@ -93,7 +93,7 @@ def test_result_binds_to_torch_npu_signature() -> None:
         text = after(before, CODES)
         call = text[text.index("_record_memory_history(") + len("_record_memory_history"):].split("\n\n")[0]
         values = {"flag": True, "n": 7, "cpp": False}
-        bound = eval(f"npu_impl{call}", {"npu_impl": npu_impl, **values})  # noqa: S307 - our own output
+        bound = eval(f"npu_impl{call}", {"npu_impl": npu_impl, **values})  # our own output
         assert bound[0] in ("all", "state", None) and bound[1] in ("all", "state", "alloc", None)
         assert bound[2] in ("all", "python")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 
 import pytest
 import rule_cases
@@ -244,7 +245,7 @@ def test_migrated_writes_and_reads_still_agree(monkeypatch: pytest.MonkeyPatch) 
 def test_device_list_check_matches_strict_ascending(ids: list[int]) -> None:
     value = ",".join(map(str, ids))
     problems = envmap.check_device_list("V", value)
-    ascending = all(a < b for a, b in zip(ids, ids[1:]))
+    ascending = all(a < b for a, b in itertools.pairwise(ids))
     assert (problems == []) == ascending
     if not ascending:
         assert problems[0].severity is Severity.ERROR

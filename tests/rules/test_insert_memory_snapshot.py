@@ -232,7 +232,7 @@ def runs(tmp_path_factory):
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     results = {}
     for name, proc in procs.items():
-        out, err = proc.communicate(timeout=240)
+        _, err = proc.communicate(timeout=240)
         log = tmp / f"{name}.log"
         calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         results[name] = (proc.returncode, err, calls)

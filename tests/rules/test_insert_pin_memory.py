@@ -183,7 +183,7 @@ def test_rewritten_loaders_still_yield_the_same_batches(monkeypatch):
     exec(text, namespace)
     rewritten = namespace["build"](*args)
     assert all(loader.pin_memory for loader in rewritten)
-    for epoch in range(2):  # persistent workers serve a second epoch too
+    for _epoch in range(2):  # persistent workers serve a second epoch too
         for old, new in zip(plain, rewritten):
             assert _flatten(list(old)) == _flatten(list(new))
     assert len(pinned_calls) >= 2 * (3 + 2 + 3)  # every tensor of every batch went through pinning

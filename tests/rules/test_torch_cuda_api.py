@@ -171,7 +171,7 @@ def test_names_match_the_fact_sheet():
 def test_flagged_and_rewritten_names_exist_upstream_or_are_npu_only():
     torch = pytest.importorskip("torch")
     upstream = set(torch.cuda.__all__)
-    for name, note in cuda_names().flags.items():
+    for name in cuda_names().flags:
         assert name in upstream or name == "profiler", name
     for entry in _table()["entries"]:
         name = entry["cuda"].removeprefix("torch.cuda.")
