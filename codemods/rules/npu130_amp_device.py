@@ -535,4 +535,434 @@ with autocast("npu", dtype=torch.bfloat16):
     loss = model(x)
 """,
     ),
+    Invalid(
+        """\
+import torch
+with torch.cuda.amp.autocast():
+    pass
+""",
+        after="""\
+import torch
+with torch.amp.autocast("npu"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.cuda.amp.autocast(True, torch.bfloat16):
+    pass
+""",
+        after="""\
+import torch
+with torch.amp.autocast("npu", enabled=True, dtype=torch.bfloat16):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.cuda.amp.autocast(enabled=use_amp, dtype=dt):
+    pass
+""",
+        after="""\
+import torch
+with torch.amp.autocast("npu", enabled=use_amp, dtype=dt):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch as th
+ctx = th.cuda.amp.autocast(**opts)
+""",
+        after="""\
+import torch as th
+ctx = th.amp.autocast("npu", **opts)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.cuda.amp.GradScaler()
+""",
+        after="""\
+import torch
+s = torch.amp.GradScaler("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.cuda.amp.GradScaler(2.0 ** 10, 2.0, enabled=amp)
+""",
+        after="""\
+import torch
+s = torch.amp.GradScaler("npu", 2.0 ** 10, 2.0, enabled=amp)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.cuda.amp.GradScaler(
+    init_scale=1024,  # small
+)
+""",
+        after="""\
+import torch
+s = torch.amp.GradScaler(
+    "npu", init_scale=1024,  # small
+)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+@torch.cuda.amp.custom_fwd
+def f(ctx, x):
+    return x
+""",
+        after="""\
+import torch
+@torch.amp.custom_fwd(device_type="npu")
+def f(ctx, x):
+    return x
+""",
+    ),
+    Invalid(
+        """\
+import torch
+@torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+def f(ctx, x):
+    return x
+""",
+        after="""\
+import torch
+@torch.amp.custom_fwd(cast_inputs=torch.float32, device_type="npu")
+def f(ctx, x):
+    return x
+""",
+    ),
+    Invalid(
+        """\
+import torch
+@torch.cuda.amp.custom_bwd
+def b(ctx, g):
+    return g
+""",
+        after="""\
+import torch
+@torch.amp.custom_bwd(device_type="npu")
+def b(ctx, g):
+    return g
+""",
+    ),
+    Invalid(
+        """\
+import torch
+fwd = torch.cuda.amp.custom_fwd(forward)
+""",
+        after="""\
+import torch
+fwd = torch.amp.custom_fwd(forward, device_type="npu")
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda.amp import autocast, GradScaler
+scaler = GradScaler()
+with autocast():
+    pass
+""",
+        after="""\
+from torch.amp import autocast, GradScaler
+scaler = GradScaler("npu")
+with autocast("npu"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda.amp import autocast as amp_autocast
+with amp_autocast(dtype=d):
+    pass
+""",
+        after="""\
+from torch.amp import autocast as amp_autocast
+with amp_autocast("npu", dtype=d):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda.amp import custom_fwd as my_custom_fwd
+@my_custom_fwd
+def f(ctx):
+    pass
+""",
+        after="""\
+from torch.amp import custom_fwd as my_custom_fwd
+@my_custom_fwd(device_type="npu")
+def f(ctx):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda.amp import custom_fwd
+@custom_fwd
+def f(ctx):
+    pass
+""",
+        after="""\
+from torch.amp import custom_fwd
+@custom_fwd(device_type="npu")
+def f(ctx):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda import amp
+with amp.autocast(enabled=False):
+    pass
+""",
+        after="""\
+from torch import amp
+with amp.autocast("npu", enabled=False):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch.cuda.amp as amp
+s = amp.GradScaler()
+""",
+        after="""\
+import torch.amp as amp
+s = amp.GradScaler("npu")
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda import amp, synchronize
+s = amp.GradScaler()
+""",
+        after="""\
+from torch.cuda import synchronize; from torch import amp
+s = amp.GradScaler("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.autocast("cuda"):
+    pass
+""",
+        after="""\
+import torch
+with torch.autocast("npu"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.autocast(device_type='cuda', dtype=torch.bfloat16):
+    pass
+""",
+        after="""\
+import torch
+with torch.autocast(device_type='npu', dtype=torch.bfloat16):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.amp.autocast(device_type="cuda"):
+    pass
+""",
+        after="""\
+import torch
+with torch.amp.autocast(device_type="npu"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.autocast("cuda" if torch.cuda.is_available() else "cpu"):
+    pass
+""",
+        after="""\
+import torch
+with torch.autocast("npu" if torch.cuda.is_available() else "cpu"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+from torch import autocast
+with autocast('cuda'):
+    pass
+""",
+        after="""\
+from torch import autocast
+with autocast('npu'):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.amp.GradScaler("cuda")
+""",
+        after="""\
+import torch
+s = torch.amp.GradScaler("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.GradScaler(device="cuda", init_scale=8)
+""",
+        after="""\
+import torch
+s = torch.GradScaler(device="npu", init_scale=8)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.amp.GradScaler()
+""",
+        after="""\
+import torch
+s = torch.amp.GradScaler("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.GradScaler(enabled=True)
+""",
+        after="""\
+import torch
+s = torch.GradScaler("npu", enabled=True)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+@torch.amp.custom_fwd(device_type="cuda")
+def f(ctx):
+    pass
+""",
+        after="""\
+import torch
+@torch.amp.custom_fwd(device_type="npu")
+def f(ctx):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+on = torch.is_autocast_enabled()
+""",
+        after="""\
+import torch
+on = torch.is_autocast_enabled("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.get_autocast_dtype("cuda")
+""",
+        after="""\
+import torch
+d = torch.get_autocast_dtype("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.get_autocast_gpu_dtype()
+""",
+        after="""\
+import torch
+d = torch.get_autocast_dtype("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+torch.set_autocast_gpu_dtype(torch.bfloat16)
+""",
+        after="""\
+import torch
+torch.set_autocast_dtype("npu", torch.bfloat16)
+""",
+    ),
+    Valid(
+        """\
+import torch
+with torch.autocast("cpu"):
+    pass
+""",
+    ),
+    Valid(
+        """\
+import torch
+with torch.autocast(device_type=device.type):
+    pass
+""",
+    ),
+    Valid(
+        """\
+import torch
+s = torch.amp.GradScaler("npu")
+""",
+    ),
+    Valid(
+        """\
+import torch
+with torch.cpu.amp.autocast():
+    pass
+""",
+    ),
+    Valid(
+        """\
+import torch
+on = torch.is_autocast_enabled("cpu")
+""",
+    ),
+    Valid(
+        """\
+from apex import amp
+model, opt = amp.initialize(model, opt)
+""",
+    ),
+    Valid(
+        """\
+def autocast():
+    pass
+with autocast():
+    pass
+""",
+    ),
+    Valid(
+        """\
+print("use torch.cuda.amp.autocast")
+""",
+    ),
+    Valid(
+        """\
+import torch
+s = torch.amp.GradScaler(**kwargs)
+""",
+    ),
 ]
