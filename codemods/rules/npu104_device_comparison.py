@@ -265,4 +265,62 @@ if x.device.type == "npu":
 use_amp = args.device in ("npu", "xpu")
 """,
     ),
+    Invalid(
+        """\
+if x.device.type == "cuda":
+    pass
+""",
+        after="""\
+if x.device.type == "npu":
+    pass
+""",
+    ),
+    Invalid(
+        """\
+ok = "cuda" != t.device.type
+""",
+        after="""\
+ok = "npu" != t.device.type
+""",
+    ),
+    Invalid(
+        """\
+ok = device in ('cuda', 'cpu')
+""",
+        after="""\
+ok = device in ('npu', 'cpu')
+""",
+    ),
+    Invalid(
+        """\
+ok = args.device == "cuda:0"
+""",
+        after="""\
+ok = args.device == "npu:0"
+""",
+    ),
+    Invalid(
+        """\
+ok = str(device).startswith("cuda")
+""",
+        after="""\
+ok = str(device).startswith("npu")
+""",
+    ),
+    Invalid(
+        """\
+ok = torch.device(d).type == "cuda"
+""",
+        after="""\
+ok = torch.device(d).type == "npu"
+""",
+    ),
+    Invalid(
+        """\
+ok = self.dev.type == "cuda"
+""",
+        after="""\
+ok = self.dev.type == "npu"
+""",
+    ),
 ]

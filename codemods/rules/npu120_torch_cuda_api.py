@@ -383,4 +383,289 @@ if torch.npu.is_available():
     torch.npu.manual_seed_all(0)
 """,
     ),
+    Invalid(
+        """\
+import torch
+n = torch.cuda.device_count()  # gpus
+""",
+        after="""\
+import torch
+n = torch.npu.device_count()  # gpus
+""",
+    ),
+    Invalid(
+        """\
+import torch
+if torch.cuda.is_available():
+    pass
+""",
+        after="""\
+import torch
+if torch.npu.is_available():
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch as th
+th.cuda.manual_seed_all(0)
+""",
+        after="""\
+import torch as th
+th.npu.manual_seed_all(0)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.cuda.Stream()
+with torch.cuda.stream(s):
+    pass
+""",
+        after="""\
+import torch
+s = torch.npu.Stream()
+with torch.npu.stream(s):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+e = torch.cuda.Event(enable_timing=True)
+""",
+        after="""\
+import torch
+e = torch.npu.Event(enable_timing=True)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.cuda.device(1):
+    pass
+""",
+        after="""\
+import torch
+with torch.npu.device(1):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+torch.cuda.random.manual_seed(1)
+""",
+        after="""\
+import torch
+torch.npu.random.manual_seed(1)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+g = torch.cuda.default_generators[0]
+""",
+        after="""\
+import torch
+g = torch.npu.default_generators[0]
+""",
+    ),
+    Invalid(
+        """\
+import torch
+f = torch.cuda.empty_cache
+""",
+        after="""\
+import torch
+f = torch.npu.empty_cache
+""",
+    ),
+    Invalid(
+        """\
+import torch
+x = torch.cuda.FloatStorage
+""",
+        after="""\
+import torch
+x = torch.npu.FloatStorage
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda import synchronize as sync, Stream
+""",
+        after="""\
+from torch.npu import synchronize as sync, Stream
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda import (
+    Stream,  # streams
+    Event,
+)
+""",
+        after="""\
+from torch.npu import (
+    Stream,  # streams
+    Event,
+)
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda import nvtx, empty_cache
+""",
+        after="""\
+from torch.cuda import nvtx; from torch.npu import empty_cache
+""",
+    ),
+    Invalid(
+        """\
+import torch.cuda as tc
+tc.synchronize()
+n = tc.device_count()
+""",
+        after="""\
+import torch.npu as tc
+tc.synchronize()
+n = tc.device_count()
+""",
+    ),
+    Invalid(
+        """\
+from torch import cuda
+cuda.synchronize()
+""",
+        after="""\
+from torch import npu as cuda
+cuda.synchronize()
+""",
+    ),
+    Invalid(
+        """\
+from torch import nn, cuda as tc
+tc.empty_cache()
+""",
+        after="""\
+from torch import nn, npu as tc
+tc.empty_cache()
+""",
+    ),
+    Invalid(
+        """\
+def f():
+    from torch.cuda import current_device
+    return current_device()
+""",
+        after="""\
+def f():
+    from torch.npu import current_device
+    return current_device()
+""",
+    ),
+    Valid(
+        """\
+import torch
+x = t.cuda()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+torch.cuda.nvtx.range_push('a')
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+with torch.cuda.amp.autocast():
+    pass
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+m = torch.cuda.memory._snapshot()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+t = torch.cuda.FloatTensor(2)
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+x = torch.cuda.make_graphed_callables(f, (a,))
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+x = torch.cuda.not_a_real_name()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch.cuda
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import numba.cuda
+numba.cuda.synchronize()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+from numba import cuda
+cuda.synchronize()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+cuda = load()
+cuda.synchronize()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+# torch.cuda.synchronize()
+x = 'torch.cuda.synchronize'
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+def f(torch):
+    return 1
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+from torch.cuda import nvtx
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+from torch.cuda.random import manual_seed
+""",
+        with_rules=('NPU121',),
+    ),
 ]

@@ -86,4 +86,15 @@ archs = torch.cuda.get_arch_list()
 #        remove the check or test torch.npu.is_available()
 """,
     ),
+    Invalid(
+        """\
+from torch.cuda import synchronize, get_arch_list  # mixed
+""",
+        after="""\
+from torch.cuda import get_arch_list; from torch.npu import synchronize  # mixed
+""",
+        codes=('NPU120', 'NPU121'),
+        lines=(1,),
+        with_rules=('NPU120',),
+    ),
 ]

@@ -9,7 +9,7 @@ import libcst as cst
 
 from codemods.analyses import envmap
 from codemods.analyses.portable import ASCEND_VISIBLE, CUDA_VISIBLE, TWIN_MESSAGE, shell_visible_twins
-from codemods.api.cases import Invalid
+from codemods.api.cases import Invalid, Valid
 from codemods.families.env_vars import EnvVarRule, fstring_template, subscript_key
 from codemods.model.cstnodes import code_of, dotted_name, verbatim_string
 from npu_migrate.core.diagnostics import Severity
@@ -208,5 +208,156 @@ os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
 subprocess.run(f"ASCEND_RT_VISIBLE_DEVICES={rank} python train.py", shell=True)
 os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "3,2"   # error: not ascending
 """,
+    ),
+    Invalid(
+        """\
+import os
+os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"
+""",
+        after="""\
+import os
+os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
+""",
+    ),
+    Invalid(
+        """\
+import os
+os.environ['CUDA_VISIBLE_DEVICES'] = '2'
+""",
+        after="""\
+import os
+os.environ['ASCEND_RT_VISIBLE_DEVICES'] = '2'
+""",
+    ),
+    Invalid(
+        """\
+import os
+g = os.environ.get("CUDA_VISIBLE_DEVICES", "0")
+""",
+        after="""\
+import os
+g = os.environ.get("ASCEND_RT_VISIBLE_DEVICES", "0")
+""",
+    ),
+    Invalid(
+        """\
+import os as o
+g = o.getenv("CUDA_VISIBLE_DEVICES")
+""",
+        after="""\
+import os as o
+g = o.getenv("ASCEND_RT_VISIBLE_DEVICES")
+""",
+    ),
+    Invalid(
+        """\
+import os
+if "CUDA_VISIBLE_DEVICES" not in os.environ:
+    pass
+""",
+        after="""\
+import os
+if "ASCEND_RT_VISIBLE_DEVICES" not in os.environ:
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import os, subprocess
+subprocess.run(["python", "t.py"], env={**os.environ, "CUDA_VISIBLE_DEVICES": "1"})
+""",
+        after="""\
+import os, subprocess
+subprocess.run(["python", "t.py"], env={**os.environ, "ASCEND_RT_VISIBLE_DEVICES": "1"})
+""",
+    ),
+    Invalid(
+        """\
+import os
+env = os.environ.copy()
+env["CUDA_VISIBLE_DEVICES"] = "0"
+""",
+        after="""\
+import os
+env = os.environ.copy()
+env["ASCEND_RT_VISIBLE_DEVICES"] = "0"
+""",
+    ),
+    Invalid(
+        """\
+import subprocess
+subprocess.run(f"CUDA_VISIBLE_DEVICES={i} torchrun t.py --dist-backend=nccl", shell=True)
+""",
+        after="""\
+import subprocess
+subprocess.run(f"ASCEND_RT_VISIBLE_DEVICES={i} torchrun t.py --dist-backend=hccl", shell=True)
+""",
+        codes=('NPU201', 'NPU206'),
+        lines=(2,),
+        with_rules=('NPU206',),
+    ),
+    Invalid(
+        """\
+import subprocess
+subprocess.run(args=("CUDA_VISIBLE_DEVICES=0 " + cmd), shell=True)
+""",
+        after="""\
+import subprocess
+subprocess.run(args=("ASCEND_RT_VISIBLE_DEVICES=0 " + cmd), shell=True)
+""",
+    ),
+    Valid(
+        """\
+print("set CUDA_VISIBLE_DEVICES=0 before running")
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import os
+log.info("CUDA_VISIBLE_DEVICES")
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+HELP = "CUDA_VISIBLE_DEVICES=0 python train.py"
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import os
+os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import os
+os.environ["HCCL_BUFFSIZE"] = "200"
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import os
+os.environ["MY_CUDA_VISIBLE_DEVICES"] = "3,1"
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import os
+os.environ[b"CUDA_VISIBLE_DEVICES"] = b"0"
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import subprocess
+subprocess.run(["python", "t.py", "--backend", "gloo"])
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
     ),
 ]
