@@ -757,4 +757,28 @@ assert x.device.type == "cuda:x"
 """,
         with_rules=('NPU104', 'NPU105'),
     ),
+    Invalid(
+        """\
+from transformers import TrainingArguments, AutoModel
+m = AutoModel.from_pretrained('x', device_map='cuda:0')
+""",
+        after="""\
+from transformers import TrainingArguments, AutoModel
+m = AutoModel.from_pretrained('x', device_map='npu:0')
+""",
+    ),
+    Valid(
+        """\
+from unittest import mock
+mock.patch('os.getcwd')
+""",
+        with_rules=('NPU120', 'NPU520', 'NPU521', 'NPU522', 'NPU530'),
+    ),
+    Valid(
+        """\
+from lightning.pytorch.strategies import DDPStrategy
+s = DDPStrategy(process_group_backend='gloo')
+""",
+        with_rules=('NPU120', 'NPU520', 'NPU521', 'NPU522', 'NPU530'),
+    ),
 ]

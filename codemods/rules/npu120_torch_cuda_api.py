@@ -668,4 +668,51 @@ from torch.cuda.random import manual_seed
 """,
         with_rules=('NPU121',),
     ),
+    Invalid(
+        """\
+import torch
+import pytest
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs cuda')
+def test_e():
+    pass
+""",
+        after="""\
+import torch
+import pytest
+@pytest.mark.skipif(not torch.npu.is_available(), reason='needs cuda')
+def test_e():
+    pass
+""",
+    ),
+    Valid(
+        """\
+import torch
+setattr(torch.cuda, 'x', 1)
+""",
+        with_rules=('NPU103', 'NPU520', 'NPU521', 'NPU522', 'NPU530'),
+    ),
+    Invalid(
+        """\
+from torch import cuda
+cuda.synchronize()
+cuda.jiterator
+""",
+        lines=(1,),
+        with_rules=('NPU501', 'NPU502', 'NPU503'),
+    ),
+    Valid(
+        """\
+import torch
+def f(m):
+    return m.cuda.OutOfMemoryError, 'torch.cuda.OutOfMemoryError'
+""",
+        with_rules=('NPU501', 'NPU502', 'NPU503'),
+    ),
+    Valid(
+        """\
+import torch
+f = getattr(torch.nn, 'Linear')
+""",
+        with_rules=('NPU501', 'NPU502', 'NPU503'),
+    ),
 ]

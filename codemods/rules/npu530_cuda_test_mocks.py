@@ -231,4 +231,60 @@ RunIf(min_cuda_gpus=0, bf16_cuda=False)
 mock.patch("mypkg.mytorch.cuda.helper")
 """,
     ),
+    Invalid(
+        """\
+import torch
+from unittest import mock
+@mock.patch('torch.cuda.is_available', return_value=True)
+def test_a(m):
+    pass
+""",
+        after="""\
+import torch
+from unittest import mock
+@mock.patch('torch.npu.is_available', return_value=True)
+def test_a(m):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+from unittest import mock
+def test_b():
+    with mock.patch.object(torch.cuda, 'synchronize'):
+        pass
+""",
+        after="""\
+import torch
+from unittest import mock
+def test_b():
+    with mock.patch.object(torch.npu, 'synchronize'):
+        pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def test_c(monkeypatch):
+    monkeypatch.setattr(torch.cuda, 'device_count', lambda: 2)
+""",
+        after="""\
+import torch
+def test_c(monkeypatch):
+    monkeypatch.setattr(torch.npu, 'device_count', lambda: 2)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def test_d(monkeypatch):
+    monkeypatch.setattr('torch.cuda.is_available', lambda: True)
+""",
+        after="""\
+import torch
+def test_d(monkeypatch):
+    monkeypatch.setattr('torch.npu.is_available', lambda: True)
+""",
+    ),
 ]
