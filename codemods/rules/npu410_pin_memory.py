@@ -35,7 +35,7 @@ from codemods.analyses.loops import (
     target_names,
     walk,
 )
-from codemods.api.cases import Invalid
+from codemods.api.cases import Invalid, Valid
 from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.model.cstnodes import code_of, dotted_parts, keyword
 from npu_migrate.core.diagnostics import Severity
@@ -363,5 +363,189 @@ def train(model, data, optimizer, device):
         loss.backward()
         optimizer.step()
 """,
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, batch_size=8)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, batch_size=8, pin_memory=True)
+""",
+        lines=(3,),
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, batch_size=8, num_workers=4)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, batch_size=8, num_workers=4, pin_memory=True, persistent_workers=True)
+""",
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+WORKERS = 2
+dl = DataLoader(
+    ds,
+    num_workers=WORKERS,
+)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+WORKERS = 2
+dl = DataLoader(
+    ds,
+    num_workers=WORKERS,
+    pin_memory=True,
+    persistent_workers=True,
+)
+""",
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = torch.utils.data.DataLoader(ds, num_workers=args.workers)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+dl = torch.utils.data.DataLoader(ds, num_workers=args.workers, pin_memory=True, persistent_workers=args.workers > 0)
+""",
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, 8, True, None, None, 3)
+d2 = DataLoader(ds, pin_memory=False)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, 8, True, None, None, 3, pin_memory=True, persistent_workers=True)
+d2 = DataLoader(ds, pin_memory=False)
+""",
+        lines=(4,),
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=False)
+for step, batch in enumerate(loader):
+    x, y = batch
+    x = x.to(device)
+    y = y.npu()
+    z = batch[2].to("npu:0", dtype=torch.float16)
+    out = model(x)
+    out.to("cpu")
+    out.to(device)
+    x.to(torch.float16)
+    y = model(y)
+    y = y.to(host_device)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=False, pin_memory=True)
+for step, batch in enumerate(loader):
+    x, y = batch
+    x = x.to(device, non_blocking=True)
+    y = y.npu(non_blocking=True)
+    z = batch[2].to("npu:0", dtype=torch.float16, non_blocking=True)
+    out = model(x)
+    out.to("cpu")
+    out.to(device)
+    x.to(torch.float16)
+    y = model(y)
+    y = y.to(host_device)
+""",
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+def make_loader(ds):
+    return DataLoader(ds, batch_size=4, num_workers=2)
+
+def train(model, train_loader):
+    for batch in train_loader:
+        batch = {k: v.to(model.device) for k, v in batch.items()}
+
+def main():
+    loader = make_loader(ds)
+    train(net, loader)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+def make_loader(ds):
+    return DataLoader(ds, batch_size=4, num_workers=2, pin_memory=True, persistent_workers=True)
+
+def train(model, train_loader):
+    for batch in train_loader:
+        batch = {k: v.to(model.device, non_blocking=True) for k, v in batch.items()}
+
+def main():
+    loader = make_loader(ds)
+    train(net, loader)
+""",
+        path='data.py',
+    ),
+    Valid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, num_workers=2, pin_memory=True, persistent_workers=True)
+""",
+        path='data.py',
+    ),
+    Valid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, pin_memory=False, num_workers=1, persistent_workers=True)
+for x in dl:
+    x = x.to(device)
+""",
+        path='data.py',
+    ),
+    Valid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+def run(dl):
+    for x in dl:
+        x.to(device)
+run(DataLoader(ds, pin_memory=True, num_workers=1, persistent_workers=True))
+run(other_batches)
+""",
+        path='data.py',
+    ),
+    Valid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+from mylib import DataLoader as DL
+dl = DL(ds)
+""",
+        path='data.py',
     ),
 ]
