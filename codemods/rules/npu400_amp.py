@@ -483,4 +483,78 @@ for x, y in loader:
     optimizer.step()
 """,
     ),
+    Valid(
+        """\
+import torch
+for b in dl:
+    loss = model(b).loss
+    accelerator.backward(loss)
+    opt.step()
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+with torch.no_grad():
+    for e, p in zip(ema, params):
+        e.mul_(0.9).add_(p)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+for x in loader:
+    out = model(x)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+with torch.set_grad_enabled(True):
+    for x in loader:
+        out = model(x)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+class Opt:
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            has = self._init_group(group)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+@torch.no_grad()
+def squash(self):
+    for name, cfg in self.data_groups.items():
+        self.update_mask(name, **cfg)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+@torch.no_grad()
+def count(loader):
+    for x in loader:
+        n = total(7)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
 ]

@@ -427,4 +427,54 @@ CASES = [
         main()
 """,
     ),
+    Valid(
+        """\
+if __name__ == "__main__":
+    print("hello")
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+if __name__ == "__main__":
+    print(torch.__version__)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+if __name__ == "__main__":
+    torch.cuda.memory._record_memory_history()
+    model.train()
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+if __name__ == "__main__":  # npu-migrate: ignore[NPU420]
+    model.train()
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Invalid(
+        """\
+import torch
+with torch.profiler.profile(schedule=s) as prof:
+    for x in data:
+        loss = model(x)
+        loss.backward()
+        opt.step()
+        prof.step()
+""",
+        lines=(5,),
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
 ]

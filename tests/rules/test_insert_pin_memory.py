@@ -20,7 +20,7 @@ def after(src: str) -> str:
     return text[len(HEADER):]
 
 
-# The before/after examples are the CASES of NPU410 (in the rule modules: run by
+# The before/after examples are the CASES of NPU410 (in its rule module: run by
 # test_rule_cases.py, shown on the rule pages); the tests here check what a case cannot.
 
 
