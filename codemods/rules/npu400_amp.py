@@ -557,4 +557,159 @@ def count(loader):
         with_rules=('NPU100',),
         path='train.py',
     ),
+    Invalid(
+        """\
+import torch
+
+for x, y in loader:
+    x = x.to(device)
+    optimizer.zero_grad()
+    # forward
+    out = model(x)  # logits
+    loss = criterion(out, y)
+    loss.backward()
+    optimizer.step()
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+
+for x, y in loader:
+    x = x.to(device)
+    optimizer.zero_grad()
+    # forward
+    with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+        out = model(x)  # logits
+        loss = criterion(out, y)
+    loss.backward()
+    optimizer.step()
+""",
+        codes=('NPU100', 'NPU400'),
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Invalid(
+        """\
+import torch as th
+
+def step(model, batch, opt):
+    outputs = model(**batch)
+    loss = outputs.loss / 4
+    loss.backward()
+    opt.step()
+""",
+        after="""\
+import torch as th
+import torch_npu  # noqa: F401
+
+def step(model, batch, opt):
+    with th.autocast(device_type="npu", dtype=th.bfloat16):
+        outputs = model(**batch)
+        loss = outputs.loss / 4
+    loss.backward()
+    opt.step()
+""",
+        codes=('NPU100', 'NPU400'),
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Invalid(
+        """\
+from torch import nn
+
+def train(net, data, sgd, crit):
+    for i, (a, b) in enumerate(data):
+        pred = net(a)
+        loss = crit(pred, b)
+        (loss / 2).backward()
+        if i % 2 == 1:
+            sgd.step()
+            sgd.zero_grad()
+""",
+        after="""\
+import torch_npu  # noqa: F401
+import torch
+from torch import nn
+
+def train(net, data, sgd, crit):
+    for i, (a, b) in enumerate(data):
+        with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+            pred = net(a)
+            loss = crit(pred, b)
+        (loss / 2).backward()
+        if i % 2 == 1:
+            sgd.step()
+            sgd.zero_grad()
+""",
+        codes=('NPU100', 'NPU400'),
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Invalid(
+        """\
+import torch
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        for x, y in loader:
+            x = x.to("npu")
+            pred = model(x)
+            hits = (pred.argmax(1) == y).sum()
+    return hits
+
+def evaluate2(model, loader):
+    for x in loader:
+        with torch.inference_mode():
+            out = model(x)
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        for x, y in loader:
+            x = x.to("npu")
+            with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                pred = model(x)
+                hits = (pred.argmax(1) == y).sum()
+    return hits
+
+def evaluate2(model, loader):
+    for x in loader:
+        with torch.inference_mode():
+            with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                out = model(x)
+""",
+        codes=('NPU100', 'NPU400'),
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Invalid(
+        """\
+import torch
+
+class Runner:
+    @torch.no_grad()
+    def predict(self, loader):
+        for batch in loader:
+            logits = self.model(batch)
+            self.outputs.append(logits)
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+
+class Runner:
+    @torch.no_grad()
+    def predict(self, loader):
+        for batch in loader:
+            with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                logits = self.model(batch)
+                self.outputs.append(logits)
+""",
+        codes=('NPU100', 'NPU400'),
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
 ]
