@@ -80,21 +80,6 @@ torch.npu.conv.allow_hf32 = False
     ),
     Invalid(
         """\
-import torch
-torch.backends.cuda.matmul.allow_tf32 = True
-torch.backends.cudnn.allow_tf32 = False
-""",
-        after="""\
-import torch
-import torch_npu  # noqa: F401
-torch.npu.matmul.allow_hf32 = True
-torch.npu.conv.allow_hf32 = False
-""",
-        codes=('NPU100', 'NPU160'),
-        with_rules=('NPU100',),
-    ),
-    Invalid(
-        """\
 import torch as th
 if th.backends.cuda.matmul.allow_tf32:
     pass

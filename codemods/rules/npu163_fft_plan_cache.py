@@ -113,19 +113,4 @@ torch.npu.backends.fft_plan_cache.max_size = 32
 torch.npu.backends.fft_plan_cache.clear()
 """,
     ),
-    Invalid(
-        """\
-import torch
-torch.backends.cuda.cufft_plan_cache.max_size = 32
-torch.backends.cuda.cufft_plan_cache.clear()
-""",
-        after="""\
-import torch
-import torch_npu  # noqa: F401
-torch.npu.backends.fft_plan_cache.max_size = 32
-torch.npu.backends.fft_plan_cache.clear()
-""",
-        codes=('NPU100', 'NPU163'),
-        with_rules=('NPU100',),
-    ),
 ]
