@@ -31,12 +31,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+from bench_paths import ROOT
 
 from npu_migrate.analyze import analyze
 from npu_migrate.apply.engine import migrate_source
 
+HERE = str(ROOT / "bench")
 CLAIMS = os.path.join(HERE, "analyze_claims.json")
 CORPUS = os.environ.get("NPU_MIGRATE_CORPUS", "/work/corpus")
 

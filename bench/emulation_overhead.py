@@ -27,9 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from bench_paths import ROOT
 
 from verify_faults import SCRIPTS, migrate  # the scripts and arguments of the verifier's fault bench
 

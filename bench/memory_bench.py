@@ -23,8 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench_paths import ROOT
 
 from npu_migrate.memory.synthetic import training_snapshot
 
@@ -45,7 +44,6 @@ def run(cmd: list[str]) -> tuple[float, float, int, float]:
 def browser_render_ms(page: Path, repeat: int) -> int | None:
     """The page's own data-render-ms (navigation start to everything rendered) in headless
     Chromium, driven over the DevTools protocol (tests/memory/browser.py)."""
-    sys.path.insert(0, str(ROOT / "tests" / "memory"))
     from browser import CHROMIUM, Browser
 
     if CHROMIUM is None:

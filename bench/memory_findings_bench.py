@@ -39,12 +39,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "memory")]
+from bench_paths import ROOT
 
 from reference import load_raw, replay_msmemscope
 from reference import replay as reference_replay

@@ -34,8 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "memory")]
+from bench_paths import ROOT
 
 from browser import Browser
 

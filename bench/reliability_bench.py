@@ -43,9 +43,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "engine")]
+from bench_paths import ROOT as CHECKOUT
 from process_table import alive, children  # the signal tests read processes the same way
+
+ROOT = str(CHECKOUT)
 ENV = dict(os.environ, PYTHONPATH=ROOT)
 
 

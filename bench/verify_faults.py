@@ -27,18 +27,16 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-MODELS = ROOT / "bench" / "verify_models"
+from bench_paths import ROOT
 
 from npu_migrate.apply.engine import migrate_source
 from npu_migrate.verify.script import ScriptOptions, verify_script
 
+MODELS = ROOT / "bench" / "verify_models"
 CORPUS_DEFAULT = os.environ.get("NPU_MIGRATE_CORPUS", "/work/corpus")
 WLM_REAL = ("pytorch+examples", "word_language_model")
 MINGPT_REAL = ("karpathy+minGPT", "mingpt")

@@ -7,6 +7,7 @@ makes `Tensor.pin_memory` an identity that counts its calls, since the emulation
 no pinned memory of its own; the real torch_npu pins host memory for the NPU.
 """
 
+import itertools
 import json
 import os
 import pickle
@@ -82,7 +83,7 @@ def test_inserted_code_matches_the_expected_text(trained):
 
 
 def _falls(losses):
-    return len(losses) >= 3 and all(b < a for a, b in zip(losses, losses[1:])) and losses[-1] < 0.6 * losses[0]
+    return len(losses) >= 3 and all(b < a for a, b in itertools.pairwise(losses)) and losses[-1] < 0.6 * losses[0]
 
 
 def test_loss_falls_before_and_after(trained):

@@ -48,7 +48,8 @@ class Valid:
 class Invalid:
     """Source the rule acts on: `after` is the text it makes of it (None: the text stays and the
     rule only reports), `codes` what the run records, edits and diagnostics (default: the
-    rule's own code)."""
+    rule's own code), `lines` where the rule reports (the lines of its code's diagnostics, in
+    order; not checked when empty)."""
 
     source: str
     after: str | None = None
@@ -56,6 +57,7 @@ class Invalid:
     path: str = "example.py"
     with_rules: tuple[str, ...] = ()
     options: tuple[tuple[str, str], ...] = ()
+    lines: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "source", unindent(self.source))

@@ -40,6 +40,8 @@ def _cases(rule: Any) -> list[str]:
                                           for key, value in settings.items()) + ":", ""]
         if isinstance(case, Invalid):
             codes = ", ".join(case.codes or (rule.code,))
+            if case.lines:
+                codes += (" at line " if len(case.lines) == 1 else " at lines ") + ", ".join(map(str, case.lines))
             if case.after is None:
                 lines += [f"Reported ({codes}), left as it is:", "", *_fence(case.source, case.path)]
             else:

@@ -13,7 +13,7 @@ import ast
 
 import libcst as cst
 
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.model.astnodes import iter_statements
 from npu_migrate.core.diagnostics import Severity
 
@@ -46,7 +46,7 @@ class RenameRule(Rule):
     needs_torch_npu = True
     severity = Severity.WARNING
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self._facts: tuple[frozenset[str], dict[str, int]] | None = None
 

@@ -22,7 +22,7 @@ from codemods.analyses.devices import (
     mentions_cuda,
 )
 from codemods.analyses.portable import generic_device_collection, generic_device_value
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.model.cstnodes import code_of
 from npu_migrate.core.diagnostics import Severity
 
@@ -35,7 +35,7 @@ class DeviceRule(Rule):
     needs_torch_npu = True
     severity = Severity.WARNING
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self.table = device_positions()
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.data.tables import load_data
 from npu_migrate.core.diagnostics import Severity
 
@@ -46,7 +46,7 @@ class DistRule(Rule):
     prefilter = r"nccl|NCCL"
     needs_torch_npu = True
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self.table = dist_table()
 

@@ -15,10 +15,9 @@ import re
 from typing import ClassVar
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.analyses import envmap
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.model.astnodes import ast_dotted_parts
 from codemods.model.cstnodes import dotted_parts, verbatim_string, with_string
 from npu_migrate.core.diagnostics import Severity
@@ -70,7 +69,7 @@ class EnvVarRule(Rule):
     kinds: ClassVar[frozenset[str]] = frozenset()
     fix = Fix.SAFE
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self._command_names: set[str] | None = None
 
@@ -88,30 +87,32 @@ class EnvVarRule(Rule):
                 return constant, False
         return None, False
 
-    def _occurrence(self, original_key: cst.CSTNode, key: cst.SimpleString, value: cst.CSTNode | None,
-                    write: bool) -> tuple[cst.SimpleString, cst.CSTNode | None]:
+    def _occurrence(self, original_key: cst.CSTNode, key: cst.SimpleString, value: cst.BaseExpression | None,
+                    write: bool) -> tuple[cst.SimpleString, cst.SimpleString | None]:
+        """(the key, renamed or not; the value's new literal, or None where the value stays)."""
         name = verbatim_string(key)
         if name is None:
-            return key, value
+            return key, None
         literal, rewritable = self._value(value)
         found = envmap.plan(name, literal, write=write)
         if found is None or found.kind not in self.kinds:
-            return key, value
+            return key, None
         for problem in found.problems:
             self.report(original_key, problem.message, severity=problem.severity)
         if found.new_value is not None and not rewritable:
             if found.kind == "bytes_to_mb":  # never give a MB variable a byte count
                 self.report(original_key, f"`{name}` gets its value from a constant: set "
                             f"`{found.new_name}={found.new_value}` (MB) instead", Severity.WARNING)
-                return key, value
+                return key, None
             found.new_value = None
         if found.new_name:
             key = with_string(key, found.new_name)
+        new_value = None
         if found.new_value is not None and isinstance(value, cst.SimpleString) and _safe_text(value, found.new_value):
-            value = with_string(value, found.new_value)
+            new_value = with_string(value, found.new_value)
         if found.new_name or found.new_value is not None:
             self.fixed(original_key, found.message)
-        return key, value
+        return key, new_value
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -119,20 +120,22 @@ class EnvVarRule(Rule):
                 self.tree.nodes("write_targets").add(target.target)
 
     def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript) -> cst.BaseExpression:
-        key = subscript_key(updated_node)
-        if key is None or original_node in self.tree.nodes("write_targets"):
+        key, original_key = subscript_key(updated_node), subscript_key(original_node)
+        if key is None or original_key is None or original_node in self.tree.nodes("write_targets"):
             return updated_node
-        new_key, _ = self._occurrence(subscript_key(original_node), key, None, write=False)
+        new_key, _ = self._occurrence(original_key, key, None, write=False)
         return _with_subscript_key(updated_node, new_key) if new_key is not key else updated_node
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         value = updated_node.value
         targets = list(updated_node.targets)
         for index, (orig_target, target) in enumerate(zip(original_node.targets, targets)):
-            if orig_target.target in self.tree.nodes("write_targets") and isinstance(target.target, cst.Subscript):
-                key = subscript_key(target.target)
-                if key is not None:
-                    new_key, value = self._occurrence(subscript_key(orig_target.target), key, value, write=True)
+            if (orig_target.target in self.tree.nodes("write_targets") and isinstance(target.target, cst.Subscript)
+                    and isinstance(orig_target.target, cst.Subscript)):
+                key, original_key = subscript_key(target.target), subscript_key(orig_target.target)
+                if key is not None and original_key is not None:
+                    new_key, new_value = self._occurrence(original_key, key, value, write=True)
+                    value = new_value or value
                     targets[index] = target.with_changes(target=_with_subscript_key(target.target, new_key))
         if isinstance(original_node.value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString,
                                             cst.BinaryOperation, cst.List, cst.Tuple)):
@@ -147,10 +150,11 @@ class EnvVarRule(Rule):
         elements = list(updated_node.elements)
         changed = False
         for index, (orig, element) in enumerate(zip(original_node.elements, elements)):
-            if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
+            if (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+                    and isinstance(orig, cst.DictElement)):
                 key, value = self._occurrence(orig.key, element.key, element.value, write=True)
-                if key is not element.key or value is not element.value:
-                    elements[index] = element.with_changes(key=key, value=value)
+                if key is not element.key or value is not None:
+                    elements[index] = element.with_changes(key=key, value=value or element.value)
                     changed = True
         return updated_node.with_changes(elements=elements) if changed else updated_node
 
@@ -171,7 +175,7 @@ class EnvVarRule(Rule):
                                               write=method in _SETTERS)
             if key is not args[0].value:
                 args[0] = args[0].with_changes(value=key)
-            if value is not None and new_value is not value:
+            if new_value is not None:
                 args[1] = args[1].with_changes(value=new_value)
         elif method in _MAPPINGS:
             for index, (orig, arg) in enumerate(zip(original_node.args, args)):
@@ -189,12 +193,12 @@ class EnvVarRule(Rule):
         return updated_node.with_changes(args=args)
 
     def _keyword(self, orig: cst.Arg, arg: cst.Arg) -> cst.Arg:
-        assert arg.keyword is not None
+        assert arg.keyword is not None and orig.keyword is not None
         key, value = self._occurrence(orig.keyword, cst.SimpleString(f'"{arg.keyword.value}"'), arg.value,
                                       write=True)
         name = verbatim_string(key)
-        if name != arg.keyword.value or value is not arg.value:
-            return arg.with_changes(keyword=cst.Name(name or arg.keyword.value), value=value)
+        if name != arg.keyword.value or value is not None:
+            return arg.with_changes(keyword=cst.Name(name or arg.keyword.value), value=value or arg.value)
         return arg
 
     # -- shell commands in Python strings --------------------------------------------------
@@ -257,7 +261,8 @@ class EnvVarRule(Rule):
         text_parts = [p for p in node.parts if isinstance(p, cst.FormattedStringText)]
         if len(pieces) != len(node.parts) - len(text_parts) + 1 or node.end in new:
             return node
-        parts, cursor = [], 0
+        parts: list[cst.BaseFormattedStringContent] = []
+        cursor = 0
         for part in node.parts:
             if isinstance(part, cst.FormattedStringText):
                 continue
@@ -294,9 +299,10 @@ class EnvVarRule(Rule):
 
 
 def subscript_key(node: cst.Subscript) -> cst.SimpleString | None:
-    if len(node.slice) == 1 and m.matches(node.slice[0], m.SubscriptElement(slice=m.Index(value=m.SimpleString()))):
-        key: cst.SimpleString = node.slice[0].slice.value
-        return key
+    """`"KEY"` of `mapping["KEY"]`; None for any other subscript."""
+    index = node.slice[0].slice if len(node.slice) == 1 else None
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+        return index.value
     return None
 
 

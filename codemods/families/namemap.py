@@ -21,7 +21,7 @@ import libcst as cst
 from codemods.api.rule import Rule
 from codemods.api.targets import npu_too_new
 from codemods.data.tables import load_data
-from codemods.model.cstnodes import dotted_expr, dotted_name, dotted_parts
+from codemods.model.cstnodes import alias_asname, dotted_expr, dotted_name, dotted_parts
 from npu_migrate.core.diagnostics import Severity
 
 
@@ -249,6 +249,7 @@ class NameMapRule(CoverageRule):
             self.plans[id(node)] = ("report", (too_new, Severity.WARNING))
             return
         new_bound = self.names.renamed(bound) or bound
+        text: str | None
         if new_name.startswith(new_bound + "."):
             text = parts[0] + new_name[len(new_bound):]
         else:
@@ -325,7 +326,8 @@ class NameMapRule(CoverageRule):
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> Any:
         names = updated_node.names
-        if len(names) != 1 or names[0].asname is None:
+        local = alias_asname(names[0]) if len(names) == 1 else None
+        if local is None:
             return updated_node  # `import torch.cuda.nvtx` binds `torch`: uses are rewritten
         alias = names[0]
         bound = dotted_name(alias.name)
@@ -338,17 +340,17 @@ class NameMapRule(CoverageRule):
         module, name, entry = target
         if entry.message:
             self.report(original_node, entry.message, severity=entry.severity)
-        local = alias.asname.name
         new = cst.ImportFrom(module=dotted_expr(module),
-                             names=[cst.ImportAlias(name=cst.Name(name), asname=cst.AsName(name=local))
-                                    if name != local.value else cst.ImportAlias(name=cst.Name(name))])
-        self.fixed(original_node, f"`import {bound} as {local.value}` → "
-                                  f"`from {module} import {name} as {local.value}`")
+                             names=[cst.ImportAlias(name=cst.Name(name), asname=cst.AsName(name=cst.Name(local)))
+                                    if name != local else cst.ImportAlias(name=cst.Name(name))])
+        self.fixed(original_node, f"`import {bound} as {local}` → "
+                                  f"`from {module} import {name} as {local}`")
         return new
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> Any:
         base = dotted_name(updated_node.module)
-        if updated_node.relative or base is None or isinstance(updated_node.names, cst.ImportStar):
+        if (updated_node.relative or base is None or isinstance(updated_node.names, cst.ImportStar)
+                or isinstance(original_node.names, cst.ImportStar)):
             return updated_node
         if base.split(".")[0] not in self.names.roots:
             return updated_node

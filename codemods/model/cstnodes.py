@@ -31,10 +31,10 @@ def dotted_name(node: cst.CSTNode | None) -> str | None:
     return ".".join(parts) if parts else None
 
 
-def dotted_expr(dotted: str) -> cst.BaseExpression:
-    """'torch.npu.synchronize' -> the Attribute chain expression."""
+def dotted_expr(dotted: str) -> cst.Name | cst.Attribute:
+    """'torch.npu.synchronize' -> the Attribute chain expression (also a module name of an import)."""
     head, *rest = dotted.split(".")
-    expr: cst.BaseExpression = cst.Name(head)
+    expr: cst.Name | cst.Attribute = cst.Name(head)
     for part in rest:
         expr = cst.Attribute(value=expr, attr=cst.Name(part))
     return expr

@@ -187,4 +187,110 @@ model = Net().npu()
 x = batch.npu(non_blocking=True)
 """,
     ),
+    Invalid(
+        """\
+x = t.cuda()
+""",
+        after="""\
+x = t.npu()
+""",
+    ),
+    Invalid(
+        """\
+x = t.cuda(1, non_blocking=True)
+""",
+        after="""\
+x = t.npu(1, non_blocking=True)
+""",
+    ),
+    Invalid(
+        """\
+x = t.cuda(device=dev)  # keep
+""",
+        after="""\
+x = t.npu(device=dev)  # keep
+""",
+    ),
+    Invalid(
+        """\
+model = Net().cuda().eval()
+""",
+        after="""\
+model = Net().npu().eval()
+""",
+    ),
+    Invalid(
+        """\
+y = torch.Tensor.cuda(x)
+""",
+        after="""\
+y = torch.Tensor.npu(x)
+""",
+    ),
+    Invalid(
+        """\
+from models import net
+net.cuda()
+""",
+        after="""\
+from models import net
+net.npu()
+""",
+    ),
+    Invalid(
+        """\
+batch = [b.cuda(
+    non_blocking=True) for b in batch]
+""",
+        after="""\
+batch = [b.npu(
+    non_blocking=True) for b in batch]
+""",
+    ),
+    Valid(
+        """\
+import torch
+torch.cuda()
+""",
+        with_rules=('NPU102',),
+    ),
+    Valid(
+        """\
+import torch
+torch.cuda.synchronize()
+""",
+        with_rules=('NPU102',),
+    ),
+    Valid(
+        """\
+import tvm
+dev = tvm.cuda(0)
+""",
+        with_rules=('NPU102',),
+    ),
+    Valid(
+        """\
+f = t.cuda
+""",
+        with_rules=('NPU102',),
+    ),
+    Valid(
+        """\
+name = 'x.cuda()'  # .cuda() in a comment
+""",
+        with_rules=('NPU102',),
+    ),
+    Valid(
+        """\
+def f(is_cuda=False):
+    return is_cuda
+""",
+        with_rules=('NPU102',),
+    ),
+    Valid(
+        """\
+cuda(x)
+""",
+        with_rules=('NPU102',),
+    ),
 ]

@@ -140,4 +140,22 @@ if x.is_npu:
     torch.cuda.synchronize()
 """,
     ),
+    Invalid(
+        """\
+if x.is_cuda:
+    pass
+""",
+        after="""\
+if x.is_npu:
+    pass
+""",
+    ),
+    Invalid(
+        """\
+ok = t.data.is_cuda and u.is_cuda
+""",
+        after="""\
+ok = t.data.is_npu and u.is_npu
+""",
+    ),
 ]

@@ -8,6 +8,7 @@ import libcst as cst
 
 from codemods.analyses.devices import is_device_name, mentions_cuda
 from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import RuleContext
 from codemods.families.device_strings import DeviceRule
 
 
@@ -79,7 +80,7 @@ class DeviceString(DeviceRule):
     supported_targets = frozenset({"npu", "portable"})
     summary = "`\"cuda\"`/`\"cuda:N\"` device strings in device positions become `\"npu\"`/`\"npu:N\"`"
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self._depth = 0  # > 0 inside a function or class body
         self._top_starts: frozenset[int] | None = None
@@ -324,5 +325,460 @@ x = torch.zeros(8, device=f"npu:{rank}")
 y = x.to("npu:%d" % i, non_blocking=True)
 state = torch.load("cuda_model.pt", map_location="npu")
 """,
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.device("cuda")
+""",
+        after="""\
+import torch
+d = torch.device("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.device('cuda', 1)
+""",
+        after="""\
+import torch
+d = torch.device('npu', 1)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.device(type="cuda", index=0)
+""",
+        after="""\
+import torch
+d = torch.device(type="npu", index=0)
+""",
+    ),
+    Invalid(
+        """\
+import torch as th
+d = th.device('cuda:0')
+""",
+        after="""\
+import torch as th
+d = th.device('npu:0')
+""",
+    ),
+    Invalid(
+        """\
+from torch import device
+d = device('cuda:3')
+""",
+        after="""\
+from torch import device
+d = device('npu:3')
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.device('cuda'):
+    pass
+""",
+        after="""\
+import torch
+with torch.device('npu'):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.device(f"cuda:{rank}")
+""",
+        after="""\
+import torch
+d = torch.device(f"npu:{rank}")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.device(f"cuda:{rank % 8:d}")
+""",
+        after="""\
+import torch
+d = torch.device(f"npu:{rank % 8:d}")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.device("cuda:%d" % i)
+""",
+        after="""\
+import torch
+d = torch.device("npu:%d" % i)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.device("cuda:{}".format(i))
+""",
+        after="""\
+import torch
+d = torch.device("npu:{}".format(i))
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.device("cuda:" + str(i))
+""",
+        after="""\
+import torch
+d = torch.device("npu:" + str(i))
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.device(r'cuda')
+""",
+        after="""\
+import torch
+d = torch.device(r'npu')
+""",
+    ),
+    Invalid(
+        """\
+import torch
+x = torch.zeros(3, device="cuda:0")
+""",
+        after="""\
+import torch
+x = torch.zeros(3, device="npu:0")
+""",
+    ),
+    Invalid(
+        """\
+cfg = make(device="cuda", name="cuda")
+""",
+        after="""\
+cfg = make(device="npu", name="cuda")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+m = torch.load("cuda_model.pt", map_location="cuda")
+""",
+        after="""\
+import torch
+m = torch.load("cuda_model.pt", map_location="npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+m = torch.load(f, 'cuda:0')
+""",
+        after="""\
+import torch
+m = torch.load(f, 'npu:0')
+""",
+    ),
+    Invalid(
+        """\
+import torch
+g = torch.Generator(device="cuda")
+""",
+        after="""\
+import torch
+g = torch.Generator(device="npu")
+""",
+    ),
+    Invalid(
+        """\
+r = fork_rng(device_type="cuda")
+""",
+        after="""\
+r = fork_rng(device_type="npu")
+""",
+    ),
+    Invalid(
+        """\
+y = x.to("cuda")
+""",
+        after="""\
+y = x.to("npu")
+""",
+    ),
+    Invalid(
+        """\
+y = x.to('cuda:1', non_blocking=True)
+""",
+        after="""\
+y = x.to('npu:1', non_blocking=True)
+""",
+    ),
+    Invalid(
+        """\
+y = x.to(device="cuda", dtype=d)
+""",
+        after="""\
+y = x.to(device="npu", dtype=d)
+""",
+    ),
+    Invalid(
+        """\
+y = x.cuda("cuda:1")
+""",
+        after="""\
+y = x.cuda("npu:1")
+""",
+    ),
+    Invalid(
+        """\
+y = model.to(
+    "cuda"  # keep
+)
+""",
+        after="""\
+y = model.to(
+    "npu"  # keep
+)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+""",
+        after="""\
+import torch
+dev = "npu" if torch.cuda.is_available() else "cpu"
+""",
+    ),
+    Invalid(
+        """\
+import torch
+dev = "cpu" if not torch.cuda.is_available() else "cuda:0"
+""",
+        after="""\
+import torch
+dev = "cpu" if not torch.cuda.is_available() else "npu:0"
+""",
+    ),
+    Invalid(
+        """\
+import torch
+dev = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+""",
+        after="""\
+import torch
+dev = torch.device("npu" if args.cuda and torch.cuda.is_available() else "cpu")
+""",
+    ),
+    Invalid(
+        """\
+x = t.to(device="cuda" if use_gpu else "cpu")
+""",
+        after="""\
+x = t.to(device="npu" if use_gpu else "cpu")
+""",
+    ),
+    Invalid(
+        """\
+def f(model, device="cuda"):
+    pass
+""",
+        after="""\
+def f(model, device="npu"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+def f():
+    device = "cuda:1"
+""",
+        after="""\
+def f():
+    device = "npu:1"
+""",
+    ),
+    Invalid(
+        """\
+class C:
+    def __init__(self):
+        self.device: str = "cuda"
+""",
+        after="""\
+class C:
+    def __init__(self):
+        self.device: str = "npu"
+""",
+    ),
+    Invalid(
+        """\
+cfg = {"device": "cuda", "name": "cuda"}
+""",
+        after="""\
+cfg = {"device": "npu", "name": "cuda"}
+""",
+    ),
+    Invalid(
+        """\
+import torch
+p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+""",
+        after="""\
+import torch
+p.add_argument('--device', default='npu' if torch.cuda.is_available() else 'cpu')
+""",
+    ),
+    Valid(
+        """\
+print("running on cuda")
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+logger.info("cuda:0 is busy")
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+path = "cuda_model.pt"
+m = torch.load("cuda_model.pt")
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        '"""Moves the model to cuda."""\n',
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        'def f():\n    """Use "cuda" here."""\n',
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+# device="cuda"
+x = 1
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+p.add_argument("--no-cuda", action="store_true", help="disable cuda")
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+p.add_argument("--backend", default="cuda")
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+DEVICE = "cuda"
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+name = "cuda"
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Invalid(
+        """\
+x = t.to(b"cuda")
+""",
+        lines=(1,),
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+y = x.to(0)
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+y = x.to(device)
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+ok = kind == "cuda"
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+if backend.type == "cuda":
+    pass
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+x = {"cuda": 1}
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+y = x.to("npu:0")
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+with torch.autocast("cuda"):
+    pass
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+dev = "cuda" if use_gpu else "cpu"
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Valid(
+        """\
+assert x.device.type == "cuda:x"
+""",
+        with_rules=('NPU104', 'NPU105'),
+    ),
+    Invalid(
+        """\
+from transformers import TrainingArguments, AutoModel
+m = AutoModel.from_pretrained('x', device_map='cuda:0')
+""",
+        after="""\
+from transformers import TrainingArguments, AutoModel
+m = AutoModel.from_pretrained('x', device_map='npu:0')
+""",
+    ),
+    Valid(
+        """\
+from unittest import mock
+mock.patch('os.getcwd')
+""",
+        with_rules=('NPU120', 'NPU520', 'NPU521', 'NPU522', 'NPU530'),
+    ),
+    Valid(
+        """\
+from lightning.pytorch.strategies import DDPStrategy
+s = DDPStrategy(process_group_backend='gloo')
+""",
+        with_rules=('NPU120', 'NPU520', 'NPU521', 'NPU522', 'NPU530'),
     ),
 ]

@@ -8,6 +8,7 @@ from codemods.analyses.constantflow import binds_in_scope, kept_device_bindings
 from codemods.analyses.devices import collection_mentions_cuda, is_device_name, mentions_cuda
 from codemods.api.cases import Invalid, Valid
 from codemods.api.positions import node_positions
+from codemods.api.rule import RuleContext
 from codemods.families.device_strings import DeviceRule
 from codemods.model.cstnodes import code_of
 
@@ -60,7 +61,7 @@ class DeviceComparison(DeviceRule):
     - **portable**: `x.type == "cuda"` becomes `x.type != "cpu"` (and `!=` becomes `== "cpu"`), `"cuda" in device` becomes `"cpu" not in device`: "on an accelerator", false on CPU as before; other CUDA comparisons are reported
     """
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self._kept: dict[str, int] | None = None
 
@@ -262,6 +263,64 @@ import torch
 if x.device.type == "npu":
     torch.cuda.synchronize()
 use_amp = args.device in ("npu", "xpu")
+""",
+    ),
+    Invalid(
+        """\
+if x.device.type == "cuda":
+    pass
+""",
+        after="""\
+if x.device.type == "npu":
+    pass
+""",
+    ),
+    Invalid(
+        """\
+ok = "cuda" != t.device.type
+""",
+        after="""\
+ok = "npu" != t.device.type
+""",
+    ),
+    Invalid(
+        """\
+ok = device in ('cuda', 'cpu')
+""",
+        after="""\
+ok = device in ('npu', 'cpu')
+""",
+    ),
+    Invalid(
+        """\
+ok = args.device == "cuda:0"
+""",
+        after="""\
+ok = args.device == "npu:0"
+""",
+    ),
+    Invalid(
+        """\
+ok = str(device).startswith("cuda")
+""",
+        after="""\
+ok = str(device).startswith("npu")
+""",
+    ),
+    Invalid(
+        """\
+ok = torch.device(d).type == "cuda"
+""",
+        after="""\
+ok = torch.device(d).type == "npu"
+""",
+    ),
+    Invalid(
+        """\
+ok = self.dev.type == "cuda"
+""",
+        after="""\
+ok = self.dev.type == "npu"
 """,
     ),
 ]

@@ -113,4 +113,20 @@ import torch
 parser.add_argument("--device", default="npu", choices=["npu", "cpu"], help="cuda or cpu")
 """,
     ),
+    Invalid(
+        """\
+p.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cuda or cpu")
+""",
+        after="""\
+p.add_argument("--device", default="npu", choices=["npu", "cpu"], help="cuda or cpu")
+""",
+    ),
+    Invalid(
+        """\
+p.add_argument('-d', '--device_type', type=str, default='cuda')
+""",
+        after="""\
+p.add_argument('-d', '--device_type', type=str, default='npu')
+""",
+    ),
 ]

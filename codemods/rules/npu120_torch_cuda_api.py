@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemods.analyses.portable import generic_name
 from codemods.api.cases import Invalid, Valid
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.families.torch_cuda_api import PREFILTER, AliasUse, alias_uses, cuda_names
 from codemods.model.cstnodes import alias_asname, code_of, dotted_expr, dotted_name, split_import
 from npu_migrate.core.diagnostics import Severity
@@ -14,7 +14,7 @@ from npu_migrate.core.diagnostics import Severity
 CUDA = "torch.cuda"
 
 
-def _npu_module(node: cst.BaseExpression) -> cst.BaseExpression:
+def _npu_module(node: cst.BaseExpression | None) -> cst.Attribute:
     """`torch.cuda` (as written in an import) -> `torch.npu`."""
     assert isinstance(node, cst.Attribute)
     return node.with_changes(attr=cst.Name("npu"))
@@ -103,7 +103,7 @@ class TorchCudaApi(Rule):
     prefilter = PREFILTER
     needs_torch_npu = True
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self.names = cuda_names()
         self._alias_cache: dict[str, AliasUse] = {}
@@ -382,5 +382,337 @@ if torch.npu.is_available():
     torch.npu.set_device(rank)
     torch.npu.manual_seed_all(0)
 """,
+    ),
+    Invalid(
+        """\
+import torch
+n = torch.cuda.device_count()  # gpus
+""",
+        after="""\
+import torch
+n = torch.npu.device_count()  # gpus
+""",
+    ),
+    Invalid(
+        """\
+import torch
+if torch.cuda.is_available():
+    pass
+""",
+        after="""\
+import torch
+if torch.npu.is_available():
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch as th
+th.cuda.manual_seed_all(0)
+""",
+        after="""\
+import torch as th
+th.npu.manual_seed_all(0)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.cuda.Stream()
+with torch.cuda.stream(s):
+    pass
+""",
+        after="""\
+import torch
+s = torch.npu.Stream()
+with torch.npu.stream(s):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+e = torch.cuda.Event(enable_timing=True)
+""",
+        after="""\
+import torch
+e = torch.npu.Event(enable_timing=True)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.cuda.device(1):
+    pass
+""",
+        after="""\
+import torch
+with torch.npu.device(1):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+torch.cuda.random.manual_seed(1)
+""",
+        after="""\
+import torch
+torch.npu.random.manual_seed(1)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+g = torch.cuda.default_generators[0]
+""",
+        after="""\
+import torch
+g = torch.npu.default_generators[0]
+""",
+    ),
+    Invalid(
+        """\
+import torch
+f = torch.cuda.empty_cache
+""",
+        after="""\
+import torch
+f = torch.npu.empty_cache
+""",
+    ),
+    Invalid(
+        """\
+import torch
+x = torch.cuda.FloatStorage
+""",
+        after="""\
+import torch
+x = torch.npu.FloatStorage
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda import synchronize as sync, Stream
+""",
+        after="""\
+from torch.npu import synchronize as sync, Stream
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda import (
+    Stream,  # streams
+    Event,
+)
+""",
+        after="""\
+from torch.npu import (
+    Stream,  # streams
+    Event,
+)
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda import nvtx, empty_cache
+""",
+        after="""\
+from torch.cuda import nvtx; from torch.npu import empty_cache
+""",
+    ),
+    Invalid(
+        """\
+import torch.cuda as tc
+tc.synchronize()
+n = tc.device_count()
+""",
+        after="""\
+import torch.npu as tc
+tc.synchronize()
+n = tc.device_count()
+""",
+    ),
+    Invalid(
+        """\
+from torch import cuda
+cuda.synchronize()
+""",
+        after="""\
+from torch import npu as cuda
+cuda.synchronize()
+""",
+    ),
+    Invalid(
+        """\
+from torch import nn, cuda as tc
+tc.empty_cache()
+""",
+        after="""\
+from torch import nn, npu as tc
+tc.empty_cache()
+""",
+    ),
+    Invalid(
+        """\
+def f():
+    from torch.cuda import current_device
+    return current_device()
+""",
+        after="""\
+def f():
+    from torch.npu import current_device
+    return current_device()
+""",
+    ),
+    Valid(
+        """\
+import torch
+x = t.cuda()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+torch.cuda.nvtx.range_push('a')
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+with torch.cuda.amp.autocast():
+    pass
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+m = torch.cuda.memory._snapshot()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+t = torch.cuda.FloatTensor(2)
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+x = torch.cuda.make_graphed_callables(f, (a,))
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch
+x = torch.cuda.not_a_real_name()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import torch.cuda
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+import numba.cuda
+numba.cuda.synchronize()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+from numba import cuda
+cuda.synchronize()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+cuda = load()
+cuda.synchronize()
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+# torch.cuda.synchronize()
+x = 'torch.cuda.synchronize'
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+def f(torch):
+    return 1
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+from torch.cuda import nvtx
+""",
+        with_rules=('NPU121',),
+    ),
+    Valid(
+        """\
+from torch.cuda.random import manual_seed
+""",
+        with_rules=('NPU121',),
+    ),
+    Invalid(
+        """\
+import torch
+import pytest
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs cuda')
+def test_e():
+    pass
+""",
+        after="""\
+import torch
+import pytest
+@pytest.mark.skipif(not torch.npu.is_available(), reason='needs cuda')
+def test_e():
+    pass
+""",
+    ),
+    Valid(
+        """\
+import torch
+setattr(torch.cuda, 'x', 1)
+""",
+        with_rules=('NPU103', 'NPU520', 'NPU521', 'NPU522', 'NPU530'),
+    ),
+    Invalid(
+        """\
+from torch import cuda
+cuda.synchronize()
+cuda.jiterator
+""",
+        lines=(1,),
+        with_rules=('NPU501', 'NPU502', 'NPU503'),
+    ),
+    Valid(
+        """\
+import torch
+def f(m):
+    return m.cuda.OutOfMemoryError, 'torch.cuda.OutOfMemoryError'
+""",
+        with_rules=('NPU501', 'NPU502', 'NPU503'),
+    ),
+    Valid(
+        """\
+import torch
+f = getattr(torch.nn, 'Linear')
+""",
+        with_rules=('NPU501', 'NPU502', 'NPU503'),
     ),
 ]

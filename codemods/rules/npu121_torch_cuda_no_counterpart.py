@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.api.cases import Invalid
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.families.torch_cuda_api import cuda_names
 from codemods.model.cstnodes import dotted_name
 from npu_migrate.core.diagnostics import Severity
@@ -58,7 +58,7 @@ class TorchCudaNoCounterpart(Rule):
     severity = Severity.WARNING
     prefilter = PREFILTER
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self.flags = cuda_names().flags
 
@@ -85,5 +85,16 @@ archs = torch.cuda.get_arch_list()
 # NPU121 `torch.cuda.get_arch_list`: no NPU equivalent: there are no CUDA architectures on NPU;
 #        remove the check or test torch.npu.is_available()
 """,
+    ),
+    Invalid(
+        """\
+from torch.cuda import synchronize, get_arch_list  # mixed
+""",
+        after="""\
+from torch.cuda import get_arch_list; from torch.npu import synchronize  # mixed
+""",
+        codes=('NPU120', 'NPU121'),
+        lines=(1,),
+        with_rules=('NPU120',),
     ),
 ]

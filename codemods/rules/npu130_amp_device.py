@@ -25,7 +25,7 @@ import libcst as cst
 from codemods.analyses.devices import device_expr, mentions_cuda
 from codemods.analyses.portable import device_type, portable_ok
 from codemods.api.cases import Invalid, Valid
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.data.tables import load_data
 from codemods.model.cstnodes import alias_local, code_of, dotted_name, keyword, split_import
 from npu_migrate.core.diagnostics import Severity
@@ -192,7 +192,7 @@ class AmpDevice(Rule):
         """The AMP device named in advice: "npu", or `DEVICE.type` under --target portable."""
         return "`DEVICE.type`" if self.target == "portable" else f"\"{self.table.device}\""
 
-    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self.table = amp_table()
         self._uses: AmpUses | None = None
@@ -219,8 +219,7 @@ class AmpDevice(Rule):
             return None
         target = self.table.cuda_amp[member]["target"]
         if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-            local = func.value if isinstance(func, cst.Name) else func.value.value  # type: ignore[union-attr]
-            assert isinstance(local, str)
+            local = func.value if isinstance(func, cst.Name) else dotted_name(func.value) or ""
             if local in self.uses.blocked or (isinstance(func, cst.Name) and target != member):
                 return member, "blocked", None
             return member, "keep", None
@@ -429,7 +428,7 @@ class AmpDevice(Rule):
             return updated_node
         if not all(self._movable(original_node, local) for _, local in locals_):
             return updated_node
-        if any(self.table.cuda_amp[n]["target"] != n for n, _ in locals_):
+        if any(self.table.cuda_amp[n or ""]["target"] != n for n, _ in locals_):
             return updated_node
         self.fixed(original_node, "`from torch.cuda.amp import ...` → `from torch.amp import ...`")
         return updated_node.with_changes(
@@ -534,6 +533,436 @@ from torch.amp import autocast, GradScaler
 scaler = GradScaler("npu")
 with autocast("npu", dtype=torch.bfloat16):
     loss = model(x)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.cuda.amp.autocast():
+    pass
+""",
+        after="""\
+import torch
+with torch.amp.autocast("npu"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.cuda.amp.autocast(True, torch.bfloat16):
+    pass
+""",
+        after="""\
+import torch
+with torch.amp.autocast("npu", enabled=True, dtype=torch.bfloat16):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.cuda.amp.autocast(enabled=use_amp, dtype=dt):
+    pass
+""",
+        after="""\
+import torch
+with torch.amp.autocast("npu", enabled=use_amp, dtype=dt):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch as th
+ctx = th.cuda.amp.autocast(**opts)
+""",
+        after="""\
+import torch as th
+ctx = th.amp.autocast("npu", **opts)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.cuda.amp.GradScaler()
+""",
+        after="""\
+import torch
+s = torch.amp.GradScaler("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.cuda.amp.GradScaler(2.0 ** 10, 2.0, enabled=amp)
+""",
+        after="""\
+import torch
+s = torch.amp.GradScaler("npu", 2.0 ** 10, 2.0, enabled=amp)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.cuda.amp.GradScaler(
+    init_scale=1024,  # small
+)
+""",
+        after="""\
+import torch
+s = torch.amp.GradScaler(
+    "npu", init_scale=1024,  # small
+)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+@torch.cuda.amp.custom_fwd
+def f(ctx, x):
+    return x
+""",
+        after="""\
+import torch
+@torch.amp.custom_fwd(device_type="npu")
+def f(ctx, x):
+    return x
+""",
+    ),
+    Invalid(
+        """\
+import torch
+@torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+def f(ctx, x):
+    return x
+""",
+        after="""\
+import torch
+@torch.amp.custom_fwd(cast_inputs=torch.float32, device_type="npu")
+def f(ctx, x):
+    return x
+""",
+    ),
+    Invalid(
+        """\
+import torch
+@torch.cuda.amp.custom_bwd
+def b(ctx, g):
+    return g
+""",
+        after="""\
+import torch
+@torch.amp.custom_bwd(device_type="npu")
+def b(ctx, g):
+    return g
+""",
+    ),
+    Invalid(
+        """\
+import torch
+fwd = torch.cuda.amp.custom_fwd(forward)
+""",
+        after="""\
+import torch
+fwd = torch.amp.custom_fwd(forward, device_type="npu")
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda.amp import autocast, GradScaler
+scaler = GradScaler()
+with autocast():
+    pass
+""",
+        after="""\
+from torch.amp import autocast, GradScaler
+scaler = GradScaler("npu")
+with autocast("npu"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda.amp import autocast as amp_autocast
+with amp_autocast(dtype=d):
+    pass
+""",
+        after="""\
+from torch.amp import autocast as amp_autocast
+with amp_autocast("npu", dtype=d):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda.amp import custom_fwd as my_custom_fwd
+@my_custom_fwd
+def f(ctx):
+    pass
+""",
+        after="""\
+from torch.amp import custom_fwd as my_custom_fwd
+@my_custom_fwd(device_type="npu")
+def f(ctx):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda.amp import custom_fwd
+@custom_fwd
+def f(ctx):
+    pass
+""",
+        after="""\
+from torch.amp import custom_fwd
+@custom_fwd(device_type="npu")
+def f(ctx):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda import amp
+with amp.autocast(enabled=False):
+    pass
+""",
+        after="""\
+from torch import amp
+with amp.autocast("npu", enabled=False):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch.cuda.amp as amp
+s = amp.GradScaler()
+""",
+        after="""\
+import torch.amp as amp
+s = amp.GradScaler("npu")
+""",
+    ),
+    Invalid(
+        """\
+from torch.cuda import amp, synchronize
+s = amp.GradScaler()
+""",
+        after="""\
+from torch.cuda import synchronize; from torch import amp
+s = amp.GradScaler("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.autocast("cuda"):
+    pass
+""",
+        after="""\
+import torch
+with torch.autocast("npu"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.autocast(device_type='cuda', dtype=torch.bfloat16):
+    pass
+""",
+        after="""\
+import torch
+with torch.autocast(device_type='npu', dtype=torch.bfloat16):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.amp.autocast(device_type="cuda"):
+    pass
+""",
+        after="""\
+import torch
+with torch.amp.autocast(device_type="npu"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+with torch.autocast("cuda" if torch.cuda.is_available() else "cpu"):
+    pass
+""",
+        after="""\
+import torch
+with torch.autocast("npu" if torch.cuda.is_available() else "cpu"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+from torch import autocast
+with autocast('cuda'):
+    pass
+""",
+        after="""\
+from torch import autocast
+with autocast('npu'):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.amp.GradScaler("cuda")
+""",
+        after="""\
+import torch
+s = torch.amp.GradScaler("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.GradScaler(device="cuda", init_scale=8)
+""",
+        after="""\
+import torch
+s = torch.GradScaler(device="npu", init_scale=8)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.amp.GradScaler()
+""",
+        after="""\
+import torch
+s = torch.amp.GradScaler("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+s = torch.GradScaler(enabled=True)
+""",
+        after="""\
+import torch
+s = torch.GradScaler("npu", enabled=True)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+@torch.amp.custom_fwd(device_type="cuda")
+def f(ctx):
+    pass
+""",
+        after="""\
+import torch
+@torch.amp.custom_fwd(device_type="npu")
+def f(ctx):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+on = torch.is_autocast_enabled()
+""",
+        after="""\
+import torch
+on = torch.is_autocast_enabled("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.get_autocast_dtype("cuda")
+""",
+        after="""\
+import torch
+d = torch.get_autocast_dtype("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+d = torch.get_autocast_gpu_dtype()
+""",
+        after="""\
+import torch
+d = torch.get_autocast_dtype("npu")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+torch.set_autocast_gpu_dtype(torch.bfloat16)
+""",
+        after="""\
+import torch
+torch.set_autocast_dtype("npu", torch.bfloat16)
+""",
+    ),
+    Valid(
+        """\
+import torch
+with torch.autocast("cpu"):
+    pass
+""",
+    ),
+    Valid(
+        """\
+import torch
+with torch.autocast(device_type=device.type):
+    pass
+""",
+    ),
+    Valid(
+        """\
+import torch
+s = torch.amp.GradScaler("npu")
+""",
+    ),
+    Valid(
+        """\
+import torch
+with torch.cpu.amp.autocast():
+    pass
+""",
+    ),
+    Valid(
+        """\
+import torch
+on = torch.is_autocast_enabled("cpu")
+""",
+    ),
+    Valid(
+        """\
+from apex import amp
+model, opt = amp.initialize(model, opt)
+""",
+    ),
+    Valid(
+        """\
+def autocast():
+    pass
+with autocast():
+    pass
+""",
+    ),
+    Valid(
+        """\
+print("use torch.cuda.amp.autocast")
+""",
+    ),
+    Valid(
+        """\
+import torch
+s = torch.amp.GradScaler(**kwargs)
 """,
     ),
 ]

@@ -372,4 +372,255 @@ if dist.get_backend() == "hccl":
     ...
 """,
     ),
+    Invalid(
+        """\
+import torch.distributed as dist
+dist.init_process_group("nccl")
+""",
+        after="""\
+import torch.distributed as dist
+dist.init_process_group("hccl")
+""",
+    ),
+    Invalid(
+        """\
+import torch.distributed as dist
+dist.init_process_group('nccl', init_method='tcp://nccl-host:1')
+""",
+        after="""\
+import torch.distributed as dist
+dist.init_process_group('hccl', init_method='tcp://nccl-host:1')
+""",
+    ),
+    Invalid(
+        """\
+import torch.distributed as dist
+dist.init_process_group(backend="nccl", rank=r)  # go
+""",
+        after="""\
+import torch.distributed as dist
+dist.init_process_group(backend="hccl", rank=r)  # go
+""",
+    ),
+    Invalid(
+        """\
+import torch.distributed as dist
+dist.init_process_group(backend="cuda:nccl,cpu:gloo")
+""",
+        after="""\
+import torch.distributed as dist
+dist.init_process_group(backend="npu:hccl,cpu:gloo")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+torch.distributed.init_process_group(
+    backend='nccl' if torch.cuda.is_available() else 'gloo')
+""",
+        after="""\
+import torch
+torch.distributed.init_process_group(
+    backend='hccl' if torch.cuda.is_available() else 'gloo')
+""",
+    ),
+    Invalid(
+        """\
+from torch.distributed import init_process_group
+init_process_group('nccl')
+""",
+        after="""\
+from torch.distributed import init_process_group
+init_process_group('hccl')
+""",
+    ),
+    Invalid(
+        """\
+import torch.distributed as dist
+g = dist.new_group([0, 1], None, "nccl")
+""",
+        after="""\
+import torch.distributed as dist
+g = dist.new_group([0, 1], None, "hccl")
+""",
+    ),
+    Invalid(
+        """\
+import torch.distributed as dist
+g = dist.new_group(ranks, backend="nccl")
+""",
+        after="""\
+import torch.distributed as dist
+g = dist.new_group(ranks, backend="hccl")
+""",
+    ),
+    Invalid(
+        """\
+deepspeed.init_distributed(dist_backend="nccl")
+""",
+        after="""\
+deepspeed.init_distributed(dist_backend="hccl")
+""",
+    ),
+    Invalid(
+        """\
+kw = InitProcessGroupKwargs(backend="NCCL")
+""",
+        after="""\
+kw = InitProcessGroupKwargs(backend="HCCL")
+""",
+    ),
+    Invalid(
+        """\
+import torch.distributed as dist
+if dist.get_backend() == "nccl":
+    pass
+""",
+        after="""\
+import torch.distributed as dist
+if dist.get_backend() == "hccl":
+    pass
+""",
+    ),
+    Invalid(
+        """\
+ok = backend != "nccl"
+""",
+        after="""\
+ok = backend != "hccl"
+""",
+    ),
+    Invalid(
+        """\
+ok = "nccl" == args.dist_backend
+""",
+        after="""\
+ok = "hccl" == args.dist_backend
+""",
+    ),
+    Invalid(
+        """\
+ok = self.backend in ('nccl', 'gloo')
+""",
+        after="""\
+ok = self.backend in ('hccl', 'gloo')
+""",
+    ),
+    Invalid(
+        """\
+backend = "nccl"
+""",
+        after="""\
+backend = "hccl"
+""",
+    ),
+    Invalid(
+        """\
+def setup(rank, backend="nccl"):
+    pass
+""",
+        after="""\
+def setup(rank, backend="hccl"):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+cfg = {'dist_backend': 'nccl', 'name': 'nccl'}
+""",
+        after="""\
+cfg = {'dist_backend': 'hccl', 'name': 'nccl'}
+""",
+    ),
+    Invalid(
+        """\
+p.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"], help="nccl")
+""",
+        after="""\
+p.add_argument("--dist-backend", default="hccl", choices=["hccl", "gloo"], help="nccl")
+""",
+    ),
+    Invalid(
+        """\
+p.add_argument('--backend', type=str, default='nccl')
+""",
+        after="""\
+p.add_argument('--backend', type=str, default='hccl')
+""",
+    ),
+    Valid(
+        """\
+print("using nccl")
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
+    Valid(
+        """\
+p.add_argument("--use-nccl", action="store_true")
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
+    Valid(
+        """\
+os.environ["NCCL_DEBUG"] = "INFO"
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
+    Valid(
+        """\
+import torch.distributed as dist
+dist.init_process_group("gloo")
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
+    Valid(
+        """\
+import torch.distributed as dist
+dist.init_process_group(init_method="file:///tmp/nccl")
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
+    Valid(
+        """\
+ok = kind == "nccl"
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
+    Valid(
+        """\
+x = lib.Backend.NCCL
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
+    Valid(
+        """\
+ok = mylib.is_nccl_available()
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
+    Valid(
+        """\
+b = "nccl"
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
+    Valid(
+        """\
+msg = {"text": "nccl"}
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
+    Valid(
+        """\
+import torch.distributed as dist
+dist.init_process_group(backend="hccl")
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
+    Valid(
+        """\
+p.add_argument("--device", default="nccl")
+""",
+        with_rules=('NPU141', 'NPU142', 'NPU143'),
+    ),
 ]

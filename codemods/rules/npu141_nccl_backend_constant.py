@@ -105,4 +105,24 @@ import torch.distributed as dist
 backend = dist.Backend.HCCL
 """,
     ),
+    Invalid(
+        """\
+from torch.distributed import Backend
+b = Backend.NCCL
+""",
+        after="""\
+from torch.distributed import Backend
+b = Backend.HCCL
+""",
+    ),
+    Invalid(
+        """\
+import torch.distributed as dist
+dist.init_process_group(dist.Backend.NCCL)
+""",
+        after="""\
+import torch.distributed as dist
+dist.init_process_group(dist.Backend.HCCL)
+""",
+    ),
 ]

@@ -110,4 +110,48 @@ from torch.distributed import is_hccl_available
 backend = "nccl" if is_hccl_available() else "gloo"
 """,
     ),
+    Invalid(
+        """\
+from torch.distributed import is_nccl_available
+self.backend: str = 'nccl' if is_nccl_available() else 'gloo'
+""",
+        after="""\
+from torch.distributed import is_hccl_available
+self.backend: str = 'hccl' if is_hccl_available() else 'gloo'
+""",
+        codes=('NPU140', 'NPU142'),
+        with_rules=('NPU140',),
+    ),
+    Invalid(
+        """\
+import torch.distributed as dist
+if dist.is_nccl_available():
+    pass
+""",
+        after="""\
+import torch.distributed as dist
+if dist.is_hccl_available():
+    pass
+""",
+    ),
+    Invalid(
+        """\
+from torch.distributed import is_nccl_available
+ok = is_nccl_available()
+""",
+        after="""\
+from torch.distributed import is_hccl_available
+ok = is_hccl_available()
+""",
+    ),
+    Invalid(
+        """\
+from torch.distributed import is_nccl_available as ok
+x = ok()
+""",
+        after="""\
+from torch.distributed import is_hccl_available as ok
+x = ok()
+""",
+    ),
 ]

@@ -87,4 +87,78 @@ ok = isinstance(y, torch.npu.LongTensor)
 z = torch.npu.DoubleTensor(8)          # warning: float64 on NPU
 """,
     ),
+    Invalid(
+        """\
+import torch as th
+x = th.cuda.FloatTensor(3)
+""",
+        after="""\
+import torch as th
+import torch_npu  # noqa: F401
+x = th.npu.FloatTensor(3)
+""",
+        codes=('NPU100', 'NPU150'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+import torch
+ok = isinstance(x, (torch.cuda.LongTensor, torch.cuda.IntTensor))
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+ok = isinstance(x, (torch.npu.LongTensor, torch.npu.IntTensor))
+""",
+        codes=('NPU100', 'NPU150'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+from torch.cuda import HalfTensor as HT
+y = HT(2)
+""",
+        after="""\
+import torch_npu  # noqa: F401
+from torch_npu.npu import HalfTensor as HT
+y = HT(2)
+""",
+        codes=('NPU100', 'NPU150'),
+        with_rules=('NPU100',),
+    ),
+    Valid(
+        """\
+import torch
+x = t.type(torch.float16)
+""",
+        with_rules=('NPU151', 'NPU100'),
+    ),
+    Valid(
+        """\
+import torch
+log('torch.cuda.FloatTensor is old')
+""",
+        with_rules=('NPU151', 'NPU100'),
+    ),
+    Valid(
+        """\
+import torch
+if name == 'torch.cuda.FloatTensor':
+    pass
+""",
+        with_rules=('NPU151', 'NPU100'),
+    ),
+    Valid(
+        """\
+import torch
+x = self.FloatTensor(3)
+""",
+        with_rules=('NPU151', 'NPU100'),
+    ),
+    Valid(
+        """\
+x = FloatTensor(3)
+""",
+        with_rules=('NPU151', 'NPU100'),
+    ),
 ]

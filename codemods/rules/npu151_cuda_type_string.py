@@ -155,4 +155,60 @@ if x.type() == "torch.npu.FloatTensor":
     ...
 """,
     ),
+    Invalid(
+        """\
+import torch
+z = x.type('torch.cuda.HalfTensor')
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+z = x.type('torch.npu.HalfTensor')
+""",
+        codes=('NPU100', 'NPU151'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+import torch
+z = x.type(dtype="torch.cuda.BFloat16Tensor")
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+z = x.type(dtype="torch.npu.BFloat16Tensor")
+""",
+        codes=('NPU100', 'NPU151'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+import torch
+if x.type() == "torch.cuda.FloatTensor":
+    pass
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+if x.type() == "torch.npu.FloatTensor":
+    pass
+""",
+        codes=('NPU100', 'NPU151'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+import torch
+if x.type() in ("torch.cuda.HalfTensor", "torch.cuda.BFloat16Tensor"):
+    pass
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+if x.type() in ("torch.npu.HalfTensor", "torch.npu.BFloat16Tensor"):
+    pass
+""",
+        codes=('NPU100', 'NPU151'),
+        with_rules=('NPU100',),
+    ),
 ]

@@ -100,7 +100,7 @@ class MapLocation(CoverageRule):
                        for stmt in self.context.facts.tree.body)
         return False
 
-    def _dict(self, original: cst.Dict, node: cst.Dict) -> cst.Dict:
+    def _dict(self, original: cst.CSTNode, node: cst.Dict) -> cst.Dict:
         """Values naming CUDA devices name NPU ones; a key naming a CUDA device (where a GPU
         checkpoint's storages come from) keeps its entry and gains the same entry for the
         matching NPU device, so checkpoints saved on either load alike."""
@@ -160,5 +160,48 @@ import os
 import torch
 sd = torch.load(path, map_location={"cuda:1": "npu:0", "npu:1": "npu:0"})
 """,
+    ),
+    Invalid(
+        """\
+import torch
+sd = torch.load(f, map_location={'cuda:0': 'cpu'})
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+sd = torch.load(f, map_location={'cuda:0': 'cpu', 'npu:0': 'cpu'})
+""",
+        codes=('NPU100', 'NPU152'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+import torch
+sd = torch.load(f, {
+    'cuda:0': 'cuda:1',
+})
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+sd = torch.load(f, {
+    'cuda:0': 'npu:1', 'npu:0': 'npu:1',
+})
+""",
+        codes=('NPU100', 'NPU152'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+import torch
+sd = torch.jit.load(f, map_location={'cpu': 'cuda'})
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+sd = torch.jit.load(f, map_location={'cpu': 'npu'})
+""",
+        codes=('NPU100', 'NPU152'),
+        with_rules=('NPU100',),
     ),
 ]

@@ -87,4 +87,86 @@ CASES = [
     free, total = torch.npu.mem_get_info()
 """,
     ),
+    Invalid(
+        """\
+import torch
+a = torch.cuda.memory.memory_allocated(0)
+b = torch.cuda.memory.mem_get_info()
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+a = torch.npu.memory.memory_allocated(0)
+b = torch.npu.mem_get_info()
+""",
+        codes=('NPU100', 'NPU155'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+from torch.cuda import memory as cm
+cm.empty_cache()
+""",
+        after="""\
+import torch_npu  # noqa: F401
+from torch_npu.npu import memory as cm
+cm.empty_cache()
+""",
+        codes=('NPU100', 'NPU155'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+import torch.cuda.memory as cm
+cm.memory_reserved()
+""",
+        after="""\
+import torch_npu  # noqa: F401
+from torch_npu.npu import memory as cm
+cm.memory_reserved()
+""",
+        codes=('NPU100', 'NPU155'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+import torch as th
+th.cuda.memory._dump_snapshot('s.pickle')
+""",
+        after="""\
+import torch as th
+import torch_npu  # noqa: F401
+th.npu.memory._dump_snapshot('s.pickle')
+""",
+        codes=('NPU100', 'NPU155'),
+        with_rules=('NPU100',),
+    ),
+    Valid(
+        """\
+import torch_npu
+torch_npu.npu.memory._record_memory_history("all", context="state", max_entries=5)
+""",
+        with_rules=('NPU156', 'NPU100'),
+    ),
+    Valid(
+        """\
+import torch
+torch.npu.memory._record_memory_history(enabled=None)
+""",
+        with_rules=('NPU156', 'NPU100'),
+    ),
+    Valid(
+        """\
+import torch
+self.memory._record_memory_history(True)
+""",
+        with_rules=('NPU156', 'NPU100'),
+    ),
+    Valid(
+        """\
+import torch
+x = torch.cuda.memory_allocated()
+""",
+        with_rules=('NPU156', 'NPU100'),
+    ),
 ]

@@ -144,4 +144,60 @@ import torch
 model = torch.compile(model, backend="npugraphs")
 """,
     ),
+    Invalid(
+        """\
+import torch
+m = torch.compile(model, backend='cudagraphs')
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+m = torch.compile(model, backend='npugraphs')
+""",
+        codes=('NPU100', 'NPU175'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+import torch
+m = torch.compile(model, mode="max-autotune", backend="cudagraphs", fullgraph=True)
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+m = torch.compile(model, mode="max-autotune", backend="npugraphs", fullgraph=True)
+""",
+        codes=('NPU100', 'NPU175'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+import torch._dynamo as dynamo
+m = dynamo.optimize("cudagraphs")(model)
+""",
+        after="""\
+import torch_npu  # noqa: F401
+import torch._dynamo as dynamo
+m = dynamo.optimize("npugraphs")(model)
+""",
+        codes=('NPU100', 'NPU175'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+import torch
+@torch.compile(backend='cudagraphs')
+def f(x):
+    return x
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+@torch.compile(backend='npugraphs')
+def f(x):
+    return x
+""",
+        codes=('NPU100', 'NPU175'),
+        with_rules=('NPU100',),
+    ),
 ]

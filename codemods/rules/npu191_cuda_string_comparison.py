@@ -9,7 +9,7 @@ import libcst as cst
 
 from codemods.analyses.devices import device_positions, is_device_name
 from codemods.analyses.selectors import kernel_selectors
-from codemods.api.cases import Invalid
+from codemods.api.cases import Invalid, Valid
 from codemods.api.rule import Fix
 from codemods.families.namemap import CoverageRule
 from codemods.model.cstnodes import string_value
@@ -120,6 +120,50 @@ import os
 import torch
 if args.accelerator == "cuda":      # warning: compare with "npu" if this names a device
     ...
+""",
+    ),
+    Invalid(
+        """\
+if args.accelerator == "cuda":
+    pass
+""",
+        lines=(1,),
+    ),
+    Invalid(
+        """\
+ok = "cuda" in backends
+""",
+        lines=(1,),
+    ),
+    Invalid(
+        """\
+if name.startswith("cuda"):
+    pass
+""",
+        lines=(1,),
+    ),
+    Valid(
+        """\
+if x.device.type == "cuda":
+    pass
+""",
+    ),
+    Valid(
+        """\
+if str(device).startswith("cuda"):
+    pass
+""",
+    ),
+    Valid(
+        """\
+if backend == "nccl":
+    pass
+""",
+    ),
+    Valid(
+        """\
+if kind == "cudagraph":
+    pass
 """,
     ),
 ]

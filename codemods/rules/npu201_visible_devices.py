@@ -9,7 +9,7 @@ import libcst as cst
 
 from codemods.analyses import envmap
 from codemods.analyses.portable import ASCEND_VISIBLE, CUDA_VISIBLE, TWIN_MESSAGE, shell_visible_twins
-from codemods.api.cases import Invalid
+from codemods.api.cases import Invalid, Valid
 from codemods.families.env_vars import EnvVarRule, fstring_template, subscript_key
 from codemods.model.cstnodes import code_of, dotted_name, verbatim_string
 from npu_migrate.core.diagnostics import Severity
@@ -84,8 +84,9 @@ class VisibleDevices(EnvVarRule):
         return ASCEND_VISIBLE in self.context.source
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        if self.target == "portable" and self._environ_write(node) is not None and not self._twinned():
-            self.tree.nodes("twinned").add(self._environ_write(node))  # type: ignore[arg-type]
+        key = self._environ_write(node) if self.target == "portable" else None
+        if key is not None and not self._twinned():
+            self.tree.nodes("twinned").add(key)
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
                                   updated_node: cst.SimpleStatementLine) -> Any:
@@ -110,12 +111,12 @@ class VisibleDevices(EnvVarRule):
         key = subscript_key(target)
         return key if key is not None and verbatim_string(key) == CUDA_VISIBLE else None
 
-    def _occurrence(self, original_key: cst.CSTNode, key: cst.SimpleString, value: cst.CSTNode | None,
-                    write: bool) -> tuple[cst.SimpleString, cst.CSTNode | None]:
+    def _occurrence(self, original_key: cst.CSTNode, key: cst.SimpleString, value: cst.BaseExpression | None,
+                    write: bool) -> tuple[cst.SimpleString, cst.SimpleString | None]:
         if self.target != "portable":
             return super()._occurrence(original_key, key, value, write)
         if verbatim_string(key) != CUDA_VISIBLE or original_key in self.tree.nodes("twinned"):
-            return key, value
+            return key, None
         if not write or self._twinned():
             self.report(original_key, f"`{CUDA_VISIBLE}` kept under --target portable: portable launches set "
                                       f"`{ASCEND_VISIBLE}` beside it (NPU251), so it reads the same on CUDA and Ascend hosts",
@@ -123,7 +124,7 @@ class VisibleDevices(EnvVarRule):
         else:
             self.report(original_key, f"`{CUDA_VISIBLE}` set here: under --target portable set `{ASCEND_VISIBLE}` "
                                       "to the same value beside it by hand", severity=Severity.WARNING)
-        return key, value
+        return key, None
 
     def _shell(self, original: cst.CSTNode, text: str) -> str:
         if self.target != "portable":
@@ -207,5 +208,156 @@ os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
 subprocess.run(f"ASCEND_RT_VISIBLE_DEVICES={rank} python train.py", shell=True)
 os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "3,2"   # error: not ascending
 """,
+    ),
+    Invalid(
+        """\
+import os
+os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"
+""",
+        after="""\
+import os
+os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
+""",
+    ),
+    Invalid(
+        """\
+import os
+os.environ['CUDA_VISIBLE_DEVICES'] = '2'
+""",
+        after="""\
+import os
+os.environ['ASCEND_RT_VISIBLE_DEVICES'] = '2'
+""",
+    ),
+    Invalid(
+        """\
+import os
+g = os.environ.get("CUDA_VISIBLE_DEVICES", "0")
+""",
+        after="""\
+import os
+g = os.environ.get("ASCEND_RT_VISIBLE_DEVICES", "0")
+""",
+    ),
+    Invalid(
+        """\
+import os as o
+g = o.getenv("CUDA_VISIBLE_DEVICES")
+""",
+        after="""\
+import os as o
+g = o.getenv("ASCEND_RT_VISIBLE_DEVICES")
+""",
+    ),
+    Invalid(
+        """\
+import os
+if "CUDA_VISIBLE_DEVICES" not in os.environ:
+    pass
+""",
+        after="""\
+import os
+if "ASCEND_RT_VISIBLE_DEVICES" not in os.environ:
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import os, subprocess
+subprocess.run(["python", "t.py"], env={**os.environ, "CUDA_VISIBLE_DEVICES": "1"})
+""",
+        after="""\
+import os, subprocess
+subprocess.run(["python", "t.py"], env={**os.environ, "ASCEND_RT_VISIBLE_DEVICES": "1"})
+""",
+    ),
+    Invalid(
+        """\
+import os
+env = os.environ.copy()
+env["CUDA_VISIBLE_DEVICES"] = "0"
+""",
+        after="""\
+import os
+env = os.environ.copy()
+env["ASCEND_RT_VISIBLE_DEVICES"] = "0"
+""",
+    ),
+    Invalid(
+        """\
+import subprocess
+subprocess.run(f"CUDA_VISIBLE_DEVICES={i} torchrun t.py --dist-backend=nccl", shell=True)
+""",
+        after="""\
+import subprocess
+subprocess.run(f"ASCEND_RT_VISIBLE_DEVICES={i} torchrun t.py --dist-backend=hccl", shell=True)
+""",
+        codes=('NPU201', 'NPU206'),
+        lines=(2,),
+        with_rules=('NPU206',),
+    ),
+    Invalid(
+        """\
+import subprocess
+subprocess.run(args=("CUDA_VISIBLE_DEVICES=0 " + cmd), shell=True)
+""",
+        after="""\
+import subprocess
+subprocess.run(args=("ASCEND_RT_VISIBLE_DEVICES=0 " + cmd), shell=True)
+""",
+    ),
+    Valid(
+        """\
+print("set CUDA_VISIBLE_DEVICES=0 before running")
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import os
+log.info("CUDA_VISIBLE_DEVICES")
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+HELP = "CUDA_VISIBLE_DEVICES=0 python train.py"
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import os
+os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import os
+os.environ["HCCL_BUFFSIZE"] = "200"
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import os
+os.environ["MY_CUDA_VISIBLE_DEVICES"] = "3,1"
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import os
+os.environ[b"CUDA_VISIBLE_DEVICES"] = b"0"
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
+    ),
+    Valid(
+        """\
+import subprocess
+subprocess.run(["python", "t.py", "--backend", "gloo"])
+""",
+        with_rules=('NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU206', 'NPU207'),
     ),
 ]

@@ -82,4 +82,96 @@ os.environ["ASCEND_LAUNCH_BLOCKING"] = "1"
 os.environ.setdefault("TORCH_HCCL_ASYNC_ERROR_HANDLING", "1")
 """,
     ),
+    Invalid(
+        """\
+from os import getenv
+g = getenv("CUDA_LAUNCH_BLOCKING")
+""",
+        after="""\
+from os import getenv
+g = getenv("ASCEND_LAUNCH_BLOCKING")
+""",
+    ),
+    Invalid(
+        """\
+import os
+os.putenv("CUDA_LAUNCH_BLOCKING", "1")
+""",
+        after="""\
+import os
+os.putenv("ASCEND_LAUNCH_BLOCKING", "1")
+""",
+    ),
+    Invalid(
+        """\
+import os
+os.environ.pop("TORCH_NCCL_BLOCKING_WAIT", None)
+""",
+        after="""\
+import os
+os.environ.pop("TORCH_HCCL_BLOCKING_WAIT", None)
+""",
+    ),
+    Invalid(
+        """\
+import os
+os.environ.setdefault("NCCL_ASYNC_ERROR_HANDLING", "1")
+""",
+        after="""\
+import os
+os.environ.setdefault("TORCH_HCCL_ASYNC_ERROR_HANDLING", "1")
+""",
+    ),
+    Invalid(
+        """\
+import os
+del os.environ["TORCH_NCCL_DESYNC_DEBUG"]
+""",
+        after="""\
+import os
+del os.environ["TORCH_HCCL_DESYNC_DEBUG"]
+""",
+    ),
+    Invalid(
+        """\
+def test(monkeypatch):
+    monkeypatch.setenv("TORCH_CUDA_SANITIZER", "1")
+""",
+        after="""\
+def test(monkeypatch):
+    monkeypatch.setenv("TORCH_NPU_SANITIZER", "1")
+""",
+    ),
+    Invalid(
+        """\
+import os
+os.environ.update(CUDA_LAUNCH_BLOCKING="1")
+""",
+        after="""\
+import os
+os.environ.update(ASCEND_LAUNCH_BLOCKING="1")
+""",
+    ),
+    Invalid(
+        """\
+import os
+env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1")
+""",
+        after="""\
+import os
+env = dict(os.environ, PYTORCH_NO_NPU_MEMORY_CACHING="1")
+""",
+    ),
+    Invalid(
+        """\
+import subprocess
+cmd = "export CUDA_LAUNCH_BLOCKING=1; python t.py"
+subprocess.Popen(cmd, shell=True)
+""",
+        after="""\
+import subprocess
+cmd = "export ASCEND_LAUNCH_BLOCKING=1; python t.py"
+subprocess.Popen(cmd, shell=True)
+""",
+    ),
 ]

@@ -68,4 +68,24 @@ os.environ["HCCL_BUFFSIZE"] = "8"
 os.environ["NCCL_BUFFSIZE"] = str(8 << 20)        # reported: computed
 """,
     ),
+    Invalid(
+        """\
+import os
+os.environ["NCCL_BUFFSIZE"] = "8388608"
+""",
+        after="""\
+import os
+os.environ["HCCL_BUFFSIZE"] = "8"
+""",
+    ),
+    Invalid(
+        """\
+import os
+os.environ.setdefault("NCCL_BUFFSIZE", "0x400000")
+""",
+        after="""\
+import os
+os.environ.setdefault("HCCL_BUFFSIZE", "4")
+""",
+    ),
 ]

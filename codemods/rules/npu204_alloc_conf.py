@@ -75,4 +75,25 @@ os.environ["PYTORCH_NPU_ALLOC_CONF"] = "max_split_size_mb:128,release_lock_on_np
 os.environ["PYTORCH_NPU_ALLOC_CONF"] = "backend:cudaMallocAsync"   # error
 """,
     ),
+    Invalid(
+        """\
+import os
+os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+""",
+        after="""\
+import os
+os.environ["PYTORCH_NPU_ALLOC_CONF"] = "expandable_segments:True"
+""",
+    ),
+    Invalid(
+        """\
+import os
+os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "max_split_size_mb:128,release_lock_on_cudamalloc:True"
+""",
+        after="""\
+import os
+os.environ["PYTORCH_NPU_ALLOC_CONF"] = "max_split_size_mb:128,release_lock_on_npumalloc:True"
+""",
+        lines=(2,),
+    ),
 ]

@@ -67,4 +67,35 @@ import torch
 subprocess.check_call(["torchrun", "--nproc_per_node=8", "train.py", "--backend", "hccl"])
 """,
     ),
+    Invalid(
+        """\
+import os
+os.system("CUDA_VISIBLE_DEVICES=0,1 python train.py --backend nccl")
+""",
+        after="""\
+import os
+os.system("ASCEND_RT_VISIBLE_DEVICES=0,1 python train.py --backend hccl")
+""",
+        codes=('NPU201', 'NPU206'),
+        with_rules=('NPU201',),
+    ),
+    Invalid(
+        """\
+import subprocess
+subprocess.check_call(["env", "CUDA_VISIBLE_DEVICES=0", "torchrun", "t.py", "--backend", "nccl"])
+""",
+        after="""\
+import subprocess
+subprocess.check_call(["env", "ASCEND_RT_VISIBLE_DEVICES=0", "torchrun", "t.py", "--backend", "hccl"])
+""",
+        codes=('NPU201', 'NPU206'),
+        with_rules=('NPU201',),
+    ),
+    Valid(
+        """\
+import subprocess
+subprocess.run(["echo", "nccl"])
+""",
+        with_rules=('NPU201', 'NPU202', 'NPU203', 'NPU204', 'NPU205', 'NPU207'),
+    ),
 ]

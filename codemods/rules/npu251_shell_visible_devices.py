@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from codemods.analyses import envmap
 from codemods.analyses.portable import shell_visible_twins
-from codemods.api.cases import Invalid
+from codemods.api.cases import Invalid, Valid
 from codemods.families.shell import ShellRule
 from npu_migrate.core.diagnostics import Severity
 
@@ -98,5 +98,162 @@ ASCEND_RT_VISIBLE_DEVICES=1,0 torchrun --nproc_per_node=2 train.py   # error: no
 echo "using $ASCEND_RT_VISIBLE_DEVICES"
 """,
         path='launch.sh',
+    ),
+    Invalid(
+        """\
+export CUDA_VISIBLE_DEVICES=0,1
+""",
+        after="""\
+export ASCEND_RT_VISIBLE_DEVICES=0,1
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+export CUDA_VISIBLE_DEVICES="0,1,2,3"
+""",
+        after="""\
+export ASCEND_RT_VISIBLE_DEVICES="0,1,2,3"
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+CUDA_VISIBLE_DEVICES=0,1 python train.py
+""",
+        after="""\
+ASCEND_RT_VISIBLE_DEVICES=0,1 python train.py
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+env CUDA_VISIBLE_DEVICES=3 python t.py
+""",
+        after="""\
+env ASCEND_RT_VISIBLE_DEVICES=3 python t.py
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+docker run -e CUDA_VISIBLE_DEVICES=0 img
+""",
+        after="""\
+docker run -e ASCEND_RT_VISIBLE_DEVICES=0 img
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+mpirun -x CUDA_VISIBLE_DEVICES -np 2 python t.py
+""",
+        after="""\
+mpirun -x ASCEND_RT_VISIBLE_DEVICES -np 2 python t.py
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+unset CUDA_VISIBLE_DEVICES
+""",
+        after="""\
+unset ASCEND_RT_VISIBLE_DEVICES
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+echo "$CUDA_VISIBLE_DEVICES ${CUDA_VISIBLE_DEVICES:-0}"
+""",
+        after="""\
+echo "$ASCEND_RT_VISIBLE_DEVICES ${ASCEND_RT_VISIBLE_DEVICES:-0}"
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+N=$(echo $CUDA_VISIBLE_DEVICES | tr , ' ' | wc -w)
+""",
+        after="""\
+N=$(echo $ASCEND_RT_VISIBLE_DEVICES | tr , ' ' | wc -w)
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        "echo $'it\\'s'\nexport CUDA_VISIBLE_DEVICES=0\n",
+        after="echo $'it\\'s'\nexport ASCEND_RT_VISIBLE_DEVICES=0\n",
+        path='run.sh',
+    ),
+    Valid(
+        """\
+# export CUDA_VISIBLE_DEVICES=0,1
+""",
+        with_rules=('NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU256', 'NPU257'),
+        path='run.sh',
+    ),
+    Valid(
+        """\
+python t.py  # CUDA_VISIBLE_DEVICES=0 --backend nccl
+""",
+        with_rules=('NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU256', 'NPU257'),
+        path='run.sh',
+    ),
+    Valid(
+        """\
+echo 'CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES'
+""",
+        with_rules=('NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU256', 'NPU257'),
+        path='run.sh',
+    ),
+    Valid(
+        """\
+echo CUDA_VISIBLE_DEVICES=0
+""",
+        with_rules=('NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU256', 'NPU257'),
+        path='run.sh',
+    ),
+    Valid(
+        """\
+echo "Set CUDA_VISIBLE_DEVICES first"
+""",
+        with_rules=('NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU256', 'NPU257'),
+        path='run.sh',
+    ),
+    Valid(
+        """\
+export MY_CUDA_VISIBLE_DEVICES=3,1
+""",
+        with_rules=('NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU256', 'NPU257'),
+        path='run.sh',
+    ),
+    Valid(
+        """\
+export ASCEND_RT_VISIBLE_DEVICES=0,1
+""",
+        with_rules=('NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU256', 'NPU257'),
+        path='run.sh',
+    ),
+    Valid(
+        """\
+torchrun t.py --backend gloo
+""",
+        with_rules=('NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU256', 'NPU257'),
+        path='run.sh',
+    ),
+    Valid(
+        """\
+python t.py --rdzv_backend c10d
+""",
+        with_rules=('NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU256', 'NPU257'),
+        path='run.sh',
+    ),
+    Valid(
+        """\
+CUDA_FLAG="--cuda"
+uv run main.py $CUDA_FLAG
+""",
+        with_rules=('NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU256', 'NPU257'),
+        path='run.sh',
     ),
 ]

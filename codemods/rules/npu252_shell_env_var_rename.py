@@ -79,4 +79,41 @@ export ASCEND_LAUNCH_BLOCKING=1 TORCH_HCCL_ASYNC_ERROR_HANDLING=1
 """,
         path='launch.sh',
     ),
+    Invalid(
+        """\
+export A=1 CUDA_LAUNCH_BLOCKING=1 B=2
+""",
+        after="""\
+export A=1 ASCEND_LAUNCH_BLOCKING=1 B=2
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+export TORCH_NCCL_ASYNC_ERROR_HANDLING=1
+""",
+        after="""\
+export TORCH_HCCL_ASYNC_ERROR_HANDLING=1
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+cat > job.sh <<EOF
+don't panic
+export CUDA_VISIBLE_DEVICES=0
+EOF
+export CUDA_LAUNCH_BLOCKING=1
+""",
+        after="""\
+cat > job.sh <<EOF
+don't panic
+export ASCEND_RT_VISIBLE_DEVICES=0
+EOF
+export ASCEND_LAUNCH_BLOCKING=1
+""",
+        codes=('NPU251', 'NPU252'),
+        with_rules=('NPU251',),
+        path='run.sh',
+    ),
 ]

@@ -60,4 +60,22 @@ export NCCL_BUFFSIZE=$((8*1024*1024))   # reported: computed
 """,
         path='launch.sh',
     ),
+    Invalid(
+        """\
+export NCCL_BUFFSIZE=8388608
+""",
+        after="""\
+export HCCL_BUFFSIZE=8
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+export NCCL_BUFFSIZE='0x1000000'
+""",
+        after="""\
+export HCCL_BUFFSIZE='16'
+""",
+        path='run.sh',
+    ),
 ]

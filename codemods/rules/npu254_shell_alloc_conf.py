@@ -60,4 +60,23 @@ export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True,max_split_size_mb:128   #
 """,
         path='launch.sh',
     ),
+    Invalid(
+        """\
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+""",
+        after="""\
+export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+export PYTORCH_CUDA_ALLOC_CONF="release_lock_on_cudamalloc:True"
+""",
+        after="""\
+export PYTORCH_NPU_ALLOC_CONF="release_lock_on_npumalloc:True"
+""",
+        lines=(1,),
+        path='run.sh',
+    ),
 ]

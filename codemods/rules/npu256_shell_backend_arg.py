@@ -64,4 +64,52 @@ python -m torch.distributed.launch main.py --dist-backend='hccl'
 """,
         path='launch.sh',
     ),
+    Invalid(
+        """\
+torchrun --nproc_per_node=8 train.py --backend nccl
+""",
+        after="""\
+torchrun --nproc_per_node=8 train.py --backend hccl
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+python -m torch.distributed.launch --nproc_per_node 2 main.py --dist-backend 'nccl'
+""",
+        after="""\
+python -m torch.distributed.launch --nproc_per_node 2 main.py --dist-backend 'hccl'
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        """\
+torchrun t.py --ddp_backend=nccl
+""",
+        after="""\
+torchrun t.py --ddp_backend=hccl
+""",
+        path='run.sh',
+    ),
+    Invalid(
+        'CUDA_VISIBLE_DEVICES=0,1 \\\n  torchrun --nproc_per_node=2 train.py \\\n  --backend nccl\n',
+        after='ASCEND_RT_VISIBLE_DEVICES=0,1 \\\n  torchrun --nproc_per_node=2 train.py \\\n  --backend hccl\n',
+        codes=('NPU251', 'NPU256'),
+        with_rules=('NPU251',),
+        path='run.sh',
+    ),
+    Valid(
+        """\
+python t.py --backend "${BACKEND:-nccl}"
+""",
+        with_rules=('NPU251', 'NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU257'),
+        path='run.sh',
+    ),
+    Valid(
+        """\
+python t.py nccl
+""",
+        with_rules=('NPU251', 'NPU252', 'NPU253', 'NPU254', 'NPU255', 'NPU257'),
+        path='run.sh',
+    ),
 ]

@@ -24,11 +24,12 @@ from codemods.analyses.loops import (
     find_eval_loops,
     find_training_steps,
     insertion_data,
+    sole_call,
     with_block,
 )
 from codemods.analyses.portable import device_name, require_device
 from codemods.api.cases import Invalid, Valid
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.model.cstnodes import code_of
 from npu_migrate.core.diagnostics import Severity
 
@@ -166,7 +167,7 @@ class InsertAmp(Rule):
     needs_torch_npu = True
     whole_statements = True  # a loop, the function around it and its checkpoint code
 
-    def __init__(self, context) -> None:
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self.blocks: dict[int, BlockPlan] = {}  # id(original block) -> statement edits
         self.dicts: dict[int, tuple[str, str]] = {}  # id(original Dict) -> (scaler, key quote)
@@ -266,6 +267,8 @@ class InsertAmp(Rule):
             severity = Severity.INFO if unlikely else None
             self.note(backward_stmt, "no autocast inserted: " + "; ".join(step.problems[:2]), severity)
             return
+        # the step finder records a problem wherever it found no region or no optimizer
+        assert step.region is not None and step.optimizer is not None
         fp16 = self.dtype == "float16"
         if fp16 and step.scaler_problems:
             self.note(backward_stmt, "no fp16 autocast inserted (a GradScaler is needed): "
@@ -285,6 +288,7 @@ class InsertAmp(Rule):
             self._plan_scaler(module, step, plan)
 
     def _plan_scaler(self, module: cst.Module, step: TrainingStep, plan: BlockPlan) -> None:
+        assert step.optimizer is not None  # _plan_training returns before here otherwise
         scaler = self.fresh_name("scaler")
         optimizer = code_of(step.optimizer)
         loss = code_of(step.loss.with_changes(lpar=[], rpar=[]))
@@ -313,7 +317,7 @@ class InsertAmp(Rule):
         target.notes.append((outer.stmt, f"`{creation}` added before the training loop"))
         for later in outer.block.body[outer.index:]:
             for found in m.findall(later, m.Dict()):
-                if any(_is_state_dict_of(e, optimizer) for e in found.elements) and not any(
+                if isinstance(found, cst.Dict) and any(_is_state_dict_of(e, optimizer) for e in found.elements) and not any(
                         _is_state_dict_of(e, scaler) for e in found.elements):
                     self.dicts[id(found)] = (scaler, _quote_of(found))
 
@@ -397,9 +401,10 @@ class InsertAmp(Rule):
 
 
 def _is_state_dict_of(element: cst.BaseDictElement, owner: str) -> bool:
-    return (isinstance(element, cst.DictElement) and isinstance(element.value, cst.Call)
-            and m.matches(element.value.func, m.Attribute(attr=m.Name("state_dict")))
-            and code_of(element.value.func.value) == owner)
+    if not (isinstance(element, cst.DictElement) and isinstance(element.value, cst.Call)):
+        return False
+    func = element.value.func
+    return isinstance(func, cst.Attribute) and func.attr.value == "state_dict" and code_of(func.value) == owner
 
 
 def _quote_of(found: cst.Dict) -> str:
@@ -409,21 +414,30 @@ def _quote_of(found: cst.Dict) -> str:
     return '"'
 
 
-def _scale_backward(stmt: cst.SimpleStatementLine, scaler: str) -> cst.SimpleStatementLine:
-    expr = stmt.body[0]
-    call = expr.value
-    loss = call.func.value.with_changes(lpar=[], rpar=[])
+def _method_call_line(stmt: cst.CSTNode) -> tuple[cst.SimpleStatementLine, cst.Call, cst.Attribute]:
+    """The line `x.method()` as the training-step finder found it (a sole call statement)."""
+    call = sole_call(stmt)
+    assert isinstance(stmt, cst.SimpleStatementLine) and call is not None and isinstance(call.func, cst.Attribute)
+    return stmt, call, call.func
+
+
+def _with_call(stmt: cst.SimpleStatementLine, call: cst.Call) -> cst.SimpleStatementLine:
+    return stmt.with_changes(body=[stmt.body[0].with_changes(value=call)])
+
+
+def _scale_backward(stmt: cst.CSTNode, scaler: str) -> cst.CSTNode:
+    """`loss.backward()` → `scaler.scale(loss).backward()`."""
+    line, call, func = _method_call_line(stmt)
+    loss = func.value.with_changes(lpar=[], rpar=[])
     scaled = cst.Call(cst.parse_expression(f"{scaler}.scale"), [cst.Arg(loss)])
-    new_call = call.with_changes(func=call.func.with_changes(value=scaled))
-    return stmt.with_changes(body=[expr.with_changes(value=new_call)])
+    return _with_call(line, call.with_changes(func=func.with_changes(value=scaled)))
 
 
-def _scaler_step(stmt: cst.SimpleStatementLine, scaler: str) -> cst.SimpleStatementLine:
-    expr = stmt.body[0]
-    call = expr.value
-    optimizer = call.func.value
-    new_call = call.with_changes(func=cst.parse_expression(f"{scaler}.step"), args=[cst.Arg(optimizer)])
-    return stmt.with_changes(body=[expr.with_changes(value=new_call)])
+def _scaler_step(stmt: cst.CSTNode, scaler: str) -> cst.CSTNode:
+    """`optimizer.step()` → `scaler.step(optimizer)`."""
+    line, call, func = _method_call_line(stmt)
+    new_call = call.with_changes(func=cst.parse_expression(f"{scaler}.step"), args=[cst.Arg(func.value)])
+    return _with_call(line, new_call)
 
 
 CASES = [
@@ -468,5 +482,234 @@ for x, y in loader:
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
 """,
+    ),
+    Valid(
+        """\
+import torch
+for b in dl:
+    loss = model(b).loss
+    accelerator.backward(loss)
+    opt.step()
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+with torch.no_grad():
+    for e, p in zip(ema, params):
+        e.mul_(0.9).add_(p)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+for x in loader:
+    out = model(x)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+with torch.set_grad_enabled(True):
+    for x in loader:
+        out = model(x)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+class Opt:
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            has = self._init_group(group)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+@torch.no_grad()
+def squash(self):
+    for name, cfg in self.data_groups.items():
+        self.update_mask(name, **cfg)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+@torch.no_grad()
+def count(loader):
+    for x in loader:
+        n = total(7)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Invalid(
+        """\
+import torch
+
+for x, y in loader:
+    x = x.to(device)
+    optimizer.zero_grad()
+    # forward
+    out = model(x)  # logits
+    loss = criterion(out, y)
+    loss.backward()
+    optimizer.step()
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+
+for x, y in loader:
+    x = x.to(device)
+    optimizer.zero_grad()
+    # forward
+    with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+        out = model(x)  # logits
+        loss = criterion(out, y)
+    loss.backward()
+    optimizer.step()
+""",
+        codes=('NPU100', 'NPU400'),
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Invalid(
+        """\
+import torch as th
+
+def step(model, batch, opt):
+    outputs = model(**batch)
+    loss = outputs.loss / 4
+    loss.backward()
+    opt.step()
+""",
+        after="""\
+import torch as th
+import torch_npu  # noqa: F401
+
+def step(model, batch, opt):
+    with th.autocast(device_type="npu", dtype=th.bfloat16):
+        outputs = model(**batch)
+        loss = outputs.loss / 4
+    loss.backward()
+    opt.step()
+""",
+        codes=('NPU100', 'NPU400'),
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Invalid(
+        """\
+from torch import nn
+
+def train(net, data, sgd, crit):
+    for i, (a, b) in enumerate(data):
+        pred = net(a)
+        loss = crit(pred, b)
+        (loss / 2).backward()
+        if i % 2 == 1:
+            sgd.step()
+            sgd.zero_grad()
+""",
+        after="""\
+import torch_npu  # noqa: F401
+import torch
+from torch import nn
+
+def train(net, data, sgd, crit):
+    for i, (a, b) in enumerate(data):
+        with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+            pred = net(a)
+            loss = crit(pred, b)
+        (loss / 2).backward()
+        if i % 2 == 1:
+            sgd.step()
+            sgd.zero_grad()
+""",
+        codes=('NPU100', 'NPU400'),
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Invalid(
+        """\
+import torch
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        for x, y in loader:
+            x = x.to("npu")
+            pred = model(x)
+            hits = (pred.argmax(1) == y).sum()
+    return hits
+
+def evaluate2(model, loader):
+    for x in loader:
+        with torch.inference_mode():
+            out = model(x)
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        for x, y in loader:
+            x = x.to("npu")
+            with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                pred = model(x)
+                hits = (pred.argmax(1) == y).sum()
+    return hits
+
+def evaluate2(model, loader):
+    for x in loader:
+        with torch.inference_mode():
+            with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                out = model(x)
+""",
+        codes=('NPU100', 'NPU400'),
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Invalid(
+        """\
+import torch
+
+class Runner:
+    @torch.no_grad()
+    def predict(self, loader):
+        for batch in loader:
+            logits = self.model(batch)
+            self.outputs.append(logits)
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+
+class Runner:
+    @torch.no_grad()
+    def predict(self, loader):
+        for batch in loader:
+            with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                logits = self.model(batch)
+                self.outputs.append(logits)
+""",
+        codes=('NPU100', 'NPU400'),
+        with_rules=('NPU100',),
+        path='train.py',
     ),
 ]

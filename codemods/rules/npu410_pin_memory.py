@@ -35,8 +35,8 @@ from codemods.analyses.loops import (
     target_names,
     walk,
 )
-from codemods.api.cases import Invalid
-from codemods.api.rule import Fix, Rule
+from codemods.api.cases import Invalid, Valid
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.model.cstnodes import code_of, dotted_parts, keyword
 from npu_migrate.core.diagnostics import Severity
 
@@ -131,7 +131,7 @@ class InsertPinMemory(Rule):
     project_facts = (PINNED_LOADER_HELPERS,)
     whole_statements = True  # a loop over a loader and the copies in its body
 
-    def __init__(self, context) -> None:
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self.copies: set[int] = set()  # id(original Call) of batch copies to make non-blocking
 
@@ -165,7 +165,7 @@ class InsertPinMemory(Rule):
         workers = keywords["num_workers"].value if "num_workers" in keywords else (
             positional[workers_at].value if len(positional) > workers_at else None)
         count = self._literal_int(workers)
-        if workers is None and not splat or count == 0:
+        if (workers is None and not splat) or count == 0:
             self.report(original, "the loader has no workers (`num_workers` is 0): batches are "
                         "loaded in the training process; try `num_workers=4` or more (up to the "
                         "CPU cores per device) and measure", severity=Severity.INFO)
@@ -203,7 +203,8 @@ class InsertPinMemory(Rule):
         return found if found.names or found.helpers or found.imported else None
 
     def visit_For(self, node: cst.For) -> None:
-        if self.pinned is None or not _iterates(node.iter, self.pinned):
+        # a one-line loop body holds no statement line whose calls could copy the batch
+        if self.pinned is None or not isinstance(node.body, cst.IndentedBlock) or not _iterates(node.iter, self.pinned):
             return
         self._mark_copies(walk(node.body), target_names(node.target))
 
@@ -227,7 +228,7 @@ class InsertPinMemory(Rule):
         for site in sites:
             stmt = site.stmt
             for comp in m.findall(stmt, m.CompFor()):
-                if _root_names(comp.iter) & derived:
+                if isinstance(comp, cst.CompFor) and _root_names(comp.iter) & derived:
                     derived |= target_names(comp.target)
             # the calls of a statement see the names as they were before it binds any
             for call in calls_in(stmt) if not _compound(stmt) else []:
@@ -241,7 +242,7 @@ class InsertPinMemory(Rule):
 
     def _is_batch_copy(self, call: cst.Call, derived: set[str]) -> bool:
         name = method_name(call)
-        if name not in ("to", "npu", "cuda"):
+        if name not in ("to", "npu", "cuda") or not isinstance(call.func, cst.Attribute):
             return False
         if not (_root_names(call.func.value, heads_only=True) & derived):
             return False
@@ -258,7 +259,8 @@ class InsertPinMemory(Rule):
 
     def _device_like(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.SimpleString):
-            return not node.evaluated_value.startswith("cpu")
+            value = node.evaluated_value
+            return isinstance(value, str) and not value.startswith("cpu")
         if isinstance(node, cst.Integer):
             return True
         if isinstance(node, cst.Call):
@@ -323,11 +325,14 @@ def _iterates(expr: cst.CSTNode, pinned: PinnedLoaders) -> bool:
     through `enumerate`/`tqdm`/`iter`."""
     if isinstance(expr, cst.Call):
         parts = dotted_parts(expr.func)
-        if parts and ".".join(parts) in insertion_data()["loader_wrappers"]:
+        if not parts:
+            return False
+        name = ".".join(parts)
+        if name in insertion_data()["loader_wrappers"]:
             return bool(expr.args) and _iterates(expr.args[0].value, pinned)
-        return bool(parts) and (".".join(parts) in pinned.imported or parts[-1] in pinned.helpers)
+        return name in pinned.imported or parts[-1] in pinned.helpers
     parts = dotted_parts(expr)
-    return bool(parts) and parts[-1] in pinned.names
+    return bool(parts) and parts is not None and parts[-1] in pinned.names
 
 
 CASES = [
@@ -358,5 +363,189 @@ def train(model, data, optimizer, device):
         loss.backward()
         optimizer.step()
 """,
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, batch_size=8)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, batch_size=8, pin_memory=True)
+""",
+        lines=(3,),
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, batch_size=8, num_workers=4)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, batch_size=8, num_workers=4, pin_memory=True, persistent_workers=True)
+""",
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+WORKERS = 2
+dl = DataLoader(
+    ds,
+    num_workers=WORKERS,
+)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+WORKERS = 2
+dl = DataLoader(
+    ds,
+    num_workers=WORKERS,
+    pin_memory=True,
+    persistent_workers=True,
+)
+""",
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = torch.utils.data.DataLoader(ds, num_workers=args.workers)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+dl = torch.utils.data.DataLoader(ds, num_workers=args.workers, pin_memory=True, persistent_workers=args.workers > 0)
+""",
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, 8, True, None, None, 3)
+d2 = DataLoader(ds, pin_memory=False)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, 8, True, None, None, 3, pin_memory=True, persistent_workers=True)
+d2 = DataLoader(ds, pin_memory=False)
+""",
+        lines=(4,),
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=False)
+for step, batch in enumerate(loader):
+    x, y = batch
+    x = x.to(device)
+    y = y.npu()
+    z = batch[2].to("npu:0", dtype=torch.float16)
+    out = model(x)
+    out.to("cpu")
+    out.to(device)
+    x.to(torch.float16)
+    y = model(y)
+    y = y.to(host_device)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=False, pin_memory=True)
+for step, batch in enumerate(loader):
+    x, y = batch
+    x = x.to(device, non_blocking=True)
+    y = y.npu(non_blocking=True)
+    z = batch[2].to("npu:0", dtype=torch.float16, non_blocking=True)
+    out = model(x)
+    out.to("cpu")
+    out.to(device)
+    x.to(torch.float16)
+    y = model(y)
+    y = y.to(host_device)
+""",
+        path='data.py',
+    ),
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+def make_loader(ds):
+    return DataLoader(ds, batch_size=4, num_workers=2)
+
+def train(model, train_loader):
+    for batch in train_loader:
+        batch = {k: v.to(model.device) for k, v in batch.items()}
+
+def main():
+    loader = make_loader(ds)
+    train(net, loader)
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+def make_loader(ds):
+    return DataLoader(ds, batch_size=4, num_workers=2, pin_memory=True, persistent_workers=True)
+
+def train(model, train_loader):
+    for batch in train_loader:
+        batch = {k: v.to(model.device, non_blocking=True) for k, v in batch.items()}
+
+def main():
+    loader = make_loader(ds)
+    train(net, loader)
+""",
+        path='data.py',
+    ),
+    Valid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, num_workers=2, pin_memory=True, persistent_workers=True)
+""",
+        path='data.py',
+    ),
+    Valid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+dl = DataLoader(ds, pin_memory=False, num_workers=1, persistent_workers=True)
+for x in dl:
+    x = x.to(device)
+""",
+        path='data.py',
+    ),
+    Valid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+def run(dl):
+    for x in dl:
+        x.to(device)
+run(DataLoader(ds, pin_memory=True, num_workers=1, persistent_workers=True))
+run(other_batches)
+""",
+        path='data.py',
+    ),
+    Valid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+from mylib import DataLoader as DL
+dl = DL(ds)
+""",
+        path='data.py',
     ),
 ]

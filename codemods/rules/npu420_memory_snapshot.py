@@ -24,7 +24,7 @@ import libcst as cst
 from codemods.analyses.loops import Site, find_training_steps, insertion_data
 from codemods.analyses.portable import device_name, require_device
 from codemods.api.cases import Invalid, Valid
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.model.cstnodes import code_of
 from npu_migrate.core.diagnostics import Severity
 
@@ -146,7 +146,7 @@ class InsertMemorySnapshot(Rule):
     needs_torch_npu = True
     whole_statements = True  # the `__main__` block and whole training loops
 
-    def __init__(self, context) -> None:
+    def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         # id(original block) -> [(statement, after the docstring?, (node, edit message) or None)]
         self.prepends: dict[int, list] = {}
@@ -426,5 +426,55 @@ CASES = [
                 os.environ["NPU_MIGRATE_SNAPSHOT"].replace("{rank}", os.environ.get("RANK", "0")))
         main()
 """,
+    ),
+    Valid(
+        """\
+if __name__ == "__main__":
+    print("hello")
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+if __name__ == "__main__":
+    print(torch.__version__)
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+if __name__ == "__main__":
+    torch.cuda.memory._record_memory_history()
+    model.train()
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+import torch
+if __name__ == "__main__":  # npu-migrate: ignore[NPU420]
+    model.train()
+""",
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Invalid(
+        """\
+import torch
+with torch.profiler.profile(schedule=s) as prof:
+    for x in data:
+        loss = model(x)
+        loss.backward()
+        opt.step()
+        prof.step()
+""",
+        lines=(5,),
+        with_rules=('NPU100',),
+        path='train.py',
     ),
 ]

@@ -331,4 +331,226 @@ def cache(x, where="cpu"):
 y = cache(x, where="cuda")
 """,
     ),
+    Invalid(
+        """\
+import torch
+def select_device():
+    arg = 'cuda:0'
+    return torch.device(arg)
+""",
+        after="""\
+import torch
+def select_device():
+    arg = 'npu:0'
+    return torch.device(arg)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def f(rank, x):
+    d = f'cuda:{rank}'
+    return x.to(d)
+""",
+        after="""\
+import torch
+def f(rank, x):
+    d = f'npu:{rank}'
+    return x.to(d)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def f(i):
+    d = 'cuda:%d' % i
+    return torch.ones(2, device=d)
+""",
+        after="""\
+import torch
+def f(i):
+    d = 'npu:%d' % i
+    return torch.ones(2, device=d)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def f(i):
+    d = 'cuda:' + str(i)
+    return torch.ones(2, device=d)
+""",
+        after="""\
+import torch
+def f(i):
+    d = 'npu:' + str(i)
+    return torch.ones(2, device=d)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def f(args, path):
+    loc = 'cuda:{}'.format(args.gpu)
+    return torch.load(path, map_location=loc)
+""",
+        after="""\
+import torch
+def f(args, path):
+    loc = 'npu:{}'.format(args.gpu)
+    return torch.load(path, map_location=loc)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def build(name='cuda'):
+    return torch.device(name)
+""",
+        after="""\
+import torch
+def build(name='npu'):
+    return torch.device(name)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def pick():
+    return 'cuda:0'
+def g(x):
+    return x.to(pick())
+""",
+        after="""\
+import torch
+def pick():
+    return 'npu:0'
+def g(x):
+    return x.to(pick())
+""",
+    ),
+    Invalid(
+        """\
+import torch
+class Cfg:
+    accel: str = 'cuda'
+def g(cfg, x):
+    return x.to(cfg.accel)
+""",
+        after="""\
+import torch
+class Cfg:
+    accel: str = 'npu'
+def g(cfg, x):
+    return x.to(cfg.accel)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+class M:
+    def __init__(self):
+        self.where = 'cuda'
+    def run(self, x):
+        return x.to(self.where)
+""",
+        after="""\
+import torch
+class M:
+    def __init__(self):
+        self.where = 'npu'
+    def run(self, x):
+        return x.to(self.where)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def f(x):
+    cfg = {'accel': 'cuda'}
+    return x.to(cfg['accel'])
+""",
+        after="""\
+import torch
+def f(x):
+    cfg = {'accel': 'npu'}
+    return x.to(cfg['accel'])
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def f(rank, x):
+    base = 'cuda'
+    return x.to(f'{base}:{rank}')
+""",
+        after="""\
+import torch
+def f(rank, x):
+    base = 'npu'
+    return x.to(f'{base}:{rank}')
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def f(x):
+    d = 'cuda:0'
+    print('using', d)
+    return x.to(d)
+""",
+        after="""\
+import torch
+def f(x):
+    d = 'npu:0'
+    print('using', d)
+    return x.to(d)
+""",
+    ),
+    Valid(
+        """\
+import torch
+def f():
+    msg = 'cuda'
+    print(msg)
+""",
+    ),
+    Valid(
+        """\
+import torch
+def f():
+    name = 'cuda'
+    return open(name + '_model.pt')
+""",
+    ),
+    Valid(
+        """\
+import torch
+def f(parser):
+    parser.add_argument('--backend', default='cuda', help='cuda')
+""",
+    ),
+    Valid(
+        """\
+import torch
+def f(x):
+    return x.to('cuda')
+""",
+    ),
+    Valid(
+        """\
+import torch
+DEVICE = 'cuda'
+def f(x):
+    return x.to(DEVICE)
+""",
+    ),
+    Valid(
+        """\
+import torch
+def f():
+    kind = 'cuda'
+    return kind
+""",
+    ),
 ]

@@ -130,4 +130,20 @@ from torch import npu
 npu.synchronize()
 """,
     ),
+    Invalid(
+        """\
+from torch import cuda
+def f():
+    cuda.synchronize()
+    return cuda.device_count()
+""",
+        after="""\
+from torch import npu
+def f():
+    npu.synchronize()
+    return npu.device_count()
+""",
+        codes=('NPU120', 'NPU501'),
+        with_rules=('NPU120',),
+    ),
 ]

@@ -138,4 +138,24 @@ import torch
 f = getattr(torch.nn, "Linear")
 """,
     ),
+    Invalid(
+        """\
+import torch
+f = getattr(torch.cuda, 'synchronize')
+""",
+        after="""\
+import torch
+f = getattr(torch.npu, 'synchronize')
+""",
+    ),
+    Invalid(
+        """\
+import torch
+ok = hasattr(torch.cuda, 'is_bf16_supported')
+""",
+        after="""\
+import torch
+ok = hasattr(torch.npu, 'is_bf16_supported')
+""",
+    ),
 ]

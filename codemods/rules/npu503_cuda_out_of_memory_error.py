@@ -103,4 +103,16 @@ except torch.OutOfMemoryError:
     pass
 """,
     ),
+    Invalid(
+        """\
+import torch
+def f(e):
+    return isinstance(e, (torch.cuda.OutOfMemoryError, RuntimeError))
+""",
+        after="""\
+import torch
+def f(e):
+    return isinstance(e, (torch.OutOfMemoryError, RuntimeError))
+""",
+    ),
 ]

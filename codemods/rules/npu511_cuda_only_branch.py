@@ -449,7 +449,7 @@ class CudaOnlyBranch(Rule):
 
 def _is_gate(block: ast.If) -> bool:
     """`if not <on CUDA>: return/raise ...` (an early exit that lets what follows run on CUDA only)."""
-    negated = isinstance(block.test, ast.UnaryOp) and isinstance(block.test.op, ast.Not) or any(
+    negated = (isinstance(block.test, ast.UnaryOp) and isinstance(block.test.op, ast.Not)) or any(
         isinstance(op, ast.NotEq) for n in ast.walk(block.test) if isinstance(n, ast.Compare) for op in n.ops)
     return negated and not block.orelse and isinstance(block.body[-1], (ast.Return, ast.Raise))
 

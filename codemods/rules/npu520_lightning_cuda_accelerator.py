@@ -194,4 +194,41 @@ fabric = L.Fabric(accelerator=MyNPUAccelerator(), devices=8)
 fabric = L.Fabric(accelerator="auto", devices=8)  # npu-migrate: ignore[NPU520]
 """,
     ),
+    Valid(
+        """\
+import lightning as L
+t = L.Trainer(accelerator='cpu', devices=1)
+""",
+        with_rules=('NPU103', 'NPU120', 'NPU521', 'NPU522', 'NPU530'),
+    ),
+    Valid(
+        """\
+t = Trainer(accelerator='gpu')
+""",
+        with_rules=('NPU103', 'NPU120', 'NPU521', 'NPU522', 'NPU530'),
+    ),
+    Valid(
+        """\
+t = Trainer.from_argparse_args(opt)
+cfg['gpus'] = 2
+""",
+        with_rules=('NPU103', 'NPU120', 'NPU521', 'NPU522', 'NPU530'),
+    ),
+    Valid(
+        """\
+import pytorch_lightning as pl
+if cfg['gpus'] == 2:
+    pass
+cfg['accelerator'] = 'cpu'
+""",
+        with_rules=('NPU103', 'NPU120', 'NPU521', 'NPU522', 'NPU530'),
+    ),
+    Valid(
+        """\
+import pytorch_lightning as pl
+cfg['gpus'] = 0
+cfg['gpus'] = None
+""",
+        with_rules=('NPU103', 'NPU120', 'NPU521', 'NPU522', 'NPU530'),
+    ),
 ]

@@ -115,4 +115,14 @@ from lightning.pytorch.strategies import DDPStrategy
 s = DDPStrategy(process_group_backend="gloo")
 """,
     ),
+    Invalid(
+        """\
+from lightning.pytorch.strategies import DDPStrategy
+s = DDPStrategy(process_group_backend='nccl')
+""",
+        after="""\
+from lightning.pytorch.strategies import DDPStrategy
+s = DDPStrategy(process_group_backend='hccl')
+""",
+    ),
 ]

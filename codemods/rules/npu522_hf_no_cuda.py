@@ -80,4 +80,21 @@ def no_cuda(no_cuda=True):
     return no_cuda
 """,
     ),
+    Invalid(
+        """\
+from transformers import TrainingArguments, AutoModel
+a = TrainingArguments(output_dir='o', no_cuda=True)
+""",
+        after="""\
+from transformers import TrainingArguments, AutoModel
+a = TrainingArguments(output_dir='o', use_cpu=True)
+""",
+    ),
+    Valid(
+        """\
+from transformers import TrainingArguments
+a = TrainingArguments(output_dir='o', no_cuda=True, use_cpu=False)
+""",
+        with_rules=('NPU103', 'NPU120', 'NPU520', 'NPU521', 'NPU530'),
+    ),
 ]

@@ -79,8 +79,9 @@ class CudaTestMocks(Rule):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         func = original_node.func
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        if name not in _PATCHERS or not original_node.args or name in ("setattr", "delattr") and isinstance(func, cst.Name):
-            return updated_node  # builtin setattr is not a test double
+        builtin_setattr = name in ("setattr", "delattr") and isinstance(func, cst.Name)  # not a test double
+        if name not in _PATCHERS or not original_node.args or builtin_setattr:
+            return updated_node
         first = original_node.args[0].value
         rewrites = cuda_names().rewrites
         if isinstance(first, cst.SimpleString) and isinstance(first.evaluated_value, str):
@@ -228,6 +229,62 @@ from unittest import mock
 mock.patch("os.getcwd")
 RunIf(min_cuda_gpus=0, bf16_cuda=False)
 mock.patch("mypkg.mytorch.cuda.helper")
+""",
+    ),
+    Invalid(
+        """\
+import torch
+from unittest import mock
+@mock.patch('torch.cuda.is_available', return_value=True)
+def test_a(m):
+    pass
+""",
+        after="""\
+import torch
+from unittest import mock
+@mock.patch('torch.npu.is_available', return_value=True)
+def test_a(m):
+    pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+from unittest import mock
+def test_b():
+    with mock.patch.object(torch.cuda, 'synchronize'):
+        pass
+""",
+        after="""\
+import torch
+from unittest import mock
+def test_b():
+    with mock.patch.object(torch.npu, 'synchronize'):
+        pass
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def test_c(monkeypatch):
+    monkeypatch.setattr(torch.cuda, 'device_count', lambda: 2)
+""",
+        after="""\
+import torch
+def test_c(monkeypatch):
+    monkeypatch.setattr(torch.npu, 'device_count', lambda: 2)
+""",
+    ),
+    Invalid(
+        """\
+import torch
+def test_d(monkeypatch):
+    monkeypatch.setattr('torch.cuda.is_available', lambda: True)
+""",
+        after="""\
+import torch
+def test_d(monkeypatch):
+    monkeypatch.setattr('torch.npu.is_available', lambda: True)
 """,
     ),
 ]

@@ -191,4 +191,28 @@ CASES = [
 """,
         path="ds_config.json",
     ),
+    Valid(
+        '{"train_batch_size": 8, "bf16": {"enabled": true}, "zero_optimization": {"stage": 2}}',
+        path='ds_config.json',
+    ),
+    Valid(
+        '{"train_batch_size": 8, "amp": {"enabled": false}}',
+        path='ds_config.json',
+    ),
+    Valid(
+        '{"train_batch_size": 8, "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}}',
+        path='ds_config.json',
+    ),
+    Valid(
+        '{"train_batch_size": 8, "communication_data_type": "fp16"}',
+        path='ds_config.json',
+    ),
+    Valid(
+        '{"model": "cuda", "labels": [1, 2]}',
+        path='ds_config.json',
+    ),
+    Valid(
+        '[{"train_batch_size": 8, "amp": {}}]',
+        path='ds_config.json',
+    ),
 ]

@@ -147,4 +147,77 @@ print("running on cuda")
 executor.update_parameters(gpus_per_node=0, slurm_gres="npu:8")
 """,
     ),
+    Valid(
+        """\
+print('running on cuda')
+""",
+    ),
+    Valid(
+        """\
+print('cuda')
+""",
+    ),
+    Valid(
+        """\
+import logging
+logging.info('cuda:%d', 0)
+""",
+    ),
+    Valid(
+        """\
+# torch.cuda.synchronize() in a comment
+x = 1
+""",
+    ),
+    Valid(
+        'def f():\n    """Moves the model to cuda (torch.cuda.synchronize)."""\n',
+    ),
+    Valid(
+        """\
+path = 'checkpoints/cuda_model.pt'
+""",
+    ),
+    Valid(
+        """\
+import argparse
+p = argparse.ArgumentParser()
+p.add_argument('--no-cuda', action='store_true', help='cuda')
+""",
+    ),
+    Valid(
+        """\
+if args.cuda:
+    pass
+""",
+    ),
+    Valid(
+        """\
+use_cuda = False
+""",
+    ),
+    Valid(
+        """\
+cfg.trainer.accelerator = 'auto'
+""",
+    ),
+    Valid(
+        """\
+x = 'Using CUDA_VISIBLE_DEVICES from the environment'
+""",
+    ),
+    Valid(
+        """\
+import torch.backends.cudnn as cudnn
+""",
+    ),
+    Valid(
+        """\
+import torch.backends.cudnn
+""",
+    ),
+    Valid(
+        """\
+from torch.backends import cudnn
+""",
+    ),
 ]

@@ -6,9 +6,7 @@ knowledge (`codemods/data/cuda_only.json`, its entries with an `effort` category
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 # the kernel list lives in core (the emulation reads it too); re-exported for the analyzer's modules
@@ -17,15 +15,13 @@ from npu_migrate.core.kernels import KERNEL_TABLE as KERNEL_TABLE
 from npu_migrate.core.kernels import npu_kernels as npu_kernels
 from npu_migrate.core.kernels import parse_version as parse_version
 from npu_migrate.core.kernels import serves as serves
+from npu_migrate.analyze.data_tables import TABLES
 from codemods.data import catalogue
 
-DATA = Path(__file__).resolve().parent / "data"
 
-
-@cache
-def load(name: str) -> Any:
-    with open(DATA / f"{name}.json", encoding="utf-8") as handle:
-        return json.load(handle)
+def load(name: str) -> dict[str, Any]:
+    """The table `data/<name>.json`, checked against its schema (`data_tables.py`) on first use."""
+    return TABLES.load(f"{name}.json")
 
 
 def kernel_status(aten_ops: list[str] | None, version: str | None = None) -> tuple[str, list[str]]:

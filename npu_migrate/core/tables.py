@@ -4,9 +4,10 @@ file and raises `DataError` naming the file and the bad field, so a broken table
 one clear line instead of a KeyError deep inside the code that reads it.
 
 The schemas are plain Python values (no jsonschema at run time: the product must not depend on
-a test extra): a Python type (`str`, `int`, `bool`, `list`, `dict`) or a tuple of them (`(str,
-None)`: a string or null); `ListOf(spec)`; `MapOf(spec)` (any keys, values of spec);
+a test extra): a Python type (`str`, `int`, `float`, `bool`, `list`, `dict`) or a tuple of them
+(`(str, None)`: a string or null); `ListOf(spec)`; `MapOf(spec)` (any keys, values of spec);
 `OneOf(*values)`; `Record(required, optional)` (an object with those keys and no others).
+A wing declares its folder of tables and their schemas as a `TableSet`.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ class Record:
         object.__setattr__(self, "known", self.required | self.optional)
 
 
-_TYPE_NAMES = {str: "a string", int: "an integer", bool: "true/false", list: "a list", dict: "an object",
-               type(None): "null"}
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list",
+               dict: "an object", type(None): "null"}
+NUMBER = (int, float)  # a JSON number written with or without a fraction
 
 
 def _is(value: Any, kind: type) -> bool:
@@ -140,3 +142,38 @@ def read_table(path: Path, schema: Any, label: str | None = None) -> dict[str, A
     if not isinstance(data, dict):
         raise DataError(f"{name}: expected an object at the top")
     return data
+
+
+@dataclass(eq=False)
+class TableSet:
+    """A folder of shipped tables and a schema for each, by file name: how a wing declares its
+    data (`npu_migrate/<wing>/data_tables.py` holds one as `TABLES`), read once per process through
+    `load`, and checked as a whole by `problems` (`python -m npu_migrate.commands.tables --check`)."""
+
+    folder: Path
+    schemas: dict[str, Any]
+    label: str  # the folder as messages name it: "npu_migrate/analyze/data"
+    _loaded: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    def read(self, name: str) -> dict[str, Any]:
+        """The table `name`, parsed and checked now; DataError names the file and the field."""
+        if name not in self.schemas:
+            raise DataError(f"{self.label}/{name}: no schema for this table")
+        return read_table(self.folder / name, self.schemas[name], f"{self.label}/{name}")
+
+    def load(self, name: str) -> dict[str, Any]:
+        """The table `name`, read and checked on first use, then kept."""
+        if name not in self._loaded:
+            self._loaded[name] = self.read(name)
+        return self._loaded[name]
+
+    def problems(self) -> list[str]:
+        """A table of the folder without a schema, a schema without its table, a table off its schema."""
+        found = [f"{self.label}/{path.name}: no schema for this table"
+                 for path in sorted(self.folder.glob("*.json")) if path.name not in self.schemas]
+        for name in sorted(self.schemas):
+            try:
+                self.read(name)
+            except DataError as exc:
+                found.append(str(exc))
+        return found

@@ -4,21 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from npu_migrate.core.tables import ListOf, MapOf, Record, read_table
+from npu_migrate.emulation.data_tables import TABLES
 
-_NAMES = ListOf(str)
-# the emulation's facts, read and checked by core's one loader
-MAPPING: dict[str, Any] = read_table(Path(__file__).with_name("mapping.json"), Record(
-    {"_comment": str, "device_type": str, "device_kwargs": _NAMES, "dist_backends": MapOf(MapOf(str)),
-     "amp_default_dtype": str, "amp_supported_dtypes": _NAMES, "emulated_device_count": int,
-     "device_name": str}), "npu_migrate/emulation/mapping.json")
-AUTOCAST: dict[str, Any] = read_table(Path(__file__).with_name("autocast.json"), Record(
-    {"_comment": str,
-     "device": Record({"lower_precision_fp": _NAMES, "fp32": _NAMES, "fp32_set_opt_dtype": _NAMES, "promote": _NAMES}),
-     "cpu_differences": Record({"lower": _NAMES, "float32": _NAMES})}), "npu_migrate/emulation/autocast.json")
+# the emulation's facts, read and checked by core's one loader (schemas in data_tables.py)
+MAPPING: dict[str, Any] = TABLES.load("mapping.json")
+AUTOCAST: dict[str, Any] = TABLES.load("autocast.json")
 
 
 class EmulationError(RuntimeError):

@@ -8,23 +8,19 @@ expandable_segments:True, so the advice never combines them. TensorFlow code on 
 
 from __future__ import annotations
 
-import json
 import math
-from functools import lru_cache
-from importlib import resources
 
 import numpy as np
 
 from npu_migrate.core.diagnostics import Diagnostic, Severity, Table
 from npu_migrate.memory.context import DeviceContext
+from npu_migrate.memory.data_tables import TABLES
 
 GC_GAP_SHARE = 0.3  # reserved - allocated at the reserved peak, as a share of it
 
 
-@lru_cache(maxsize=1)
 def advice_data() -> dict:
-    return json.loads(resources.files("npu_migrate.memory").joinpath(
-        "data/advice.json").read_text(encoding="utf-8"))
+    return TABLES.load("advice.json")
 
 
 def current_settings(ctx: DeviceContext) -> dict[str, str]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
-from importlib import resources
+
+from npu_migrate.memory.data_tables import TABLES
 
 Frame = tuple[str, str, int]
 # pseudo frame files of msMemScope rows without a Python stack -> the word that names them
@@ -15,8 +15,7 @@ NO_STACK = "<no stack recorded>"
 
 @lru_cache(maxsize=1)
 def _rules() -> tuple[re.Pattern, list[tuple[str, re.Pattern, re.Pattern | None]]]:
-    data = json.loads(resources.files("npu_migrate.memory").joinpath(
-        "data/categories.json").read_text(encoding="utf-8"))
+    data = TABLES.load("categories.json")
     library = re.compile("|".join(data["library_files"]))
     rules = [(r["category"], re.compile(r["name"]), re.compile(r["file"]) if r["file"] else None)
              for r in data["rules"]]
@@ -25,9 +24,7 @@ def _rules() -> tuple[re.Pattern, list[tuple[str, re.Pattern, re.Pattern | None]
 
 @lru_cache(maxsize=1)
 def _internals() -> re.Pattern:
-    data = json.loads(resources.files("npu_migrate.memory").joinpath(
-        "data/categories.json").read_text(encoding="utf-8"))
-    return re.compile(data["allocator_internals"])
+    return re.compile(TABLES.load("categories.json")["allocator_internals"])
 
 
 def is_library(frame: Frame) -> bool:

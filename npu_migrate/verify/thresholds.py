@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-import json
+import copy
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-_DATA = json.loads(Path(__file__).with_name("thresholds.json").read_text())
+from npu_migrate.core.tables import read_table
+from npu_migrate.verify.data_tables import OVERRIDES, TABLES
 _PRECISION_ORDER = ("float64", "float32", "bfloat16", "float16")
 
 
@@ -37,12 +38,9 @@ class ThresholdPolicy:
 
     @classmethod
     def load(cls, overrides: dict[str, Any] | None = None, path: str | None = None) -> ThresholdPolicy:
-        data = json.loads(json.dumps(_DATA))
-        if path:
-            try:
-                extra = json.loads(Path(path).read_text())
-            except (OSError, ValueError) as error:
-                raise ValueError(f"{path}: cannot read thresholds: {error}") from error
+        data = copy.deepcopy(TABLES.load("thresholds.json"))
+        if path:  # DataError (a ValueError) names the file and the bad field
+            extra = read_table(Path(path), OVERRIDES)
             for section in ("default", "amp"):
                 data[section].update(extra.get(section, {}))
             for dtype, values in extra.get("by_dtype", {}).items():

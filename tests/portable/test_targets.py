@@ -163,9 +163,10 @@ def test_launch_scripts_under_portable_serve_both_clusters() -> None:
 
 NPU_SPELLING = re.compile(r"\bnpu\b|\bhccl\b|torch_npu|mstx|\bhf32\b", re.I)
 # a choice by device type names every device on purpose (NPU175: `{"cuda": ..., "npu": ...}.get(DEVICE.type, ...)`,
-# NPU420: `DEVICE.type in ("cuda", "npu")`, the devices that record a memory history)
-BY_DEVICE_TYPE = re.compile(r"""\{"cuda": "\w+", "npu": "\w+"\}\.get\(DEVICE\.type, "\w+"\)"""
-                            r"""|DEVICE\.type in \("cuda", "npu"\)""")
+# NPU420: `DEVICE.type in ("cuda", "npu")`, the devices that record a memory history), in the quotes
+# the source uses
+BY_DEVICE_TYPE = re.compile(r"""\{(["'])cuda\1: \1\w+\1, \1npu\1: \1\w+\1\}\.get\(DEVICE\.type, \1\w+\1\)"""
+                            r"""|DEVICE\.type in \((["'])cuda\2, \2npu\2\)""")
 
 
 def _npu_cases():

@@ -78,26 +78,3 @@ def name_entries() -> list[tuple[str, dict]]:
 def run_case(code: str, case: Valid | Invalid, source: str) -> FileOutcome:
     """One rule's case: the rule (plus the case's `with_rules`) over `source`."""
     return migrate(source, [code, *case.with_rules], case.path, options=dict(case.options))
-
-
-def table_tests(rules: SimpleNamespace, rewrites, unchanged):
-    """The three tests of a before/after table, for a test module to bind at module level
-    (`test_rewrites, test_idempotent, test_unchanged = table_tests(...)`): each rewrite gives its
-    expected text, the expected text is left as it is, and each unchanged text gets no edit."""
-    import pytest
-
-    @pytest.mark.parametrize(("before", "expected"), rewrites)
-    def test_rewrites(before, expected):
-        assert rules.after(before) == expected
-
-    @pytest.mark.parametrize(("before", "expected"), rewrites)
-    def test_idempotent(before, expected):
-        assert rules.after(expected) == expected
-
-    @pytest.mark.parametrize("before", unchanged)
-    def test_unchanged(before):
-        outcome = rules.migrate(before)
-        assert outcome.new_text is None
-        assert outcome.edits == []
-
-    return test_rewrites, test_idempotent, test_unchanged

@@ -106,27 +106,12 @@ def test_backend_comparison_is_covered_by_the_distributed_rule() -> None:
     assert any(e.code.startswith("NPU14") for e in outcome.edits)
 
 
-MAP_LOCATION = [
-    ("import torch\nsd = torch.load(f, map_location={'cuda:0': 'cpu'})\n",
-     "import torch\n" + N + "sd = torch.load(f, map_location={'cuda:0': 'cpu', 'npu:0': 'cpu'})\n"),
-    ("import torch\nsd = torch.load(f, {\n    'cuda:0': 'cuda:1',\n})\n",
-     "import torch\n" + N + "sd = torch.load(f, {\n    'cuda:0': 'npu:1', 'npu:0': 'npu:1',\n})\n"),
-    ("import torch\nsd = torch.jit.load(f, map_location={'cpu': 'cuda'})\n",
-     "import torch\n" + N + "sd = torch.jit.load(f, map_location={'cpu': 'npu'})\n"),
-]
-
-
-@pytest.mark.parametrize("before,expected", MAP_LOCATION)
-def test_map_location_dicts(before: str, expected: str) -> None:
-    assert after(before, ["NPU152"]) == expected
-    assert_idempotent(before, ["NPU152"])
-
-
+# the map_location dict rewrites are NPU152's CASES (codemods/rules/npu152_map_location_dict.py)
 def test_map_location_dict_loads_a_gpu_and_an_npu_checkpoint_alike() -> None:
     """The rewritten dict, used by the real torch.load on CPU: a checkpoint whose storages were
     tagged 'cuda:0' and one tagged 'npu:0' both land where the dict says (here: cpu)."""
     text = after("import torch\nsd = torch.load(f, map_location={'cuda:0': 'cpu'})\n", ["NPU152"])
-    mapping = eval(text[text.index("map_location=") + len("map_location="):text.rindex(")")])  # noqa: S307
+    mapping = eval(text[text.index("map_location=") + len("map_location="):text.rindex(")")])
     buffer = io.BytesIO()
     torch.save({"w": torch.ones(2)}, buffer)
     for saved_on in ("cuda:0", "npu:0"):

@@ -21,6 +21,8 @@ def with_defaults(src: str):
     return outcome
 
 
+# the NPU599 examples that stay silent are its CASES (codemods/rules/npu599_cuda_left_behind.py); the
+# reports stay here: each names the construct it found, which a case cannot check
 LEFT = [
     (T + "torch.cuda.foo_bar()\n", 2, "torch.cuda.foo_bar"),
     (T + "f = getattr(torch.cuda, name)\n", 2, "torch.cuda"),
@@ -53,30 +55,6 @@ def test_reports_what_is_left(src, line, construct):
     found = [d for d in sweep_only(src) if d.line == line]
     assert len(found) == 1, sweep_only(src)
     assert construct in found[0].message
-
-
-UNTOUCHED = [
-    "print('running on cuda')\n",
-    "print('cuda')\n",
-    "import logging\nlogging.info('cuda:%d', 0)\n",
-    "# torch.cuda.synchronize() in a comment\nx = 1\n",
-    'def f():\n    """Moves the model to cuda (torch.cuda.synchronize)."""\n',
-    "path = 'checkpoints/cuda_model.pt'\n",
-    "import argparse\np = argparse.ArgumentParser()\np.add_argument('--no-cuda', action='store_true', help='cuda')\n",
-    "if args.cuda:\n    pass\n",  # a flag named cuda, not a CUDA construct
-    "use_cuda = False\n",
-    "cfg.trainer.accelerator = 'auto'\n",
-    "x = 'Using CUDA_VISIBLE_DEVICES from the environment'\n",  # text, not the variable's name
-    # importing torch.backends.cudnn is harmless on NPU (every torch build has it)
-    "import torch.backends.cudnn as cudnn\n",
-    "import torch.backends.cudnn\n",
-    "from torch.backends import cudnn\n",
-]
-
-
-@pytest.mark.parametrize("src", UNTOUCHED)
-def test_text_and_comments_are_not_sites(src):
-    assert sweep_only(src) == []
 
 
 def test_nothing_left_after_rules_that_handle_everything():

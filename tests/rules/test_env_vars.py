@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 
 import pytest
 import rule_cases
@@ -28,84 +29,8 @@ def migrated(text: str, select=ENV_CODES) -> str:
 codes = rule_cases.codes_with_severity
 
 
-REWRITES = [
-    # (before, after): the name, and where the value is a literal, the value
-    ('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\n',
-     'import os\nos.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"\n'),
-    ("import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '2'\n",
-     "import os\nos.environ['ASCEND_RT_VISIBLE_DEVICES'] = '2'\n"),
-    ('import os\ng = os.environ.get("CUDA_VISIBLE_DEVICES", "0")\n',
-     'import os\ng = os.environ.get("ASCEND_RT_VISIBLE_DEVICES", "0")\n'),
-    ('import os as o\ng = o.getenv("CUDA_VISIBLE_DEVICES")\n',
-     'import os as o\ng = o.getenv("ASCEND_RT_VISIBLE_DEVICES")\n'),
-    ('from os import getenv\ng = getenv("CUDA_LAUNCH_BLOCKING")\n',
-     'from os import getenv\ng = getenv("ASCEND_LAUNCH_BLOCKING")\n'),
-    ('import os\nos.putenv("CUDA_LAUNCH_BLOCKING", "1")\n',
-     'import os\nos.putenv("ASCEND_LAUNCH_BLOCKING", "1")\n'),
-    ('import os\nos.environ.pop("TORCH_NCCL_BLOCKING_WAIT", None)\n',
-     'import os\nos.environ.pop("TORCH_HCCL_BLOCKING_WAIT", None)\n'),
-    ('import os\nos.environ.setdefault("NCCL_ASYNC_ERROR_HANDLING", "1")\n',
-     'import os\nos.environ.setdefault("TORCH_HCCL_ASYNC_ERROR_HANDLING", "1")\n'),
-    ('import os\ndel os.environ["TORCH_NCCL_DESYNC_DEBUG"]\n',
-     'import os\ndel os.environ["TORCH_HCCL_DESYNC_DEBUG"]\n'),
-    ('import os\nif "CUDA_VISIBLE_DEVICES" not in os.environ:\n    pass\n',
-     'import os\nif "ASCEND_RT_VISIBLE_DEVICES" not in os.environ:\n    pass\n'),
-    ('def test(monkeypatch):\n    monkeypatch.setenv("TORCH_CUDA_SANITIZER", "1")\n',
-     'def test(monkeypatch):\n    monkeypatch.setenv("TORCH_NPU_SANITIZER", "1")\n'),
-    ('import os\nos.environ.update(CUDA_LAUNCH_BLOCKING="1")\n',
-     'import os\nos.environ.update(ASCEND_LAUNCH_BLOCKING="1")\n'),
-    ('import os\nenv = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1")\n',
-     'import os\nenv = dict(os.environ, PYTORCH_NO_NPU_MEMORY_CACHING="1")\n'),
-    ('import os, subprocess\nsubprocess.run(["python", "t.py"], env={**os.environ, "CUDA_VISIBLE_DEVICES": "1"})\n',
-     'import os, subprocess\nsubprocess.run(["python", "t.py"], env={**os.environ, "ASCEND_RT_VISIBLE_DEVICES": "1"})\n'),
-    ('import os\nenv = os.environ.copy()\nenv["CUDA_VISIBLE_DEVICES"] = "0"\n',
-     'import os\nenv = os.environ.copy()\nenv["ASCEND_RT_VISIBLE_DEVICES"] = "0"\n'),
-    # NCCL_BUFFSIZE: bytes -> MB, decimal and hex
-    ('import os\nos.environ["NCCL_BUFFSIZE"] = "8388608"\n',
-     'import os\nos.environ["HCCL_BUFFSIZE"] = "8"\n'),
-    ('import os\nos.environ.setdefault("NCCL_BUFFSIZE", "0x400000")\n',
-     'import os\nos.environ.setdefault("HCCL_BUFFSIZE", "4")\n'),
-    # PYTORCH_CUDA_ALLOC_CONF: renamed; the CUDA key with an NPU analogue translated
-    ('import os\nos.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"\n',
-     'import os\nos.environ["PYTORCH_NPU_ALLOC_CONF"] = "expandable_segments:True"\n'),
-    ('import os\nos.environ["PYTORCH_CUDA_ALLOC_CONF"] = "max_split_size_mb:128,release_lock_on_cudamalloc:True"\n',
-     'import os\nos.environ["PYTORCH_NPU_ALLOC_CONF"] = "max_split_size_mb:128,release_lock_on_npumalloc:True"\n'),
-    # launch commands in Python strings and argv lists
-    ('import os\nos.system("CUDA_VISIBLE_DEVICES=0,1 python train.py --backend nccl")\n',
-     'import os\nos.system("ASCEND_RT_VISIBLE_DEVICES=0,1 python train.py --backend hccl")\n'),
-    ('import subprocess\nsubprocess.run(f"CUDA_VISIBLE_DEVICES={i} torchrun t.py --dist-backend=nccl", shell=True)\n',
-     'import subprocess\nsubprocess.run(f"ASCEND_RT_VISIBLE_DEVICES={i} torchrun t.py --dist-backend=hccl", shell=True)\n'),
-    ('import subprocess\nsubprocess.check_call(["env", "CUDA_VISIBLE_DEVICES=0", "torchrun", "t.py", "--backend", "nccl"])\n',
-     'import subprocess\nsubprocess.check_call(["env", "ASCEND_RT_VISIBLE_DEVICES=0", "torchrun", "t.py", "--backend", "hccl"])\n'),
-    ('import subprocess\ncmd = "export CUDA_LAUNCH_BLOCKING=1; python t.py"\nsubprocess.Popen(cmd, shell=True)\n',
-     'import subprocess\ncmd = "export ASCEND_LAUNCH_BLOCKING=1; python t.py"\nsubprocess.Popen(cmd, shell=True)\n'),
-    ('import subprocess\nsubprocess.run(args=("CUDA_VISIBLE_DEVICES=0 " + cmd), shell=True)\n',
-     'import subprocess\nsubprocess.run(args=("ASCEND_RT_VISIBLE_DEVICES=0 " + cmd), shell=True)\n'),
-]
-
-UNCHANGED = [
-    'print("set CUDA_VISIBLE_DEVICES=0 before running")\n',  # only mentioned
-    'import os\nlog.info("CUDA_VISIBLE_DEVICES")\n',
-    'HELP = "CUDA_VISIBLE_DEVICES=0 python train.py"\n',  # a string no command receives
-    'import os\nos.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"\n',  # already migrated
-    'import os\nos.environ["HCCL_BUFFSIZE"] = "200"\n',
-    'import os\nos.environ["MY_CUDA_VISIBLE_DEVICES"] = "3,1"\n',
-    'import os\nos.environ[b"CUDA_VISIBLE_DEVICES"] = b"0"\n',  # bytes keys are left alone
-    'import subprocess\nsubprocess.run(["python", "t.py", "--backend", "gloo"])\n',
-    'import subprocess\nsubprocess.run(["echo", "nccl"])\n',
-]
-
-
-@pytest.mark.parametrize("before,after", REWRITES)
-def test_rewrites(before: str, after: str) -> None:
-    assert migrated(before) == after
-    assert migrated(after) == after  # idempotent
-
-
-@pytest.mark.parametrize("text", UNCHANGED)
-def test_unchanged(text: str) -> None:
-    outcome = run(text)
-    assert outcome.new_text is None
+# The before/after examples are the CASES of NPU201-NPU207 (in the rule modules: run by
+# test_rule_cases.py, shown on the rule pages); the tests here check what a case cannot.
 
 
 def test_rewrite_keeps_comments_and_formatting() -> None:
@@ -244,7 +169,7 @@ def test_migrated_writes_and_reads_still_agree(monkeypatch: pytest.MonkeyPatch) 
 def test_device_list_check_matches_strict_ascending(ids: list[int]) -> None:
     value = ",".join(map(str, ids))
     problems = envmap.check_device_list("V", value)
-    ascending = all(a < b for a, b in zip(ids, ids[1:]))
+    ascending = all(a < b for a, b in itertools.pairwise(ids))
     assert (problems == []) == ascending
     if not ascending:
         assert problems[0].severity is Severity.ERROR

@@ -79,6 +79,10 @@ SCRIPT_EXPECTED = """\
     """
 
 
+# The sources the rule leaves alone are CASES of NPU420 (in its rule module: run by
+# test_rule_cases.py, shown on the rule pages); the tests here check what a case cannot.
+
+
 def test_inserted_text_and_idempotence():
     outcome = migrate(SCRIPT)
     assert outcome.new_text == dedent(SCRIPT_EXPECTED)
@@ -143,26 +147,6 @@ def test_two_space_indentation_and_a_while_loop_counter():
           os.environ["NPU_MIGRATE_SNAPSHOT"].replace("{rank}", os.environ.get("RANK", "0")))
       train(m, o)
     """)
-
-
-UNCHANGED = [
-    # no torch at all
-    'if __name__ == "__main__":\n    print("hello")\n',
-    # torch, but nothing that trains or evaluates
-    'import torch\nif __name__ == "__main__":\n    print(torch.__version__)\n',
-    # the program records memory history itself
-    'import torch\nif __name__ == "__main__":\n    torch.cuda.memory._record_memory_history()\n    model.train()\n',
-    # the profiler already marks steps; no entry point
-    "import torch\nwith torch.profiler.profile(schedule=s) as prof:\n"
-    "    for x in data:\n        loss = model(x)\n        loss.backward()\n        opt.step()\n        prof.step()\n",
-    # suppressed
-    'import torch\nif __name__ == "__main__":  # npu-migrate: ignore[NPU420]\n    model.train()\n',
-]
-
-
-@pytest.mark.parametrize("src", UNCHANGED)
-def test_unchanged(src):
-    assert migrate(src).new_text is None
 
 
 def test_a_training_file_without_entry_point_is_reported():
@@ -232,7 +216,7 @@ def runs(tmp_path_factory):
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     results = {}
     for name, proc in procs.items():
-        out, err = proc.communicate(timeout=240)
+        _, err = proc.communicate(timeout=240)
         log = tmp / f"{name}.log"
         calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         results[name] = (proc.returncode, err, calls)

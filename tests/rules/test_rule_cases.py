@@ -29,6 +29,8 @@ def test_case(rule, case: Valid | Invalid) -> None:
         return
     assert outcome.new_text == case.after
     assert recorded(outcome) == sorted(case.codes or (rule.code,))
+    if case.lines:
+        assert [d.line for d in outcome.diagnostics if d.code == rule.code] == list(case.lines)
     if case.after is not None:  # the rewrite is stable: running again changes nothing
         assert run_case(rule.code, case, case.after).new_text is None
 
