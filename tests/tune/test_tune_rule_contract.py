@@ -1,6 +1,7 @@
-"""Version gates of the tune family at both sides of every boundary the rules read (issue 27):
-each launch variable at its own torch_npu release (NPU620 in launch scripts, NPU621 in Python),
-each fused optimizer NPU600 maps, and every gated rule covered by test_tune_rules.GATED.
+"""What issue 27 asks of every tune rule: cases that rewrite (before/after) and cases left
+untouched, a generated page, and a version gate tested at both sides of its boundary -- here each
+launch variable at its own torch_npu release (NPU620 in launch scripts, NPU621 in Python), each
+fused optimizer NPU600 maps, and every gated rule covered by test_tune_rules.GATED.
 
 The boundaries come from the data (codemods/data/tune.json and api_versions.json), so a row
 moved to another release moves the test with it."""
@@ -10,11 +11,15 @@ from __future__ import annotations
 import pytest
 
 from codemods.analyses.tunefacts import tune_data
+from codemods.api.cases import Invalid, Valid, cases_of
 from codemods.api.registry import all_rules
+from codemods.docgen.pages import render_rule_page
+from npu_migrate.commands.docgen import DOCS
 from codemods.api.targets import api_table
 from tests.rules.rule_cases import migrate
 from tests.tune.test_tune_rules import GATED, _below
 
+TUNE_RULES = [rule for rule in all_rules() if "tune" in rule.families]
 LAUNCH = tune_data()["launch_env"]
 OPTIMIZERS = tune_data()["optimizers"]
 
@@ -70,3 +75,12 @@ def test_every_gated_tune_rule_has_its_boundary_tested() -> None:
     for code, api, *_ in GATED:
         rule = next(r for r in all_rules() if r.code == code)
         assert api == rule.api, f"{code} is gated by {rule.api!r}, the test checks {api!r}"
+
+
+@pytest.mark.parametrize("rule", TUNE_RULES, ids=[r.code for r in TUNE_RULES])
+def test_every_tune_rule_has_before_after_and_untouched_cases_and_its_page(rule) -> None:
+    cases = cases_of(rule)
+    assert any(isinstance(c, Invalid) and c.after is not None for c in cases), "no before/after case"
+    assert any(isinstance(c, Valid) for c in cases), "no case the rule leaves untouched"
+    page = DOCS / "rules" / f"{rule.code}.md"
+    assert page.is_file() and page.read_text(encoding="utf-8") == render_rule_page(rule)
