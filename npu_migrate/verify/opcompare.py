@@ -65,11 +65,14 @@ def _rel(a: float | None, b: float | None, scale: float) -> float:
     return abs(a - b) / scale
 
 
-def distance(ref: dict[str, Any], other: dict[str, Any]) -> tuple[float, str]:
-    """Largest relative error over the outputs of one op: (distance, reason if not numeric)."""
+def distance(ref: dict[str, Any], other: dict[str, Any], across_dtypes: bool = False) -> tuple[float, str]:
+    """Largest relative error over the outputs of one op: (distance, reason if not numeric).
+    `across_dtypes`: floating outputs of different dtypes are compared by value (the noise run of
+    an AMP script against the float32 reference: that distance is the noise autocast makes)."""
     worst = 0.0
     for r, t in zip(ref["outputs"], other["outputs"]):
-        if r["dtype"] != t["dtype"]:
+        floating = str(r["dtype"]).startswith(("float", "bfloat")) and str(t["dtype"]).startswith(("float", "bfloat"))
+        if r["dtype"] != t["dtype"] and not (across_dtypes and floating):
             return math.inf, f"dtype {r['dtype']} -> {t['dtype']}"
         if t.get("nonfinite", 0) > r.get("nonfinite", 0):
             return math.inf, f"{t['nonfinite']} NaN/Inf where the reference has {r.get('nonfinite', 0)}"
@@ -191,7 +194,7 @@ def _noise_of(ref_ops: list[dict[str, Any]], noise_ops: list[dict[str, Any]] | N
     for tag, i1, i2, j1, _ in _aligned(ref_ops, noise_ops):
         if tag == "equal":
             for offset in range(i2 - i1):
-                value, reason = distance(ref_ops[i1 + offset], noise_ops[j1 + offset])
+                value, reason = distance(ref_ops[i1 + offset], noise_ops[j1 + offset], across_dtypes=True)
                 noise[i1 + offset] = 0.0 if reason else value
     return noise
 

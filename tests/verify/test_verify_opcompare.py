@@ -103,3 +103,15 @@ def test_a_cast_the_float32_reference_does_not_run_carries_its_inputs_tolerance(
     assert compare_records(amp_original, _amp_residual(one_ulp_apart, low=True), float32_reference).first is None
     wrong = compare_records(amp_original, _amp_residual(h * 1.05, low=True), float32_reference).first
     assert wrong is not None and wrong.site == "m.py:192"
+
+
+def test_under_amp_the_tolerance_is_the_autocast_runs_distance_from_float32():
+    """The noise run of an AMP script computes in bfloat16 where the reference computes in float32:
+    that distance, across the dtypes, is the noise each op is judged by (here 2%)."""
+    h = torch.randn(8, 64, generator=torch.Generator().manual_seed(3))
+    float32_reference = [_op(0, "aten.mul.Tensor", h, "m.py:147")]
+    amp_original = [_op(0, "aten.mul.Tensor", (h * 1.02).bfloat16(), "m.py:147")]
+    within = [_op(0, "aten.mul.Tensor", (h * 1.035).bfloat16(), "m.py:147")]  # 1.5% from the AMP original
+    assert compare_records(amp_original, within, float32_reference).first is None
+    beyond = [_op(0, "aten.mul.Tensor", (h * 1.2).bfloat16(), "m.py:147")]
+    assert compare_records(amp_original, beyond, float32_reference).first.site == "m.py:147"
