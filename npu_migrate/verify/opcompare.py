@@ -232,8 +232,12 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
             floor = max(floors.get(o["dtype"], 0.0) for o in ref["outputs"]) if ref["outputs"] else 0.0
             expected = noise_at.get(i1 + offset, 0.0) if noise is not None else CLASS_NOISE[op_class(ref["name"])]
             tolerance = noise_factor * expected + floor
-            if noise is not None and i1 + offset not in noise_at and _is_cast(ref) and i1 + offset > 0:
-                tolerance = max(tolerance, _carried(ref_ops[i1 + offset - 1], i1 + offset - 1, noise_at, noise_factor, floors))
+            if noise is not None and i1 + offset not in noise_at and _is_cast(ref):
+                # a cast the float32 reference does not run (AMP): widening is exact, its input's
+                # difference was judged where the input was made; narrowing adds its rounding to
+                # the noise of the op that made its input
+                tolerance = (math.inf if _widening(ref) else
+                             noise_factor * _producer_noise(ref_ops, i1 + offset, noise_at) + floor)
             if tolerance > 0 and math.isfinite(value):
                 result.worst_ratio = max(result.worst_ratio, value / tolerance)
             result.rows.append(_row(ref, tgt, value, tolerance, reason))
@@ -301,14 +305,19 @@ def _is_cast(event: dict[str, Any]) -> bool:
     return event["name"].startswith("aten._to_copy")
 
 
-def _carried(before: dict[str, Any], at: int, noise_at: dict[int, float], noise_factor: float,
-             floors: dict[str, float]) -> float:
-    """The tolerance of the op before a cast that the float32 reference does not run (AMP: the
-    noise run's `x.float()` of a bfloat16 activation, absent where the activation is float32): a
-    cast adds no error of its own, it carries the difference its input had, which the op that made
-    the input was judged by."""
-    floor = max((floors.get(o["dtype"], 0.0) for o in before["outputs"]), default=0.0)
-    return noise_factor * noise_at.get(at, 0.0) + floor
+def _widening(event: dict[str, Any]) -> bool:
+    """A cast to float32/float64: under AMP, the `x.float()` of a bfloat16 activation."""
+    return all(o["dtype"] in ("float32", "float64") for o in event["outputs"])
+
+
+def _producer_noise(ops: list[dict[str, Any]], at: int, noise_at: dict[int, float], reach: int = 64) -> float:
+    """The measured noise of the op that made a cast's input: the nearest op before it with the
+    same output shape and a measured noise (0 when none is within `reach` ops)."""
+    shapes = [o["shape"] for o in ops[at]["outputs"]]
+    for index in range(at - 1, max(at - reach, 0) - 1, -1):
+        if index in noise_at and [o["shape"] for o in ops[index]["outputs"]] == shapes:
+            return noise_at[index]
+    return 0.0
 
 
 def _cast_at(event: dict[str, Any]) -> tuple:

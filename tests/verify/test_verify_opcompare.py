@@ -96,7 +96,7 @@ def _amp_residual(h: torch.Tensor, low: bool) -> list[dict]:
     return events
 
 
-def test_a_cast_the_float32_reference_does_not_run_carries_its_inputs_tolerance():
+def test_a_widening_cast_the_float32_reference_does_not_run_is_judged_at_its_input():
     h = torch.randn(8, 64, generator=torch.Generator().manual_seed(1))
     amp_original, float32_reference = _amp_residual(h, low=True), _amp_residual(h, low=False)
     one_ulp_apart = h * (1 + 2 ** -11)  # some bfloat16 roundings an ulp apart (far above float32 floor)
@@ -115,3 +115,16 @@ def test_under_amp_the_tolerance_is_the_autocast_runs_distance_from_float32():
     assert compare_records(amp_original, within, float32_reference).first is None
     beyond = [_op(0, "aten.mul.Tensor", (h * 1.2).bfloat16(), "m.py:147")]
     assert compare_records(amp_original, beyond, float32_reference).first.site == "m.py:147"
+
+
+def test_a_narrowing_cast_only_autocast_runs_adds_its_rounding_to_its_inputs_noise():
+    """RMSNorm's `.type_as(x)` back to bfloat16 under autocast (no op in the float32 reference):
+    judged by the noise of the float32 op that made its input, not by the bfloat16 floor alone."""
+    h = torch.randn(8, 64, generator=torch.Generator().manual_seed(4))
+
+    def run(scale: float, amp: bool) -> list[dict]:
+        events = [_op(0, "aten.mul.Tensor", h * scale, "m.py:60")]
+        return events + [_op(1, "aten._to_copy.default", (h * scale).bfloat16(), "m.py:60")] if amp else events
+
+    assert compare_records(run(1.05, True), run(1.07, True), run(1.0, False)).first is None
+    assert compare_records(run(1.05, True), run(1.5, True), run(1.0, False)).first is not None
