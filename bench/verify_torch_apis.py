@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # torch names the verifier's source spells out (kept equal to `used_names()` by the test)
 APIS = [
     "torch.Tensor.backward", "torch.Tensor.cuda", "torch.Tensor.pin_memory", "torch.Tensor.register_hook",
-    "torch._C._profiler._EventType", "torch.__version__", "torch.accelerator.current_stream",
+    "torch._C._profiler._EventType", "torch.__version__", "torch.accelerator.current_accelerator",
+    "torch.accelerator.current_stream", "torch.accelerator.is_available",
     "torch.amp.autocast_mode.autocast",
     "torch.autograd.backward", "torch.backends.cuda.is_built", "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.allow_tf32",
     "torch.cuda.current_device", "torch.cuda.device_count", "torch.cuda.is_available",
