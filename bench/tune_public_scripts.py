@@ -11,7 +11,8 @@ Each project is read at the pinned commit of its fetched mirror (`<mirrors>/<own
 bare git; `fetch github:<owner>/<name>`) into a temporary folder; no third-party code is kept in
 this repository. Small stand-in data is written where the script reads its data set (tokenised
 shards, MNIST's idx files, a JSONL of chat turns: synthetic, no download), with tiny model sizes
-given on the command line. Then, for each:
+given on the command line (or, where a script hard-codes a size, replaced in the original before
+`apply`, so that both sides run it: minDiffusion's batch of 128 becomes 4). Then, for each:
 
 1. `npu-migrate apply ORIG --enable tune --output-dir TUNED --output-format json`: the tune rules'
    records counted per rule (rewrites, and reports: a rule declining, with its reason);
@@ -77,8 +78,9 @@ def mnist_beside(work: Path) -> None:
 
 
 def mnist_inside(work: Path) -> None:
-    """minDiffusion reads `./data`; 384 images are 3 full batches of 128."""
-    _mnist_idx(work / "original" / "data" / "MNIST" / "raw", 384, 16)
+    """minDiffusion reads `./data`; 30 images: 7 full batches of 4 and a last one of 2, which
+    NPU602's `drop_last=True` drops."""
+    _mnist_idx(work / "original" / "data" / "MNIST" / "raw", 30, 16)
 
 
 def minimind_chat(work: Path) -> None:
@@ -105,6 +107,9 @@ class Project:
     args: list[str]
     data: Callable[[Path], None]
     paths: tuple[str, ...] = ()  # the folders read from the mirror (default: the subtree, or all)
+    # (file, text, replacement): sizes a script hard-codes, made small in the original before
+    # `apply` (both sides run them); each text must occur exactly once
+    resize: tuple[tuple[str, str, str], ...] = ()
 
 
 PROJECTS = [
@@ -120,7 +125,9 @@ PROJECTS = [
             ["--epochs", "1", "--batch-size", "16", "--test-batch-size", "16", "--log-interval", "1"],
             mnist_beside),
     Project("mindiffusion", "cloneofsimo/minDiffusion", "00a3c8066d25a34d3d472ef6c87c7b6b238ea444", "",
-            "diffusion (superminddpm.py, DDPM on MNIST)", "superminddpm.py", [], mnist_inside),
+            "diffusion (superminddpm.py, DDPM on MNIST)", "superminddpm.py", [], mnist_inside,
+            # seven 7x7 convolutions at 28x28 (up to 512 channels): ~10 TFLOP a step at batch 128
+            resize=(("superminddpm.py", "batch_size=128", "batch_size=4"),)),
     Project("minimind-lora", "jingyaogong/minimind", "d65ef2c00ebc6082f9df11541e1b191655eddb00", "",
             "LoRA fine-tuning (trainer/train_lora.py, bf16 AMP)", "trainer/train_lora.py",
             ["--hidden_size", "64", "--num_hidden_layers", "2", "--from_weight", "none", "--batch_size", "2",
@@ -157,6 +164,15 @@ def materialise(mirror: Path, project: Project, dest: Path) -> None:
     shutil.rmtree(unpacked, ignore_errors=True)
 
 
+def resize(tree: Path, project: Project) -> None:
+    for name, text, replacement in project.resize:
+        path = tree / name
+        source = path.read_text()
+        if source.count(text) != 1:
+            raise SystemExit(f"{path}: `{text}` occurs {source.count(text)} times, not once")
+        path.write_text(source.replace(text, replacement))
+
+
 def run(command: list[str], cwd: Path | None = None, timeout: float = 1800) -> tuple[subprocess.CompletedProcess, float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
@@ -185,6 +201,7 @@ def bench(project: Project, mirrors: Path, work: Path, steps: int) -> str:
         return f"| {project.repo} | {project.commit[:7]} | {project.kind} | skipped: no mirror at {mirror} | | | | |"
     original, tuned = work / "original", work / "tuned"
     materialise(mirror, project, original)
+    resize(original, project)
     project.data(work)
     args = [a.replace("{work}", str(work)) for a in project.args]
     applied, apply_s = run([sys.executable, "-m", "npu_migrate.cli", "apply", str(original), "--enable", "tune",

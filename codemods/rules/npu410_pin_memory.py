@@ -548,4 +548,46 @@ dl = DL(ds)
 """,
         path='data.py',
     ),
+    # a helper that returns a loader: the loader is pinned where it is built, the copies where it is iterated
+    Invalid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def make_loader(data):
+    return DataLoader(data, batch_size=32, num_workers=2)
+
+
+def train(model, data, device):
+    for x, y in make_loader(data):
+        model(x.to(device), y.to(device)).backward()
+""",
+        after="""\
+import torch
+from torch.utils.data import DataLoader
+
+
+def make_loader(data):
+    return DataLoader(data, batch_size=32, num_workers=2, pin_memory=True, persistent_workers=True)
+
+
+def train(model, data, device):
+    for x, y in make_loader(data):
+        model(x.to(device, non_blocking=True), y.to(device, non_blocking=True)).backward()
+""",
+    ),
+    # a loader tuned already (pinned, persistent workers, asynchronous copies): nothing to add
+    Valid(
+        """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, data, device):
+    loader = DataLoader(data, batch_size=32, num_workers=4, pin_memory=True, persistent_workers=True)
+    for x, y in loader:
+        model(x.to(device, non_blocking=True), y.to(device, non_blocking=True)).backward()
+""",
+    ),
 ]

@@ -42,7 +42,10 @@ def _combine(tensors: list[torch.Tensor]) -> torch.Tensor | None:
     """One buffer holding `tensors`, each of which becomes a view of it (as npu_combine_tensors)."""
     if not tensors:
         return None
-    flat = torch.cat([t.detach().reshape(-1) for t in tensors])
+    # no per-tensor detach: verify pairs ops by name and shape, and a parameter's detach here paired
+    # with the original SGD's first `clone(grad).detach()` of the same shape (another value)
+    with torch.no_grad():
+        flat = torch.cat([t.reshape(-1) for t in tensors])
     offset = 0
     for tensor in tensors:
         size = tensor.numel()
@@ -65,6 +68,7 @@ class NpuFusedOptimizerBase(torch.optim.Optimizer):
     """Combines per dtype at the first step, then updates the combined buffers of each group."""
 
     STATES: tuple[str, ...] = ()
+    COUNTS_STEPS = True  # a per-parameter `state["step"]`, as torch_npu's fused Adam/Adadelta/RMSprop
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
         super().__init__(params, defaults)
@@ -95,7 +99,7 @@ class NpuFusedOptimizerBase(torch.optim.Optimizer):
 
     def _init_state(self, p: torch.Tensor, group: dict[str, Any]) -> None:
         state = self.state[p]
-        if "step" not in state:
+        if self.COUNTS_STEPS and "step" not in state:
             state["step"] = 0
         for name in self.STATES:
             if name not in state and self._needs_state(name, group):
@@ -113,7 +117,8 @@ class NpuFusedOptimizerBase(torch.optim.Optimizer):
         for group, per_dtype in zip(self.param_groups, self.combined):
             for bucket in per_dtype.values():
                 for p in bucket["params"]:
-                    self.state[p]["step"] += 1
+                    if self.COUNTS_STEPS:
+                        self.state[p]["step"] += 1
                 bucket["step"] += 1
                 self._update(group, bucket)
         return loss
@@ -186,6 +191,7 @@ class NpuFusedAdamW(_AdamBase):
 
 class NpuFusedSGD(NpuFusedOptimizerBase):
     STATES = ("momentum_buffer",)
+    COUNTS_STEPS = False  # torch_npu's npu_fused_sgd.py keeps no per-parameter `step`, as torch.optim.SGD
     _REQUIRED = object()
 
     def __init__(self, params: Any, lr: Any = _REQUIRED, momentum: float = 0.0, dampening: float = 0.0,

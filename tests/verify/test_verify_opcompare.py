@@ -61,3 +61,70 @@ def test_a_seed_change_comes_first():
     migrated = [dict(seed, value="2", seq=0)] + [dict(e, seq=e["seq"] + 1) for e in _run(X, W * 1.1)]
     first = compare_records(reference, migrated, None).first
     assert first.kind == "seed" and first.site == "t.py:3"
+
+
+def _linear_under_autocast(input_first: bool) -> list[dict]:
+    """A bf16 linear as autocast records it: the casts of its input and its weight, then the mm;
+    the CPU's C++ autocast casts the weight first, the emulated npu's the input first."""
+    generator = torch.Generator().manual_seed(2)
+    x, w = torch.randn(8, 128, generator=generator), torch.randn(16, 128, generator=generator)
+    casts = [_op(0, "aten._to_copy.default", x.bfloat16(), "lora.py:30"),
+             _op(1, "aten._to_copy.default", w.bfloat16(), "lora.py:30")]
+    if not input_first:
+        casts.reverse()
+    out = x.bfloat16() @ w.bfloat16().T
+    return [*casts, _op(2, "aten.mm.default", out, "lora.py:30"), _op(3, "aten.sum.default", out.float().sum(), "t.py:9")]
+
+
+def test_autocast_casts_in_another_order_are_no_precision_loss():
+    original = _linear_under_autocast(input_first=False)
+    migrated = _linear_under_autocast(input_first=True)
+    assert compare_records(original, migrated, original).first is None
+    # a cast the original does not run at all still is one
+    extra = [*migrated[:3], _op(5, "aten._to_copy.default", X[:8, :4].bfloat16(), "lora.py:31"), migrated[3]]
+    first = compare_records(original, extra, original).first
+    assert first is not None and first.site == "lora.py:31" and "lowers precision to bfloat16" in first.reason
+
+
+def _amp_residual(h: torch.Tensor, low: bool) -> list[dict]:
+    """A residual add and the RMSNorm's `x.float()` after it: under autocast the add is bfloat16
+    and the cast is an op; in the float32 reference there is nothing to cast."""
+    events = [_op(0, "aten.add_.Tensor", h.bfloat16() if low else h, "m.py:192")]
+    if low:
+        events.append(_op(1, "aten._to_copy.default", h.bfloat16().float(), "m.py:60"))
+    events.append(_op(2, "aten.sum.default", h.bfloat16().float().sum() if low else h.sum(), "m.py:61"))
+    return events
+
+
+def test_a_widening_cast_the_float32_reference_does_not_run_is_judged_at_its_input():
+    h = torch.randn(8, 64, generator=torch.Generator().manual_seed(1))
+    amp_original, float32_reference = _amp_residual(h, low=True), _amp_residual(h, low=False)
+    one_ulp_apart = h * (1 + 2 ** -11)  # some bfloat16 roundings an ulp apart (far above float32 floor)
+    assert compare_records(amp_original, _amp_residual(one_ulp_apart, low=True), float32_reference).first is None
+    wrong = compare_records(amp_original, _amp_residual(h * 1.05, low=True), float32_reference).first
+    assert wrong is not None and wrong.site == "m.py:192"
+
+
+def test_under_amp_the_tolerance_is_the_autocast_runs_distance_from_float32():
+    """The noise run of an AMP script computes in bfloat16 where the reference computes in float32:
+    that distance, across the dtypes, is the noise each op is judged by (here 2%)."""
+    h = torch.randn(8, 64, generator=torch.Generator().manual_seed(3))
+    float32_reference = [_op(0, "aten.mul.Tensor", h, "m.py:147")]
+    amp_original = [_op(0, "aten.mul.Tensor", (h * 1.02).bfloat16(), "m.py:147")]
+    within = [_op(0, "aten.mul.Tensor", (h * 1.035).bfloat16(), "m.py:147")]  # 1.5% from the AMP original
+    assert compare_records(amp_original, within, float32_reference).first is None
+    beyond = [_op(0, "aten.mul.Tensor", (h * 1.2).bfloat16(), "m.py:147")]
+    assert compare_records(amp_original, beyond, float32_reference).first.site == "m.py:147"
+
+
+def test_a_narrowing_cast_only_autocast_runs_adds_its_rounding_to_its_inputs_noise():
+    """RMSNorm's `.type_as(x)` back to bfloat16 under autocast (no op in the float32 reference):
+    judged by the noise of the float32 op that made its input, not by the bfloat16 floor alone."""
+    h = torch.randn(8, 64, generator=torch.Generator().manual_seed(4))
+
+    def run(scale: float, amp: bool) -> list[dict]:
+        events = [_op(0, "aten.mul.Tensor", h * scale, "m.py:60")]
+        return events + [_op(1, "aten._to_copy.default", (h * scale).bfloat16(), "m.py:60")] if amp else events
+
+    assert compare_records(run(1.05, True), run(1.07, True), run(1.0, False)).first is None
+    assert compare_records(run(1.05, True), run(1.5, True), run(1.0, False)).first is not None
