@@ -282,10 +282,15 @@ def run_entry(python: str, folder: Path, entry: Entry, side: str, timeout: float
             "seconds": seconds}
 
 
+def ran(result: dict | None, trains: bool) -> bool:
+    """Whether a run did what its entry is for: a training step, or an inference run to its end."""
+    return result is not None and result["status"] == "ok" and bool(result.get("steps") or not trains)
+
+
 def verdict(result: dict | None, trains: bool = True) -> str:
     if result is None:
         return "-"
-    if result["status"] == "ok" and (result.get("steps") or not trains):
+    if ran(result, trains):
         return f"ran ({result.get('steps', 0)} step{'s' if result.get('steps') != 1 else ''}" \
             + (f", {result['device']}" if result.get("device") else "") + ")"
     if result["status"] == "ok":
@@ -355,11 +360,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"| {verdict(row.after, trains)} |", flush=True)
     total = {name: sum(getattr(r.tally, name) for r in rows) for name in ("sites", "rewritten", "reported", "silent",
                                                                           "guards", "sent")}
-    ran = [r for r in rows if r.before is not None]
+    runs = [(r, r.project.entry.trains) for r in rows if r.project.entry is not None]
     print(f"| **total** | | | | {total['sites']} | {total['rewritten']} | {total['reported']} | **{total['silent']}** "
-          f"| {total['guards']} | **{total['sent']}** | {len(ran)} run | "
-          f"{sum(r.before['status'] == 'ok' for r in ran if r.before)} | "
-          f"{sum(r.after['status'] == 'ok' for r in ran if r.after)} |")
+          f"| {total['guards']} | **{total['sent']}** | {len(runs)} run | {sum(ran(r.before, t) for r, t in runs)} "
+          f"| {sum(ran(r.after, t) for r, t in runs)} |")
     for row in rows:
         if row.missing:
             print(f"absent from the mirror: {row.project.repo}: {len(row.missing)} file(s), e.g. {row.missing[0]}")
@@ -377,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.hunks_out).write_text("\n\n".join(f"### {i + 1}. {p}\n```diff\n{h}\n```" for i, (p, h)
                                                    in enumerate(hunks)) + "\n", encoding="utf-8")
         print(f"{len(hunks)} changed hunks written to {args.hunks_out}")
-    broken = [r for r in ran if r.before and r.after and r.before["status"] == "ok" and r.after["status"] != "ok"]
+    broken = [r for r, trains in runs if ran(r.before, trains) and not ran(r.after, trains)]
     return 1 if total["silent"] or total["sent"] or broken else 0
 
 
