@@ -528,6 +528,13 @@ def _cuda_only_names(tree: ast.Module) -> set[str]:
     for node in tree.body:
         if _lib_import(node):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)  # type: ignore[attr-defined]
+    for node in _module_level(tree.body):
+        # a module-level JIT build from CUDA sources (`ext = load(..., sources=['k.cu'])`, also under
+        # an `if`), and torch's CUDA extension class imported by name (a setup.py's `CUDAExtension`)
+        if isinstance(node, ast.Assign) and _reaches(list(ast.walk(node.value)), set()):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        if isinstance(node, ast.ImportFrom) and node.module == "torch.utils.cpp_extension":
+            names.update(a.asname or a.name for a in node.names if a.name in ("CUDAExtension", "CUDA_HOME"))
     functions = {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     changed = True
     while changed:
@@ -579,7 +586,7 @@ def cuda_only_guards(text: str) -> list[tuple[int, str]]:
                 guarded: list[ast.AST] = list(statement.body)
                 gate = statement.body and isinstance(statement.body[-1], (ast.Return, ast.Raise))
                 if gate and re.search(r"!=|\bnot\b", test):
-                    guarded = statements[index + 1:]
+                    guarded = list(statement.orelse) + statements[index + 1:]  # `else:` or after the gate
                 if _reaches(_walked(guarded), names):
                     found.append((statement.lineno, test))
     for node in ast.walk(tree):

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from codemods.data.catalogue import cuda_only_libraries, cuda_only_library
+from codemods.data.catalogue import best_import_entry, cuda_only_libraries, cuda_only_library, is_cuda_only
 from codemods.api.facts import Project, ProjectFact, SourceFile, local_project
 from codemods.model.astnodes import ast_dotted_parts
 
@@ -57,12 +57,18 @@ def relative_target(path: str, level: int, module: str | None) -> list[str]:
 
 def _top_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
     """Imports that run when the module is imported: not those inside functions or classes."""
+    for node in _top_level_statements(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+
+
+def _top_level_statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Statements that run when the module is imported (inside module-level `if`/`try` too)."""
     stack: list[ast.stmt] = list(tree.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for name in ("body", "orelse", "finalbody", "handlers"):
                 stack.extend(getattr(node, name, None) or [])
 
@@ -484,9 +490,26 @@ def is_extension_loader(dotted: str) -> bool:
 
 
 def _compiled_extensions(tree: ast.Module) -> Iterator[tuple[str, str]]:
-    """Module-level names bound to a compiled extension (`ext_module = ext_loader.load_ext(...)`)."""
-    for stmt in tree.body:
+    """Module-level names bound to a compiled extension: mmcv's `ext_module = ext_loader.load_ext(...)`,
+    a JIT build from CUDA sources (BasicSR's `deform_conv_ext = load('deform_conv', sources=[...,
+    'deform_conv_cuda_kernel.cu'])`, also under a module-level `if`), and torch's CUDA extension
+    classes imported by name (`from torch.utils.cpp_extension import CUDAExtension`)."""
+    for stmt in _top_level_statements(tree):
+        if isinstance(stmt, ast.ImportFrom) and not stmt.level:
+            for alias in stmt.names:
+                entry = best_import_entry(f"{stmt.module}.{alias.name}")
+                if entry is not None and entry["cuda"] == f"{stmt.module}.{alias.name}" \
+                        and entry["kind"] == "extension" and is_cuda_only(entry):
+                    yield alias.asname or alias.name, f"`{entry['cuda']}` (a CUDA extension build)"
         if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
+            continue
+        source = _cuda_source(stmt.value)
+        if source is not None:
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, f"a CUDA extension JIT-built from `{source}`"
+            continue
+        if stmt not in tree.body:
             continue
         func = stmt.value.func
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute))):

@@ -316,6 +316,27 @@ y = x.to("npu:%d" % i, non_blocking=True)
 state = torch.load("cuda_model.pt", map_location="npu")
 """,
     ),
+    Invalid(  # modded-nanogpt's triton_kernels.py: the device argument of a torch.cuda query
+        """\
+import torch
+NUM_SMS = torch.cuda.get_device_properties("cuda").multi_processor_count
+free, total = torch.cuda.mem_get_info("cuda:1")
+torch.cuda.set_rng_state(state, "cuda")
+""",
+        after="""\
+import torch
+NUM_SMS = torch.cuda.get_device_properties("npu").multi_processor_count
+free, total = torch.cuda.mem_get_info("npu:1")
+torch.cuda.set_rng_state(state, "npu")
+""",
+    ),
+    Valid(  # the first argument of set_rng_state is the state, not a device
+        """\
+import torch
+torch.cuda.set_rng_state(saved["cuda"])
+torch.cuda.synchronize(device)
+""",
+    ),
     Valid(
         """\
 import os

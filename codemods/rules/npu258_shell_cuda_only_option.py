@@ -36,11 +36,11 @@ def _flag_value(words: list[Word], literals: list[str | None], i: int) -> tuple[
 class ShellCudaOnlyOption(ShellRule):
     r"""## What it does
 
-    Launch scripts: flag values that select CUDA-only code (`--tf32 True`, `--optim paged_adamw_32bit`, `--attn_implementation flash_attention_2`, `--quantize bnb.nf4`) and commands that need NVIDIA's toolkit (`module load cuda/11.7`, `nvcc`) are rewritten where an NPU value does the same and reported otherwise
+    Launch scripts: flag values that select CUDA-only code or a CUDA device (`--tf32 True`, `--device cuda`, `--optim paged_adamw_32bit`, `--attn_implementation flash_attention_2`, `--quantize bnb.nf4`) and commands that need NVIDIA's toolkit (`module load cuda/11.7`, `nvcc`) are rewritten where an NPU value does the same and reported otherwise
 
     ## Why
 
-    The training script's own code may be migrated while its launch script still passes what makes it stop on an Ascend host: Hugging Face's `TrainingArguments` raises at start-up for `--tf32 True` (no Ampere GPU), the Trainer builds a bitsandbytes optimizer for `--optim paged_adamw_32bit`. The flags and values are the catalogue's option entries (`codemods/data/cuda_only.json`, their `flags`), the same facts NPU523 applies to Python code and NPU541 to YAML configs. `--tf32 True` (or a bare `--tf32`) becomes `--tf32 False`, which runs everywhere; the NPU's counterpart, HF32, has no command-line switch, so the message says to set `torch.npu.matmul.allow_hf32 = True` in the training script. `--optim adamw_apex_fused` becomes `adamw_torch_npu_fused` and `--half_precision_backend apex` becomes `auto`. Values without an NPU route are errors with the exact reason. Values the shell computes (`--optim $OPTIM`) are left alone. The scan is the shell rules' own word reader: never comments, single-quoted text or `echo` arguments.
+    The training script's own code may be migrated while its launch script still passes what makes it stop on an Ascend host: Hugging Face's `TrainingArguments` raises at start-up for `--tf32 True` (no Ampere GPU), the Trainer builds a bitsandbytes optimizer for `--optim paged_adamw_32bit`. The flags and values are the catalogue's option entries (`codemods/data/cuda_only.json`, their `flags`), the same facts NPU523 applies to Python code and NPU541 to YAML configs. `--tf32 True` (or a bare `--tf32`) becomes `--tf32 False`, which runs everywhere; the NPU's counterpart, HF32, has no command-line switch, so the message says to set `torch.npu.matmul.allow_hf32 = True` in the training script. `--optim adamw_apex_fused` becomes `adamw_torch_npu_fused` and `--half_precision_backend apex` becomes `auto`, `--device cuda[:N]` becomes `npu[:N]`. Values without an NPU route are errors with the exact reason. Values the shell computes (`--optim $OPTIM`) are left alone. The scan is the shell rules' own word reader: never comments, single-quoted text or `echo` arguments.
 
     ## Example
 
@@ -63,7 +63,7 @@ class ShellCudaOnlyOption(ShellRule):
 
     code = "NPU258"
     name = "shell-cuda-only-option"
-    summary = "Launch scripts: flag values that select CUDA-only code (`--tf32 True`, `--optim paged_adamw_32bit`) and CUDA toolkit commands"
+    summary = "Launch scripts: flag values that select CUDA-only code or a CUDA device (`--tf32 True`, `--device cuda`, `--optim paged_adamw_32bit`) and CUDA toolkit commands"
     prefilter = "|".join([catalogue.words(catalogue.option_words("flag"))]
                          + [entry["pattern"] for entry in catalogue.commands()])
 
@@ -95,6 +95,8 @@ class ShellCudaOnlyOption(ShellRule):
                 return []
             route = entry["message"] + (" (set `torch.npu.matmul.allow_hf32 = True` in the training script: HF32 has "
                                         "no command-line switch)" if entry.get("code") == "NPU524" else "")
+            if entry.get("option") == "device":
+                replacement = re.sub(r"^cuda", replacement, value)  # `--device cuda:1` -> `--device npu:1`
             self.fixed_at(line, col, f"`{flag} {value}` → `{flag} {replacement}`: {route}")
             return [(start, end, replacement if start != end else f" {replacement}")]
         self.report_at(line, col, catalogue.option_message(entry, flag, value),
@@ -141,6 +143,23 @@ module load cuda/11.7
 torchrun train.py --tf32 False --optim adamw_torch_npu_fused
 """,
         path="job.sh",
+    ),
+    Invalid(  # llm.c's dev/eval/run_eval.sh: an evaluation run on the CUDA device
+        """\
+python main.py --model hf-causal-experimental --tasks winogrande --device cuda --num_fewshot 5
+python sample.py --device=cuda:1
+""",
+        after="""\
+python main.py --model hf-causal-experimental --tasks winogrande --device npu --num_fewshot 5
+python sample.py --device=npu:1
+""",
+        path="run_eval.sh",
+    ),
+    Valid(
+        """\
+python main.py --device cpu --device-map auto --device "$DEVICE"
+""",
+        path="eval.sh",
     ),
     Valid(
         """\

@@ -574,6 +574,45 @@ def _bias_act_cuda():
         codes=("NPU192", "NPU311", "NPU511"),
         with_rules=("NPU104", "NPU191", "NPU192", "NPU311", "NPU500"),
     ),
+    Invalid(  # BasicSR's ops/dcn/deform_conv.py: a module-level JIT build from CUDA sources; the
+        # `is_cuda` test that refuses other tensors stays, so the NPU gets the authors' refusal
+        """\
+import os
+import torch
+from torch.utils.cpp_extension import load
+
+if os.getenv('BASICSR_JIT') == 'True':
+    deform_conv_ext = load('deform_conv', sources=[os.path.join('src', 'deform_conv_cuda_kernel.cu')])
+
+
+def deform_conv_forward(input, weight, output):
+    if not input.is_cuda:
+        raise NotImplementedError
+    else:
+        deform_conv_ext.deform_conv_forward(input, weight, output)
+    return output
+""",
+        codes=("NPU311", "NPU511"),
+        with_rules=("NPU102", "NPU311"),
+    ),
+    Invalid(  # BasicSR's setup.py: on a CUDA machine the extension is a CUDAExtension with .cu sources
+        """\
+import os
+import torch
+from torch.utils.cpp_extension import CppExtension, CUDAExtension
+
+
+def make_ext(name, sources, sources_cuda):
+    if torch.cuda.is_available() or os.getenv('FORCE_CUDA', '0') == '1':
+        extension = CUDAExtension
+        sources += sources_cuda
+    else:
+        extension = CppExtension
+    return extension(name=name, sources=sources)
+""",
+        codes=("NPU311", "NPU511"),
+        with_rules=("NPU120", "NPU311"),
+    ),
     Invalid(  # an early-return gate in front of a bitsandbytes feature: the refusal stays the NPU's
         """\
 import warnings

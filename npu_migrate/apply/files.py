@@ -120,8 +120,8 @@ def gather(paths: Sequence[str], finder: SettingsFinder, exclude: Sequence[str],
             if not file.endswith(choosers_of(settings)):
                 continue  # only DeepSpeed configurations among JSON files (NPU540)
             gathered.undecided.add(file)
-        if file.endswith(MANIFEST_SUFFIXES) and file not in explicit and not manifest_name(file):
-            continue  # only requirements / conda environment files among .txt and YAML (NPU315)
+        if file.endswith(".txt") and file not in explicit and not manifest_name(file):
+            continue  # only requirements files among .txt (NPU315); other YAML files are configs (NPU541)
         if settings.exclude and not discover([file], settings.exclude, root=settings.root):
             continue  # excluded by its own configuration
         if file not in explicit and not file.endswith(suffixes_of(settings)):

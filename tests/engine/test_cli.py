@@ -133,3 +133,15 @@ def test_sarif_format_lists_pending_fixes_and_failures(project):
     assert log["version"] == "2.1.0"
     found = {(r["ruleId"], r["level"]) for r in log["runs"][0]["results"]}
     assert ("NPU101", "warning") in found and ("NPU000", "error") in found
+
+
+def test_a_folder_walk_reads_yaml_configs_and_skips_plain_text(tmp_path):
+    # a merge once left every YAML file that is not a conda environment out of a folder walk, so
+    # NPU541 saw only configs named on the command line (BasicSR's `backend: nccl`, issue 25)
+    (tmp_path / "options").mkdir()
+    (tmp_path / "options" / "train.yml").write_text("dist_params:\n  backend: nccl\n")
+    (tmp_path / "notes.txt").write_text("backend: nccl\n")
+    result = CliRunner().invoke(main, ["apply", "--no-cache", "--isolated", "--select", "NPU541", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "options" / "train.yml").read_text() == "dist_params:\n  backend: hccl\n"
+    assert (tmp_path / "notes.txt").read_text() == "backend: nccl\n"
