@@ -15,7 +15,6 @@ import re
 from typing import ClassVar
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.analyses import envmap
 from codemods.api.rule import Fix, Rule
@@ -294,9 +293,9 @@ class EnvVarRule(Rule):
 
 
 def subscript_key(node: cst.Subscript) -> cst.SimpleString | None:
-    if len(node.slice) == 1 and m.matches(node.slice[0], m.SubscriptElement(slice=m.Index(value=m.SimpleString()))):
-        key: cst.SimpleString = node.slice[0].slice.value
-        return key
+    index = node.slice[0].slice if len(node.slice) == 1 else None
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+        return index.value
     return None
 
 

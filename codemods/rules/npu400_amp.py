@@ -14,7 +14,6 @@ import re
 from functools import cached_property
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.analyses.loops import (
     BlockPlan,
@@ -29,7 +28,7 @@ from codemods.analyses.loops import (
 from codemods.analyses.portable import device_name, require_device
 from codemods.api.cases import Invalid, Valid
 from codemods.api.rule import Fix, Rule
-from codemods.model.cstnodes import code_of
+from codemods.model.cstnodes import code_of, find_all
 from npu_migrate.core.diagnostics import Severity
 
 
@@ -312,7 +311,7 @@ class InsertAmp(Rule):
         target.before.setdefault(index, []).append(cst.parse_statement(creation + "\n"))
         target.notes.append((outer.stmt, f"`{creation}` added before the training loop"))
         for later in outer.block.body[outer.index:]:
-            for found in m.findall(later, m.Dict()):
+            for found in find_all(later, cst.Dict):
                 if any(_is_state_dict_of(e, optimizer) for e in found.elements) and not any(
                         _is_state_dict_of(e, scaler) for e in found.elements):
                     self.dicts[id(found)] = (scaler, _quote_of(found))
@@ -398,7 +397,7 @@ class InsertAmp(Rule):
 
 def _is_state_dict_of(element: cst.BaseDictElement, owner: str) -> bool:
     return (isinstance(element, cst.DictElement) and isinstance(element.value, cst.Call)
-            and m.matches(element.value.func, m.Attribute(attr=m.Name("state_dict")))
+            and isinstance(element.value.func, cst.Attribute) and element.value.func.attr.value == "state_dict"
             and code_of(element.value.func.value) == owner)
 
 

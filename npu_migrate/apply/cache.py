@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import sys
 from functools import lru_cache
 from typing import Any
 
@@ -76,7 +76,13 @@ def tool_fingerprint() -> str:
 def plugin_fingerprint() -> list[str]:
     """One line per installed plugin entry point: its name, what it names, its distribution and a
     hash of its package's files, found without importing it (a run served from the cache imports
-    no rule). A plugin living at the top of a huge folder is known by its module file only."""
+    no rule). A plugin living at the top of a huge folder is known by its module file only.
+    Once per process and import path (a run asks three times)."""
+    return list(_plugin_fingerprint(tuple(sys.path)))
+
+
+@lru_cache(maxsize=4)
+def _plugin_fingerprint(path: tuple[str, ...]) -> tuple[str, ...]:
     from importlib.metadata import entry_points
     from importlib.util import find_spec
 
@@ -96,7 +102,7 @@ def plugin_fingerprint() -> list[str]:
             digest = hashlib.sha256()
             _hash_file(digest, spec.origin if spec is not None else None)
         out.append(f"{entry.name}={entry.value}:{origin}:{digest.hexdigest()[:16]}")
-    return sorted(out)
+    return tuple(sorted(out))
 
 
 def run_key(codes: list[str], options: dict[str, Any], extra: str = "") -> str:
@@ -247,6 +253,8 @@ def _text_path(entry_path: str) -> str:
 
 
 def _write_atomic(target: str, payload: bytes) -> None:
+    import tempfile  # here: a run served from the cache writes nothing
+
     fd, temp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -202,7 +202,9 @@ class RunFacts:
         items = [(path, tuple(sorted(keys))) for path, keys in sorted(tasks.items())
                  if keys or path not in self.digests]
         store = (self.store.cache_dir, self.store.salt) if self.store is not None else None
-        results = ordered_map(_summary_in_worker, _summary, items, self.jobs, _init_summary_worker,
+        # files only read and hashed (a root whose index is stored) cost less than starting workers
+        jobs = self.jobs if any(keys for _, keys in items) else 1
+        results = ordered_map(_summary_in_worker, _summary, items, jobs, _init_summary_worker,
                               (list(every.values()), self.limit, store))
         _init_summary_worker(list(every.values()), self.limit, store)  # for `_summary` here
         for (path, _), (digest, summaries) in zip(items, results):

@@ -11,10 +11,12 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Iterable, Sequence
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from npu_migrate.core.sources import is_temp_name
+
+if TYPE_CHECKING:
+    import pathspec
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".bzr", "__pycache__", ".venv", "venv", ".env", ".tox", ".nox",
@@ -68,6 +70,8 @@ def excluded(path: str, patterns: Sequence[str], is_dir: bool = False) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _gitignore(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    import pathspec  # here: most runs have no exclude glob
+
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
