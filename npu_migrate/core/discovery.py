@@ -83,7 +83,9 @@ def absolute_glob(pattern: str) -> bool:
 
 
 def _git_files(directory: str) -> list[str] | None:
-    """Tracked and untracked-but-not-ignored files under `directory`, or None outside git."""
+    """Tracked and untracked-but-not-ignored files under `directory`, or None outside git; those of
+    an untracked repository nested inside (which git lists as one `name/` entry) as its own git
+    lists them."""
     try:
         result = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
@@ -92,8 +94,15 @@ def _git_files(directory: str) -> list[str] | None:
         return None
     if result.returncode != 0:
         return None
-    names = [n for n in result.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
-    return [os.path.normpath(os.path.join(directory, n)) for n in names]
+    files = []
+    for name in filter(None, result.stdout.decode("utf-8", "surrogateescape").split("\0")):
+        path = os.path.normpath(os.path.join(directory, name))
+        if name.endswith("/"):  # a repository of its own inside this one (projects cloned side by side)
+            if not _skipped_dir(path):
+                files += _git_files(path) or list(_walk(path))
+        else:
+            files.append(path)
+    return files
 
 
 def _walk(directory: str) -> Iterable[str]:
