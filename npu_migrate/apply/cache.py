@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 from functools import lru_cache
 from typing import Any
 
@@ -76,13 +75,7 @@ def tool_fingerprint() -> str:
 def plugin_fingerprint() -> list[str]:
     """One line per installed plugin entry point: its name, what it names, its distribution and a
     hash of its package's files, found without importing it (a run served from the cache imports
-    no rule). A plugin living at the top of a huge folder is known by its module file only.
-    Once per process and import path (a run asks three times)."""
-    return list(_plugin_fingerprint(tuple(sys.path)))
-
-
-@lru_cache(maxsize=4)
-def _plugin_fingerprint(path: tuple[str, ...]) -> tuple[str, ...]:
+    no rule). A plugin living at the top of a huge folder is known by its module file only."""
     from importlib.metadata import entry_points
     from importlib.util import find_spec
 
@@ -102,7 +95,7 @@ def _plugin_fingerprint(path: tuple[str, ...]) -> tuple[str, ...]:
             digest = hashlib.sha256()
             _hash_file(digest, spec.origin if spec is not None else None)
         out.append(f"{entry.name}={entry.value}:{origin}:{digest.hexdigest()[:16]}")
-    return tuple(sorted(out))
+    return sorted(out)
 
 
 def run_key(codes: list[str], options: dict[str, Any], extra: str = "") -> str:
