@@ -318,6 +318,8 @@ def _compute(paths: list[str], plan: RunPlan, jobs: int | None) -> Iterator[File
         data = _read(path, plan.max_file_bytes)
         return data if isinstance(data, FileResult) else process_bytes(data, path, plan)
 
+    if not paths:  # every file served from the cache
+        return iter(())
     import multiprocessing  # here: a run served from the cache starts no worker
 
     lock = multiprocessing.get_context().Lock()

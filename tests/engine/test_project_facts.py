@@ -254,11 +254,12 @@ def test_summaries_are_reused_from_a_shared_cache_folder(tmp_path, monkeypatch):
 
 
 def test_a_cached_recheck_imports_neither_libcst_nor_a_rule(tmp_path):
+    """Nor does it start a worker (multiprocessing stays unimported)."""
     write_tree(tmp_path / "alpha", ALPHA)
     write_tree(tmp_path / "beta", BETA)
     probe = ("import sys\nfrom npu_migrate.cli import main\n"
              "try:\n    main(['apply', '--check', '--enable', 'pin-memory', '.'])\nexcept SystemExit:\n    pass\n"
-             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'libcst' "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('libcst', 'multiprocessing') "
              "or m.startswith('codemods.rules')), file=sys.stderr)\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     runs = [subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
