@@ -16,10 +16,9 @@ from functools import cache
 from typing import Any
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.data.tables import load_data
-from codemods.model.cstnodes import code_of
+from codemods.model.cstnodes import code_of, find_all
 
 Block = cst.Module | cst.IndentedBlock
 Resolve = Callable[[cst.CSTNode], "str | None"]
@@ -120,7 +119,7 @@ def method_name(call: cst.Call) -> str | None:
 
 
 def calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    return [c for c in m.findall(node, m.Call()) if isinstance(c, cst.Call)]
+    return find_all(node, cst.Call)
 
 
 def assigned_names(stmt: cst.CSTNode) -> set[str]:
@@ -176,7 +175,7 @@ def is_model_call(call: cst.Call, resolve: Resolve) -> bool:
     func = call.func
     if isinstance(func, cst.Name):
         return func.value not in insertion_data()["builtins"] and resolve(func) is None
-    return (isinstance(func, cst.Attribute) and m.matches(func.value, m.Name("self"))
+    return (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
             and not func.attr.value.startswith("_"))
 
 
@@ -202,10 +201,16 @@ def grad_disabled(owner: cst.CSTNode, resolve: Resolve) -> bool:
         func = expr.func if isinstance(expr, cst.Call) else expr
         if resolve(func) in wanted:
             if (isinstance(expr, cst.Call) and resolve(func) == "torch.set_grad_enabled"
-                    and not m.matches(expr, m.Call(args=[m.Arg(m.Name("False"))]))):
+                    and not _only_argument_false(expr)):
                 continue
             return True
     return False
+
+
+def _only_argument_false(call: cst.Call) -> bool:
+    """`torch.set_grad_enabled(False)`."""
+    return (len(call.args) == 1 and isinstance(call.args[0].value, cst.Name)
+            and call.args[0].value.value == "False")
 
 
 # -- training steps ----------------------------------------------------------------------------
@@ -276,7 +281,7 @@ def find_training_steps(module: cst.Module, resolve: Resolve) -> list[TrainingSt
 
 
 def _assigned_before(site: Site, receiver: cst.CSTNode) -> bool:
-    names = {n.value for n in m.findall(receiver, m.Name()) if isinstance(n, cst.Name)}
+    names = {n.value for n in find_all(receiver, cst.Name)}
     return any(names & assigned_names(s) for s in site.block.body[:site.index])
 
 
@@ -473,7 +478,7 @@ def _eval_region(block: cst.IndentedBlock, resolve: Resolve, batch: set[str]) ->
     for stmt in body[start:end]:
         for call in calls_in(stmt):
             if is_model_call(call, resolve) and any(
-                    batch & {n.value for n in m.findall(arg.value, m.Name()) if isinstance(n, cst.Name)}
+                    batch & {n.value for n in find_all(arg.value, cst.Name)}
                     for arg in call.args):
                 return start, end
     return None

@@ -10,7 +10,6 @@ the tables costs about 10 ms once per process, against about 1 ms to parse them
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 from collections.abc import Iterable
@@ -208,6 +207,8 @@ def problems(directory: Path = DATA) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse  # here: the rules read the tables, only this command parses arguments
+
     parser = argparse.ArgumentParser(prog="python -m codemods.data.tables",
                                      description="Check the rule data tables against their schemas.")
     parser.add_argument("--check", action="store_true", help="check every table (the default action)")

@@ -20,11 +20,10 @@ from functools import cache
 from typing import Any
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.api.rule import Fix, Rule
 from codemods.data import catalogue
-from codemods.model.cstnodes import string_value, verbatim_string, with_string
+from codemods.model.cstnodes import find_all, string_value, verbatim_string, with_string
 from npu_migrate.core.diagnostics import Severity
 
 Entry = dict[str, Any]
@@ -186,7 +185,7 @@ class OptionRule(Rule):
         for entry in _by_option(self.code).get(name.lstrip("_"), ()):
             if entry.get("calls"):
                 continue
-            offered = [text for node in m.findall(values, m.SimpleString())
+            offered = [text for node in find_all(values, cst.SimpleString)
                        if (text := string_value(node)) is not None and catalogue.value_matches(entry, text)]
             if offered:
                 self.report(where, f"`{name}` offers {', '.join(repr(v) for v in offered)}: "

@@ -18,11 +18,10 @@ from functools import cache
 from typing import Any
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.api.rule import Fix, Rule
 from codemods.data import catalogue
-from codemods.model.cstnodes import dotted_name, dotted_parts, string_value
+from codemods.model.cstnodes import dotted_name, dotted_parts, find_all, string_value
 from npu_migrate.core.diagnostics import Severity
 from npu_migrate.core.discovery import CUDA_SUFFIXES
 
@@ -175,7 +174,7 @@ class ThirdPartyRule(Rule):
         if not wanted:
             return
         for arg in node.args:
-            if arg.keyword is None or m.matches(arg.value, m.Name("False") | m.Name("None")):
+            if arg.keyword is None or _is_name(arg.value, "False", "None"):
                 continue
             for entry in wanted:
                 if entry["cuda"] == arg.keyword.value:
@@ -211,7 +210,7 @@ class ThirdPartyRule(Rule):
                 self.report(node, entry["message"], severity=severity_of(entry))
                 return
         if name is not None and self._cuda_api_of_library(node, name):
-            inner.update(n for n in m.findall(node.value, m.Attribute()) if isinstance(n, cst.Attribute))
+            inner.update(find_all(node.value, cst.Attribute))
 
     def _cuda_api_of_library(self, node: cst.Attribute, name: str) -> bool:
         """`cuda.CUstream` (cuda-python's driver), `cudnn.create_handle`, `cutlass.base_dsl.runtime.cuda.X`:
@@ -226,6 +225,10 @@ class ThirdPartyRule(Rule):
         self.report(node, f"`{name}`: a CUDA API of {entry.get('library', library)} -- {entry['message']}",
                     severity=severity_of(entry))
         return True
+
+
+def _is_name(node: cst.BaseExpression, *names: str) -> bool:
+    return isinstance(node, cst.Name) and node.value in names
 
 
 def _computed_sources(call: cst.Call) -> bool:
@@ -243,12 +246,11 @@ def _builds_cuda(call: cst.Call) -> bool:
     """Whether a cpp_extension load/load_inline call compiles CUDA code."""
     for arg in call.args:
         keyword = arg.keyword.value if arg.keyword else None
-        if keyword in ("cuda_sources", "extra_cuda_cflags") and not m.matches(arg.value, m.Name("None")):
+        if keyword in ("cuda_sources", "extra_cuda_cflags") and not _is_name(arg.value, "None"):
             return True
-        if keyword == "with_cuda" and m.matches(arg.value, m.Name("True")):
+        if keyword == "with_cuda" and _is_name(arg.value, "True"):
             return True
-        for string in m.findall(arg.value, m.SimpleString()):
-            assert isinstance(string, cst.SimpleString)
+        for string in find_all(arg.value, cst.SimpleString):
             if string.raw_value.endswith(CUDA_SUFFIXES):
                 return True
     return False

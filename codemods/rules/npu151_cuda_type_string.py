@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.api.cases import Invalid, Valid
 from codemods.api.rule import Fix, Rule
@@ -82,7 +81,7 @@ class TensorTypeString(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         # `t.type("torch.cuda.X")` / `t.type(dtype="torch.cuda.X")`: the first argument is a type name
-        if m.matches(node.func, m.Attribute(attr=m.Name("type"))) and node.args:
+        if _is_method(node.func, "type") and node.args:
             first = node.args[0]
             if first.keyword is None or first.keyword.value == "dtype":
                 self.targets.add(id(first.value))
@@ -116,7 +115,11 @@ class TensorTypeString(Rule):
 
 
 def _is_type_query(node: cst.BaseExpression) -> bool:
-    return m.matches(node, m.Call(func=m.Attribute(attr=m.Name("type")), args=[]))
+    return isinstance(node, cst.Call) and _is_method(node.func, "type") and not node.args
+
+
+def _is_method(func: cst.BaseExpression, name: str) -> bool:
+    return isinstance(func, cst.Attribute) and func.attr.value == name
 
 
 CASES = [

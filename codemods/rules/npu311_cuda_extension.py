@@ -8,12 +8,11 @@ from functools import cache
 from typing import Any
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.analyses.cudaonly import CUDA_ONLY_MODULES, PROJECT_OPTION, is_extension_loader, last_part
 from codemods.api.cases import Invalid, Valid
 from codemods.families.third_party import ThirdPartyRule, best_import_entry, entries, library_prefilter
-from codemods.model.cstnodes import dotted_name
+from codemods.model.cstnodes import dotted_name, find_all
 from npu_migrate.core.discovery import CUDA_SUFFIXES
 
 
@@ -112,7 +111,7 @@ class CudaExtension(ThirdPartyRule):
     def visit_Call(self, node: cst.Call) -> None:
         strings = _cu_strings(node)
         if self._report_call(node) or self._report_loader(node):  # its .cu strings are covered by this report
-            self.tree.nodes("seen").update(m.findall(node, m.SimpleString()))
+            self.tree.nodes("seen").update(find_all(node, cst.SimpleString))
             return
         self._report_sources(node, strings, "passes")  # e.g. a project's own build helper
 
@@ -154,8 +153,7 @@ class CudaExtension(ThirdPartyRule):
         if not mentioned:
             return
         for part in parts:
-            for name in m.findall(part, m.Name()):
-                assert isinstance(name, cst.Name)
+            for name in find_all(part, cst.Name):
                 entry = wanted.get(name.value) if name.value in mentioned else None
                 if entry is not None and not self._covered(parts, name, entry):
                     self.report(name, f"`{name.value}` (torch's `{entry['cuda']}`, or the project's own "
@@ -173,10 +171,9 @@ class CudaExtension(ThirdPartyRule):
                         and any(alias.name is name for alias in small.names):
                     module = dotted_name(small.module)
                     return bool(module) and best_import_entry(f"{module}.{name.value}") is not None
-            called = {id(call.func) for call in m.findall(part, m.Call()) if isinstance(call, cst.Call)}
-            for attribute in m.findall(part, m.Attribute(attr=m.Name(name.value))):
-                assert isinstance(attribute, cst.Attribute)
-                if attribute.attr is name and self._qualify(attribute) == entry["cuda"] \
+            called = {id(call.func) for call in find_all(part, cst.Call)}
+            for attribute in find_all(part, cst.Attribute):
+                if attribute.attr.value == name.value and attribute.attr is name and self._qualify(attribute) == entry["cuda"] \
                         and ("reference" in entry["at"] or id(attribute) in called):
                     return True  # `cpp_extension.CUDA_HOME`: the reference (or call) report names it
         return False

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, Any
 
 from codemods.api.cases import Invalid, Valid
 from codemods.data.catalogue import package_entry, package_patterns
 from codemods.families.third_party import ThirdPartyRule, entries
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 # conda's `- name=1.0`, `- nvidia::cuda-toolkit`, `- pip:` (pip's lines are PEP 508: `packaging`)
 _REQUIREMENT = re.compile(r"(?:-\s+)?(?:(?P<channel>[A-Za-z0-9][\w.\-]*)::)?(?P<name>[A-Za-z0-9][\w.\-]*)")
@@ -24,6 +24,10 @@ def _pep508(text: str) -> Requirement | None:
     """A pip requirement line as pip reads it (`packaging`), its options (`--hash=...`) and line
     continuation left out; None for what is not one (a conda spec such as `cudatoolkit=11.3`,
     `-r other.txt`, `-e .`)."""
+    # imported here: `packaging` costs more to import than most rules, and only requirement
+    # files (rare in a run) need it
+    from packaging.requirements import InvalidRequirement, Requirement
+
     text = re.split(r"\s--?[a-z]", text, maxsplit=1)[0].rstrip("\\ \t")
     try:
         return Requirement(text)
@@ -32,6 +36,8 @@ def _pep508(text: str) -> Requirement | None:
 
 
 def _cuda_build(requirement: Requirement) -> bool:
+    from packaging.version import InvalidVersion, Version
+
     if requirement.url is not None:
         return bool(_CUDA_INDEX.search(requirement.url) or _CUDA_BUILD.search(requirement.url.replace("%2B", "+")))
     for spec in requirement.specifier:

@@ -14,7 +14,6 @@ import re
 from functools import cached_property
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.analyses.loops import (
     BlockPlan,
@@ -30,7 +29,7 @@ from codemods.analyses.loops import (
 from codemods.analyses.portable import device_name, require_device
 from codemods.api.cases import Invalid, Valid
 from codemods.api.rule import Fix, Rule, RuleContext
-from codemods.model.cstnodes import code_of
+from codemods.model.cstnodes import code_of, find_all
 from npu_migrate.core.diagnostics import Severity
 
 
@@ -316,8 +315,8 @@ class InsertAmp(Rule):
         target.before.setdefault(index, []).append(cst.parse_statement(creation + "\n"))
         target.notes.append((outer.stmt, f"`{creation}` added before the training loop"))
         for later in outer.block.body[outer.index:]:
-            for found in m.findall(later, m.Dict()):
-                if isinstance(found, cst.Dict) and any(_is_state_dict_of(e, optimizer) for e in found.elements) and not any(
+            for found in find_all(later, cst.Dict):
+                if any(_is_state_dict_of(e, optimizer) for e in found.elements) and not any(
                         _is_state_dict_of(e, scaler) for e in found.elements):
                     self.dicts[id(found)] = (scaler, _quote_of(found))
 

@@ -18,7 +18,6 @@ from collections.abc import Iterable
 from functools import cached_property
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.analyses.loadervalues import (
     LOADER_INDEX_OPTION,
@@ -37,7 +36,7 @@ from codemods.analyses.loops import (
 )
 from codemods.api.cases import Invalid, Valid
 from codemods.api.rule import Fix, Rule, RuleContext
-from codemods.model.cstnodes import code_of, dotted_parts, keyword
+from codemods.model.cstnodes import code_of, dotted_parts, find_all, keyword
 from npu_migrate.core.diagnostics import Severity
 
 
@@ -227,8 +226,8 @@ class InsertPinMemory(Rule):
         """Mark the batch copies among `sites`, following what stays the batch (`derived`)."""
         for site in sites:
             stmt = site.stmt
-            for comp in m.findall(stmt, m.CompFor()):
-                if isinstance(comp, cst.CompFor) and _root_names(comp.iter) & derived:
+            for comp in find_all(stmt, cst.CompFor):
+                if _root_names(comp.iter) & derived:
                     derived |= target_names(comp.target)
             # the calls of a statement see the names as they were before it binds any
             for call in calls_in(stmt) if not _compound(stmt) else []:
@@ -308,7 +307,7 @@ def _root_names(node: cst.CSTNode, heads_only: bool = False) -> set[str]:
         while isinstance(node, (cst.Attribute, cst.Subscript)):
             node = node.value
         return {node.value} if isinstance(node, cst.Name) else set()
-    return {n.value for n in m.findall(node, m.Name()) if isinstance(n, cst.Name)}
+    return {n.value for n in find_all(node, cst.Name)}
 
 
 def _derives(value: cst.CSTNode, derived: set[str]) -> bool:

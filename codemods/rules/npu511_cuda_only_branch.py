@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.analyses.capability import capability_break
 from codemods.analyses.constantflow import kept_device_bindings
@@ -27,7 +26,7 @@ from codemods.families.lightning import CUDA_ACCELERATORS, accelerator_variables
 from codemods.model.astnodes import iter_statements
 from codemods.data import catalogue
 from codemods.families.options import literal_text
-from codemods.model.cstnodes import code_of, string_value
+from codemods.model.cstnodes import code_of, find_all, string_value
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 
 _CUDA_LITERAL = re.compile(r"cuda(:\d*)?")
@@ -172,7 +171,7 @@ class CudaOnlyBranch(Rule):
             return updated_node
         cuda = [a for a in original_node.args if (a.keyword is None or a.keyword.value in ("device_types", "types"))
                 and any(_CUDA_LITERAL.fullmatch(string_value(s) or "")
-                        for s in m.findall(a.value, m.SimpleString()) if isinstance(s, cst.SimpleString))]
+                        for s in find_all(a.value, cst.SimpleString))]
         if not cuda:
             return updated_node
         names = self._cuda_only_names()
@@ -242,7 +241,7 @@ class CudaOnlyBranch(Rule):
                                        "the NPU, as before); port the code it guards by hand")
             return original_node
         if not any(isinstance(c, cst.Call) and self.resolve(c.func) in _CAPABILITY
-                   for o in operands[guard + 1:] for c in m.findall(o, m.Call())):
+                   for o in operands[guard + 1:] for c in find_all(o, cst.Call)):
             return updated_node
         self._forget_edits_in(original_node)
         self.report(original_node, "this CUDA test reads the CUDA compute capability, which the NPU lacks "
@@ -260,7 +259,7 @@ class CudaOnlyBranch(Rule):
         return next((why for o in operands if o not in guards and (why := self._cuda_only_use(o))), None)
 
     def _cuda_guard(self, test: cst.BaseExpression) -> bool:
-        for node in m.findall(test, m.SimpleString() | m.Call() | m.Attribute()):
+        for node in find_all(test, (cst.SimpleString, cst.Call, cst.Attribute)):
             if isinstance(node, cst.SimpleString) and _CUDA_LITERAL.fullmatch(string_value(node) or ""):
                 return True
             if isinstance(node, cst.Call) and self.resolve(node.func) == "torch.cuda.is_available":
@@ -272,7 +271,7 @@ class CudaOnlyBranch(Rule):
     def _npu_test(self, test: cst.BaseExpression) -> bool:
         """Whether a test, as written, asks for the NPU (`"npu"`, `.startswith("npu:")`,
         `torch.npu.is_available()`, `x.is_npu`)."""
-        for node in m.findall(test, m.SimpleString() | m.Attribute()):
+        for node in find_all(test, (cst.SimpleString, cst.Attribute)):
             if isinstance(node, cst.SimpleString) and _NPU_LITERAL.fullmatch(string_value(node) or ""):
                 return True
             if isinstance(node, cst.Attribute) and (
@@ -284,7 +283,7 @@ class CudaOnlyBranch(Rule):
         """Whether the test reads an `is_cuda` attribute the file assigns itself (timm's
         `self.is_cuda = device.type == 'cuda' and ...`): its definition is migrated with the file
         (it then holds whether the device is the NPU), so the arm must be migrated with it."""
-        if not any(isinstance(a, cst.Attribute) and a.attr.value == "is_cuda" for a in m.findall(test, m.Attribute())):
+        if not any(a.attr.value == "is_cuda" for a in find_all(test, cst.Attribute)):
             return False
         assigned = getattr(self, "_assigned_is_cuda", None)
         if assigned is None:
@@ -368,9 +367,9 @@ class CudaOnlyBranch(Rule):
     def _cuda_only_use(self, body: cst.CSTNode) -> str | None:
         # a name after a dot or before `=` in a call is no reference to the file's own names
         # (`torch.backends.cudnn.benchmark` is not timm's `benchmark()`)
-        not_references = {id(a.attr) for a in m.findall(body, m.Attribute()) if isinstance(a, cst.Attribute)}
-        not_references |= {id(a.keyword) for a in m.findall(body, m.Arg()) if isinstance(a, cst.Arg) and a.keyword}
-        for node in m.findall(body, m.Name() | m.Attribute() | m.SimpleString() | m.Import() | m.ImportFrom()):
+        not_references = {id(a.attr) for a in find_all(body, cst.Attribute)}
+        not_references |= {id(a.keyword) for a in find_all(body, cst.Arg) if a.keyword}
+        for node in find_all(body, (cst.Name, cst.Attribute, cst.SimpleString, cst.Import, cst.ImportFrom)):
             if id(node) in not_references:
                 continue
             if isinstance(node, cst.SimpleString):
@@ -400,10 +399,10 @@ class CudaOnlyBranch(Rule):
     def _kept_device_value(self, body: cst.CSTNode) -> str | None:
         """`device = "cuda"` (module level) whose value no rule rewrites (NPU190/NPU500 report it):
         under an NPU guard the NPU would take the CUDA device the branch still sets."""
-        for assign in m.findall(body, m.Assign(targets=[m.AssignTarget(target=m.Name())])):
-            assert isinstance(assign, cst.Assign)
-            name = assign.targets[0].target
-            assert isinstance(name, cst.Name)
+        for assign in find_all(body, cst.Assign):
+            name = assign.targets[0].target if len(assign.targets) == 1 else None
+            if not isinstance(name, cst.Name):
+                continue
             if not _CUDA_LITERAL.fullmatch(string_value(assign.value) or ""):
                 continue
             if self._kept is None:
@@ -416,8 +415,9 @@ class CudaOnlyBranch(Rule):
         """`accelerator = "cuda"` where the file passes `accelerator=accelerator` to Lightning's
         Trainer/Fabric: the branch selects Lightning's CUDA accelerator, which has no NPU
         counterpart (NPU520), so an NPU guard would send the NPU into it."""
-        for assign in m.findall(body, m.Assign(value=m.SimpleString())):
-            assert isinstance(assign, cst.Assign)
+        for assign in find_all(body, cst.Assign):
+            if not isinstance(assign.value, cst.SimpleString):
+                continue
             if (string_value(assign.value) or "").lower() not in CUDA_ACCELERATORS:
                 continue
             if self._accelerators is None:
@@ -467,8 +467,9 @@ def _statements_after(tree: ast.Module, block: ast.stmt) -> list[ast.stmt]:
 def _cuda_only_option(body: cst.CSTNode) -> str | None:
     """An option value of the catalogue in the branch that selects CUDA-only code
     (`TrainingArguments(optim="paged_adamw_8bit")`: a bitsandbytes optimizer)."""
-    for arg in m.findall(body, m.Arg(keyword=m.Name())):
-        assert isinstance(arg, cst.Arg) and arg.keyword is not None
+    for arg in find_all(body, cst.Arg):
+        if arg.keyword is None:
+            continue
         value = literal_text(arg.value)
         entry = catalogue.option_entry(arg.keyword.value, value) if value is not None else None
         if entry is not None and catalogue.status(entry) != "works" and entry.get("library"):

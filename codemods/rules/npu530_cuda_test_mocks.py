@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.analyses.portable import generic_name
 from codemods.api.cases import Invalid, Valid
@@ -70,7 +69,7 @@ class CudaTestMocks(Rule):
         """Lightning's `RunIf(min_cuda_gpus=N)` / `bf16_cuda=True` (`_runif_reasons`) count CUDA
         devices only: the migrated test would be skipped on every Ascend machine, unseen."""
         keyword = node.keyword.value if node.keyword else None
-        if keyword not in _SKIP_KEYWORDS or m.matches(node.value, m.Integer("0") | m.Name("False") | m.Name("None")):
+        if keyword not in _SKIP_KEYWORDS or _never_skips(node.value):
             return
         self.report(node, f"`{keyword}=` skips the test unless {_SKIP_KEYWORDS[keyword]}: on an Ascend machine the "
                           "migrated test never runs; skip on the NPU instead, e.g. `pytest.mark.skipif("
@@ -157,6 +156,12 @@ class CudaTestMocks(Rule):
         args[1] = args[1].with_changes(value=member_arg.with_changes(value=f"{member_arg.quote}{name}{member_arg.quote}"))
         self.fixed(original, f"patched `torch.cuda.{member}` → `{generic}`")
         return updated.with_changes(args=args)
+
+
+def _never_skips(value: cst.BaseExpression) -> bool:
+    """`min_cuda_gpus=0`, `bf16_cuda=False` or `=None`: the condition asks for nothing."""
+    return (isinstance(value, cst.Integer) and value.value == "0") or (
+        isinstance(value, cst.Name) and value.value in ("False", "None"))
 
 
 CASES = [

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from functools import lru_cache
 from typing import Any
 
@@ -247,6 +246,8 @@ def _text_path(entry_path: str) -> str:
 
 
 def _write_atomic(target: str, payload: bytes) -> None:
+    import tempfile  # here: a run served from the cache writes nothing
+
     fd, temp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -193,7 +193,7 @@ class RunFacts:
     def _summarize(self, every: dict[str, ProjectFact], facts_of: dict[str, list[ProjectFact]],
                    members: dict[str, list[str]]) -> None:
         """Read and hash the files of the roots of `facts_of` (once per run), with these facts'
-        summaries; in the workers."""
+        summaries; the parses they need in the workers."""
         tasks: dict[str, set[str]] = {}  # file -> keys of the facts to summarize it for
         for root, facts in facts_of.items():
             for path in members[root]:
@@ -202,14 +202,26 @@ class RunFacts:
         items = [(path, tuple(sorted(keys))) for path, keys in sorted(tasks.items())
                  if keys or path not in self.digests]
         store = (self.store.cache_dir, self.store.salt) if self.store is not None else None
-        results = ordered_map(_summary_in_worker, _summary, items, self.jobs, _init_summary_worker,
-                              (list(every.values()), self.limit, store))
-        _init_summary_worker(list(every.values()), self.limit, store)  # for `_summary` here
-        for (path, _), (digest, summaries) in zip(items, results):
+        initargs = (list(every.values()), self.limit, store)
+        # reading, hashing, the byte tests and the store are cheaper here than the start of
+        # workers; only the files whose summary needs a parse not stored yet go to them
+        _init_summary_worker(*initargs)
+        parses: list[tuple[str, str, tuple[str, ...]]] = []
+        for path, wanted in items:
             self.files_summarized += 1
-            if digest is not None:
-                self.digests[path] = digest
-                self.summaries.setdefault(path, {}).update(summaries)
+            digest, found, needs = _byte_summary(path, wanted)
+            if digest is None:
+                continue
+            self.digests[path] = digest
+            self.summaries.setdefault(path, {}).update(found)
+            if needs:
+                parses.append((path, digest, needs))
+        for (path, _, _), answered in zip(parses, ordered_map(_parsed_summary, _parsed_summary, parses,
+                                                                self.jobs, _init_summary_worker, initargs)):
+            if answered is None:  # edited since it was hashed: it says nothing this time
+                del self.digests[path], self.summaries[path]
+            else:
+                self.summaries[path].update(answered)
 
     def _index_key(self, fact: ProjectFact, root: str, members: list[str]) -> str:
         assert self.store is not None
@@ -268,36 +280,47 @@ def _init_summary_worker(facts: list[ProjectFact], limit: int, store: tuple[str,
     _STORE = FactStore(*store) if store is not None else None
 
 
-def _summary_in_worker(item: tuple[str, tuple[str, ...]]) -> tuple[str | None, dict[str, Any]]:
-    return _summary(item)
-
-
-def _summary(item: tuple[str, tuple[str, ...]]) -> tuple[str | None, dict[str, Any]]:
-    """(content digest, {fact key: summary}) of one file; (None, {}) when it cannot be read. The
-    byte tests of every fact run first; the facts that need the tree are answered from the store,
-    or from one shared parse."""
-    path, keys = item
+def _byte_summary(path: str, keys: tuple[str, ...]) -> tuple[str | None, dict[str, Any], tuple[str, ...]]:
+    """(content digest, {fact key: summary}, keys of the facts left for a parse) of one file;
+    digest None when it cannot be read. The byte tests of every fact run first; the facts that
+    need the tree are answered from the store, else left for `_parsed_summary`."""
     data = read_or_none(path, _LIMIT)
     if data is None:
-        return None, {}
+        return None, {}, ()
     digest = source_digest(data)
     source = SourceFile(data, suffix_of(path), may_parse=False)
     found: dict[str, Any] = {}
-    needs: list[ProjectFact] = []
+    needs: list[str] = []
     for key in keys:
         try:
             summary = _FACTS[key].summarize(source)
         except NeedsTree:
-            needs.append(_FACTS[key])
+            needs.append(key)
             continue
         if summary is not None:
             found[key] = summary
-    if needs:
-        store_key = _STORE.key("summary", digest, [(f.key, f.version) for f in needs]) if _STORE else None
-        hit, answered = _STORE.get(store_key) if _STORE is not None and store_key else (False, None)
-        if not hit:
-            answered = summarize(needs, SourceFile(data, source.suffix))
-            if _STORE is not None and store_key:
-                _STORE.put(store_key, answered)
-        found.update(answered or {})
-    return digest, found
+    if needs and _STORE is not None:
+        hit, answered = _STORE.get(_summary_key(digest, needs))
+        if hit:
+            found.update(answered or {})
+            needs = []
+    return digest, found, tuple(needs)
+
+
+def _parsed_summary(item: tuple[str, str, tuple[str, ...]]) -> dict[str, Any] | None:
+    """The summaries of the facts that need the tree, from one shared parse of the file read
+    again (its bytes stay out of the queue to the workers); stored. None when the file no longer
+    has the content it was hashed with."""
+    path, digest, needs = item
+    data = read_or_none(path, _LIMIT)
+    if data is None or source_digest(data) != digest:
+        return None
+    answered = summarize([_FACTS[key] for key in needs], SourceFile(data, suffix_of(path)))
+    if _STORE is not None:
+        _STORE.put(_summary_key(digest, needs), answered)
+    return answered or {}
+
+
+def _summary_key(digest: str, needs: Sequence[str]) -> str:
+    assert _STORE is not None
+    return _STORE.key("summary", digest, [(key, _FACTS[key].version) for key in needs])

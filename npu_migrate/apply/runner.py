@@ -3,11 +3,9 @@ back in a deterministic order so memory stays bounded whatever the size of the r
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import hashlib
 import json
-import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -198,6 +196,8 @@ def clean_stale_temps(paths: Sequence[str]) -> int:
 def _release_memory() -> None:
     """Give a big tree's memory back to the system: freed memory otherwise stays in the
     worker (glibc keeps its arenas), and two workers that each held one big file add up."""
+    import ctypes  # here: a run served from the cache never trims
+
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -317,6 +317,10 @@ def _compute(paths: list[str], plan: RunPlan, jobs: int | None) -> Iterator[File
     def here(path: str) -> FileResult:
         data = _read(path, plan.max_file_bytes)
         return data if isinstance(data, FileResult) else process_bytes(data, path, plan)
+
+    if not paths:  # every file served from the cache
+        return iter(())
+    import multiprocessing  # here: a run served from the cache starts no worker
 
     lock = multiprocessing.get_context().Lock()
     return ordered_map(_work, here, paths, jobs, _init_worker, (plan, lock))

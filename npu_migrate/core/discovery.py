@@ -11,10 +11,12 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Iterable, Sequence
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from npu_migrate.core.sources import is_temp_name
+
+if TYPE_CHECKING:
+    import pathspec
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".bzr", "__pycache__", ".venv", "venv", ".env", ".tox", ".nox",
@@ -68,6 +70,8 @@ def excluded(path: str, patterns: Sequence[str], is_dir: bool = False) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _gitignore(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    import pathspec  # here: most runs have no exclude glob
+
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
@@ -79,7 +83,9 @@ def absolute_glob(pattern: str) -> bool:
 
 
 def _git_files(directory: str) -> list[str] | None:
-    """Tracked and untracked-but-not-ignored files under `directory`, or None outside git."""
+    """Tracked and untracked-but-not-ignored files under `directory`, or None outside git; those of
+    an untracked repository nested inside (which git lists as one `name/` entry) as its own git
+    lists them."""
     try:
         result = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
@@ -88,8 +94,15 @@ def _git_files(directory: str) -> list[str] | None:
         return None
     if result.returncode != 0:
         return None
-    names = [n for n in result.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
-    return [os.path.normpath(os.path.join(directory, n)) for n in names]
+    files = []
+    for name in filter(None, result.stdout.decode("utf-8", "surrogateescape").split("\0")):
+        path = os.path.normpath(os.path.join(directory, name))
+        if name.endswith("/"):  # a repository of its own inside this one (projects cloned side by side)
+            if not _skipped_dir(path):
+                files += _git_files(path) or list(_walk(path))
+        else:
+            files.append(path)
+    return files
 
 
 def _walk(directory: str) -> Iterable[str]:

@@ -10,15 +10,15 @@ job's output pipes open.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import multiprocessing
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -86,6 +86,8 @@ def _die_with_parent() -> None:
         return
     _watching = True
     parent = os.getppid()
+    import ctypes
+
     try:  # Linux: the kernel kills this process when the parent dies
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
@@ -124,6 +126,10 @@ def ordered_map(in_worker: Callable[[T], R], here: Callable[[T], R], items: Sequ
     if jobs <= 1 or len(items) < POOL_THRESHOLD:
         yield from map(here, items)
         return
+    # imported here: they cost more than a small or cached run's whole work
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     executor = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(),
                                    initializer=_start_worker, initargs=(initializer, *initargs))
     finished = False

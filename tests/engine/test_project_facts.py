@@ -87,6 +87,59 @@ def test_projects_side_by_side_give_what_each_gives_alone(tmp_path, monkeypatch)
     assert migrated["beta/settings.py"] == 'ACCEL = "cuda"\n'
 
 
+# a third project: alpha's loader helper under beta's names, and a device constant of its own
+GAMMA = {
+    "data.py": ALPHA["data.py"],
+    "train.py": ALPHA["train.py"],
+    "settings.py": 'ACCEL = "cpu"\n',
+    "run.py": ALPHA["run.py"],
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
+                           "-c", "init.defaultBranch=main", *args], cwd=cwd, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def git_project(root: Path, files: dict[str, str]) -> None:
+    """A real repository: its files committed, its `.git` the package root's only marker."""
+    write_tree(root, files)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "initial")
+
+
+def source_files(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*.py"))}
+
+
+@pytest.mark.parametrize("parent_is_git", [False, True], ids=["folder", "git-work-tree"])
+def test_git_repositories_side_by_side_give_what_each_gives_alone(tmp_path, monkeypatch, parent_is_git):
+    """Three repositories cloned side by side (in a plain folder, or inside a work tree of their
+    own that lists them as untracked nested repositories), migrated in one run and each from
+    inside its own repository: file for file the same, and each resolved within its own root."""
+    projects = {"alpha": ALPHA, "beta": BETA, "gamma": GAMMA}
+    together, alone = tmp_path / "together", tmp_path / "alone"
+    for base in (together, alone):
+        for name, files in projects.items():
+            git_project(base / name, files)
+    if parent_is_git:
+        git(together, "init", "-q")
+    run_apply(together, monkeypatch)
+    for name in projects:
+        run_apply(alone / name, monkeypatch)
+    migrated = source_files(together)
+    assert migrated == source_files(alone)
+    assert 'x.to("npu", non_blocking=True)' in migrated["alpha/train.py"]
+    assert 'x.to("npu", non_blocking=True)' in migrated["gamma/train.py"]
+    assert "non_blocking" not in migrated["beta/train.py"]
+    assert migrated["alpha/settings.py"] == 'ACCEL = "npu"\n' and migrated["gamma/settings.py"] == 'ACCEL = "cpu"\n'
+    for name in projects:  # nothing but the migration changed the repositories
+        changed = set(git(together / name, "diff", "--name-only").split())
+        assert changed == {f for f in projects[name] if migrated.get(f"{name}/{f}", projects[name][f]) != projects[name][f]}
+
+
 def test_the_package_root_is_the_nearest_marker_within_the_bound(tmp_path):
     write_tree(tmp_path, {"mono/a/pyproject.toml": "", "mono/a/pkg/m.py": "", "mono/b/setup.cfg": "",
                           "mono/b/src/b/m.py": "", "mono/loose/m.py": "", "mono/c/.git/HEAD": "",
@@ -201,11 +254,12 @@ def test_summaries_are_reused_from_a_shared_cache_folder(tmp_path, monkeypatch):
 
 
 def test_a_cached_recheck_imports_neither_libcst_nor_a_rule(tmp_path):
+    """Nor does it start a worker (multiprocessing stays unimported)."""
     write_tree(tmp_path / "alpha", ALPHA)
     write_tree(tmp_path / "beta", BETA)
     probe = ("import sys\nfrom npu_migrate.cli import main\n"
              "try:\n    main(['apply', '--check', '--enable', 'pin-memory', '.'])\nexcept SystemExit:\n    pass\n"
-             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'libcst' "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('libcst', 'multiprocessing') "
              "or m.startswith('codemods.rules')), file=sys.stderr)\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     runs = [subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
