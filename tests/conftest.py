@@ -14,6 +14,15 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+from npu_migrate.emulation._tensor import register_backend
+
+# The emulated npu is registered with torch while the tests are collected, before any test runs:
+# torch's autograd engine sizes its per-device queues once, at a process's first backward pass, so a
+# test worker whose first backward came from a CPU model (any test file) could not run backward
+# through npu tensors afterwards (activate() then raises EmulationError saying so; a test checks it
+# in a fresh process).
+register_backend()
+
 settings.register_profile(
     "ci", derandomize=True, database=None, deadline=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow])
