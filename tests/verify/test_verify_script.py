@@ -49,6 +49,8 @@ def main():
         loss.backward()
         opt.step()
         print(f"step {step} loss {loss.item():.6f}")
+        mask = torch.ones(4, 4).to(device)
+        print(f"mask {mask.sum().item():.0f}")
 
 
 if __name__ == "__main__":
@@ -61,6 +63,8 @@ CASES = [
     ("eps", "nn.LayerNorm(16)", "nn.LayerNorm(16, eps=1e-3)", 12, "VER001"),
     ("cpu_batch", "x = data[step * 4:(step + 1) * 4].to(device)", "x = data[step * 4:(step + 1) * 4]", 32, "VER004"),
     ("seed", "torch.manual_seed(1)", "torch.manual_seed(2)", 25, "VER005"),
+    # a tensor left on the host that no op meets with device tensors in the steps run
+    ("host_mask", "mask = torch.ones(4, 4).to(device)", "mask = torch.ones(4, 4)", 39, "VER004"),
     ("functional_relu", "h = F.relu(self.fc1(x))", "h = torch.clamp_min(self.fc1(x), 0.0)", None, None),
     # device precision (HF32 matmul switched on by the migrated code): noise, not a fault ...
     ("hf32", "    torch.manual_seed(1)", "    torch.npu.matmul.allow_hf32 = True\n    torch.manual_seed(1)", None, None),
