@@ -44,8 +44,10 @@ _NO_COMPUTE = frozenset({"_to_copy", "copy_", "clone", "empty", "empty_like", "e
 
 
 # the CPU kernels the emulation runs in place of an NPU kernel torch_npu has (an npu LSTM runs the
-# CPU's mkldnn_rnn_layer where torch_npu runs its lstm.input kernel): nothing falls back on a device
-_STAND_INS = frozenset({"mkldnn_rnn_layer", "mkldnn_rnn_layer_backward"})
+# CPU's mkldnn_rnn_layer where torch_npu runs its lstm.input kernel, attention the CPU's flash
+# kernel where torch_npu runs its fused attention): nothing falls back on a device
+_STAND_INS = frozenset({"mkldnn_rnn_layer", "mkldnn_rnn_layer_backward", "_scaled_dot_product_flash_attention_for_cpu",
+                        "_scaled_dot_product_flash_attention_for_cpu_backward"})
 
 
 def _overload_name(op: Any) -> str:

@@ -387,6 +387,29 @@ def _lstm_layers(decomposed: Any) -> Any:
     return lstm
 
 
+_FLASH = 1  # torch.nn.attention.SDPBackend.FLASH_ATTENTION: the value _fused_sdp_choice returns for it
+
+
+def _attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):  # type: ignore[no-untyped-def]
+    """scaled_dot_product_attention on npu tensors: one fused kernel, as on a device (torch_npu's
+    fused attention), the one the CPU backing them picks (its flash kernel), so its ops and numbers
+    are the CPU reference's. torch picks a fused kernel per device type in C++ and has none for
+    PrivateUse1, which would take the math path (matmuls, softmax: other ops, other rounding).
+    A boolean mask, grouped-query attention or the CPU's own math choice take the math path."""
+    tensors = [t for t in (query, key, value, attn_mask) if t is not None]
+    if (not enable_gqa and (attn_mask is None or attn_mask.dtype != torch.bool)
+            and all(type(t) is NpuTensor and t.backing_tensor.device.type == "cpu" for t in tensors)):
+        backing = [t.backing_tensor for t in (query, key, value)]
+        mask = attn_mask.backing_tensor if attn_mask is not None else None
+        with torch._C._DisableTorchDispatch():  # a question about host tensors: no op of the user's
+            choice = aten._fused_sdp_choice(*backing, mask, dropout_p, is_causal, scale=scale)
+        if choice == _FLASH:
+            return aten._scaled_dot_product_flash_attention_for_cpu(
+                query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
+    return aten.scaled_dot_product_attention.default.decompose(
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
 def _register_recurrent(library: Any) -> None:
     """GRU and LSTM take fused-cell kernels on any PrivateUse1 device (`_thnn_fused_*_cell`),
     which the CPU lacks: npu tensors run them through torch's own decompositions and plain cells
@@ -400,6 +423,7 @@ def _register_recurrent(library: Any) -> None:
     library.impl("lstm.input", _lstm_layers(decomposition_table[aten.lstm.input]), "AutogradPrivateUse1")
     library.impl("gru_cell", _gru_cell, "AutogradPrivateUse1")
     library.impl("lstm_cell", _lstm_cell, "AutogradPrivateUse1")
+    library.impl("scaled_dot_product_attention", _attention, "AutogradPrivateUse1")
 
 
 # ---- torch.save / torch.load ------------------------------------------------------------------

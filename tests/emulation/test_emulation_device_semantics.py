@@ -243,6 +243,41 @@ def test_lstm_runs_the_cpus_fused_layer_kernel(emu, options):
     assert all(torch.equal(a, b) for a, b in zip(npu_grads, host_grads))
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_attention_runs_the_cpus_fused_kernel(emu, masked):
+    """scaled_dot_product_attention on the npu runs the fused kernel the CPU picks, forward and
+    backward, not the math path (other ops, and matmuls a device-precision run rounds in HF32: a
+    clean nanoGPT migration failed on it): the same ops and numbers as on the CPU, and no fallback
+    warning (torch_npu has a fused attention)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class OpNames(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.names.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    torch.manual_seed(0)
+    q, k, v, mask = torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4), torch.randn(5, 5)
+    runs = []
+    for device in ("cpu", "npu"):
+        leaves = [t.detach().to(device).requires_grad_() for t in (q, k, v)]
+        options = {"attn_mask": mask.to(device)} if masked else {"is_causal": True}
+        with OpNames() as seen, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = F.scaled_dot_product_attention(*leaves, **options)
+            out.square().sum().backward()
+        assert not [w for w in caught if issubclass(w.category, NpuFallbackWarning)]
+        runs.append((seen.names, out.detach().cpu(), [t.grad.cpu() for t in leaves]))
+    (host_ops, host_out, host_grads), (npu_ops, npu_out, npu_grads) = runs
+    assert "_scaled_dot_product_flash_attention_for_cpu.default" in npu_ops and "bmm.default" not in npu_ops
+    assert [n for n in npu_ops if n != "_to_copy.default"] == [n for n in host_ops if n != "_to_copy.default"]
+    assert torch.equal(npu_out, host_out) and all(torch.equal(a, b) for a, b in zip(npu_grads, host_grads))
+
+
 def test_dataloader_pin_memory_and_non_blocking_copies(emu):
     dataset = torch.utils.data.TensorDataset(torch.arange(8.0).reshape(8, 1))
     batches = [b.to("npu", non_blocking=True) for (b,) in torch.utils.data.DataLoader(dataset, batch_size=4,
