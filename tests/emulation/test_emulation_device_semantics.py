@@ -278,6 +278,32 @@ def test_attention_runs_the_cpus_fused_kernel(emu, masked):
     assert torch.equal(npu_out, host_out) and all(torch.equal(a, b) for a, b in zip(npu_grads, host_grads))
 
 
+def test_autocast_casts_in_the_cpus_order(emu):
+    """Under autocast the npu casts a linear layer's arguments in the order torch's C++ autocast
+    kernels do on the CPU (and on a device): weight and bias before the input. Casting left to
+    right put a bf16 cast where the CPU reference has none (a clean nanoGPT AMP migration failed)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Casts(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.shapes: list[tuple[int, ...]] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            out = func(*args, **(kwargs or {}))
+            if func is torch.ops.aten._to_copy.default:
+                self.shapes.append(tuple(out.shape))
+            return out
+
+    layer, inputs = nn.Linear(8, 6), torch.randn(4, 8)
+    orders = []
+    for device, module, batch in (("cpu", layer, inputs), ("npu", copy.deepcopy(layer).npu(), inputs.npu())):
+        with torch.autocast(device, dtype=torch.bfloat16), Casts() as casts:
+            assert module(batch).dtype == torch.bfloat16
+        orders.append(casts.shapes)
+    assert orders[1] == orders[0] and len(orders[0]) == 3 and orders[0][-1] == (4, 8)
+
+
 def test_dataloader_pin_memory_and_non_blocking_copies(emu):
     dataset = torch.utils.data.TensorDataset(torch.arange(8.0).reshape(8, 1))
     batches = [b.to("npu", non_blocking=True) for (b,) in torch.utils.data.DataLoader(dataset, batch_size=4,
