@@ -136,7 +136,12 @@ def _kernel(op: Any, policy: str, device_type: str) -> Any:
                 return op(*args, **kwargs)
             else:
                 dtype = torch.float32
-            return op(*_map(args, dtype), **{k: _map(v, dtype) for k, v in kwargs.items()})
+            # right to left, as a device's C++ autocast kernels cast their arguments (GCC evaluates
+            # a call's arguments from the last): the weight's cast before the input's, as in the
+            # CPU's (the verifier's reference) and a device's op order
+            cast_kwargs = {k: _map(v, dtype) for k, v in reversed(kwargs.items())}
+            cast_args = [_map(a, dtype) for a in reversed(args)][::-1]
+            return op(*cast_args, **dict(reversed(cast_kwargs.items())))
 
     return run
 

@@ -43,6 +43,13 @@ _NO_COMPUTE = frozenset({"_to_copy", "copy_", "clone", "empty", "empty_like", "e
                          "_local_scalar_dense", "set_", "resize_", "_copy_from", "_copy_from_and_resize"})
 
 
+# the CPU kernels the emulation runs in place of an NPU kernel torch_npu has (an npu LSTM runs the
+# CPU's mkldnn_rnn_layer where torch_npu runs its lstm.input kernel, attention the CPU's flash
+# kernel where torch_npu runs its fused attention): nothing falls back on a device
+_STAND_INS = frozenset({"mkldnn_rnn_layer", "mkldnn_rnn_layer_backward", "_scaled_dot_product_flash_attention_for_cpu",
+                        "_scaled_dot_product_flash_attention_for_cpu_backward"})
+
+
 def _overload_name(op: Any) -> str:
     name = op._schema.name.removeprefix("aten::")
     return name if op._overloadname == "default" else f"{name}.{op._overloadname}"
@@ -91,7 +98,7 @@ class OperatorFidelity:
             return None
         name = _overload_name(op)
         base = name.split(".")[0]
-        if name in self.kernels or base in _NO_COMPUTE:
+        if name in self.kernels or base in _NO_COMPUTE or base in _STAND_INS:
             return None
         qualified = f"aten::{name}"
         # a CompositeExplicitAutograd kernel serves every backend: it decomposes into operators that

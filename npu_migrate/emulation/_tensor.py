@@ -342,17 +342,88 @@ def _lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # type: ignore[no-
     return torch.sigmoid(out_gate) * torch.tanh(cy), cy
 
 
+_MKLDNN_LSTM = 2  # mkldnn_rnn_layer's `mode` for an LSTM layer
+
+
+def _lstm_layers(decomposed: Any) -> Any:
+    """lstm.input on npu tensors: one fused kernel per layer and direction, as on a device
+    (torch_npu's npu_lstm) and as on the CPU that backs them (`mkldnn_rnn_layer`, which the CPU's
+    LSTM runs for float32): the same ops, in the same order, as the CPU reference records, so the
+    verifier pairs them one to one (torch's decomposition would run each time step's cell ops).
+    Other cases (projections, other dtypes, no mkldnn) take the decomposition."""
+
+    def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # type: ignore[no-untyped-def]
+        directions = 2 if bidirectional else 1
+        per_layer = 4 if has_biases else 2
+        tensors = [input, *hx, *params]
+        if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
+                and input.dtype == torch.float32 and input.numel() > 0
+                and len(params) == num_layers * directions * per_layer and hx[0].shape == hx[1].shape
+                and all(type(t) is NpuTensor and t.backing_tensor.device.type == "cpu" for t in tensors)):
+            return decomposed(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        h0, c0 = hx[0].contiguous(), hx[1].contiguous()
+        layer_input = (input.transpose(0, 1) if batch_first else input).contiguous()
+        last_h, last_c = [], []
+        for layer in range(num_layers):
+            outputs = []
+            for direction in range(directions):
+                index = layer * directions + direction
+                w_ih, w_hh, *biases = params[index * per_layer:(index + 1) * per_layer]
+                layer_h, layer_c = h0[index], c0[index]
+                b_ih, b_hh = biases if has_biases else (torch.zeros(w.shape, dtype=w.dtype, device=w.device)
+                                                        for w in (w_ih, w_hh))
+                output, h, c, _ = aten.mkldnn_rnn_layer(
+                    layer_input, w_ih, w_hh, b_ih, b_hh, layer_h, layer_c, direction > 0, [], _MKLDNN_LSTM,
+                    h0.size(2), num_layers, has_biases, bidirectional, batch_first, train)
+                outputs.append(output)
+                last_h.append(h)
+                last_c.append(c)
+            layer_input = outputs[0] if directions == 1 else torch.cat(outputs, -1)
+            if dropout and train and layer < num_layers - 1:
+                layer_input = torch.dropout(layer_input, dropout, True)
+        hy, cy = torch.stack(last_h, 0), torch.stack(last_c, 0)
+        return layer_input.transpose(0, 1) if batch_first else layer_input, hy, cy
+
+    return lstm
+
+
+_FLASH = 1  # torch.nn.attention.SDPBackend.FLASH_ATTENTION: the value _fused_sdp_choice returns for it
+
+
+def _attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):  # type: ignore[no-untyped-def]
+    """scaled_dot_product_attention on npu tensors: one fused kernel, as on a device (torch_npu's
+    fused attention), the one the CPU backing them picks (its flash kernel), so its ops and numbers
+    are the CPU reference's. torch picks a fused kernel per device type in C++ and has none for
+    PrivateUse1, which would take the math path (matmuls, softmax: other ops, other rounding).
+    A boolean mask, grouped-query attention or the CPU's own math choice take the math path."""
+    tensors = [t for t in (query, key, value, attn_mask) if t is not None]
+    if (not enable_gqa and (attn_mask is None or attn_mask.dtype != torch.bool)
+            and all(type(t) is NpuTensor and t.backing_tensor.device.type == "cpu" for t in tensors)):
+        backing = [t.backing_tensor for t in (query, key, value)]
+        mask = attn_mask.backing_tensor if attn_mask is not None else None
+        with torch._C._DisableTorchDispatch():  # a question about host tensors: no op of the user's
+            choice = aten._fused_sdp_choice(*backing, mask, dropout_p, is_causal, scale=scale)
+        if choice == _FLASH:
+            return aten._scaled_dot_product_flash_attention_for_cpu(
+                query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
+    return aten.scaled_dot_product_attention.default.decompose(
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
 def _register_recurrent(library: Any) -> None:
     """GRU and LSTM take fused-cell kernels on any PrivateUse1 device (`_thnn_fused_*_cell`),
     which the CPU lacks: npu tensors run them through torch's own decompositions and plain cells
-    instead, at the autograd key (torch_npu registers its own kernels for gru/lstm there too)."""
+    instead, at the autograd key (torch_npu registers its own kernels for gru/lstm there too),
+    and a float32 LSTM through the CPU's fused layer kernel (`_lstm_layers`)."""
     from torch._decomp import decomposition_table
 
-    for name in ("gru.input", "gru.data", "lstm.input", "lstm.data"):
+    for name in ("gru.input", "gru.data", "lstm.data"):
         base, _, overload = name.partition(".")
         library.impl(name, decomposition_table[getattr(getattr(aten, base), overload)], "AutogradPrivateUse1")
+    library.impl("lstm.input", _lstm_layers(decomposition_table[aten.lstm.input]), "AutogradPrivateUse1")
     library.impl("gru_cell", _gru_cell, "AutogradPrivateUse1")
     library.impl("lstm_cell", _lstm_cell, "AutogradPrivateUse1")
+    library.impl("scaled_dot_product_attention", _attention, "AutogradPrivateUse1")
 
 
 # ---- torch.save / torch.load ------------------------------------------------------------------

@@ -101,7 +101,10 @@ user's line where each CPU tensor is made, so the error can name it.
 
 The message names the call, the line that raised it, and the line where the CPU tensor was made. In
 script mode it also names the original's device move (`.to(device)`, `.cuda()`) that the migrated
-code no longer makes, with the migrated line standing at its place.
+code no longer makes, with the migrated line standing at its place. A move the migrated code no
+longer makes is reported even when no op met the host tensor with device tensors in the steps the
+run took (a Transformer's causal mask is dropped in training and used at evaluation): the finding
+is then at the migrated line standing at the move's place.
 
 ## What to do
 

@@ -86,6 +86,8 @@ class ScriptOutcome:
             return first.site
         if self.error:
             return self.error.get("location")
+        if self.data.get("missing_move"):
+            return self.data["missing_move"]["mapped_site"]
         return (self.data.get("memory") or {}).get("blame") if self.verdict == "fail" else None
 
     def sites(self) -> list[str]:
@@ -100,6 +102,7 @@ class ScriptOutcome:
             found += [op.get("site") for op in first.extra_ops[:1]]
             found += [op.get("mapped_site") for op in first.missing_ops[:1]]
         found.append((self.data.get("memory") or {}).get("blame"))
+        found.append((self.data.get("missing_move") or {}).get("mapped_site"))
         if self.error:
             found.append(self.error.get("location"))
             found += [move["mapped_site"] for move in self.error.get("missing_moves", [])[:1]]
@@ -121,6 +124,8 @@ class ScriptOutcome:
             code = "VER004" if "placement audit" in self.error.get("message", "") else "VER002"
             out.append(_diagnostic(code, f"migrated script raised {self.error['type']}: {self.error['message']}",
                                    root, self.error.get("location")))
+        if self.data.get("missing_move"):
+            out.append(_diagnostic("VER004", self.reason.partition(": ")[2], root, self.location))
         memory = self.data.get("memory") or {}
         for failure in memory.get("failures", []):
             out.append(_diagnostic("VER003", f"{failure}{memory.get('blame_text', '')}", root, memory.get("blame")))
@@ -567,6 +572,16 @@ def _verdict(reference: dict[str, Any], target: dict[str, Any], comparison: Comp
         where = f"{error['location']}: " if error.get("location") else ""
         return ScriptOutcome("fail", f"{where}the migrated script raised {error['type']}: {error['message']}",
                              comparison, error, data)
+    moves = missing_moves(reference["record"], target.get("record", []), data["original_root"],
+                          data["migrated_root"], limit=1)
+    if moves:
+        # a tensor left on the host that no op met with device tensors in the steps run (a mask a
+        # layer drops as causal in training, then uses at evaluation): a device raises later
+        move = data["missing_move"] = moves[0]
+        return ScriptOutcome("fail", f"{move['mapped_site']}: the original moves a tensor {move['shape']} to the "
+                                     f"device at {move['site']}, the migrated code does not: it stays on the host "
+                                     "(no op met it with device tensors in the steps run; a device raises where "
+                                     "one does)", comparison, None, data)
     if reference.get("steps_run", 0) != target.get("steps_run", 0):
         return ScriptOutcome("fail", f"the migrated script ran {target.get('steps_run')} steps, the original "
                                      f"{reference.get('steps_run')}", comparison, None, data)

@@ -159,6 +159,9 @@ def _setup(job: dict[str, Any]) -> str:
     emulation.activate(job.get("backing", "cpu"), track_memory=bool(job.get("memory", True)), audit=True,
                        separate_rng=job.get("rng") == "device", precision=precision,
                        fp16_accumulation=fp16_accumulation)
+    # tensors the script keeps on the CPU (a script whose --device defaults to cpu) take the
+    # kernels the reference's CPU takes (foreach optimizers, fused dropout); npu tensors take them anyway
+    _kernels_as_on_a_gpu()
     accumulation = ", fp16 accumulation" if fp16_accumulation else ""
     return f"emulation ({job.get('backing', 'cpu')}, {precision} precision{accumulation}, rng {job.get('rng', 'align')})"
 

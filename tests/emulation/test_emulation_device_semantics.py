@@ -207,6 +207,103 @@ def test_recurrent_layers_run_forward_and_backward(emu):
         assert all(p.grad is not None and p.grad.device.type == "npu" for p in layer.parameters())
 
 
+@pytest.mark.parametrize("options", [{"num_layers": 2, "bidirectional": True}, {"batch_first": True, "bias": False}])
+def test_lstm_runs_the_cpus_fused_layer_kernel(emu, options):
+    """An npu LSTM records the ops the CPU records (one mkldnn_rnn_layer per layer and direction,
+    not every time step's cell ops) and computes the same numbers, forward and backward: the
+    verifier pairs the two sides' ops one to one (the cell-by-cell decomposition made a clean
+    word_language_model migration fail)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class OpNames(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.names.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    torch.manual_seed(0)
+    host = nn.LSTM(4, 6, **options)
+    inputs = torch.randn(5, 3, 4)
+    runs = []
+    for module, batch in ((host, inputs), (copy.deepcopy(host).npu(), inputs.npu())):
+        with OpNames() as seen, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            output, (h, c) = module(batch)
+            (output.sum() + h.square().sum() + c.sum()).backward()
+        # torch_npu has an LSTM kernel: the CPU kernel standing in for it is no fallback
+        assert not [w for w in caught if issubclass(w.category, NpuFallbackWarning)]
+        runs.append((seen.names, output.detach().cpu(), [p.grad.cpu() for p in module.parameters()]))
+    (host_ops, host_out, host_grads), (npu_ops, npu_out, npu_grads) = runs
+    assert npu_ops.count("mkldnn_rnn_layer.default") == (4 if options.get("bidirectional") else 1)
+    assert [n for n in npu_ops if n != "_to_copy.default"] == [n for n in host_ops if n != "_to_copy.default"]
+    assert torch.equal(npu_out, host_out)
+    assert all(torch.equal(a, b) for a, b in zip(npu_grads, host_grads))
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_attention_runs_the_cpus_fused_kernel(emu, masked):
+    """scaled_dot_product_attention on the npu runs the fused kernel the CPU picks, forward and
+    backward, not the math path (other ops, and matmuls a device-precision run rounds in HF32: a
+    clean nanoGPT migration failed on it): the same ops and numbers as on the CPU, and no fallback
+    warning (torch_npu has a fused attention)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class OpNames(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.names.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    torch.manual_seed(0)
+    q, k, v, mask = torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4), torch.randn(5, 5)
+    runs = []
+    for device in ("cpu", "npu"):
+        leaves = [t.detach().to(device).requires_grad_() for t in (q, k, v)]
+        options = {"attn_mask": mask.to(device)} if masked else {"is_causal": True}
+        with OpNames() as seen, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = F.scaled_dot_product_attention(*leaves, **options)
+            out.square().sum().backward()
+        assert not [w for w in caught if issubclass(w.category, NpuFallbackWarning)]
+        runs.append((seen.names, out.detach().cpu(), [t.grad.cpu() for t in leaves]))
+    (host_ops, host_out, host_grads), (npu_ops, npu_out, npu_grads) = runs
+    assert "_scaled_dot_product_flash_attention_for_cpu.default" in npu_ops and "bmm.default" not in npu_ops
+    assert [n for n in npu_ops if n != "_to_copy.default"] == [n for n in host_ops if n != "_to_copy.default"]
+    assert torch.equal(npu_out, host_out) and all(torch.equal(a, b) for a, b in zip(npu_grads, host_grads))
+
+
+def test_autocast_casts_in_the_cpus_order(emu):
+    """Under autocast the npu casts a linear layer's arguments in the order torch's C++ autocast
+    kernels do on the CPU (and on a device): weight and bias before the input. Casting left to
+    right put a bf16 cast where the CPU reference has none (a clean nanoGPT AMP migration failed)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Casts(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.shapes: list[tuple[int, ...]] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            out = func(*args, **(kwargs or {}))
+            if func is torch.ops.aten._to_copy.default:
+                self.shapes.append(tuple(out.shape))
+            return out
+
+    layer, inputs = nn.Linear(8, 6), torch.randn(4, 8)
+    orders = []
+    for device, module, batch in (("cpu", layer, inputs), ("npu", copy.deepcopy(layer).npu(), inputs.npu())):
+        with torch.autocast(device, dtype=torch.bfloat16), Casts() as casts:
+            assert module(batch).dtype == torch.bfloat16
+        orders.append(casts.shapes)
+    assert orders[1] == orders[0] and len(orders[0]) == 3 and orders[0][-1] == (4, 8)
+
+
 def test_dataloader_pin_memory_and_non_blocking_copies(emu):
     dataset = torch.utils.data.TensorDataset(torch.arange(8.0).reshape(8, 1))
     batches = [b.to("npu", non_blocking=True) for (b,) in torch.utils.data.DataLoader(dataset, batch_size=4,

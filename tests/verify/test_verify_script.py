@@ -49,6 +49,8 @@ def main():
         loss.backward()
         opt.step()
         print(f"step {step} loss {loss.item():.6f}")
+        mask = torch.ones(4, 4).to(device)
+        print(f"mask {mask.sum().item():.0f}")
 
 
 if __name__ == "__main__":
@@ -61,6 +63,8 @@ CASES = [
     ("eps", "nn.LayerNorm(16)", "nn.LayerNorm(16, eps=1e-3)", 12, "VER001"),
     ("cpu_batch", "x = data[step * 4:(step + 1) * 4].to(device)", "x = data[step * 4:(step + 1) * 4]", 32, "VER004"),
     ("seed", "torch.manual_seed(1)", "torch.manual_seed(2)", 25, "VER005"),
+    # a tensor left on the host that no op meets with device tensors in the steps run
+    ("host_mask", "mask = torch.ones(4, 4).to(device)", "mask = torch.ones(4, 4)", 39, "VER004"),
     ("functional_relu", "h = F.relu(self.fc1(x))", "h = torch.clamp_min(self.fc1(x), 0.0)", None, None),
     # device precision (HF32 matmul switched on by the migrated code): noise, not a fault ...
     ("hf32", "    torch.manual_seed(1)", "    torch.npu.matmul.allow_hf32 = True\n    torch.manual_seed(1)", None, None),
@@ -188,3 +192,31 @@ def test_msprobe_dumps_round_trip_and_compare_offline(outcomes, tmp_path):
     (tmp_path / "device" / "dump.json").write_text(json.dumps(document))
     outcome = compare_dump_files(reference, tmp_path / "device" / "dump.json")
     assert outcome.verdict == "fail" and outcome.location == "/tree/train.py:17"
+
+
+CPU_ADAMW = """import torch
+from torch.optim.optimizer import _default_to_fused_or_foreach
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Embedding(10, 8), *[torch.nn.Linear(8, 8) for _ in range(4)], torch.nn.Linear(8, 1))
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+print(f"foreach {int(_default_to_fused_or_foreach(list(model.parameters()), False, False)[1])}")
+for step in range(3):
+    loss = model(torch.randint(0, 10, (16,))).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_script_that_trains_on_the_cpu_passes_against_itself(tmp_path):
+    """A script that keeps its model on the CPU (makemore's default --device) runs the same
+    optimizer kernels on both sides: the reference takes the foreach path a GPU takes, and so must
+    the migrated side's CPU tensors (they looped per parameter: a clean makemore migration failed)."""
+    for name in ("original", "migrated"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.py").write_text(CPU_ADAMW)
+    outcome = verify_script(ScriptOptions(tmp_path / "original", tmp_path / "migrated", "train.py", steps=2,
+                                          timeout=300))
+    assert outcome.verdict == "pass", outcome.reason
+    said = {side: [e["text"] for e in events if e["kind"] == "print"] for side, events in outcome.records.items()}
+    assert said["migrated"] == said["reference"] == ["foreach 1"]
