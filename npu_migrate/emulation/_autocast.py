@@ -55,6 +55,10 @@ class DeviceAutocast(TorchFunctionMode):
         kwargs = kwargs or {}
         if torch.is_autocast_enabled(self.device_type):
             name = getattr(func, "__name__", "")
+            if name == "cross_entropy":
+                composed = _device_cross_entropy(args, kwargs)
+                if composed is not None:
+                    return composed
             if name in FLOAT32 and kwargs.get("dtype") is None:
                 args, kwargs = self._all(args, kwargs, torch.float32, _LOW)
             elif name in LOWER:
@@ -65,6 +69,29 @@ class DeviceAutocast(TorchFunctionMode):
     def _all(args: tuple, kwargs: dict, dtype: torch.dtype, sources: tuple[torch.dtype, ...]) -> tuple[tuple, dict]:
         return (tuple(_cast(a, dtype, sources) for a in args),
                 {k: _cast(v, dtype, sources) for k, v in kwargs.items()})
+
+
+_CROSS_ENTROPY = ("input", "target", "weight", "size_average", "ignore_index", "reduce", "reduction",
+                  "label_smoothing")
+
+
+def _device_cross_entropy(args: tuple, kwargs: dict) -> torch.Tensor | None:
+    """`F.cross_entropy` of class indices as a device's autocast runs it: the op has no autocast
+    kernel there (the CPU has one, float32 for the whole op), so its composite runs:
+    `log_softmax(x, dim, dtype=x.dtype)`, which keeps the explicit lower dtype, then `nll_loss`,
+    which is on the float32 list. None for what this does not cover (probabilities as targets,
+    label smoothing, the deprecated size_average/reduce): those keep the float32 cast."""
+    bound = dict(zip(_CROSS_ENTROPY, args)) | kwargs
+    logits, target = bound.get("input"), bound.get("target")
+    if not (isinstance(logits, torch.Tensor) and logits.dtype in _LOW and isinstance(target, torch.Tensor)
+            and not target.is_floating_point() and not bound.get("label_smoothing")
+            and bound.get("size_average") is None and bound.get("reduce") is None):
+        return None
+    log_probs = torch.log_softmax(logits, 0 if logits.dim() == 1 else 1, dtype=logits.dtype)
+    weight = bound.get("weight")
+    return torch.nn.functional.nll_loss(
+        log_probs.float(), target, weight.float() if isinstance(weight, torch.Tensor) else None,
+        ignore_index=bound.get("ignore_index", -100), reduction=bound.get("reduction", "mean"))
 
 
 def install(device_type: str) -> DeviceAutocast:

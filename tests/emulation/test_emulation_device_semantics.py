@@ -469,3 +469,24 @@ def test_ddp_over_gloo_in_two_processes(tmp_path):
     lines = [o[0].strip() for o in outputs]
     # each rank's gradient is 2 * its input (1 or 2); DDP averages them to 3.0, on both ranks
     assert lines == ["npu:0 [3.0, 3.0, 3.0] 1.0 npu:0", "npu:1 [3.0, 3.0, 3.0] 1.0 npu:1"], lines
+
+
+def test_cross_entropy_under_autocast_is_the_devices_composite_on_both_sides(emu):
+    """CUDA (and torch_npu, whose lists are CUDA's) has no autocast kernel for cross_entropy: its
+    composite runs log_softmax in the logits' dtype, then nll_loss in float32. The verifier's noise
+    run of the original on the CPU (`DeviceAutocast`) and the emulated npu agree on that, bit for
+    bit; the CPU's own autocast would run the whole op in float32 (a clean nanoGPT AMP migration
+    failed at its loss)."""
+    from npu_migrate.emulation._autocast import DeviceAutocast
+
+    logits, target = torch.randn(16, 50), torch.randint(0, 50, (16,))
+    target[3] = -1
+    with torch.autocast("cpu", dtype=torch.bfloat16), DeviceAutocast("cpu"):
+        noise_run = F.cross_entropy(logits.bfloat16(), target, ignore_index=-1)
+    with torch.autocast("npu", dtype=torch.bfloat16):
+        device = F.cross_entropy(logits.bfloat16().npu(), target.npu(), ignore_index=-1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        cpu_own = F.cross_entropy(logits.bfloat16(), target, ignore_index=-1)
+    assert noise_run.dtype == device.dtype == torch.float32
+    assert torch.equal(noise_run, device.cpu())
+    assert not torch.equal(noise_run, cpu_own)  # the CPU's float32 op is another computation
