@@ -7,7 +7,7 @@ import libcst as cst
 
 from codemods.api.cases import Invalid, Valid
 from codemods.families.attention import FUSED as API
-from codemods.families.attention import SDPA, bind, fused_attention
+from codemods.families.attention import SDPA, Causal, bind, fused_attention
 from codemods.families.tune import TuneRule
 
 PARAMETERS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
@@ -89,7 +89,7 @@ class FusedAttention(TuneRule):
             return updated_node
         if self.version_blocks(original_node, f"`{API}`"):
             return updated_node
-        causal = "top-left" if args.get("is_causal") == "True" else None
+        causal: Causal | None = "top-left" if args.get("is_causal") == "True" else None
         call = fused_attention(args["query"], args["key"], args["value"], "BNSD", causal, args.get("scale"),
                                args.get("dropout_p"), self.context.require_import)
         self.fixed(original_node, "attention in the fused flash kernel (BNSD layout, SDPA's default scale "
