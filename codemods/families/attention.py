@@ -1,7 +1,6 @@
-"""Attention kernels mapped between their interfaces: a call's arguments bound to its parameters,
-and the text of a `torch_npu.npu_fusion_attention` or `scaled_dot_product_attention` call that
-computes the same attention. Used by NPU305 (flash-attn), NPU306 (xFormers) and NPU613 (SDPA to
-the fused kernel).
+"""Attention kernels mapped between their interfaces: the text of a
+`torch_npu.npu_fusion_attention` or `scaled_dot_product_attention` call that computes the same
+attention. Used by NPU305 (flash-attn), NPU306 (xFormers) and NPU613 (SDPA to the fused kernel).
 
 Facts (torch_npu's `npu_fusion_attention` page, reference §2.6): the fused kernel returns a
 7-tuple whose first item is the output; its `scale` defaults to 1.0; it takes `keep_prob`, the
@@ -13,12 +12,12 @@ SDPA's `scale=None` is 1/sqrt(head_dim), its `is_causal` is top-left aligned and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Literal
 
 import libcst as cst
 
-from codemods.model.cstnodes import code_of, dotted_name
+from codemods.model.cstnodes import dotted_name
 
 FUSED = "torch_npu.npu_fusion_attention"
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
@@ -27,23 +26,6 @@ CAUSAL_MASK = "torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device={q}.de
 Causal = Literal["top-left", "bottom-right"]
 SPARSE_MODE: dict[Causal, int] = {"top-left": 2, "bottom-right": 3}
 NO_DROPOUT = ("0", "0.0", "0.")
-
-
-def bind(call: cst.Call, parameters: Sequence[str], keywords: Sequence[str] = ()) -> tuple[dict[str, str], str | None]:
-    """The code of each argument of `call` by parameter name, or the reason it cannot be read:
-    `parameters` may be given by position or keyword, `keywords` only by keyword."""
-    if any(a.star for a in call.args):
-        return {}, "`*args`/`**kwargs`: the arguments cannot be checked"
-    positional = [a for a in call.args if not a.keyword]
-    if len(positional) > len(parameters):
-        return {}, f"more than {len(parameters)} positional arguments ({', '.join(parameters)}): the later ones cannot be told apart"
-    args = {name: code_of(arg.value) for name, arg in zip(parameters, positional)}
-    for arg in call.args:
-        if arg.keyword:
-            if arg.keyword.value not in (*parameters, *keywords):
-                return {}, f"`{arg.keyword.value}` is not an argument this rule maps"
-            args[arg.keyword.value] = code_of(arg.value)
-    return args, None
 
 
 def reusable(code: str) -> bool:

@@ -7,17 +7,39 @@ Everything else of the library is reported as `ThirdPartyRule` does."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
-from typing import ClassVar
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import libcst as cst
 
 from codemods.api.rule import Fix
+from codemods.api.targets import api_table, too_old, version_allows
 from codemods.families.third_party import ThirdPartyRule
-from codemods.model.cstnodes import alias_local, dotted_name
+from codemods.families.tune import line_of
+from codemods.model.cstnodes import alias_local, bind, dotted_name
 from npu_migrate.core.diagnostics import Severity
 
 RequireImport = Callable[[str], None]
+_CUDA_TEST = re.compile(r"cuda", re.IGNORECASE)
+
+
+def cuda_guarded_lines(model: Any) -> frozenset[int]:
+    """The lines of the branches a CUDA test selects (`if torch.cuda.is_available():`,
+    `if x.is_cuda:`, the `else` of `if not ...:` or `!= "cuda"`). A routed call there stays as
+    written: CUDA machines keep the library the authors chose, and the NPU takes the other branch
+    (NPU511 keeps such guards on CUDA)."""
+    lines: set[int] = set()
+    for node in ast.walk(model.facts.tree):
+        if not (isinstance(node, ast.If) and _CUDA_TEST.search(ast.unparse(node.test))):
+            continue
+        test = node.test
+        negative = (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)) or (
+            isinstance(test, ast.Compare) and any(isinstance(op, (ast.NotEq, ast.IsNot)) for op in test.ops))
+        for statement in node.orelse if negative else node.body:
+            lines.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+    return frozenset(lines)
 
 
 class RoutedCallRule(ThirdPartyRule):
@@ -40,7 +62,7 @@ class RoutedCallRule(ThirdPartyRule):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         function = self.routed(self._qualify(original_node.func))
-        if function is None:
+        if function is None or line_of(self, original_node) in self.context.model.derived(cuda_guarded_lines):
             return updated_node
         call, what = self.route(updated_node, function, self.context.require_import)
         if call is None:
@@ -88,9 +110,85 @@ class RoutedCallRule(ThirdPartyRule):
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and id(n.func) in uses]
         if not uses or len(calls) != len(uses):
             return False
+        guarded = self.context.model.derived(cuda_guarded_lines)
         for call in calls:
+            if call.lineno in guarded:
+                return False
             segment = ast.get_source_segment(self.context.source, call)
             parsed = cst.parse_expression(segment) if segment else None
             if not isinstance(parsed, cst.Call) or self.route(parsed, function, lambda _module: None)[0] is None:
                 return False
         return True
+
+
+@dataclass(frozen=True)
+class ConstructorRoute:
+    """A class of a CUDA-only library whose constructor maps onto a torch one: `parameters` in the
+    library's positional order; `fixed` the parameters the route takes only at the given values
+    (spaces removed; a value absent from the call counts as its first), with the reason any other
+    value stays; `dropped` those the route has no use for at any literal value; `spelled` the
+    defaults the torch class would not share, written out when the call leaves them out; `choose`
+    a parameter whose literal value picks the torch class (value -> class)."""
+
+    torch_class: str
+    parameters: tuple[str, ...]
+    fixed: Mapping[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    dropped: tuple[str, ...] = ()
+    spelled: Mapping[str, str] = field(default_factory=dict)
+    choose: tuple[str, Mapping[str, str]] | None = None
+
+    def rewrite(self, call: cst.Call) -> tuple[str | None, str]:
+        """(the torch constructor call's code, the torch class) or (None, why the call stays)."""
+        args, problem = bind(call, self.parameters)
+        if problem is not None:
+            return None, problem
+        if self.parameters[0] not in args:
+            return None, f"`{self.parameters[0]}` is not given"
+        for name, (values, reason) in self.fixed.items():
+            if re.sub(r"\s", "", args.get(name, values[0])) not in values:
+                return None, f"`{name}={args[name]}`: {reason}"
+        for name in self.dropped:
+            if name in args and not _literal(args[name]):
+                return None, f"`{name}` is not a literal"
+        torch_class = self.torch_class
+        if self.choose is not None:
+            name, classes = self.choose
+            torch_class = classes.get(args.get(name, next(iter(classes))), "")
+            if not torch_class:
+                return None, f"`{name}={args[name]}` is not a literal: the torch class cannot be chosen"
+        skipped = {*self.fixed, *self.dropped, *(self.choose[:1] if self.choose else ())}
+        written = [args[self.parameters[0]]] + [f"{name}={args[name]}" for name in self.parameters[1:]
+                                                if name in args and name not in skipped]
+        written += [f"{name}={value}" for name, value in self.spelled.items() if name not in args]
+        return f"{torch_class}({', '.join(written)})", torch_class
+
+
+def _literal(code: str) -> bool:
+    try:
+        ast.literal_eval(code)
+    except (ValueError, SyntaxError):
+        return False
+    return True
+
+
+class ConstructorRouteRule(RoutedCallRule):
+    """A rule whose routed calls are constructors (`routes`, by class name, found in `modules`
+    or a submodule of them); a torch class newer than target-version keeps the call."""
+
+    routes: ClassVar[Mapping[str, ConstructorRoute]] = {}
+
+    def routed(self, qualified: str | None) -> str | None:
+        if qualified is None:
+            return None
+        module, _, name = qualified.rpartition(".")
+        inside = any(module == m or module.startswith(m + ".") for m in self.modules)
+        return name if inside and name in self.routes else None
+
+    def route(self, node: cst.Call, function: str, require_import: RequireImport) -> tuple[str | None, str]:
+        call, torch_class = self.routes[function].rewrite(node)
+        if call is None:
+            return None, torch_class
+        if torch_class in api_table() and not version_allows(self.context.options, torch_class):
+            return None, too_old(self.context.options, torch_class)
+        require_import("torch")
+        return call, f"`{torch_class}`"

@@ -9,9 +9,10 @@ import libcst as cst
 from codemods.analyses.cudaonly import HUB_FLASH_ATTENTION
 from codemods.api.cases import Invalid, Valid
 from codemods.api.targets import too_old, version_allows
-from codemods.families.attention import FUSED, Causal, bind, fused_attention, reusable, sdpa_from_bsnd
+from codemods.families.attention import FUSED, Causal, fused_attention, reusable, sdpa_from_bsnd
 from codemods.families.routes import RequireImport, RoutedCallRule
 from codemods.families.third_party import library_prefilter
+from codemods.model.cstnodes import bind
 
 # the routed functions (flash_attn's and flash_attn.flash_attn_interface's) and their parameters
 # that keep one position in every flash-attn 2 release (softcap was inserted before
@@ -70,7 +71,9 @@ class FlashAttn(RoutedCallRule):
     Left as written and reported: `window_size` other than `(-1, -1)`, `softcap`, `alibi_slopes`,
     `return_attn_probs=True`, a `causal` that is not a literal, `*args`, positional arguments
     after `causal` (their order changed in flash-attn 2.6), and a query (or packed tensor) that
-    is not a name (it would be evaluated again for its shape).
+    is not a name (it would be evaluated again for its shape). A call in a branch that a CUDA test
+    selects (`if q.is_cuda:`) stays as written: CUDA machines keep flash-attn, the NPU takes the
+    authors' other branch.
 
     ## Why
 
@@ -249,6 +252,16 @@ model_id = "org/flash-attn-benchmark"
             if q.is_cuda:
                 return flash_attn_2_cuda.fwd(q, k, v, None, None, 0.0, 0.125, False, -1, -1, False, None)[0]
             return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        """,
+    ),
+    Invalid(  # a CUDA guard in front of flash-attn: CUDA keeps it, the NPU takes the fallback; the import is reported
+        """\
+        import torch
+        from flash_attn import flash_attn_func
+        def attend(q, k, v):
+            if q.is_cuda:
+                return flash_attn_func(q, k, v, causal=True)
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         """,
     ),
     Valid(  # a kernel selector and log text that name flash-attn are neither calls nor imports

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.api.cases import Invalid, Valid
-from codemods.families.attention import Causal, bind, sdpa_from_bsnd
+from codemods.families.attention import Causal, sdpa_from_bsnd
+from codemods.model.cstnodes import bind
 from codemods.families.routes import RequireImport, RoutedCallRule
 from codemods.families.third_party import library_prefilter
 

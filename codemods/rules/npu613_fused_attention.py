@@ -7,8 +7,9 @@ import libcst as cst
 
 from codemods.api.cases import Invalid, Valid
 from codemods.families.attention import FUSED as API
-from codemods.families.attention import SDPA, Causal, bind, fused_attention
+from codemods.families.attention import SDPA, Causal, fused_attention
 from codemods.families.tune import TuneRule
+from codemods.model.cstnodes import bind
 
 PARAMETERS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
 
