@@ -1,8 +1,7 @@
 """Third-party calls with an exact NPU route (NPU302, NPU304, NPU305, NPU306): each call is
 rewritten when its arguments map exactly, and stays with an error that says why when they do
-not; a `from library import name` whose every use in the file is a rewritten call goes with
-them (the library is not installable on NPU, so the import alone would stop the program).
-Everything else of the library is reported as `ThirdPartyRule` does."""
+not; an import whose every use in the file goes with a rewritten call goes with them (the
+library is not installable on NPU, so the import alone would stop the program). Everything else of the library is reported as `ThirdPartyRule` does."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import ast
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import libcst as cst
 
@@ -18,10 +17,12 @@ from codemods.api.rule import Fix
 from codemods.api.targets import api_table, too_old, version_allows
 from codemods.families.third_party import ThirdPartyRule
 from codemods.families.tune import line_of
+from codemods.model.astnodes import ast_dotted_parts
 from codemods.model.cstnodes import alias_local, bind, dotted_name
 from npu_migrate.core.diagnostics import Severity
 
 RequireImport = Callable[[str], None]
+AnyImport = TypeVar("AnyImport", cst.Import, cst.ImportFrom)
 _CUDA_TEST = re.compile(r"cuda", re.IGNORECASE)
 
 
@@ -72,53 +73,84 @@ class RoutedCallRule(ThirdPartyRule):
         self.fixed(original_node, f"`{function}` as {what}")
         return cst.parse_expression(call)
 
-    # -- the imports of routed names --------------------------------------------------------
+    # -- the imports the rewritten calls leave unused ------------------------------------------
+    def consumed(self, call: ast.Call) -> list[ast.AST]:
+        """The parts of a routed call that its rewrite does not copy: names used only there go
+        with it (xFormers' `attn_bias=xops.LowerTriangularMask()` besides the function)."""
+        return [call.func]
+
     def _report_import(self, node: cst.CSTNode, qualified: str) -> None:
         if node not in self.tree.nodes("dropped_imports"):
             super()._report_import(node, qualified)
 
+    def visit_Import(self, node: cst.Import) -> None:
+        self.tree.nodes("dropped_imports").update(
+            a for a in node.names if self._ours(dotted_name(a.name)) and self._unused_after(alias_local(a).split(".")[0]))
+        super().visit_Import(node)
+
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         module = dotted_name(node.module) if node.module and not node.relative else None
-        if module in self.modules and not isinstance(node.names, cst.ImportStar):
-            self.tree.nodes("dropped_imports").update(a for a in node.names if self._all_uses_routed(module, a))
+        if self._ours(module) and not isinstance(node.names, cst.ImportStar):
+            self.tree.nodes("dropped_imports").update(a for a in node.names if self._unused_after(alias_local(a)))
         super().visit_ImportFrom(node)
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import | cst.RemovalSentinel:
+        return self._without_dropped(original_node, updated_node)
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
                          ) -> cst.ImportFrom | cst.RemovalSentinel:
-        dropped = self.tree.nodes("dropped_imports")
-        if isinstance(original_node.names, cst.ImportStar) or isinstance(updated_node.names, cst.ImportStar) \
-                or not dropped & set(original_node.names):
+        if isinstance(original_node.names, cst.ImportStar):
             return updated_node
-        for alias in original_node.names:
+        return self._without_dropped(original_node, updated_node)
+
+    def _without_dropped(self, original: AnyImport, updated: AnyImport) -> AnyImport | cst.RemovalSentinel:
+        dropped = self.tree.nodes("dropped_imports")
+        names, new_names = original.names, updated.names
+        if isinstance(names, cst.ImportStar) or isinstance(new_names, cst.ImportStar) or not dropped & set(names):
+            return updated
+        for alias in names:
             if alias in dropped:
-                self.fixed(alias, f"`{alias_local(alias)}` removed from the import: every call of it was rewritten")
-        kept = [new for old, new in zip(original_node.names, updated_node.names) if old not in dropped]
+                self.fixed(alias, f"`{alias_local(alias)}` removed from the import: every use of it was rewritten")
+        kept: list[cst.ImportAlias] = [new for old, new in zip(names, new_names) if old not in dropped]
         if not kept:
             return cst.RemovalSentinel.REMOVE
-        return updated_node.with_changes(names=[*kept[:-1], kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+        return updated.with_changes(names=[*kept[:-1], kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
 
-    def _all_uses_routed(self, module: str, alias: cst.ImportAlias) -> bool:
-        """Whether `alias` imports a routed function every use of which in the file is a call
-        this rule rewrites. A name bound again (`except ImportError: f = None`) or used as a value
-        (`if f is not None`) keeps its import."""
-        function = self.routed(f"{module}.{dotted_name(alias.name)}")
-        local = alias_local(alias)
-        if function is None or not local:
-            return False
-        tree = self.context.facts.tree
-        uses = {id(n) for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == local}
-        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and id(n.func) in uses]
-        if not uses or len(calls) != len(uses):
-            return False
+    def _ours(self, module: str | None) -> bool:
+        """Whether `module` belongs to the library whose calls this rule routes."""
+        return module is not None and module.split(".")[0] in {m.split(".")[0] for m in self.modules}
+
+    def _unused_after(self, local: str) -> bool:
+        """Whether every use of the imported name `local` goes with a rewritten call. A name
+        bound again (`except ImportError: f = None`), used as a value (`if f is not None`), or in a
+        call that stays keeps its import."""
+        uses = [n for n in ast.walk(self.context.facts.tree) if isinstance(n, ast.Name) and n.id == local]
+        spans = self._consumed_spans()
+        return bool(uses) and all(any(_inside(use, span) for span in spans) for use in uses)
+
+    def _consumed_spans(self) -> list[ast.AST]:
+        """The `consumed` parts of every call of the file this rule rewrites (computed once)."""
+        found: list[ast.AST] | None = self.file.get("consumed")
+        if found is not None:
+            return found
+        found = []
         guarded = self.context.model.derived(cuda_guarded_lines)
-        for call in calls:
-            if call.lineno in guarded:
-                return False
-            segment = ast.get_source_segment(self.context.source, call)
+        for call in ast.walk(self.context.facts.tree):
+            if not isinstance(call, ast.Call) or call.lineno in guarded:
+                continue
+            parts = ast_dotted_parts(call.func)
+            function = self.routed(self.context.facts.qualify(parts) if parts else None)
+            segment = ast.get_source_segment(self.context.source, call) if function else None
             parsed = cst.parse_expression(segment) if segment else None
-            if not isinstance(parsed, cst.Call) or self.route(parsed, function, lambda _module: None)[0] is None:
-                return False
-        return True
+            if function and isinstance(parsed, cst.Call) and self.route(parsed, function, lambda _module: None)[0]:
+                found += self.consumed(call)
+        self.file["consumed"] = found
+        return found
+
+
+def _inside(node: ast.AST, span: ast.AST) -> bool:
+    start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+    return (span.lineno, span.col_offset) <= start and end <= (span.end_lineno, span.end_col_offset)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,7 @@ CASES = [
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
         """,
     ),
-    Invalid(  # L2 mode is Adam; apex's weight_decay default spelled out; positional arguments by name
+    Invalid(  # L2 mode is Adam; apex's weight_decay default spelled out; positional arguments by name; `import apex` goes
         """\
         import torch
         import apex
@@ -102,7 +102,7 @@ CASES = [
         """,
         after="""\
         import torch
-        import apex
+
         opt = torch.optim.Adam(params, lr=3e-4, betas=(0.9, 0.95), weight_decay=0.0)
         sgd = torch.optim.SGD(params, lr=0.1, momentum=0.9, nesterov=True)
         """,

@@ -212,7 +212,7 @@ model_id = "org/flash-attn-benchmark"
         codes=("NPU305", "NPU100"),
         with_rules=("NPU100",),
     ),
-    Invalid(  # portable: SDPA on [B, N, S, D] views, the bottom-right causal mask spelled out
+    Invalid(  # portable: SDPA on [B, N, S, D] views, the bottom-right causal mask spelled out; the module import goes
         """\
         import torch
         import flash_attn
@@ -220,7 +220,7 @@ model_id = "org/flash-attn-benchmark"
         """,
         after="""\
         import torch
-        import flash_attn
+
         out = torch.nn.functional.scaled_dot_product_attention(q.movedim(1, -2), k.movedim(1, -2), v.movedim(1, -2), attn_mask=torch.ones(q.shape[1], k.shape[1], dtype=torch.bool, device=q.device).tril(k.shape[1] - q.shape[1]), scale=0.125).movedim(-2, 1)
         """,
         options=(("target", "portable"),),

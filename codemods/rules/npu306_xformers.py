@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from codemods.api.cases import Invalid, Valid
@@ -93,6 +95,10 @@ class Xformers(RoutedCallRule):
         return call, ("`torch.nn.functional.scaled_dot_product_attention` on [batch, heads, seq, head_dim] views"
                       + (", LowerTriangularMask as is_causal" if causal else ""))
 
+    def consumed(self, call: ast.Call) -> list[ast.AST]:
+        bias = next((k.value for k in call.keywords if k.arg == "attn_bias"), call.args[3] if len(call.args) > 3 else None)
+        return [call.func, *([bias] if bias is not None else [])]
+
     def _causal(self, bias: str) -> tuple[Causal | None, str | None]:
         """The causal alignment `attn_bias` asks for, or why it cannot be mapped."""
         if bias == "None":
@@ -106,7 +112,7 @@ class Xformers(RoutedCallRule):
 
 
 CASES = [
-    Invalid(  # the causal mask, dropout; the import of the function goes with its last call
+    Invalid(  # the causal mask, dropout; both imports go: every use of them was in the rewritten call
         """\
         import torch
         from xformers.ops import memory_efficient_attention
@@ -116,7 +122,7 @@ CASES = [
         after="""\
         import torch
 
-        import xformers.ops as xops
+
         out = torch.nn.functional.scaled_dot_product_attention(q.movedim(1, -2), k.movedim(1, -2), v.movedim(1, -2), is_causal=True, dropout_p=0.1).movedim(-2, 1)
         """,
     ),
@@ -127,7 +133,7 @@ CASES = [
         """,
         after="""\
         import torch
-        import xformers.ops
+
         out = torch.nn.functional.scaled_dot_product_attention(q.movedim(1, -2), k.movedim(1, -2), v.movedim(1, -2), scale=0.125).movedim(-2, 1)
         """,
         codes=("NPU306", "NPU100"),
