@@ -97,7 +97,10 @@ class FlashAttn(RoutedCallRule):
     rewritten call under the emulation: float32, causal or not, within 1e-5). The code does not
     show the tensors' shapes: flash-attn before 2.1 aligned causal top-left (the same only when
     the query and key lengths are equal); a query row with no key to see (causal, more queries
-    than keys) is zero in flash-attn and NaN in both routes; SDPA needs as many key/value heads as
+    than keys) is zero in flash-attn, NaN under SDPA, and an "invalid row" the fused kernel
+    detects itself (its page: sparse_mode=3 with Sq > Skv); float32 inputs need a torch_npu whose
+    page lists FLOAT32 for the fused kernel (the 6.0.0 page does, the CANN 7.0.0 one lists
+    float16/bfloat16 only); SDPA needs as many key/value heads as
     query heads (it raises otherwise), npu_fusion_attention groups them. Dropout draws from the
     device's generator: train-mode results differ from the CUDA run by design.
 
