@@ -1,8 +1,10 @@
 """NPU301-NPU314: CUDA-only third-party code (apex, flash-attn, xformers, bitsandbytes, Triton,
 CuPy, NVML, CUDA extensions, channels_last, ...) is reported with its NPU route.
 
-Nothing here rewrites: none of these mappings is exact (argument meanings, return values or
-numerics differ), so each report says what to write instead. Entries live in the catalogue of
+Nothing here rewrites: where a mapping is not exact (argument meanings, return values or
+numerics differ) the report says what to write instead. The calls with an exact route
+(flash-attn's functional API, xFormers' memory_efficient_attention, apex's fused norms and
+optimizers) are rewritten by the rules built on `codemods.families.routes`. Entries live in the catalogue of
 CUDA-only knowledge (`data/cuda_only.json`, `codemods.data.catalogue`); an import is reported
 once, by the most specific entry that names it,
 a call or attribute use where an entry asks for it, and a keyword argument (`load_in_8bit=`) of

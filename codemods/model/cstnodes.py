@@ -1,9 +1,11 @@
 """LibCST node helpers, one spelling for every layer: dotted names, source text of a node, string
-literals, keyword arguments, import aliases and splitting a `from` import. Pure functions of the
+literals, keyword arguments, import aliases, splitting a `from` import and binding a call's
+arguments to parameter names. Pure functions of the
 tree; their `ast` twins are in `codemods.model.astnodes`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Generic, TypeVar
 
 import libcst as cst
@@ -136,3 +138,20 @@ def split_import(stmt: cst.ImportFrom, moved: list[cst.ImportAlias], module: cst
             alias = alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         names.append(alias)
     return [stay, stmt.with_changes(module=module, names=names)]
+
+
+def bind(call: cst.Call, parameters: Sequence[str], keywords: Sequence[str] = ()) -> tuple[dict[str, str], str | None]:
+    """The code of each argument of `call` by parameter name, or the reason it cannot be read:
+    `parameters` may be given by position or keyword, `keywords` only by keyword."""
+    if any(a.star for a in call.args):
+        return {}, "`*args`/`**kwargs`: the arguments cannot be checked"
+    positional = [a for a in call.args if not a.keyword]
+    if len(positional) > len(parameters):
+        return {}, f"more than {len(parameters)} positional arguments ({', '.join(parameters)}): the later ones cannot be told apart"
+    args = {name: code_of(arg.value) for name, arg in zip(parameters, positional)}
+    for arg in call.args:
+        if arg.keyword:
+            if arg.keyword.value not in (*parameters, *keywords):
+                return {}, f"`{arg.keyword.value}` is not an argument this rule maps"
+            args[arg.keyword.value] = code_of(arg.value)
+    return args, None

@@ -2,50 +2,122 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from codemods.analyses.cudaonly import HUB_FLASH_ATTENTION
 from codemods.api.cases import Invalid, Valid
-from codemods.families.third_party import ThirdPartyRule, library_prefilter
+from codemods.api.targets import too_old, version_allows
+from codemods.families.attention import FUSED, Causal, fused_attention, reusable, sdpa_from_bsnd
+from codemods.families.routes import RequireImport, RoutedCallRule
+from codemods.families.third_party import library_prefilter
+from codemods.model.cstnodes import bind
+
+# the routed functions (flash_attn's and flash_attn.flash_attn_interface's) and their parameters
+# that keep one position in every flash-attn 2 release (softcap was inserted before
+# alibi_slopes in 2.6: later ones are read by keyword only)
+ROUTED = {
+    "flash_attn_func": ("q", "k", "v", "dropout_p", "softmax_scale", "causal"),
+    "flash_attn_kvpacked_func": ("q", "kv", "dropout_p", "softmax_scale", "causal"),
+    "flash_attn_qkvpacked_func": ("qkv", "dropout_p", "softmax_scale", "causal"),
+}
+KEYWORDS = ("window_size", "softcap", "alibi_slopes", "deterministic", "return_attn_probs")
+MODULES = ("flash_attn", "flash_attn.flash_attn_interface")
+# keyword arguments that ask for nothing the routes lack, by value (spaces removed)
+PLAIN = {"window_size": ("(-1,-1)", "[-1,-1]"), "softcap": ("0", "0.0", "0."), "alibi_slopes": ("None",),
+         "return_attn_probs": ("False",)}
+UNMAPPED = {
+    "window_size": "sliding-window attention (`window_size`) is not mapped (npu_fusion_attention's "
+                   "pre_tockens/next_tockens band counts differently): port it by hand",
+    "softcap": "`softcap` (tanh capping of the scores) has no counterpart in npu_fusion_attention or SDPA",
+    "alibi_slopes": "`alibi_slopes` (ALiBi's per-head linear bias, built inside the kernel) is not mapped: "
+                    "build the bias and pass it as npu_fusion_attention's `pse` by hand",
+    "return_attn_probs": "`return_attn_probs` returns (out, softmax_lse, S_dmask); npu_fusion_attention's "
+                         "other outputs are not the same values",
+}
 
 
-class FlashAttn(ThirdPartyRule):
+def routed_name(qualified: str | None) -> str | None:
+    """`flash_attn_func` for flash_attn.flash_attn_func (or through flash_attn_interface)."""
+    if qualified is None:
+        return None
+    module, _, name = qualified.rpartition(".")
+    return name if module in MODULES and name in ROUTED else None
+
+
+class FlashAttn(RoutedCallRule):
     """## What it does
 
-    flash-attn: use torch_npu.npu_fusion_attention (layout, scale, keep_prob and mask spelled out) or SDPA; a flash-attention kernel loaded from the Hugging Face Hub with `kernels.get_kernel("kernels-community/flash-attn3")` is reported at its repo id
+    flash-attn's functional API (`flash_attn_func`, `flash_attn_kvpacked_func`,
+    `flash_attn_qkvpacked_func`) becomes `torch_npu.npu_fusion_attention(..., "BSND")[0]`
+    (target npu) or `scaled_dot_product_attention` with the sequence moved next to head_dim
+    (target portable), every argument mapped; an import whose every use was rewritten goes. A
+    call whose arguments cannot be mapped exactly stays and is reported (error) with the reason;
+    other flash-attn imports and calls (`flash_attn_varlen_func`, the modules) are reported with
+    their route, and so is a flash-attention kernel loaded from the Hugging Face Hub with
+    `kernels.get_kernel("kernels-community/flash-attn3")`.
+
+    | flash-attn | npu_fusion_attention | SDPA |
+    |---|---|---|
+    | `q, k, v` `[B, S, N, D]` | `input_layout="BSND"`, `head_num=q.shape[2]` | `x.movedim(1, -2)`, result `.movedim(-2, 1)` |
+    | `qkv` `[B, S, 3, N, D]` / `kv` `[B, S, 2, N, D]` | `qkv[:, :, 0]`, ... | the same |
+    | `softmax_scale=None` (1/sqrt(D)) | `scale=1.0 / math.sqrt(q.shape[-1])` (its default is 1) | `scale` left out |
+    | `dropout_p=p` | `keep_prob=1.0 - (p)` | `dropout_p=p` |
+    | `causal=True` (bottom-right aligned, flash-attn >= 2.1) | 2048x2048 `atten_mask`, `sparse_mode=3` | boolean `attn_mask` `.tril(Sk - Sq)` (`is_causal=True` for qkvpacked) |
+    | `deterministic` | dropped (a backward choice) | dropped |
+    | result | `[0]` of the seven outputs | the tensor |
+
+    Left as written and reported: `window_size` other than `(-1, -1)`, `softcap`, `alibi_slopes`,
+    `return_attn_probs=True`, a `causal` that is not a literal, `*args`, positional arguments
+    after `causal` (their order changed in flash-attn 2.6), and a query (or packed tensor) that
+    is not a name (it would be evaluated again for its shape). A call in a branch that a CUDA test
+    selects (`if q.is_cuda:`) stays as written: CUDA machines keep flash-attn, the NPU takes the
+    authors' other branch.
 
     ## Why
 
-    flash-attn's kernels are CUDA-only. torch_npu's `npu_fusion_attention` computes the same attention, but its interface differs in ways that silently change results if copied naively: it returns a 7-tuple (the output first); `scale` defaults to 1.0 instead of 1/sqrt(head_dim); it takes `keep_prob` (probability to keep) instead of `dropout_p`; its boolean `atten_mask` uses **True = masked out** (the opposite of SDPA's boolean mask); causal attention is a 2048x2048 `torch.triu(..., diagonal=1)` boolean mask with `sparse_mode=3` (bottom-right aligned, like flash-attn >= 2.1; `sparse_mode=2` is top-left); the layout is given as a string (`'BSND'` for flash-attn's [batch, seq, heads, head_dim], `'TND'` for the varlen packed form, with `actual_seq_qlen`/`actual_seq_kvlen` as cumulative ends without the leading 0). `torch.nn.functional.scaled_dot_product_attention` is also native on NPU ([batch, heads, seq, head_dim], fp16/bf16/fp32, head_dim <= 512, boolean mask; dropout results differ from GPU). Sources: fact sheet §2.6 (signature, layouts, SDPA limits; `OP@master:docs/zh/custom_APIs/torch_npu/torch_npu-npu_fusion_attention.md`) and the torch_npu API page for `npu_fusion_attention` on hiascend.com (Pytorch 6.0.0 API reference, `ptaoplist_000850`: True in `atten_mask` masks, the `sparse_mode` table, the compressed 2048x2048 mask, the seven outputs, cumulative `actual_seq_qlen`).
+    flash-attn's kernels are CUDA-only. torch_npu's `npu_fusion_attention` computes the same attention, but its interface differs in ways that silently change results if copied naively: it returns a 7-tuple (the output first); `scale` defaults to 1.0 instead of 1/sqrt(head_dim); it takes `keep_prob` (probability to keep) instead of `dropout_p`; its boolean `atten_mask` uses **True = masked out** (the opposite of SDPA's boolean mask); causal attention is a 2048x2048 `torch.triu(..., diagonal=1)` boolean mask with `sparse_mode=3` (bottom-right aligned, like flash-attn >= 2.1; `sparse_mode=2` is top-left); the layout is given as a string (`'BSND'` for flash-attn's [batch, seq, heads, head_dim], `'TND'` for the varlen packed form, with `actual_seq_qlen`/`actual_seq_kvlen` as cumulative ends without the leading 0). `torch.nn.functional.scaled_dot_product_attention` is also native on NPU ([batch, heads, seq, head_dim], fp16/bf16/fp32, head_dim <= 512, boolean mask; dropout results differ from GPU). Sources: fact sheet §2.6 (signature, layouts, SDPA limits; `OP@master:docs/zh/custom_APIs/torch_npu/torch_npu-npu_fusion_attention.md`) and the torch_npu API page for `npu_fusion_attention` on hiascend.com (Pytorch 6.0.0 API reference, `ptaoplist_000850`: True in `atten_mask` masks, the `sparse_mode` table, the compressed 2048x2048 mask, the seven outputs, cumulative `actual_seq_qlen`). The varlen form is not rewritten: SDPA has no packed sequences, and the fused kernel wants the cumulative lengths as a host list (`cu_seqlens[1:].tolist()`, a device sync per call).
 
     ## Example
 
     ```python
-    import flash_attn
-    out = flash_attn.flash_attn_func(q, k, v, dropout_p=0.1, causal=True)    # NPU305
+    # before
+    from flash_attn import flash_attn_func
+    out = flash_attn_func(q, k, v, dropout_p=0.1, causal=True)    # NPU305
 
-    # instead (q, k, v: [batch, seq, heads, head_dim])
-    import torch_npu
-    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), diagonal=1)
-    out = torch_npu.npu_fusion_attention(
-        q, k, v, q.shape[2], "BSND", atten_mask=mask, sparse_mode=3,
-        scale=q.shape[-1] ** -0.5, keep_prob=1 - 0.1)[0]
+    # after (target npu; the engine adds `import torch_npu` and `import math`)
+    out = torch_npu.npu_fusion_attention(q, k, v, q.shape[2], "BSND", atten_mask=torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), diagonal=1), sparse_mode=3, scale=1.0 / math.sqrt(q.shape[-1]), keep_prob=1.0 - (0.1))[0]
     ```
 
     ## Fix safety
 
-    No fix: diagnostic only (warning). None of these mappings is exact enough to rewrite automatically; the message says what to write instead. Suppress a line with `# npu-migrate: ignore[NPU305]`.
+    Unsafe. Without dropout the result is the same attention in another kernel's accumulation
+    order (tests/rules/test_attention_routes.py runs a reference flash_attn_func against the
+    rewritten call under the emulation: float32, causal or not, within 1e-5). The code does not
+    show the tensors' shapes: flash-attn before 2.1 aligned causal top-left (the same only when
+    the query and key lengths are equal); a query row with no key to see (causal, more queries
+    than keys) is zero in flash-attn, NaN under SDPA, and an "invalid row" the fused kernel
+    detects itself (its page: sparse_mode=3 with Sq > Skv); float32 inputs need a torch_npu whose
+    page lists FLOAT32 for the fused kernel (the 6.0.0 page does, the CANN 7.0.0 one lists
+    float16/bfloat16 only); SDPA needs as many key/value heads as
+    query heads (it raises otherwise), npu_fusion_attention groups them. Dropout draws from the
+    device's generator: train-mode results differ from the CUDA run by design.
 
     ## Targets
 
-    - **npu**: reports (diagnostic only)
-    - **portable**: the same report (nothing is rewritten under either target; the advice is what running the code on Ascend needs)
+    - **npu**: rewrites to `torch_npu.npu_fusion_attention` (unsafe fix); needs torch_npu 2.1 (`target-version`)
+    - **portable**: rewrites to `torch.nn.functional.scaled_dot_product_attention` (unsafe fix)
     """
 
     code = "NPU305"
     supported_targets = frozenset({"npu", "portable"})
     name = "flash-attn"
-    summary = "flash-attn: use torch_npu.npu_fusion_attention (layout, scale, keep_prob and mask spelled out) or SDPA"
+    summary = ("flash-attn's functional API becomes torch_npu.npu_fusion_attention or SDPA (layout, scale, dropout and "
+               "causal mapped); the rest of flash-attn is reported with its route")
+    needs_torch_npu = True
+    library = "flash-attn"
+    modules = MODULES
     # the library, or a Hugging Face Hub repo id of a flash-attention kernel (`kernels.get_kernel`)
     prefilter = library_prefilter("NPU305") + r"""|["'][\w.-]+/flash[-_]?att"""
 
@@ -60,6 +132,53 @@ class FlashAttn(ThirdPartyRule):
         self.report(node, f"`{value}` is a Hugging Face Hub flash-attention kernel, built for NVIDIA GPUs (FlashAttention "
                           "targets CUDA), not for Ascend: on NPU give that path "
                           "`torch.nn.functional.scaled_dot_product_attention` or `torch_npu.npu_fusion_attention`")
+
+    def routed(self, qualified: str | None) -> str | None:
+        return routed_name(qualified)
+
+    def route(self, node: cst.Call, function: str, require_import: RequireImport) -> tuple[str | None, str]:
+        args, problem = bind(node, ROUTED[function], KEYWORDS)
+        if problem is not None:
+            return None, problem
+        parameters = ROUTED[function]
+        missing = [p for p in parameters[:parameters.index("dropout_p")] if p not in args]
+        if missing:
+            return None, f"{', '.join(missing)} not given"
+        for keyword, plain in PLAIN.items():
+            if re.sub(r"\s", "", args.get(keyword, plain[0])) not in plain:
+                return None, UNMAPPED[keyword]
+        causal = args.get("causal", "False")
+        if causal not in ("True", "False"):
+            return None, "`causal` is not a literal: the mask to pass cannot be chosen"
+        q, k, v = _unpacked(function, args)
+        first = args.get("qkv") or args.get("q", "")
+        # one packed tensor: as many queries as keys, where both alignments agree
+        alignment: Causal | None = None if causal == "False" else "top-left" if "qkv" in args else "bottom-right"
+        if not reusable(first) or ("kv" in args and not reusable(args["kv"])):
+            return None, "the query (or packed tensor) is an expression, not a name: it would be evaluated again for its shape"
+        if self.target == "npu":
+            if not version_allows(self.context.options, FUSED):
+                return None, too_old(self.context.options, FUSED)
+            call = fused_attention(q, k, v, "BSND", alignment, args.get("softmax_scale"), args.get("dropout_p"),
+                                   require_import)
+            return call, (f"`{FUSED}` (BSND layout, default scale 1/sqrt(D) spelled out"
+                          + (f", causal as sparse_mode={3 if alignment == 'bottom-right' else 2}" if alignment else "")
+                          + (", dropout as keep_prob" if "keep_prob" in call else "") + ")")
+        if alignment == "bottom-right" and not reusable(k):
+            return None, "the key is an expression, not a name: the causal mask reads its length"
+        call = sdpa_from_bsnd(q, k, v, alignment, args.get("softmax_scale"), args.get("dropout_p"), require_import)
+        return call, "`torch.nn.functional.scaled_dot_product_attention` on [batch, heads, seq, head_dim] views" + (
+            " (bottom-right causal as a boolean mask)" if alignment == "bottom-right" else "")
+
+
+def _unpacked(function: str, args: dict[str, str]) -> tuple[str, str, str]:
+    """q, k, v as code: a packed tensor's [B, S, 3 or 2, N, D] slices are views, no copy."""
+    if function == "flash_attn_qkvpacked_func":
+        qkv = args["qkv"]
+        return f"{qkv}[:, :, 0]", f"{qkv}[:, :, 1]", f"{qkv}[:, :, 2]"
+    if function == "flash_attn_kvpacked_func":
+        return args["q"], f"{args['kv']}[:, :, 0]", f"{args['kv']}[:, :, 1]"
+    return args["q"], args["k"], args["v"]
 
 
 CASES = [
@@ -78,23 +197,83 @@ def load():
 model_id = "org/flash-attn-benchmark"
 """,
     ),
-    Invalid(
+    Invalid(  # causal is bottom-right aligned (flash-attn >= 2.1): sparse_mode 3; the import goes
         """\
-    import os
-    import torch
-    import flash_attn
-    out = flash_attn.flash_attn_func(q, k, v, dropout_p=0.1, causal=True)
-""",
+        import torch
+        from flash_attn import flash_attn_func
+        def attend(q, k, v, p):
+            return flash_attn_func(q, k, v, dropout_p=p, causal=True)
+        """,
+        after="""\
+        import torch
+        import torch_npu  # noqa: F401
+        import math
+
+        def attend(q, k, v, p):
+            return torch_npu.npu_fusion_attention(q, k, v, q.shape[2], "BSND", atten_mask=torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), diagonal=1), sparse_mode=3, scale=1.0 / math.sqrt(q.shape[-1]), keep_prob=1.0 - (p))[0]
+        """,
+        codes=("NPU305", "NPU100"),
+        with_rules=("NPU100",),
     ),
-    Valid(
+    Invalid(  # portable: SDPA on [B, N, S, D] views, the bottom-right causal mask spelled out; the module import goes
         """\
-    import os
-    import torch
-    import torch_npu
-    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), diagonal=1)
-    out = torch_npu.npu_fusion_attention(
-        q, k, v, q.shape[2], "BSND", atten_mask=mask, sparse_mode=3,
-        scale=q.shape[-1] ** -0.5, keep_prob=1 - 0.1)[0]
-""",
+        import torch
+        import flash_attn
+        out = flash_attn.flash_attn_func(q, k, v, 0.0, 0.125, True)
+        """,
+        after="""\
+        import torch
+
+        out = torch.nn.functional.scaled_dot_product_attention(q.movedim(1, -2), k.movedim(1, -2), v.movedim(1, -2), attn_mask=torch.ones(q.shape[1], k.shape[1], dtype=torch.bool, device=q.device).tril(k.shape[1] - q.shape[1]), scale=0.125).movedim(-2, 1)
+        """,
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # a packed tensor: its slices are views; one length, so top-left causal is the same
+        """\
+        import torch
+        from flash_attn.flash_attn_interface import flash_attn_qkvpacked_func
+        out = flash_attn_qkvpacked_func(qkv, causal=True, softmax_scale=0.1)
+        """,
+        after="""\
+        import torch
+
+        out = torch.nn.functional.scaled_dot_product_attention(qkv[:, :, 0].movedim(1, -2), qkv[:, :, 1].movedim(1, -2), qkv[:, :, 2].movedim(1, -2), is_causal=True, scale=0.1).movedim(-2, 1)
+        """,
+        options=(("target", "portable"),),
+    ),
+    Invalid(  # sliding-window attention has no exact route: the call and its import stay, an error says why
+        """\
+        from flash_attn import flash_attn_func
+        out = flash_attn_func(q, k, v, causal=True, window_size=(256, 0))
+        """,
+    ),
+    Invalid(  # a guard into flash-attn's compiled CUDA module: the import is reported, the guard and call stay
+        """\
+        import torch
+        import flash_attn_2_cuda
+        def attend(q, k, v):
+            if q.is_cuda:
+                return flash_attn_2_cuda.fwd(q, k, v, None, None, 0.0, 0.125, False, -1, -1, False, None)[0]
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        """,
+    ),
+    Invalid(  # a CUDA guard in front of flash-attn: CUDA keeps it, the NPU takes the fallback; the import is reported
+        """\
+        import torch
+        from flash_attn import flash_attn_func
+        def attend(q, k, v):
+            if q.is_cuda:
+                return flash_attn_func(q, k, v, causal=True)
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        """,
+    ),
+    Valid(  # a kernel selector and log text that name flash-attn are neither calls nor imports
+        """\
+        import logging
+        ATTENTION = {"flash_attn": "flash_attn_func", "sdpa": "scaled_dot_product_attention"}
+        def choose(impl="flash_attn"):
+            logging.info("attention: flash_attn_func(q, k, v, causal=True) if %s", impl)
+            return ATTENTION[impl]
+        """,
     ),
 ]

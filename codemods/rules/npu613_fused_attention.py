@@ -6,13 +6,12 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.api.cases import Invalid, Valid
+from codemods.families.attention import FUSED as API
+from codemods.families.attention import SDPA, Causal, fused_attention
 from codemods.families.tune import TuneRule
-from codemods.model.cstnodes import code_of
+from codemods.model.cstnodes import bind
 
-API = "torch_npu.npu_fusion_attention"
-SDPA = "torch.nn.functional.scaled_dot_product_attention"
 PARAMETERS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
-CAUSAL_MASK = "torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device={q}.device), diagonal=1)"
 
 
 class FusedAttention(TuneRule):
@@ -83,7 +82,7 @@ class FusedAttention(TuneRule):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.resolve(original_node.func) != SDPA:
             return updated_node
-        args, problem = _arguments(updated_node)
+        args, problem = bind(updated_node, PARAMETERS)
         if problem is None:
             problem = _unmapped(args)
         if problem is not None:
@@ -91,46 +90,18 @@ class FusedAttention(TuneRule):
             return updated_node
         if self.version_blocks(original_node, f"`{API}`"):
             return updated_node
-        q, k, v = args["query"], args["key"], args["value"]
-        mapped = [q, k, v, f"{q}.shape[1]", '"BNSD"']
-        if args.get("is_causal") == "True":
-            mapped += [f"atten_mask={CAUSAL_MASK.format(q=q)}", "sparse_mode=2"]
-        scale = args.get("scale", "None")
-        if scale == "None":
-            self.context.require_import("math")
-            scale = f"1.0 / math.sqrt({q}.shape[-1])"
-        mapped.append(f"scale={scale}")
-        dropout = args.get("dropout_p", "0.0")
-        if dropout not in ("0", "0.0"):
-            mapped.append(f"keep_prob=1.0 - ({dropout})")
-        call = f"torch_npu.npu_fusion_attention({', '.join(mapped)})[0]"
-        self.context.require_import("torch")
+        causal: Causal | None = "top-left" if args.get("is_causal") == "True" else None
+        call = fused_attention(args["query"], args["key"], args["value"], "BNSD", causal, args.get("scale"),
+                               args.get("dropout_p"), self.context.require_import)
         self.fixed(original_node, "attention in the fused flash kernel (BNSD layout, SDPA's default scale "
-                                  "1/sqrt(D) spelled out" + (", causal as leftUpCausal" if "sparse_mode" in call else "")
+                                  "1/sqrt(D) spelled out" + (", causal as leftUpCausal" if causal else "")
                                   + (", dropout as keep_prob" if "keep_prob" in call else "") + ")")
         return cst.parse_expression(call)
 
 
-def _arguments(call: cst.Call) -> tuple[dict[str, str], str | None]:
-    if any(a.star for a in call.args):
-        return {}, "`*args`/`**kwargs`: the arguments cannot be checked"
-    args: dict[str, str] = {}
-    positional = [a for a in call.args if not a.keyword]
-    if len(positional) > len(PARAMETERS):
-        return {}, "too many positional arguments"
-    for name, arg in zip(PARAMETERS, positional):
-        args[name] = code_of(arg.value)
-    for arg in call.args:
-        if arg.keyword:
-            if arg.keyword.value not in PARAMETERS:
-                return {}, f"`{arg.keyword.value}` is not an SDPA argument this rule maps"
-            args[arg.keyword.value] = code_of(arg.value)
-    if not all(n in args for n in ("query", "key", "value")):
-        return {}, "query, key and value are not all given"
-    return args, None
-
-
 def _unmapped(args: dict[str, str]) -> str | None:
+    if not all(n in args for n in ("query", "key", "value")):
+        return "query, key and value are not all given"
     if args.get("attn_mask", "None") != "None":
         return ("`attn_mask` (SDPA keeps `True`, the fused kernel masks `True` out; a float mask is added "
                 "after the scale, `pse` before it): map it by hand")
