@@ -9,8 +9,9 @@ import re
 
 from workflow_helpers import CUDA, apply, write
 
-# an error-level diagnostic (NPU201: device ids not ascending), a warning (NPU302) and rewrites
-MIXED = ("import os\nimport torch\nfrom apex.optimizers import FusedAdam\nopt = FusedAdam([])\n"
+# an error-level diagnostic (NPU201: device ids not ascending), a warning (NPU302: FusedLAMB has no
+# exact torch route) and rewrites
+MIXED = ("import os\nimport torch\nfrom apex.optimizers import FusedLAMB\nopt = FusedLAMB([])\n"
          "x = torch.ones(2).cuda()\nos.environ['CUDA_VISIBLE_DEVICES'] = '1,0'\n")
 # GitHub workflow command: ::level file=…,line=…,col=…,title=…::message (properties escaped)
 GITHUB = re.compile(r"^::(error|warning|notice) file=[^,:]+(,line=\d+)?(,col=\d+)?(,endLine=\d+)?"
