@@ -27,7 +27,7 @@ from npu_migrate.core import formats
 from npu_migrate.core.config import TARGETS, ConfigError, SettingsFinder, show_settings
 from npu_migrate.core.diffs import colourise, unified_diff
 from npu_migrate.core.discovery import output_dir_problem
-from npu_migrate.core.parallel import exit_status, stop_on_signals
+from npu_migrate.core.parallel import exit_now, exit_status, stop_on_signals
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 1, 2
 _plan = plan_for  # one configuration's plan (tests build plans with it)
@@ -186,7 +186,7 @@ def _report(run: ApplyRun, reporter: Reporter, existing: Sequence[str], start: f
         reporter.close()
         click.echo("npu-migrate: interrupted; files written so far are complete, the rest untouched. "
                    "Run again to finish.", err=True)
-        sys.exit(exit_status(interrupt))
+        exit_now(exit_status(interrupt), reporter.output)
     finally:
         reporter.close()
     if run.request.mode == "add-noqa":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -138,9 +139,30 @@ def ordered_map(in_worker: Callable[[T], R], here: Callable[[T], R], items: Sequ
         yield from executor.map(in_worker, items, chunksize=max(1, min(16, len(items) // (jobs * 8))))
         finished = True
     finally:
-        if not finished:  # stopped (signal, error, consumer gone): do not wait for running files
+        if finished:
+            executor.shutdown(wait=True)
+        else:  # stopped (signal, error, consumer gone): do not wait for running files
             _kill_workers(executor)
-        executor.shutdown(wait=True, cancel_futures=True)
+            # never wait for it: a worker killed in the middle of sending a result leaves half a
+            # message in the result pipe, and the executor's thread then waits for the rest forever
+            executor.shutdown(wait=False, cancel_futures=True)
+            ABANDONED_POOLS.append(executor)
+
+
+# pools whose workers a stop killed: their threads may never end, so a process that has one
+# leaves with `exit_now` (Python's exit would join those threads)
+ABANDONED_POOLS: list[Any] = []
+
+
+def exit_now(status: int, *streams: Any) -> None:
+    """Leave with `status` after flushing `streams`: `os._exit` where a stopped pool is left
+    (writes are atomic and already done; only buffered output needs flushing), else `sys.exit`."""
+    if not ABANDONED_POOLS:
+        sys.exit(status)
+    for stream in (*streams, sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
 
 
 def _kill_workers(executor: ProcessPoolExecutor) -> None:
