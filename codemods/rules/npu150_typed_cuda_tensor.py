@@ -64,101 +64,101 @@ class TypedTensor(NameMapRule):
 CASES = [
     Invalid(
         """\
-import os
-import torch
-x = torch.cuda.FloatTensor(8)
-ok = isinstance(y, torch.cuda.LongTensor)
-z = torch.cuda.DoubleTensor(8)          # warning: float64 on NPU
-""",
+    import os
+    import torch
+    x = torch.cuda.FloatTensor(8)
+    ok = isinstance(y, torch.cuda.LongTensor)
+    z = torch.cuda.DoubleTensor(8)          # warning: float64 on NPU
+    """,
         after="""\
-import os
-import torch
-x = torch.npu.FloatTensor(8)
-ok = isinstance(y, torch.npu.LongTensor)
-z = torch.npu.DoubleTensor(8)          # warning: float64 on NPU
-""",
+    import os
+    import torch
+    x = torch.npu.FloatTensor(8)
+    ok = isinstance(y, torch.npu.LongTensor)
+    z = torch.npu.DoubleTensor(8)          # warning: float64 on NPU
+    """,
     ),
     Valid(
         """\
-import os
-import torch
-x = torch.npu.FloatTensor(8)
-ok = isinstance(y, torch.npu.LongTensor)
-z = torch.npu.DoubleTensor(8)          # warning: float64 on NPU
-""",
+    import os
+    import torch
+    x = torch.npu.FloatTensor(8)
+    ok = isinstance(y, torch.npu.LongTensor)
+    z = torch.npu.DoubleTensor(8)          # warning: float64 on NPU
+    """,
     ),
     Invalid(
         """\
-import torch as th
-x = th.cuda.FloatTensor(3)
-""",
+    import torch as th
+    x = th.cuda.FloatTensor(3)
+    """,
         after="""\
-import torch as th
-import torch_npu  # noqa: F401
-x = th.npu.FloatTensor(3)
-""",
+    import torch as th
+    import torch_npu  # noqa: F401
+    x = th.npu.FloatTensor(3)
+    """,
         codes=('NPU100', 'NPU150'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-ok = isinstance(x, (torch.cuda.LongTensor, torch.cuda.IntTensor))
-""",
+    import torch
+    ok = isinstance(x, (torch.cuda.LongTensor, torch.cuda.IntTensor))
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-ok = isinstance(x, (torch.npu.LongTensor, torch.npu.IntTensor))
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    ok = isinstance(x, (torch.npu.LongTensor, torch.npu.IntTensor))
+    """,
         codes=('NPU100', 'NPU150'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-from torch.cuda import HalfTensor as HT
-y = HT(2)
-""",
+    from torch.cuda import HalfTensor as HT
+    y = HT(2)
+    """,
         after="""\
-import torch_npu  # noqa: F401
-from torch_npu.npu import HalfTensor as HT
-y = HT(2)
-""",
+    import torch_npu  # noqa: F401
+    from torch_npu.npu import HalfTensor as HT
+    y = HT(2)
+    """,
         codes=('NPU100', 'NPU150'),
         with_rules=('NPU100',),
     ),
     Valid(
         """\
-import torch
-x = t.type(torch.float16)
-""",
+    import torch
+    x = t.type(torch.float16)
+    """,
         with_rules=('NPU151', 'NPU100'),
     ),
     Valid(
         """\
-import torch
-log('torch.cuda.FloatTensor is old')
-""",
+    import torch
+    log('torch.cuda.FloatTensor is old')
+    """,
         with_rules=('NPU151', 'NPU100'),
     ),
     Valid(
         """\
-import torch
-if name == 'torch.cuda.FloatTensor':
-    pass
-""",
+    import torch
+    if name == 'torch.cuda.FloatTensor':
+        pass
+    """,
         with_rules=('NPU151', 'NPU100'),
     ),
     Valid(
         """\
-import torch
-x = self.FloatTensor(3)
-""",
+    import torch
+    x = self.FloatTensor(3)
+    """,
         with_rules=('NPU151', 'NPU100'),
     ),
     Valid(
         """\
-x = FloatTensor(3)
-""",
+    x = FloatTensor(3)
+    """,
         with_rules=('NPU151', 'NPU100'),
     ),
 ]

@@ -125,92 +125,92 @@ def _is_method(func: cst.BaseExpression, name: str) -> bool:
 CASES = [
     Invalid(
         """\
-import os
-import torch
-h = x.type("torch.cuda.HalfTensor")
-if x.type() == "torch.cuda.FloatTensor":
-    ...
-""",
+    import os
+    import torch
+    h = x.type("torch.cuda.HalfTensor")
+    if x.type() == "torch.cuda.FloatTensor":
+        ...
+    """,
         after="""\
-import os
-import torch
-h = x.type("torch.npu.HalfTensor")
-if x.type() == "torch.npu.FloatTensor":
-    ...
-""",
+    import os
+    import torch
+    h = x.type("torch.npu.HalfTensor")
+    if x.type() == "torch.npu.FloatTensor":
+        ...
+    """,
     ),
     Invalid(  # a ModelZoo pair: Huawei's port writes the NPU type name
         """\
-import torch
-torch.set_default_tensor_type('torch.cuda.FloatTensor')
-""",
+    import torch
+    torch.set_default_tensor_type('torch.cuda.FloatTensor')
+    """,
         after="""\
-import torch
-torch.set_default_tensor_type('torch.npu.FloatTensor')
-""",
+    import torch
+    torch.set_default_tensor_type('torch.npu.FloatTensor')
+    """,
     ),
     Valid(
         """\
-import os
-import torch
-h = x.type("torch.npu.HalfTensor")
-if x.type() == "torch.npu.FloatTensor":
-    ...
-""",
+    import os
+    import torch
+    h = x.type("torch.npu.HalfTensor")
+    if x.type() == "torch.npu.FloatTensor":
+        ...
+    """,
     ),
     Invalid(
         """\
-import torch
-z = x.type('torch.cuda.HalfTensor')
-""",
+    import torch
+    z = x.type('torch.cuda.HalfTensor')
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-z = x.type('torch.npu.HalfTensor')
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    z = x.type('torch.npu.HalfTensor')
+    """,
         codes=('NPU100', 'NPU151'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-z = x.type(dtype="torch.cuda.BFloat16Tensor")
-""",
+    import torch
+    z = x.type(dtype="torch.cuda.BFloat16Tensor")
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-z = x.type(dtype="torch.npu.BFloat16Tensor")
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    z = x.type(dtype="torch.npu.BFloat16Tensor")
+    """,
         codes=('NPU100', 'NPU151'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-if x.type() == "torch.cuda.FloatTensor":
-    pass
-""",
+    import torch
+    if x.type() == "torch.cuda.FloatTensor":
+        pass
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-if x.type() == "torch.npu.FloatTensor":
-    pass
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    if x.type() == "torch.npu.FloatTensor":
+        pass
+    """,
         codes=('NPU100', 'NPU151'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-if x.type() in ("torch.cuda.HalfTensor", "torch.cuda.BFloat16Tensor"):
-    pass
-""",
+    import torch
+    if x.type() in ("torch.cuda.HalfTensor", "torch.cuda.BFloat16Tensor"):
+        pass
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-if x.type() in ("torch.npu.HalfTensor", "torch.npu.BFloat16Tensor"):
-    pass
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    if x.type() in ("torch.npu.HalfTensor", "torch.npu.BFloat16Tensor"):
+        pass
+    """,
         codes=('NPU100', 'NPU151'),
         with_rules=('NPU100',),
     ),

@@ -144,63 +144,63 @@ def _keeps_storage_on_cpu(node: cst.Lambda) -> bool:
 CASES = [
     Invalid(
         """\
-import os
-import torch
-sd = torch.load(path, map_location={"cuda:1": "cuda:0"})
-""",
+    import os
+    import torch
+    sd = torch.load(path, map_location={"cuda:1": "cuda:0"})
+    """,
         after="""\
-import os
-import torch
-sd = torch.load(path, map_location={"cuda:1": "npu:0", "npu:1": "npu:0"})
-""",
+    import os
+    import torch
+    sd = torch.load(path, map_location={"cuda:1": "npu:0", "npu:1": "npu:0"})
+    """,
     ),
     Valid(
         """\
-import os
-import torch
-sd = torch.load(path, map_location={"cuda:1": "npu:0", "npu:1": "npu:0"})
-""",
+    import os
+    import torch
+    sd = torch.load(path, map_location={"cuda:1": "npu:0", "npu:1": "npu:0"})
+    """,
     ),
     Invalid(
         """\
-import torch
-sd = torch.load(f, map_location={'cuda:0': 'cpu'})
-""",
+    import torch
+    sd = torch.load(f, map_location={'cuda:0': 'cpu'})
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-sd = torch.load(f, map_location={'cuda:0': 'cpu', 'npu:0': 'cpu'})
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    sd = torch.load(f, map_location={'cuda:0': 'cpu', 'npu:0': 'cpu'})
+    """,
         codes=('NPU100', 'NPU152'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-sd = torch.load(f, {
-    'cuda:0': 'cuda:1',
-})
-""",
+    import torch
+    sd = torch.load(f, {
+        'cuda:0': 'cuda:1',
+    })
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-sd = torch.load(f, {
-    'cuda:0': 'npu:1', 'npu:0': 'npu:1',
-})
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    sd = torch.load(f, {
+        'cuda:0': 'npu:1', 'npu:0': 'npu:1',
+    })
+    """,
         codes=('NPU100', 'NPU152'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-sd = torch.jit.load(f, map_location={'cpu': 'cuda'})
-""",
+    import torch
+    sd = torch.jit.load(f, map_location={'cpu': 'cuda'})
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-sd = torch.jit.load(f, map_location={'cpu': 'npu'})
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    sd = torch.jit.load(f, map_location={'cpu': 'npu'})
+    """,
         codes=('NPU100', 'NPU152'),
         with_rules=('NPU100',),
     ),

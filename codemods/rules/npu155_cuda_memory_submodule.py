@@ -64,109 +64,109 @@ class CudaMemorySubmodule(NameMapRule):
 CASES = [
     Invalid(
         """\
-    import os
-    import torch
-    from torch.cuda.memory import _record_memory_history
-    used = torch.cuda.memory.memory_allocated(0)
-    free, total = torch.cuda.memory.mem_get_info()
-""",
+        import os
+        import torch
+        from torch.cuda.memory import _record_memory_history
+        used = torch.cuda.memory.memory_allocated(0)
+        free, total = torch.cuda.memory.mem_get_info()
+    """,
         after="""\
-    import os
-    import torch
-    from torch_npu.npu.memory import _record_memory_history
-    used = torch.npu.memory.memory_allocated(0)
-    free, total = torch.npu.mem_get_info()
-""",
+        import os
+        import torch
+        from torch_npu.npu.memory import _record_memory_history
+        used = torch.npu.memory.memory_allocated(0)
+        free, total = torch.npu.mem_get_info()
+    """,
     ),
     Valid(
         """\
-    import os
+        import os
+        import torch
+        from torch_npu.npu.memory import _record_memory_history
+        used = torch.npu.memory.memory_allocated(0)
+        free, total = torch.npu.mem_get_info()
+    """,
+    ),
+    Invalid(
+        """\
     import torch
-    from torch_npu.npu.memory import _record_memory_history
-    used = torch.npu.memory.memory_allocated(0)
-    free, total = torch.npu.mem_get_info()
-""",
-    ),
-    Invalid(
-        """\
-import torch
-a = torch.cuda.memory.memory_allocated(0)
-b = torch.cuda.memory.mem_get_info()
-""",
+    a = torch.cuda.memory.memory_allocated(0)
+    b = torch.cuda.memory.mem_get_info()
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-a = torch.npu.memory.memory_allocated(0)
-b = torch.npu.mem_get_info()
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    a = torch.npu.memory.memory_allocated(0)
+    b = torch.npu.mem_get_info()
+    """,
         codes=('NPU100', 'NPU155'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-from torch.cuda import memory as cm
-cm.empty_cache()
-""",
+    from torch.cuda import memory as cm
+    cm.empty_cache()
+    """,
         after="""\
-import torch_npu  # noqa: F401
-from torch_npu.npu import memory as cm
-cm.empty_cache()
-""",
+    import torch_npu  # noqa: F401
+    from torch_npu.npu import memory as cm
+    cm.empty_cache()
+    """,
         codes=('NPU100', 'NPU155'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch.cuda.memory as cm
-cm.memory_reserved()
-""",
+    import torch.cuda.memory as cm
+    cm.memory_reserved()
+    """,
         after="""\
-import torch_npu  # noqa: F401
-from torch_npu.npu import memory as cm
-cm.memory_reserved()
-""",
+    import torch_npu  # noqa: F401
+    from torch_npu.npu import memory as cm
+    cm.memory_reserved()
+    """,
         codes=('NPU100', 'NPU155'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch as th
-th.cuda.memory._dump_snapshot('s.pickle')
-""",
+    import torch as th
+    th.cuda.memory._dump_snapshot('s.pickle')
+    """,
         after="""\
-import torch as th
-import torch_npu  # noqa: F401
-th.npu.memory._dump_snapshot('s.pickle')
-""",
+    import torch as th
+    import torch_npu  # noqa: F401
+    th.npu.memory._dump_snapshot('s.pickle')
+    """,
         codes=('NPU100', 'NPU155'),
         with_rules=('NPU100',),
     ),
     Valid(
         """\
-import torch_npu
-torch_npu.npu.memory._record_memory_history("all", context="state", max_entries=5)
-""",
+    import torch_npu
+    torch_npu.npu.memory._record_memory_history("all", context="state", max_entries=5)
+    """,
         with_rules=('NPU156', 'NPU100'),
     ),
     Valid(
         """\
-import torch
-torch.npu.memory._record_memory_history(enabled=None)
-""",
+    import torch
+    torch.npu.memory._record_memory_history(enabled=None)
+    """,
         with_rules=('NPU156', 'NPU100'),
     ),
     Valid(
         """\
-import torch
-self.memory._record_memory_history(True)
-""",
+    import torch
+    self.memory._record_memory_history(True)
+    """,
         with_rules=('NPU156', 'NPU100'),
     ),
     Valid(
         """\
-import torch
-x = torch.cuda.memory_allocated()
-""",
+    import torch
+    x = torch.cuda.memory_allocated()
+    """,
         with_rules=('NPU156', 'NPU100'),
     ),
 ]

@@ -195,143 +195,143 @@ def _tidy(kept: list[cst.Arg], original: list[cst.Arg]) -> list[cst.Arg]:
 CASES = [
     Invalid(
         """\
-import os
-import torch
-torch.cuda.memory._record_memory_history(True, trace_alloc_max_entries=100000, record_context=False)
-torch.cuda.memory._record_memory_history("all", max_entries=10, clear_history=True)
-""",
+    import os
+    import torch
+    torch.cuda.memory._record_memory_history(True, trace_alloc_max_entries=100000, record_context=False)
+    torch.cuda.memory._record_memory_history("all", max_entries=10, clear_history=True)
+    """,
         after="""\
-import os
-import torch
-torch.cuda.memory._record_memory_history("all", context=None, max_entries=100000)
-torch.cuda.memory._record_memory_history("all", max_entries=10)
-""",
+    import os
+    import torch
+    torch.cuda.memory._record_memory_history("all", context=None, max_entries=100000)
+    torch.cuda.memory._record_memory_history("all", max_entries=10)
+    """,
     ),
     Valid(
         """\
-import os
-import torch
-torch.cuda.memory._record_memory_history("all", context=None, max_entries=100000)
-torch.cuda.memory._record_memory_history("all", max_entries=10)
-""",
+    import os
+    import torch
+    torch.cuda.memory._record_memory_history("all", context=None, max_entries=100000)
+    torch.cuda.memory._record_memory_history("all", max_entries=10)
+    """,
     ),
     Invalid(
         """\
-import torch
-torch.cuda.memory._record_memory_history(True, trace_alloc_max_entries=100000)
-""",
+    import torch
+    torch.cuda.memory._record_memory_history(True, trace_alloc_max_entries=100000)
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-torch.npu.memory._record_memory_history("all", max_entries=100000)
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    torch.npu.memory._record_memory_history("all", max_entries=100000)
+    """,
         codes=('NPU100', 'NPU155', 'NPU156'),
         with_rules=('NPU155', 'NPU100'),
     ),
     Invalid(
         """\
-import torch
-torch.cuda.memory._record_memory_history(False)
-""",
+    import torch
+    torch.cuda.memory._record_memory_history(False)
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-torch.npu.memory._record_memory_history(None)
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    torch.npu.memory._record_memory_history(None)
+    """,
         codes=('NPU100', 'NPU155', 'NPU156'),
         with_rules=('NPU155', 'NPU100'),
     ),
     Invalid(
         """\
-import torch
-torch.cuda.memory._record_memory_history(enabled=True, record_context=False)
-""",
+    import torch
+    torch.cuda.memory._record_memory_history(enabled=True, record_context=False)
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-torch.npu.memory._record_memory_history("all", context=None)
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    torch.npu.memory._record_memory_history("all", context=None)
+    """,
         codes=('NPU100', 'NPU155', 'NPU156'),
         with_rules=('NPU155', 'NPU100'),
     ),
     Invalid(
         """\
-import torch
-torch.cuda.memory._record_memory_history(True, True, 5000, True, None, True)
-""",
+    import torch
+    torch.cuda.memory._record_memory_history(True, True, 5000, True, None, True)
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-torch.npu.memory._record_memory_history("all", stacks="all", max_entries=5000, device=None)
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    torch.npu.memory._record_memory_history("all", stacks="all", max_entries=5000, device=None)
+    """,
         codes=('NPU100', 'NPU155', 'NPU156'),
         with_rules=('NPU155', 'NPU100'),
     ),
     Invalid(
         """\
-import torch
-torch.cuda.memory._record_memory_history(flag, trace_alloc_max_entries=n, record_context_cpp=cpp)
-""",
+    import torch
+    torch.cuda.memory._record_memory_history(flag, trace_alloc_max_entries=n, record_context_cpp=cpp)
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-torch.npu.memory._record_memory_history("all" if flag else None, stacks="all" if cpp else "python", max_entries=n)
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    torch.npu.memory._record_memory_history("all" if flag else None, stacks="all" if cpp else "python", max_entries=n)
+    """,
         codes=('NPU100', 'NPU155', 'NPU156'),
         with_rules=('NPU155', 'NPU100'),
     ),
     Invalid(
         """\
-import torch
-torch.cuda.memory._record_memory_history("all", max_entries=10, clear_history=True)
-""",
+    import torch
+    torch.cuda.memory._record_memory_history("all", max_entries=10, clear_history=True)
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-torch.npu.memory._record_memory_history("all", max_entries=10)
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    torch.npu.memory._record_memory_history("all", max_entries=10)
+    """,
         codes=('NPU100', 'NPU155', 'NPU156'),
         with_rules=('NPU155', 'NPU100'),
     ),
     Invalid(
         """\
-import torch
-torch.cuda.memory._record_memory_history(
-    max_entries=10,
-    skip_actions=['free'],
-)
-""",
+    import torch
+    torch.cuda.memory._record_memory_history(
+        max_entries=10,
+        skip_actions=['free'],
+    )
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-torch.npu.memory._record_memory_history(
-    max_entries=10,
-)
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    torch.npu.memory._record_memory_history(
+        max_entries=10,
+    )
+    """,
         codes=('NPU100', 'NPU155', 'NPU156'),
         with_rules=('NPU155', 'NPU100'),
     ),
     Invalid(
         """\
-import torch_npu
-torch_npu.npu.memory._record_memory_history(True)
-""",
+    import torch_npu
+    torch_npu.npu.memory._record_memory_history(True)
+    """,
         after="""\
-import torch_npu
-torch_npu.npu.memory._record_memory_history("all")
-""",
+    import torch_npu
+    torch_npu.npu.memory._record_memory_history("all")
+    """,
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-from torch.cuda.memory import _record_memory_history
-_record_memory_history(True)
-""",
+    from torch.cuda.memory import _record_memory_history
+    _record_memory_history(True)
+    """,
         after="""\
-import torch_npu  # noqa: F401
-from torch_npu.npu.memory import _record_memory_history
-_record_memory_history("all")
-""",
+    import torch_npu  # noqa: F401
+    from torch_npu.npu.memory import _record_memory_history
+    _record_memory_history("all")
+    """,
         codes=('NPU100', 'NPU155', 'NPU156'),
         with_rules=('NPU155', 'NPU100'),
     ),

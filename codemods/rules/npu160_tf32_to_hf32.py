@@ -58,66 +58,66 @@ class Tf32ToHf32(NameMapRule):
 CASES = [
     Invalid(
         """\
-import os
-import torch
-torch.backends.cuda.matmul.allow_tf32 = True
-torch.backends.cudnn.allow_tf32 = False
-""",
+    import os
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = False
+    """,
         after="""\
-import os
-import torch
-torch.npu.matmul.allow_hf32 = True
-torch.npu.conv.allow_hf32 = False
-""",
+    import os
+    import torch
+    torch.npu.matmul.allow_hf32 = True
+    torch.npu.conv.allow_hf32 = False
+    """,
     ),
     Valid(
         """\
-import os
-import torch
-torch.npu.matmul.allow_hf32 = True
-torch.npu.conv.allow_hf32 = False
-""",
+    import os
+    import torch
+    torch.npu.matmul.allow_hf32 = True
+    torch.npu.conv.allow_hf32 = False
+    """,
     ),
     Invalid(
         """\
-import torch as th
-if th.backends.cuda.matmul.allow_tf32:
-    pass
-""",
+    import torch as th
+    if th.backends.cuda.matmul.allow_tf32:
+        pass
+    """,
         after="""\
-import torch as th
-import torch_npu  # noqa: F401
-if th.npu.matmul.allow_hf32:
-    pass
-""",
+    import torch as th
+    import torch_npu  # noqa: F401
+    if th.npu.matmul.allow_hf32:
+        pass
+    """,
         codes=('NPU100', 'NPU160'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-import torch.backends.cudnn as cudnn
-cudnn.allow_tf32 = True
-""",
+    import torch
+    import torch.backends.cudnn as cudnn
+    cudnn.allow_tf32 = True
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-import torch.backends.cudnn as cudnn
-torch.npu.conv.allow_hf32 = True
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    import torch.backends.cudnn as cudnn
+    torch.npu.conv.allow_hf32 = True
+    """,
         codes=('NPU100', 'NPU160'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-from torch.backends.cuda import matmul
-matmul.allow_tf32 = True
-""",
+    from torch.backends.cuda import matmul
+    matmul.allow_tf32 = True
+    """,
         after="""\
-import torch_npu  # noqa: F401
-from torch.backends.cuda import matmul
-torch_npu.npu.matmul.allow_hf32 = True
-""",
+    import torch_npu  # noqa: F401
+    from torch.backends.cuda import matmul
+    torch_npu.npu.matmul.allow_hf32 = True
+    """,
         codes=('NPU100', 'NPU160'),
         with_rules=('NPU100',),
     ),

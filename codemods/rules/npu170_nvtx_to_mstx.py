@@ -84,87 +84,87 @@ class NvtxToMstx(NameMapRule):
 CASES = [
     Invalid(
         """\
-    import os
-    import torch
-    from torch.cuda import nvtx
-    nvtx.range_start("forward")
-    with nvtx.range("step"):
-        ...
-""",
+        import os
+        import torch
+        from torch.cuda import nvtx
+        nvtx.range_start("forward")
+        with nvtx.range("step"):
+            ...
+    """,
         after="""\
-    import os
-    import torch
-    from torch_npu.npu import mstx as nvtx
-    nvtx.range_start("forward")
-    with nvtx.annotate("step"):
-        ...
-""",
+        import os
+        import torch
+        from torch_npu.npu import mstx as nvtx
+        nvtx.range_start("forward")
+        with nvtx.annotate("step"):
+            ...
+    """,
     ),
     Valid(
         """\
-    import os
+        import os
+        import torch
+        from torch_npu.npu import mstx as nvtx
+        nvtx.range_start("forward")
+        with nvtx.annotate("step"):
+            ...
+    """,
+    ),
+    Invalid(
+        """\
     import torch
+    torch.cuda.nvtx.range_start('a')
+    torch.cuda.nvtx.mark('m')
+    """,
+        after="""\
+    import torch
+    import torch_npu  # noqa: F401
+    torch_npu.npu.mstx.range_start('a')
+    torch_npu.npu.mstx.mark('m')
+    """,
+        codes=('NPU100', 'NPU170'),
+        with_rules=('NPU100',),
+    ),
+    Invalid(
+        """\
+    from torch.cuda import nvtx
+    nvtx.range_start('fwd')
+    nvtx.mark('x')
+    """,
+        after="""\
+    import torch_npu  # noqa: F401
     from torch_npu.npu import mstx as nvtx
-    nvtx.range_start("forward")
-    with nvtx.annotate("step"):
-        ...
-""",
-    ),
-    Invalid(
-        """\
-import torch
-torch.cuda.nvtx.range_start('a')
-torch.cuda.nvtx.mark('m')
-""",
-        after="""\
-import torch
-import torch_npu  # noqa: F401
-torch_npu.npu.mstx.range_start('a')
-torch_npu.npu.mstx.mark('m')
-""",
+    nvtx.range_start('fwd')
+    nvtx.mark('x')
+    """,
         codes=('NPU100', 'NPU170'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-from torch.cuda import nvtx
-nvtx.range_start('fwd')
-nvtx.mark('x')
-""",
+    import torch.cuda.nvtx as nv
+    nv.range_end(3)
+    """,
         after="""\
-import torch_npu  # noqa: F401
-from torch_npu.npu import mstx as nvtx
-nvtx.range_start('fwd')
-nvtx.mark('x')
-""",
+    import torch_npu  # noqa: F401
+    from torch_npu.npu import mstx as nv
+    nv.range_end(3)
+    """,
         codes=('NPU100', 'NPU170'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch.cuda.nvtx as nv
-nv.range_end(3)
-""",
+    from torch.cuda import nvtx
+    with nvtx.range('step'):
+        pass
+    """,
         after="""\
-import torch_npu  # noqa: F401
-from torch_npu.npu import mstx as nv
-nv.range_end(3)
-""",
-        codes=('NPU100', 'NPU170'),
-        with_rules=('NPU100',),
-    ),
-    Invalid(
-        """\
-from torch.cuda import nvtx
-with nvtx.range('step'):
-    pass
-""",
-        after="""\
-import torch_npu  # noqa: F401
-from torch_npu.npu import mstx as nvtx
-with nvtx.annotate('step'):
-    pass
-""",
+    import torch_npu  # noqa: F401
+    from torch_npu.npu import mstx as nvtx
+    with nvtx.annotate('step'):
+        pass
+    """,
         codes=('NPU100', 'NPU170'),
         with_rules=('NPU100',),
     ),

@@ -85,68 +85,68 @@ class ProfilerToTorchNpu(NameMapRule):
 CASES = [
     Invalid(
         """\
-    import os
-    import torch
-    from torch.profiler import profile, record_function, ProfilerActivity
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        with record_function("forward"):
-            ...
-""",
+        import os
+        import torch
+        from torch.profiler import profile, record_function, ProfilerActivity
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            with record_function("forward"):
+                ...
+    """,
         after="""\
-    import os
-    import torch
-    from torch.profiler import record_function
-    from torch_npu.profiler import profile, ProfilerActivity
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.NPU]) as prof:
-        with record_function("forward"):
-            ...
-""",
+        import os
+        import torch
+        from torch.profiler import record_function
+        from torch_npu.profiler import profile, ProfilerActivity
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.NPU]) as prof:
+            with record_function("forward"):
+                ...
+    """,
     ),
     Valid(
         """\
-    import os
-    import torch
-    from torch.profiler import record_function
-    from torch_npu.profiler import profile, ProfilerActivity
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.NPU]) as prof:
-        with record_function("forward"):
-            ...
-""",
+        import os
+        import torch
+        from torch.profiler import record_function
+        from torch_npu.profiler import profile, ProfilerActivity
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.NPU]) as prof:
+            with record_function("forward"):
+                ...
+    """,
     ),
     Invalid(
         """\
-import torch
-from torch.profiler import ProfilerActivity, profile, record_function
-with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-    with record_function('fwd'):
-        pass
-""",
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with record_function('fwd'):
+            pass
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-from torch.profiler import record_function
-from torch_npu.profiler import ProfilerActivity, profile
-with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.NPU]) as prof:
-    with record_function('fwd'):
-        pass
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    from torch.profiler import record_function
+    from torch_npu.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.NPU]) as prof:
+        with record_function('fwd'):
+            pass
+    """,
         codes=('NPU100', 'NPU171'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-p = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA],
-    schedule=torch.profiler.schedule(wait=1, warmup=1, active=2),
-    on_trace_ready=torch.profiler.tensorboard_trace_handler('./log'))
-""",
+    import torch
+    p = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA],
+        schedule=torch.profiler.schedule(wait=1, warmup=1, active=2),
+        on_trace_ready=torch.profiler.tensorboard_trace_handler('./log'))
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-p = torch_npu.profiler.profile(activities=[torch_npu.profiler.ProfilerActivity.NPU],
-    schedule=torch_npu.profiler.schedule(wait=1, warmup=1, active=2),
-    on_trace_ready=torch_npu.profiler.tensorboard_trace_handler('./log'))
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    p = torch_npu.profiler.profile(activities=[torch_npu.profiler.ProfilerActivity.NPU],
+        schedule=torch_npu.profiler.schedule(wait=1, warmup=1, active=2),
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler('./log'))
+    """,
         codes=('NPU100', 'NPU171'),
         with_rules=('NPU100',),
     ),

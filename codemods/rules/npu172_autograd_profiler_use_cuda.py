@@ -86,68 +86,68 @@ class AutogradProfilerUseCuda(CoverageRule):
 CASES = [
     Invalid(
         """\
-import os
-import torch
-with torch.autograd.profiler.profile(use_cuda=True) as prof:
-    model(x)
-""",
+    import os
+    import torch
+    with torch.autograd.profiler.profile(use_cuda=True) as prof:
+        model(x)
+    """,
         after="""\
-import os
-import torch
-with torch.autograd.profiler.profile(use_device="npu") as prof:
-    model(x)
-""",
+    import os
+    import torch
+    with torch.autograd.profiler.profile(use_device="npu") as prof:
+        model(x)
+    """,
     ),
     Valid(
         """\
-import os
-import torch
-with torch.autograd.profiler.profile(use_device="npu") as prof:
-    model(x)
-""",
+    import os
+    import torch
+    with torch.autograd.profiler.profile(use_device="npu") as prof:
+        model(x)
+    """,
     ),
     Invalid(
         """\
-import torch
-with torch.autograd.profiler.profile(use_cuda=True) as prof:
-    pass
-""",
+    import torch
+    with torch.autograd.profiler.profile(use_cuda=True) as prof:
+        pass
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-with torch.autograd.profiler.profile(use_device="npu") as prof:
-    pass
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    with torch.autograd.profiler.profile(use_device="npu") as prof:
+        pass
+    """,
         codes=('NPU100', 'NPU172'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-with torch.autograd.profiler.profile(record_shapes=True, use_cuda=False) as prof:
-    pass
-""",
+    import torch
+    with torch.autograd.profiler.profile(record_shapes=True, use_cuda=False) as prof:
+        pass
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-with torch.autograd.profiler.profile(record_shapes=True) as prof:
-    pass
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    with torch.autograd.profiler.profile(record_shapes=True) as prof:
+        pass
+    """,
         codes=('NPU100', 'NPU172'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-from torch.autograd import profiler
-with profiler.profile(use_cuda=args.gpu, with_stack=True):
-    pass
-""",
+    from torch.autograd import profiler
+    with profiler.profile(use_cuda=args.gpu, with_stack=True):
+        pass
+    """,
         after="""\
-import torch_npu  # noqa: F401
-from torch.autograd import profiler
-with profiler.profile(use_device="npu" if args.gpu else None, with_stack=True):
-    pass
-""",
+    import torch_npu  # noqa: F401
+    from torch.autograd import profiler
+    with profiler.profile(use_device="npu" if args.gpu else None, with_stack=True):
+        pass
+    """,
         codes=('NPU100', 'NPU172'),
         with_rules=('NPU100',),
     ),

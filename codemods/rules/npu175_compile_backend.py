@@ -114,89 +114,89 @@ class CompileBackend(CoverageRule):
 CASES = [
     Invalid(
         """\
-import torch
-model = torch.compile(model, backend="cudagraphs")
-""",
+    import torch
+    model = torch.compile(model, backend="cudagraphs")
+    """,
         after="""\
-import torch
-DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
-model = torch.compile(model, backend={"cuda": "cudagraphs", "npu": "npugraphs"}.get(DEVICE.type, "eager"))
-""",
+    import torch
+    DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+    model = torch.compile(model, backend={"cuda": "cudagraphs", "npu": "npugraphs"}.get(DEVICE.type, "eager"))
+    """,
         codes=("NPU100", "NPU175"),
         options=(("target", "portable"),),
     ),
     Invalid(
         """\
-import os
-import torch
-model = torch.compile(model, backend="cudagraphs")
-""",
+    import os
+    import torch
+    model = torch.compile(model, backend="cudagraphs")
+    """,
         after="""\
-import os
-import torch
-model = torch.compile(model, backend="npugraphs")
-""",
+    import os
+    import torch
+    model = torch.compile(model, backend="npugraphs")
+    """,
     ),
     Valid(
         """\
-import os
-import torch
-model = torch.compile(model, backend="npugraphs")
-""",
+    import os
+    import torch
+    model = torch.compile(model, backend="npugraphs")
+    """,
     ),
     Invalid(
         """\
-import torch
-m = torch.compile(model, backend='cudagraphs')
-""",
+    import torch
+    m = torch.compile(model, backend='cudagraphs')
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-m = torch.compile(model, backend='npugraphs')
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    m = torch.compile(model, backend='npugraphs')
+    """,
         codes=('NPU100', 'NPU175'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-m = torch.compile(model, mode="max-autotune", backend="cudagraphs", fullgraph=True)
-""",
+    import torch
+    m = torch.compile(model, mode="max-autotune", backend="cudagraphs", fullgraph=True)
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-m = torch.compile(model, mode="max-autotune", backend="npugraphs", fullgraph=True)
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    m = torch.compile(model, mode="max-autotune", backend="npugraphs", fullgraph=True)
+    """,
         codes=('NPU100', 'NPU175'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch._dynamo as dynamo
-m = dynamo.optimize("cudagraphs")(model)
-""",
+    import torch._dynamo as dynamo
+    m = dynamo.optimize("cudagraphs")(model)
+    """,
         after="""\
-import torch_npu  # noqa: F401
-import torch._dynamo as dynamo
-m = dynamo.optimize("npugraphs")(model)
-""",
+    import torch_npu  # noqa: F401
+    import torch._dynamo as dynamo
+    m = dynamo.optimize("npugraphs")(model)
+    """,
         codes=('NPU100', 'NPU175'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-@torch.compile(backend='cudagraphs')
-def f(x):
-    return x
-""",
+    import torch
+    @torch.compile(backend='cudagraphs')
+    def f(x):
+        return x
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-@torch.compile(backend='npugraphs')
-def f(x):
-    return x
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    @torch.compile(backend='npugraphs')
+    def f(x):
+        return x
+    """,
         codes=('NPU100', 'NPU175'),
         with_rules=('NPU100',),
     ),

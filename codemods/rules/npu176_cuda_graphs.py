@@ -58,41 +58,41 @@ class CudaGraphs(NameMapRule):
 CASES = [
     Invalid(
         """\
-import os
-import torch
-g = torch.cuda.CUDAGraph()
-with torch.cuda.graph(g):
-    out = model(static_in)
-""",
+    import os
+    import torch
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = model(static_in)
+    """,
         after="""\
-import os
-import torch
-g = torch.npu.NPUGraph()
-with torch.npu.graph(g):
-    out = model(static_in)
-""",
+    import os
+    import torch
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        out = model(static_in)
+    """,
     ),
     Valid(
         """\
-import os
-import torch
-g = torch.npu.NPUGraph()
-with torch.npu.graph(g):
-    out = model(static_in)
-""",
+    import os
+    import torch
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        out = model(static_in)
+    """,
     ),
     Invalid(
         """\
-import torch
-with torch.cuda.graph(g, pool, stream, 'thread_local'):
-    pass
-""",
+    import torch
+    with torch.cuda.graph(g, pool, stream, 'thread_local'):
+        pass
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-with torch.npu.graph(g, pool, stream, capture_error_mode='thread_local'):
-    pass
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    with torch.npu.graph(g, pool, stream, capture_error_mode='thread_local'):
+        pass
+    """,
         codes=('NPU100', 'NPU176', 'NPU177'),
         with_rules=('NPU177', 'NPU100'),
     ),

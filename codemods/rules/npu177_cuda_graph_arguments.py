@@ -101,53 +101,53 @@ class CudaGraphArguments(CoverageRule):
 CASES = [
     Invalid(
         """\
-import os
-import torch
-with torch.cuda.graph(g, pool, stream, "thread_local"):
-    ...
-""",
+    import os
+    import torch
+    with torch.cuda.graph(g, pool, stream, "thread_local"):
+        ...
+    """,
         after="""\
-import os
-import torch
-with torch.cuda.graph(g, pool, stream, capture_error_mode="thread_local"):
-    ...
-""",
+    import os
+    import torch
+    with torch.cuda.graph(g, pool, stream, capture_error_mode="thread_local"):
+        ...
+    """,
     ),
     Valid(
         """\
-import os
-import torch
-with torch.cuda.graph(g, pool, stream, capture_error_mode="thread_local"):
-    ...
-""",
+    import os
+    import torch
+    with torch.cuda.graph(g, pool, stream, capture_error_mode="thread_local"):
+        ...
+    """,
     ),
     Invalid(
         """\
-import torch
-with torch.cuda.graph(g, check_input_liveness=True, pool=p):
-    pass
-""",
+    import torch
+    with torch.cuda.graph(g, check_input_liveness=True, pool=p):
+        pass
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-with torch.npu.graph(g, pool=p):
-    pass
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    with torch.npu.graph(g, pool=p):
+        pass
+    """,
         codes=('NPU100', 'NPU176', 'NPU177'),
         with_rules=('NPU176', 'NPU100'),
     ),
     Invalid(
         """\
-import torch
-with torch.cuda.graph(g, pool=p, enable_annotations=True):
-    pass
-""",
+    import torch
+    with torch.cuda.graph(g, pool=p, enable_annotations=True):
+        pass
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-with torch.npu.graph(g, pool=p):
-    pass
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    with torch.npu.graph(g, pool=p):
+        pass
+    """,
         codes=('NPU100', 'NPU176', 'NPU177'),
         with_rules=('NPU176', 'NPU100'),
     ),

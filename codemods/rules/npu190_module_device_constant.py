@@ -138,201 +138,201 @@ class ModuleDeviceConstant(CoverageRule):
 CASES = [
     Invalid(  # the run's device: the GPU, the NPU, or the CPU where there is no accelerator
         """\
-    import torch
-    device = "cuda"
-    DEVICE = "cuda:0"
-    x = torch.zeros(8, device=device)
-    y = torch.ones(2).to(DEVICE)
-""",
+        import torch
+        device = "cuda"
+        DEVICE = "cuda:0"
+        x = torch.zeros(8, device=device)
+        y = torch.ones(2).to(DEVICE)
+    """,
         after="""\
-    import torch
-    PORTABLE_DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
-    device = PORTABLE_DEVICE.type
-    DEVICE = f"{PORTABLE_DEVICE.type}:0"
-    x = torch.zeros(8, device=device)
-    y = torch.ones(2).to(DEVICE)
-""",
+        import torch
+        PORTABLE_DEVICE = torch.accelerator.current_accelerator() or torch.device("cpu")
+        device = PORTABLE_DEVICE.type
+        DEVICE = f"{PORTABLE_DEVICE.type}:0"
+        x = torch.zeros(8, device=device)
+        y = torch.ones(2).to(DEVICE)
+    """,
         codes=("NPU100", "NPU190"),
         options=(("target", "portable"),),
     ),
     Invalid(  # a settings module without torch: reported, no torch import is added
         """\
-    DEVICE = "cuda"
-    def place(x):
-        return x.to(DEVICE)
-""",
+        DEVICE = "cuda"
+        def place(x):
+            return x.to(DEVICE)
+    """,
         options=(("target", "portable"),),
     ),
     Invalid(
         """\
-    import os
-    import torch
-    DEVICE = "cuda"
-    x = torch.zeros(8, device=DEVICE)
-    model.to(f"{DEVICE}:{rank}")
-""",
+        import os
+        import torch
+        DEVICE = "cuda"
+        x = torch.zeros(8, device=DEVICE)
+        model.to(f"{DEVICE}:{rank}")
+    """,
         after="""\
-    import os
-    import torch
-    import torch_npu  # noqa: F401
-    DEVICE = "npu"
-    x = torch.zeros(8, device=DEVICE)
-    model.to(f"{DEVICE}:{rank}")
-""",
+        import os
+        import torch
+        import torch_npu  # noqa: F401
+        DEVICE = "npu"
+        x = torch.zeros(8, device=DEVICE)
+        model.to(f"{DEVICE}:{rank}")
+    """,
         codes=('NPU100', 'NPU190'),
     ),
     Valid(
         """\
-    import os
+        import os
+        import torch
+        import torch_npu  # noqa: F401
+        DEVICE = "npu"
+        x = torch.zeros(8, device=DEVICE)
+        model.to(f"{DEVICE}:{rank}")
+    """,
+    ),
+    Invalid(
+        """\
+    import torch
+    DEVICE = "cuda"
+    x = torch.zeros(2, device=DEVICE)
+    m = model.to(DEVICE)
+    """,
+        after="""\
     import torch
     import torch_npu  # noqa: F401
     DEVICE = "npu"
-    x = torch.zeros(8, device=DEVICE)
-    model.to(f"{DEVICE}:{rank}")
-""",
-    ),
-    Invalid(
-        """\
-import torch
-DEVICE = "cuda"
-x = torch.zeros(2, device=DEVICE)
-m = model.to(DEVICE)
-""",
-        after="""\
-import torch
-import torch_npu  # noqa: F401
-DEVICE = "npu"
-x = torch.zeros(2, device=DEVICE)
-m = model.to(DEVICE)
-""",
+    x = torch.zeros(2, device=DEVICE)
+    m = model.to(DEVICE)
+    """,
         codes=('NPU100', 'NPU190'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-import logging
-GPU = 'cuda:0'
-d = torch.device(GPU)
-logging.info(f'on {GPU}')
-print('device', GPU)
-""",
+    import torch
+    import logging
+    GPU = 'cuda:0'
+    d = torch.device(GPU)
+    logging.info(f'on {GPU}')
+    print('device', GPU)
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-import logging
-GPU = 'npu:0'
-d = torch.device(GPU)
-logging.info(f'on {GPU}')
-print('device', GPU)
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    import logging
+    GPU = 'npu:0'
+    d = torch.device(GPU)
+    logging.info(f'on {GPU}')
+    print('device', GPU)
+    """,
         codes=('NPU100', 'NPU190'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import torch
-DEVICE = "cuda"
-m = model.to(f"{DEVICE}:{rank}")
-if DEVICE == "cuda":
-    pass
-""",
+    import torch
+    DEVICE = "cuda"
+    m = model.to(f"{DEVICE}:{rank}")
+    if DEVICE == "cuda":
+        pass
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-DEVICE = "npu"
-m = model.to(f"{DEVICE}:{rank}")
-if DEVICE == "npu":
-    pass
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    DEVICE = "npu"
+    m = model.to(f"{DEVICE}:{rank}")
+    if DEVICE == "npu":
+        pass
+    """,
         codes=('NPU100', 'NPU104', 'NPU190'),
         with_rules=('NPU104', 'NPU100'),
     ),
     Invalid(
         """\
-import torch
-DEV = "cuda"
+    import torch
+    DEV = "cuda"
 
 
-class Trainer:
-    def __init__(self, device=DEV):
-        self.device = DEV
-        self.cfg = {"device": DEV}
-""",
+    class Trainer:
+        def __init__(self, device=DEV):
+            self.device = DEV
+            self.cfg = {"device": DEV}
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-DEV = "npu"
+    import torch
+    import torch_npu  # noqa: F401
+    DEV = "npu"
 
 
-class Trainer:
-    def __init__(self, device=DEV):
-        self.device = DEV
-        self.cfg = {"device": DEV}
-""",
+    class Trainer:
+        def __init__(self, device=DEV):
+            self.device = DEV
+            self.cfg = {"device": DEV}
+    """,
         codes=('NPU100', 'NPU190'),
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-import argparse
-DEFAULT_DEVICE = "cuda"
-p = argparse.ArgumentParser()
-p.add_argument("--device", default=DEFAULT_DEVICE, choices=[DEFAULT_DEVICE, "cpu"])
-""",
+    import argparse
+    DEFAULT_DEVICE = "cuda"
+    p = argparse.ArgumentParser()
+    p.add_argument("--device", default=DEFAULT_DEVICE, choices=[DEFAULT_DEVICE, "cpu"])
+    """,
         after="""\
-import argparse
-DEFAULT_DEVICE = "npu"
-p = argparse.ArgumentParser()
-p.add_argument("--device", default=DEFAULT_DEVICE, choices=[DEFAULT_DEVICE, "cpu"])
-""",
+    import argparse
+    DEFAULT_DEVICE = "npu"
+    p = argparse.ArgumentParser()
+    p.add_argument("--device", default=DEFAULT_DEVICE, choices=[DEFAULT_DEVICE, "cpu"])
+    """,
         with_rules=('NPU100',),
     ),
     Invalid(
         """\
-TRAIN_DEVICE = "cuda"
-BATCH = 8
-""",
+    TRAIN_DEVICE = "cuda"
+    BATCH = 8
+    """,
         after="""\
-TRAIN_DEVICE = "npu"
-BATCH = 8
-""",
+    TRAIN_DEVICE = "npu"
+    BATCH = 8
+    """,
         with_rules=('NPU100',),
     ),
     Valid(
         """\
-BACKEND_NAME = "cuda"
-""",
+    BACKEND_NAME = "cuda"
+    """,
     ),
     Valid(
         """\
-DEVICE = "cuda"
-DEVICE = "cpu"
-""",
-    ),
-    Valid(
-        """\
-DEVICE = "cuda"
-
-
-def f(DEVICE):
-    return DEVICE
-""",
-    ),
-    Valid(
-        """\
-DEVICE = "cuda"
-
-
-def f():
-    global DEVICE
+    DEVICE = "cuda"
     DEVICE = "cpu"
-""",
+    """,
     ),
     Valid(
         """\
-LABEL = "cuda kernels"
-x = torch.zeros(2, device="cpu")
-""",
+    DEVICE = "cuda"
+
+
+    def f(DEVICE):
+        return DEVICE
+    """,
+    ),
+    Valid(
+        """\
+    DEVICE = "cuda"
+
+
+    def f():
+        global DEVICE
+        DEVICE = "cpu"
+    """,
+    ),
+    Valid(
+        """\
+    LABEL = "cuda kernels"
+    x = torch.zeros(2, device="cpu")
+    """,
     ),
 ]

@@ -442,271 +442,271 @@ def _scaler_step(stmt: cst.CSTNode, scaler: str) -> cst.CSTNode:
 CASES = [
     Invalid(
         """\
-import os
-import torch
-for x, y in loader:
-    x, y = x.to(device), y.to(device)
-    optimizer.zero_grad()
-    out = model(x)
-    loss = criterion(out, y)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-""",
+    import os
+    import torch
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        out = model(x)
+        loss = criterion(out, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    """,
         after="""\
-import os
-import torch
-for x, y in loader:
-    x, y = x.to(device), y.to(device)
-    optimizer.zero_grad()
-    with torch.autocast(device_type="npu", dtype=torch.bfloat16):
-        out = model(x)
-        loss = criterion(out, y)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-""",
+    import os
+    import torch
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+            out = model(x)
+            loss = criterion(out, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    """,
     ),
     Valid(
         """\
-import os
-import torch
-for x, y in loader:
-    x, y = x.to(device), y.to(device)
-    optimizer.zero_grad()
-    with torch.autocast(device_type="npu", dtype=torch.bfloat16):
-        out = model(x)
-        loss = criterion(out, y)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-""",
+    import os
+    import torch
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+            out = model(x)
+            loss = criterion(out, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    """,
     ),
     Valid(
         """\
-import torch
-for b in dl:
-    loss = model(b).loss
-    accelerator.backward(loss)
-    opt.step()
-""",
+    import torch
+    for b in dl:
+        loss = model(b).loss
+        accelerator.backward(loss)
+        opt.step()
+    """,
         with_rules=('NPU100',),
         path='train.py',
     ),
     Valid(
         """\
-import torch
-with torch.no_grad():
-    for e, p in zip(ema, params):
-        e.mul_(0.9).add_(p)
-""",
+    import torch
+    with torch.no_grad():
+        for e, p in zip(ema, params):
+            e.mul_(0.9).add_(p)
+    """,
         with_rules=('NPU100',),
         path='train.py',
     ),
     Valid(
         """\
-import torch
-for x in loader:
-    out = model(x)
-""",
-        with_rules=('NPU100',),
-        path='train.py',
-    ),
-    Valid(
-        """\
-import torch
-with torch.set_grad_enabled(True):
+    import torch
     for x in loader:
         out = model(x)
-""",
+    """,
         with_rules=('NPU100',),
         path='train.py',
     ),
     Valid(
         """\
-import torch
-class Opt:
+    import torch
+    with torch.set_grad_enabled(True):
+        for x in loader:
+            out = model(x)
+    """,
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+    import torch
+    class Opt:
+        @torch.no_grad()
+        def step(self):
+            for group in self.param_groups:
+                has = self._init_group(group)
+    """,
+        with_rules=('NPU100',),
+        path='train.py',
+    ),
+    Valid(
+        """\
+    import torch
     @torch.no_grad()
-    def step(self):
-        for group in self.param_groups:
-            has = self._init_group(group)
-""",
+    def squash(self):
+        for name, cfg in self.data_groups.items():
+            self.update_mask(name, **cfg)
+    """,
         with_rules=('NPU100',),
         path='train.py',
     ),
     Valid(
         """\
-import torch
-@torch.no_grad()
-def squash(self):
-    for name, cfg in self.data_groups.items():
-        self.update_mask(name, **cfg)
-""",
-        with_rules=('NPU100',),
-        path='train.py',
-    ),
-    Valid(
-        """\
-import torch
-@torch.no_grad()
-def count(loader):
-    for x in loader:
-        n = total(7)
-""",
+    import torch
+    @torch.no_grad()
+    def count(loader):
+        for x in loader:
+            n = total(7)
+    """,
         with_rules=('NPU100',),
         path='train.py',
     ),
     Invalid(
         """\
-import torch
+    import torch
 
-for x, y in loader:
-    x = x.to(device)
-    optimizer.zero_grad()
-    # forward
-    out = model(x)  # logits
-    loss = criterion(out, y)
-    loss.backward()
-    optimizer.step()
-""",
-        after="""\
-import torch
-import torch_npu  # noqa: F401
-
-for x, y in loader:
-    x = x.to(device)
-    optimizer.zero_grad()
-    # forward
-    with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+    for x, y in loader:
+        x = x.to(device)
+        optimizer.zero_grad()
+        # forward
         out = model(x)  # logits
         loss = criterion(out, y)
-    loss.backward()
-    optimizer.step()
-""",
+        loss.backward()
+        optimizer.step()
+    """,
+        after="""\
+    import torch
+    import torch_npu  # noqa: F401
+
+    for x, y in loader:
+        x = x.to(device)
+        optimizer.zero_grad()
+        # forward
+        with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+            out = model(x)  # logits
+            loss = criterion(out, y)
+        loss.backward()
+        optimizer.step()
+    """,
         codes=('NPU100', 'NPU400'),
         with_rules=('NPU100',),
         path='train.py',
     ),
     Invalid(
         """\
-import torch as th
+    import torch as th
 
-def step(model, batch, opt):
-    outputs = model(**batch)
-    loss = outputs.loss / 4
-    loss.backward()
-    opt.step()
-""",
-        after="""\
-import torch as th
-import torch_npu  # noqa: F401
-
-def step(model, batch, opt):
-    with th.autocast(device_type="npu", dtype=th.bfloat16):
+    def step(model, batch, opt):
         outputs = model(**batch)
         loss = outputs.loss / 4
-    loss.backward()
-    opt.step()
-""",
+        loss.backward()
+        opt.step()
+    """,
+        after="""\
+    import torch as th
+    import torch_npu  # noqa: F401
+
+    def step(model, batch, opt):
+        with th.autocast(device_type="npu", dtype=th.bfloat16):
+            outputs = model(**batch)
+            loss = outputs.loss / 4
+        loss.backward()
+        opt.step()
+    """,
         codes=('NPU100', 'NPU400'),
         with_rules=('NPU100',),
         path='train.py',
     ),
     Invalid(
         """\
-from torch import nn
+    from torch import nn
 
-def train(net, data, sgd, crit):
-    for i, (a, b) in enumerate(data):
-        pred = net(a)
-        loss = crit(pred, b)
-        (loss / 2).backward()
-        if i % 2 == 1:
-            sgd.step()
-            sgd.zero_grad()
-""",
-        after="""\
-import torch_npu  # noqa: F401
-import torch
-from torch import nn
-
-def train(net, data, sgd, crit):
-    for i, (a, b) in enumerate(data):
-        with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+    def train(net, data, sgd, crit):
+        for i, (a, b) in enumerate(data):
             pred = net(a)
             loss = crit(pred, b)
-        (loss / 2).backward()
-        if i % 2 == 1:
-            sgd.step()
-            sgd.zero_grad()
-""",
+            (loss / 2).backward()
+            if i % 2 == 1:
+                sgd.step()
+                sgd.zero_grad()
+    """,
+        after="""\
+    import torch_npu  # noqa: F401
+    import torch
+    from torch import nn
+
+    def train(net, data, sgd, crit):
+        for i, (a, b) in enumerate(data):
+            with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                pred = net(a)
+                loss = crit(pred, b)
+            (loss / 2).backward()
+            if i % 2 == 1:
+                sgd.step()
+                sgd.zero_grad()
+    """,
         codes=('NPU100', 'NPU400'),
         with_rules=('NPU100',),
         path='train.py',
     ),
     Invalid(
         """\
-import torch
+    import torch
 
-def evaluate(model, loader):
-    with torch.no_grad():
-        for x, y in loader:
-            x = x.to("npu")
-            pred = model(x)
-            hits = (pred.argmax(1) == y).sum()
-    return hits
-
-def evaluate2(model, loader):
-    for x in loader:
-        with torch.inference_mode():
-            out = model(x)
-""",
-        after="""\
-import torch
-import torch_npu  # noqa: F401
-
-def evaluate(model, loader):
-    with torch.no_grad():
-        for x, y in loader:
-            x = x.to("npu")
-            with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+    def evaluate(model, loader):
+        with torch.no_grad():
+            for x, y in loader:
+                x = x.to("npu")
                 pred = model(x)
                 hits = (pred.argmax(1) == y).sum()
-    return hits
+        return hits
 
-def evaluate2(model, loader):
-    for x in loader:
-        with torch.inference_mode():
-            with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+    def evaluate2(model, loader):
+        for x in loader:
+            with torch.inference_mode():
                 out = model(x)
-""",
+    """,
+        after="""\
+    import torch
+    import torch_npu  # noqa: F401
+
+    def evaluate(model, loader):
+        with torch.no_grad():
+            for x, y in loader:
+                x = x.to("npu")
+                with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                    pred = model(x)
+                    hits = (pred.argmax(1) == y).sum()
+        return hits
+
+    def evaluate2(model, loader):
+        for x in loader:
+            with torch.inference_mode():
+                with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                    out = model(x)
+    """,
         codes=('NPU100', 'NPU400'),
         with_rules=('NPU100',),
         path='train.py',
     ),
     Invalid(
         """\
-import torch
+    import torch
 
-class Runner:
-    @torch.no_grad()
-    def predict(self, loader):
-        for batch in loader:
-            logits = self.model(batch)
-            self.outputs.append(logits)
-""",
-        after="""\
-import torch
-import torch_npu  # noqa: F401
-
-class Runner:
-    @torch.no_grad()
-    def predict(self, loader):
-        for batch in loader:
-            with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+    class Runner:
+        @torch.no_grad()
+        def predict(self, loader):
+            for batch in loader:
                 logits = self.model(batch)
                 self.outputs.append(logits)
-""",
+    """,
+        after="""\
+    import torch
+    import torch_npu  # noqa: F401
+
+    class Runner:
+        @torch.no_grad()
+        def predict(self, loader):
+            for batch in loader:
+                with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+                    logits = self.model(batch)
+                    self.outputs.append(logits)
+    """,
         codes=('NPU100', 'NPU400'),
         with_rules=('NPU100',),
         path='train.py',

@@ -107,56 +107,56 @@ class HuggingFaceTf32(Rule):
 CASES = [
     Invalid(  # stanford_alpaca's train.py gets `--tf32 True` from its README's command line
         """\
-import torch
-import transformers
-args = transformers.TrainingArguments(output_dir="o", bf16=True, tf32=True)
-""",
+    import torch
+    import transformers
+    args = transformers.TrainingArguments(output_dir="o", bf16=True, tf32=True)
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
-import transformers
-torch.npu.matmul.allow_hf32 = True
-args = transformers.TrainingArguments(output_dir="o", bf16=True)
-""",
+    import torch
+    import torch_npu  # noqa: F401
+    import transformers
+    torch.npu.matmul.allow_hf32 = True
+    args = transformers.TrainingArguments(output_dir="o", bf16=True)
+    """,
         codes=("NPU100", "NPU524"),
         with_rules=("NPU100",),
     ),
     Invalid(
         """\
-from trl import SFTConfig
+    from trl import SFTConfig
 
 
-def config(args):
-    return SFTConfig(
-        output_dir="o",
-        tf32=True,
-    )
-""",
+    def config(args):
+        return SFTConfig(
+            output_dir="o",
+            tf32=True,
+        )
+    """,
         codes=("NPU100", "NPU524"),
         after="""\
-import torch
-from trl import SFTConfig
+    import torch
+    from trl import SFTConfig
 
 
-def config(args):
-    torch.npu.matmul.allow_hf32 = True
-    return SFTConfig(
-        output_dir="o",
-    )
-""",
+    def config(args):
+        torch.npu.matmul.allow_hf32 = True
+        return SFTConfig(
+            output_dir="o",
+        )
+    """,
     ),
     Invalid(  # a computed value is reported
         """\
-from transformers import TrainingArguments
-args = TrainingArguments(output_dir="o", tf32=cli.tf32)
-""",
+    from transformers import TrainingArguments
+    args = TrainingArguments(output_dir="o", tf32=cli.tf32)
+    """,
     ),
     Valid(
         """\
-from transformers import TrainingArguments
-args = TrainingArguments(output_dir="o", tf32=False)
-tf32 = True
-settings(tf32=True)
-""",
+    from transformers import TrainingArguments
+    args = TrainingArguments(output_dir="o", tf32=False)
+    tf32 = True
+    settings(tf32=True)
+    """,
     ),
 ]
