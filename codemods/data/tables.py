@@ -38,6 +38,9 @@ ENTRY = Record(
         "code": CODE, "shell_code": CODE,  # the Python rule; the shell-script rule
         "note": str, "message": str, "severity": SEVERITY,
         "members": OneOf("same", "flag"),  # rewrites: members keep their names / are reported
+        # with "flag": members the NPU name has under the same name (code already written for
+        # Ascend spells `torch.profiler.ProfilerActivity.NPU`, which lives on torch_npu's enum)
+        "kept_members": STRINGS,
         "match": str,  # how the rule finds it: "name" (default), "type-string", "call", ...
         "kind": str, "also": STRINGS, "at": STRINGS, "when": str, "message_computed": str,
     })
