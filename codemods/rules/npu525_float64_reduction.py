@@ -25,10 +25,11 @@ def _reductions() -> tuple[dict[str, dict[str, Any]], str]:
     return data["reductions"], data["float64_reduction"]
 
 
-def _argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
-    """The argument of `call` at `position` or named `keyword`."""
+def _argument(call: ast.Call, position: int | None, keyword: str) -> ast.expr | None:
+    """The argument of `call` at `position` (None: keyword only) or named `keyword`."""
     named = next((k.value for k in call.keywords if k.arg == keyword), None)
-    if named is not None or position >= len(call.args) or any(isinstance(a, ast.Starred) for a in call.args):
+    if named is not None or position is None or position >= len(call.args) \
+            or any(isinstance(a, ast.Starred) for a in call.args):
         return named
     return call.args[position]
 
@@ -48,7 +49,7 @@ class Float64Reduction(Rule):
 
     ## Why
 
-    HCCL reduces no float64 on Atlas training, A2 and A3 products: torch_npu's `ProcessGroupHCCL` raises `HCCL allreduce: Unsupported data type fp64` (only Ascend 950 adds fp64), so the first distributed metric sync stops the run. The DeiT/DINO/timm `SmoothedValue.synchronize_between_processes` pattern builds exactly such a tensor; Huawei's ModelZoo ports of DeiT and DINO change it to float32. The rewrite changes the `dtype=` of the tensor's constructor call, where the name is assigned in the same function (or module) as the reduction; a tensor that comes from elsewhere is left alone.
+    HCCL reduces no float64 on Atlas training, A2 and A3 products: torch_npu's `ProcessGroupHCCL` raises `HCCL allreduce: Unsupported data type fp64` (only Ascend 950 adds fp64), so the first distributed metric sync stops the run. The DeiT/DINO/timm `SmoothedValue.synchronize_between_processes` pattern builds exactly such a tensor; Huawei's ModelZoo ports of DeiT and DINO change it to float32. The rewrite changes the `dtype=` of the tensor's constructor call, where the name is assigned in the same function (or module) as the reduction and the call names a `device=` (a CPU tensor is reduced by a gloo group, which has float64); a tensor that comes from elsewhere is left alone.
 
     ## Example
 
@@ -101,7 +102,8 @@ class Float64Reduction(Rule):
                         reduced.add(tensor.id)
                 for assign in (n for n in nodes if isinstance(n, ast.Assign)):
                     target, value = assign.targets[0], assign.value
-                    dtype = _argument(value, 1 << 30, "dtype") if isinstance(value, ast.Call) else None
+                    on_device = isinstance(value, ast.Call) and any(k.arg == "device" for k in value.keywords)
+                    dtype = _argument(value, None, "dtype") if isinstance(value, ast.Call) and on_device else None
                     parts = ast_dotted_parts(dtype) if dtype is not None else None
                     if len(assign.targets) == 1 and isinstance(target, ast.Name) and target.id in reduced \
                             and parts and qualify(parts) in FLOAT64 and dtype is not None:
@@ -150,22 +152,30 @@ def synchronize(count, total):
         """\
 import torch
 from torch import distributed
-t = torch.zeros(2, dtype=torch.double)
+t = torch.zeros(2, dtype=torch.double, device=device)
 distributed.reduce(tensor=t, dst=0)
 """,
         after="""\
 import torch
 from torch import distributed
-t = torch.zeros(2, dtype=torch.float32)
+t = torch.zeros(2, dtype=torch.float32, device=device)
 distributed.reduce(tensor=t, dst=0)
+""",
+    ),
+    Valid(  # a CPU tensor (no device): reduced by a gloo group, which has float64
+        """\
+import torch
+import torch.distributed as dist
+t = torch.tensor([1.0], dtype=torch.float64)
+dist.all_reduce(t, group=cpu_group)
 """,
     ),
     Valid(  # float64 that no reduction takes stays float64
         """\
 import torch
 import torch.distributed as dist
-t = torch.tensor([1.0], dtype=torch.float64)
-u = torch.tensor([1.0], dtype=torch.float32)
+t = torch.tensor([1.0], dtype=torch.float64, device="cuda")
+u = torch.tensor([1.0], dtype=torch.float32, device="cuda")
 dist.all_reduce(u)
 """,
     ),
@@ -176,7 +186,7 @@ import torch.distributed as dist
 
 
 def build():
-    t = torch.tensor([1.0], dtype=torch.float64)
+    t = torch.tensor([1.0], dtype=torch.float64, device="cuda")
     return t
 
 
@@ -188,7 +198,7 @@ def sync(t):
         """\
 import torch
 import torch.distributed as dist
-t = torch.tensor([1.0], dtype=torch.float64)
+t = torch.tensor([1.0], dtype=torch.float64, device="cuda")
 dist.all_gather([t], t)
 """,
     ),
@@ -196,7 +206,7 @@ dist.all_gather([t], t)
         """\
 import torch
 import torch.distributed as dist
-t = torch.tensor([1.0], dtype=torch.float64)
+t = torch.tensor([1.0], dtype=torch.float64, device="cuda")
 dist.all_reduce(t)
 """,
         options=(("target", "portable"),),
