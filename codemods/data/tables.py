@@ -99,7 +99,9 @@ SCHEMAS: dict[str, Any] = {
     "distributed.json": Record(
         required={"backends": STRING_MAP, "devices": STRING_MAP, "keywords": STRINGS, "names": STRINGS,
                   "constants": STRING_MAP, "renames": STRING_MAP, "flags": STRING_MAP, "entries": ENTRIES,
-                  "functions": MapOf(Record(required={"position": (int, None), "keyword": str}))},
+                  "functions": MapOf(Record(required={"position": (int, None), "keyword": str})),
+                  "reductions": MapOf(Record(required={"position": int, "keyword": str})),
+                  "float64_reduction": str},
         optional=_ABOUT),
     "env_vars.json": Record(required={"npu_checks": STRING_MAP, "entries": ENTRIES}, optional=_ABOUT),
     "insertion.json": Record(

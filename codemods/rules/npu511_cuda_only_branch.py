@@ -42,6 +42,10 @@ _NPU_AVAILABLE = frozenset({"is_torch_npu_available", "is_npu_available"})
 
 def _last(qualified: str | None) -> str:
     return (qualified or "").rsplit(".", 1)[-1]
+
+
+# a message that limits a feature to CUDA: "only enabled when using CUDA-devices", "CUDA-only"
+_CUDA_ONLY_WORDS = re.compile(r"\bonly\b[^.\n]*\bCUDA\b|\bCUDA[- ]only\b")
 _TENSORRT = "TensorrtExecutionProvider"
 _CAPABILITY = frozenset({"torch.cuda.get_device_capability"})
 # torch.library calls that register an implementation for a device type
@@ -113,7 +117,7 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, a Hugging Face Hub flash-attention kernel loaded with `kernels` (nanochat's FA3 loader, behind `if not torch.cuda.is_available(): return None`), ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function or class of the file that reaches such a library, such as a `torch.autograd.Function` whose `forward` calls mmcv's compiled ops, `ext_module = ext_loader.load_ext('_ext', [...])`, in mmcv and the projects that vendor it; or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines, leaving out the `if` blocks that do not hold the guard (an optional `if args.use_bnb_linear: import bitsandbytes` elsewhere in open_clip's `main()` is no path the guard selects) (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels). So does `has_apex and torch.cuda.is_available()`, where `has_apex = True` sits in the module-level `try` that imports the CUDA-only library (ConvNeXt's fused optimizers): the test asks for that library and CUDA together.
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, a Hugging Face Hub flash-attention kernel loaded with `kernels` (nanochat's FA3 loader, behind `if not torch.cuda.is_available(): return None`), ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function or class of the file that reaches such a library, such as a `torch.autograd.Function` whose `forward` calls mmcv's compiled ops, `ext_module = ext_loader.load_ext('_ext', [...])`, in mmcv and the projects that vendor it; or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines, leaving out the `if` blocks that do not hold the guard (an optional `if args.use_bnb_linear: import bitsandbytes` elsewhere in open_clip's `main()` is no path the guard selects) (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels). So does `has_apex and torch.cuda.is_available()`, where `has_apex = True` sits in the module-level `try` that imports the CUDA-only library (ConvNeXt's fused optimizers): the test asks for that library and CUDA together. So does an early return whose message limits a feature to CUDA (FastChat's `if device != "cuda": warnings.warn("CPU-offloading is only enabled when using CUDA-devices"); return False`): the authors' fallback is what the NPU should get, as any machine without CUDA did; a gate that raises (`raise SystemExit("this script only runs on CUDA")`) stops the whole program and is migrated.
 
     A CUDA arm of an `if`/`elif` chain that also has an NPU arm (`elif device.startswith("npu:")`, `elif torch.npu.is_available()`, transformers' `is_torch_npu_available()`, an enum's `DeviceType.NPU`), or an `if` beside another `if` of the same block that tests for the NPU, is kept whole, test and body: the code already dispatches the NPU to its own arm, and turning the CUDA arm to the NPU too would shadow that arm or send the NPU where the code did not (open_clip's `if torch.cuda.is_available(): model.cuda()` / `elif device == "npu" ...: model.npu()` would move a model meant to stay on the CPU). What other rules would have rewritten in its body is reported at its place.
 
@@ -179,7 +183,8 @@ class CudaOnlyBranch(Rule):
             return self._keep_cuda_arm(original_node, updated_node)
         if updated_node.test.deep_equals(original_node.test):
             return updated_node
-        library = self._cuda_only_use(original_node.body) or self._enclosing_use(original_node)
+        library = self._cuda_only_use(original_node.body) or self._enclosing_use(original_node) \
+            or self._cuda_only_refusal(original_node)
         if library is None:
             capability = self._capability_break(original_node)
             if capability is None:
@@ -416,6 +421,23 @@ class CudaOnlyBranch(Rule):
             after = _statements_after(self.context.facts.tree, block)
             found = capability_break(ast.Module(body=after, type_ignores=[]), self.context.facts) if after else None
         return f"{found[0]} on line {found[1]}" if found else None
+
+    def _cuda_only_refusal(self, node: cst.If) -> str | None:
+        """`if device != "cuda": warnings.warn("CPU-offloading is only enabled when using CUDA-devices");
+        return False` (FastChat): an early return whose message limits a feature to CUDA. The
+        authors' fallback is what a machine without CUDA gets; turned to the NPU, the NPU would
+        skip it and go on into the feature. A gate that raises (`requires CUDA`) stops a whole
+        program and is migrated as usual."""
+        module = self.context.module
+        if module is None or "only" not in self.context.source:
+            return None
+        line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
+        block = next((n for n in ast.walk(self.context.facts.tree) if isinstance(n, ast.If) and n.lineno == line), None)
+        if block is None or not _is_gate(block) or not isinstance(block.body[-1], ast.Return):
+            return None
+        said = next((n.value for s in block.body for n in ast.walk(s) if isinstance(n, ast.Constant)
+                     and isinstance(n.value, str) and _CUDA_ONLY_WORDS.search(n.value)), None)
+        return f'a feature its authors limit to CUDA ("{said.strip().splitlines()[0]}")' if said else None
 
     def _project(self) -> dict[str, dict[str, str]]:
         return self.context.options.get(PROJECT_OPTION) or {}
@@ -746,6 +768,46 @@ def enable_paged_offload(model, device):
 """,
         codes=("NPU307", "NPU511"),
         with_rules=("NPU104", "NPU307"),
+    ),
+    Invalid(  # FastChat: an early return whose warning limits the feature to CUDA keeps its test
+        """\
+import warnings
+
+
+def offloading_allowed(device, cpu_offloading):
+    if device != "cuda":
+        warnings.warn(
+            "CPU-offloading is only enabled when using CUDA-devices\\n"
+            "Continuing without cpu-offloading enabled\\n"
+        )
+        return False
+    return cpu_offloading
+""",
+        with_rules=("NPU104",),
+        lines=(5,),
+    ),
+    Invalid(  # a gate that raises stops the whole program: migrated with the rest
+        """\
+import torch
+
+
+def main():
+    if not torch.cuda.is_available():
+        raise SystemExit("this script only runs on CUDA")
+    train()
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+
+
+def main():
+    if not torch.npu.is_available():
+        raise SystemExit("this script only runs on CUDA")
+    train()
+""",
+        codes=("NPU100", "NPU120"),
+        with_rules=("NPU100", "NPU120"),
     ),
     Invalid(  # a branch that picks a bitsandbytes optimizer by its option value (the catalogue's)
         """\
