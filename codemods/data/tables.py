@@ -58,6 +58,9 @@ CATALOGUE_ENTRY = Record(
         "values": STRINGS, "pattern": str,  # ... that trigger the entry (exact strings / a full-match regex)
         "flags": STRINGS, "config_keys": STRINGS,  # how launch scripts and YAML configs spell the option
         "replacement": str,  # the value a rewrite writes
+        "replacement_option": str,  # the option a rewrite writes it to (`use_flash_attention_2=True` -> `attn_implementation="sdpa"`)
+        "fix": OneOf("safe", "unsafe"),  # the rewrite's safety where it differs from its rule's (ruff's applicability)
+        "framework_status": MapOf(STATUS),  # as `status`, by release of `framework` (transformers 4.56 runs flash_attention_2 on NPU)
     })
 _ABOUT = {"about": str, "schema": (str, STRING_MAP), "title": str, "description": str}
 DEVICE_POSITIONS = Record(
