@@ -42,11 +42,16 @@ def dropped(dropout: str | None) -> bool:
 
 
 def fused_attention(q: str, k: str, v: str, layout: str, causal: Causal | None, scale: str | None,
-                    dropout: str | None, require_import: Callable[[str], None]) -> str:
-    """`torch_npu.npu_fusion_attention(...)[0]` for `layout` ("BNSD" or "BSND"); `scale` None is
-    1/sqrt(head_dim), `dropout` the probability to drop (None: none). `q` must be `reusable`."""
-    heads = f"{q}.shape[1]" if layout == "BNSD" else f"{q}.shape[2]"
+                    dropout: str | None, require_import: Callable[[str], None],
+                    cumulative: tuple[str, str] | None = None) -> str:
+    """`torch_npu.npu_fusion_attention(...)[0]` for `layout` ("BNSD", "BSND", or "TND" with
+    `cumulative`: the code of the query's and the keys' cumulative sequence lengths as tensors
+    with a leading 0, flash-attn's `cu_seqlens`); `scale` None is 1/sqrt(head_dim), `dropout`
+    the probability to drop (None: none). `q` must be `reusable`."""
+    heads = f"{q}.shape[1]" if layout in ("BNSD", "TND") else f"{q}.shape[2]"
     mapped = [q, k, v, heads, f'"{layout}"']
+    if cumulative is not None:  # torch_npu takes host int lists of the ends, without the leading 0
+        mapped += [f"actual_seq_qlen={cumulative[0]}[1:].tolist()", f"actual_seq_kvlen={cumulative[1]}[1:].tolist()"]
     if causal is not None:
         mapped += [f"atten_mask={CAUSAL_MASK.format(q=q)}", f"sparse_mode={SPARSE_MODE[causal]}"]
     if scale is None or scale == "None":
