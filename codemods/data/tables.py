@@ -68,6 +68,20 @@ DEVICE_POSITIONS = Record(
                        "functions": MapOf(Record(optional={"positions": ListOf(int), "keywords": STRINGS})),
                        "methods": MapOf(ListOf(int))})
 
+# the routes of CUDA-only library calls (`routes.json`, read by codemods/families/routes.py):
+# a keyword the route takes only at the `plain` values (spaces removed; any other value keeps the
+# call, `unmapped` says why), or drops at any value (`dropped`)
+ROUTE_KEYWORD = Record(optional={"plain": STRINGS, "unmapped": str, "dropped": str})
+CALL_ROUTES = Record(
+    required={"code": CODE, "versions": str, "modules": STRINGS, "keywords": MapOf(ROUTE_KEYWORD),
+              # a function's parameters in the library's positional order, and the layout its tensors have
+              "functions": MapOf(Record(required={"parameters": STRINGS, "layout": OneOf("BSND", "TND")}))},
+    optional={"causal_biases": STRINGS})  # xFormers' bias classes that are top-left causal masks
+CONSTRUCTOR_ROUTE = Record(
+    required={"torch_class": str, "parameters": STRINGS},
+    optional={"fixed": MapOf(Record(required={"values": STRINGS, "reason": str})), "dropped": STRINGS,
+              "spelled": STRING_MAP, "choose": Record(required={"parameter": str, "classes": STRING_MAP})})
+
 SCHEMAS: dict[str, Any] = {
     "alloc_conf.json": Record(
         required={"accepted": MapOf(Record(optional={"in_2_9_7_3": bool, "npu_only": bool})),
@@ -109,6 +123,11 @@ SCHEMAS: dict[str, Any] = {
                   "loader_wrappers": STRINGS, "dataloader_pin_memory_position": int,
                   "dataloader_num_workers_position": int, "device_like_names": str,
                   "snapshot": MapOf((str, int)), "data_names": str},
+        optional=_ABOUT),
+    "routes.json": Record(
+        required={"calls": MapOf(CALL_ROUTES),
+                  "constructors": MapOf(Record(required={"code": CODE, "versions": str,
+                                                         "classes": MapOf(CONSTRUCTOR_ROUTE)}))},
         optional=_ABOUT),
     "tune.json": Record(
         required={

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 
 import libcst as cst
 
@@ -10,39 +9,15 @@ from codemods.analyses.cudaonly import HUB_FLASH_ATTENTION
 from codemods.api.cases import Invalid, Valid
 from codemods.api.targets import too_old, version_allows
 from codemods.families.attention import FUSED, Causal, fused_attention, reusable, sdpa_from_bsnd
-from codemods.families.routes import RequireImport, RoutedCallRule
+from codemods.families.routes import RequireImport, RoutedCallRule, call_routes, keyword_problem
 from codemods.families.third_party import library_prefilter
 from codemods.model.cstnodes import bind
 
-# the routed functions (flash_attn's and flash_attn.flash_attn_interface's) and their parameters
-# that keep one position in every flash-attn 2 release (softcap was inserted before
-# alibi_slopes in 2.6: later ones are read by keyword only)
-ROUTED = {
-    "flash_attn_func": ("q", "k", "v", "dropout_p", "softmax_scale", "causal"),
-    "flash_attn_kvpacked_func": ("q", "kv", "dropout_p", "softmax_scale", "causal"),
-    "flash_attn_qkvpacked_func": ("qkv", "dropout_p", "softmax_scale", "causal"),
-    "flash_attn_varlen_func": ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k",
-                               "dropout_p", "softmax_scale", "causal"),
-    "flash_attn_varlen_kvpacked_func": ("q", "kv", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k",
-                                        "dropout_p", "softmax_scale", "causal"),
-    "flash_attn_varlen_qkvpacked_func": ("qkv", "cu_seqlens", "max_seqlen", "dropout_p", "softmax_scale", "causal"),
-}
-KEYWORDS = ("window_size", "softcap", "alibi_slopes", "deterministic", "return_attn_probs", "block_table")
-MODULES = ("flash_attn", "flash_attn.flash_attn_interface")
-# keyword arguments that ask for nothing the routes lack, by value (spaces removed)
-PLAIN = {"window_size": ("(-1,-1)", "[-1,-1]"), "softcap": ("0", "0.0", "0."), "alibi_slopes": ("None",),
-         "return_attn_probs": ("False",), "block_table": ("None",)}
-UNMAPPED = {
-    "window_size": "sliding-window attention (`window_size`) is not mapped (npu_fusion_attention's "
-                   "pre_tockens/next_tockens band counts differently): port it by hand",
-    "softcap": "`softcap` (tanh capping of the scores) has no counterpart in npu_fusion_attention or SDPA",
-    "alibi_slopes": "`alibi_slopes` (ALiBi's per-head linear bias, built inside the kernel) is not mapped: "
-                    "build the bias and pass it as npu_fusion_attention's `pse` by hand",
-    "return_attn_probs": "`return_attn_probs` returns (out, softmax_lse, S_dmask); npu_fusion_attention's "
-                         "other outputs are not the same values",
-    "block_table": "a paged key/value cache (`block_table`) is not mapped: npu_fusion_attention takes the keys "
-                   "packed one sequence after another",
-}
+# the routed functions, their parameters and the keywords that map only at some values:
+# codemods/data/routes.json (a new flash-attn version is a data change)
+ROUTES = call_routes("flash-attn")
+FUNCTIONS: dict[str, tuple[str, ...]] = {name: tuple(f["parameters"]) for name, f in ROUTES["functions"].items()}
+MODULES: tuple[str, ...] = tuple(ROUTES["modules"])
 
 
 def routed_name(qualified: str | None) -> str | None:
@@ -50,7 +25,7 @@ def routed_name(qualified: str | None) -> str | None:
     if qualified is None:
         return None
     module, _, name = qualified.rpartition(".")
-    return name if module in MODULES and name in ROUTED else None
+    return name if module in MODULES and name in FUNCTIONS else None
 
 
 class FlashAttn(RoutedCallRule):
@@ -154,21 +129,21 @@ class FlashAttn(RoutedCallRule):
         return routed_name(qualified)
 
     def route(self, node: cst.Call, function: str, require_import: RequireImport) -> tuple[str | None, str]:
-        args, problem = bind(node, ROUTED[function], KEYWORDS)
+        parameters = FUNCTIONS[function]
+        args, problem = bind(node, parameters, tuple(ROUTES["keywords"]))
         if problem is not None:
             return None, problem
-        parameters = ROUTED[function]
         missing = [p for p in parameters[:parameters.index("dropout_p")] if p not in args]
         if missing:
             return None, f"{', '.join(missing)} not given"
-        for keyword, plain in PLAIN.items():
-            if re.sub(r"\s", "", args.get(keyword, plain[0])) not in plain:
-                return None, UNMAPPED[keyword]
+        problem = keyword_problem(args, ROUTES["keywords"])
+        if problem is not None:
+            return None, problem
         causal = args.get("causal", "False")
         if causal not in ("True", "False"):
             return None, "`causal` is not a literal: the mask to pass cannot be chosen"
-        q, k, v = _unpacked(function, args)
-        varlen = "varlen" in function
+        varlen = ROUTES["functions"][function]["layout"] == "TND"
+        q, k, v = _unpacked(varlen, args)
         first = args.get("qkv") or args.get("q", "")
         # one packed tensor: as many queries as keys, where both alignments agree
         alignment: Causal | None = None if causal == "False" else "top-left" if "qkv" in args else "bottom-right"
@@ -198,10 +173,10 @@ class FlashAttn(RoutedCallRule):
             " (bottom-right causal as a boolean mask)" if alignment == "bottom-right" else "")
 
 
-def _unpacked(function: str, args: dict[str, str]) -> tuple[str, str, str]:
+def _unpacked(varlen: bool, args: dict[str, str]) -> tuple[str, str, str]:
     """q, k, v as code: a packed tensor's [B, S, 3 or 2, N, D] (varlen: [T, 3 or 2, N, D])
     slices are views, no copy."""
-    at = "[:, {}]" if "varlen" in function else "[:, :, {}]"
+    at = "[:, {}]" if varlen else "[:, :, {}]"
     if "qkv" in args:
         qkv = args["qkv"]
         return qkv + at.format(0), qkv + at.format(1), qkv + at.format(2)

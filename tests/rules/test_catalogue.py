@@ -47,6 +47,22 @@ def test_flash_attention_2_has_its_route_per_transformers_release() -> None:
     assert catalogue.fix_note(entry) == " (unsafe fix)" and catalogue.fix_note(catalogue.option_entry("optim", "adamw_apex_fused")) == ""
 
 
+def test_every_route_is_a_catalogue_rewrite_of_its_rule() -> None:
+    """routes.json says how a name maps, the catalogue says that it is rewritten and by which
+    rule: the two agree for every routed function and class."""
+    from codemods.data.tables import load_data
+
+    routes = load_data("routes.json")
+    routed = [(f"{library['modules'][0]}.{name}", library["code"]) for library in routes["calls"].values()
+              for name in library["functions"]]
+    routed += [(f"{module}.{name}", table["code"]) for module, table in routes["constructors"].items()
+               for name in table["classes"]]
+    by_name = {e["cuda"]: e for e in catalogue.entries()}
+    assert len(routed) == 11
+    for name, code in routed:
+        assert (by_name[name]["action"], by_name[name]["code"]) == ("rewrite", code), name
+
+
 def test_cuda_only_libraries_come_from_the_catalogue() -> None:
     libraries = catalogue.cuda_only_libraries()
     assert {"apex", "triton", "tilelang", "cutlass", "cuda.bindings", "numba.cuda", "lightllm", "exllamav2"} <= libraries
