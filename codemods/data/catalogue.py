@@ -135,6 +135,24 @@ def option_message(entry: Entry, name: str, value: str) -> str:
     return template.format(option=name, value=f'"{value}"', paged=paged, name=name)
 
 
+def kept_because(entry: Entry, text: str) -> str | None:
+    """Why the entry's rewrite does not apply in a file whose `text` sets one of its `kept_with`
+    options true (`padding_free=True`, `packing: true`, `--packing True`, a bare `--packing`), or None."""
+    names = entry.get("kept_with")
+    if not names:
+        return None
+    spelled = "|".join(re.escape(name) for name in names)
+    found = re.search(rf"""\b({spelled})["']?\s*(?:[=:]|\s)\s*["']?(?:True|true|yes|1)\b"""
+                      rf"|--({spelled})(?=\s*(?:\\|--|$))", text, re.MULTILINE)
+    if found is None:
+        return None
+    name = found.group(1) or found.group(2)
+    return (f"kept: this file sets `{name}`, which packs sequences without padding; only the flash-attention "
+            "path separates them (by position_ids), so `sdpa` would attend across them: keep the value with "
+            "transformers 4.56 or newer (its NPU flash-attention runs on torch_npu.npu_fusion_attention), "
+            f"or turn `{name}` off and use `sdpa`")
+
+
 def fix_note(entry: Entry) -> str:
     """` (unsafe fix)` for a rewrite the entry declares unsafe where its rules' rewrites are safe
     (ruff's per-fix applicability): the words an edit's message carries."""

@@ -60,6 +60,9 @@ CATALOGUE_ENTRY = Record(
         "replacement": str,  # the value a rewrite writes
         "replacement_option": str,  # the option a rewrite writes it to (`use_flash_attention_2=True` -> `attn_implementation="sdpa"`)
         "fix": OneOf("safe", "unsafe"),  # the rewrite's safety where it differs from its rule's (ruff's applicability)
+        # options that, set true in the same file, keep the value as written (reported, not rewritten):
+        # TRL's `padding_free`/`packing` split packed sequences by position_ids on the flash-attention path only
+        "kept_with": STRINGS,
         "framework_status": MapOf(STATUS),  # as `status`, by release of `framework` (transformers 4.56 runs flash_attention_2 on NPU)
     })
 _ABOUT = {"about": str, "schema": (str, STRING_MAP), "title": str, "description": str}

@@ -87,6 +87,10 @@ class OptionRule(Rule):
         """What `updated` (the option's value, `value` as text) becomes: a rewrite where the entry
         has a replacement and the literal can be edited in place, else a report."""
         replacement = entry.get("replacement")
+        kept = catalogue.kept_because(entry, self.context.source)
+        if kept is not None:
+            self.report(original, f"{catalogue.option_message(entry, name, value)} ({kept})")
+            return updated
         if entry["action"] == "rewrite" and replacement is not None and isinstance(updated, cst.SimpleString) \
                 and verbatim_string(updated) is not None:
             self.fixed(original, f"`{name}=\"{value}\"` → `\"{replacement}\"`{catalogue.fix_note(entry)}: "

@@ -53,7 +53,7 @@ class ShellCudaOnlyOption(ShellRule):
 
     ## Fix safety
 
-    Safe: `--tf32 False` is what TF32 amounts to on a machine without it (transformers then leaves the matmul precision alone), and the rewritten values select the same algorithm on the NPU. Unsafe for `attn_implementation` (`flash_attention_2` → `sdpa`; the catalogue entry says `"fix": "unsafe"` and the edit's message says so): without packing it is the same attention in another kernel (padding masks, causal masking and dropout are transformers' own on both paths), but a batch packed without padding (TRL's `padding_free`, `DataCollatorWithFlattening`) is split into sequences by position_ids only on the flash-attention path, so SDPA would attend across them on a transformers that does not detect packing itself; with transformers 4.56 or newer, which runs `flash_attention_2` on Ascend through torch_npu.npu_fusion_attention, you may keep the value (suppress the line). Suppress with `# npu-migrate: ignore[NPU258]`.
+    Safe: `--tf32 False` is what TF32 amounts to on a machine without it (transformers then leaves the matmul precision alone), and the rewritten values select the same algorithm on the NPU. Unsafe for `attn_implementation` (`flash_attention_2` → `sdpa`; the catalogue entry says `"fix": "unsafe"` and the edit's message says so): without packing it is the same attention in another kernel (padding masks, causal masking and dropout are transformers' own on both paths), but a batch packed without padding (TRL's `padding_free`, `DataCollatorWithFlattening`) is split into sequences by position_ids only on the flash-attention path, so SDPA would attend across them on a transformers that does not detect packing itself; with transformers 4.56 or newer, which runs `flash_attention_2` on Ascend through torch_npu.npu_fusion_attention, you may keep the value (suppress the line). A file that sets `padding_free` or `packing` true (the catalogue entry's `kept_with`) keeps `flash_attention_2` and is told why instead. Suppress with `# npu-migrate: ignore[NPU258]`.
 
     ## Targets
 
@@ -90,7 +90,8 @@ class ShellCudaOnlyOption(ShellRule):
             return []
         line, col = index.position(at)
         replacement = entry.get("replacement")
-        if entry["action"] == "rewrite" and replacement is not None and editable:
+        kept = catalogue.kept_because(entry, self.context.source)
+        if entry["action"] == "rewrite" and replacement is not None and editable and kept is None:
             if self.context.suppressions.suppresses(self.code, line):
                 return []
             route = catalogue.option_message(entry, flag, value) + (" (set `torch.npu.matmul.allow_hf32 = True` in the training script: HF32 has "
@@ -99,7 +100,7 @@ class ShellCudaOnlyOption(ShellRule):
                 replacement = re.sub(r"^cuda", replacement, value)  # `--device cuda:1` -> `--device npu:1`
             self.fixed_at(line, col, f"`{flag} {value}` → `{flag} {replacement}`{catalogue.fix_note(entry)}: {route}")
             return [(start, end, replacement if start != end else f" {replacement}")]
-        self.report_at(line, col, catalogue.option_message(entry, flag, value),
+        self.report_at(line, col, catalogue.option_message(entry, flag, value) + (f" ({kept})" if kept else ""),
                        Severity(entry.get("severity", "warning")))
         return []
 
@@ -132,6 +133,13 @@ python qlora.py \\
     --attn_implementation=sdpa
 """,
         path="finetune.sh",
+    ),
+    Invalid(  # packing without padding needs the flash-attention path: kept, reported with the reason
+        """\
+accelerate launch sft.py --attn_implementation flash_attention_2 --packing
+""",
+        path="sft.sh",
+        lines=(1,),
     ),
     Invalid(  # a bare boolean flag, and a cluster script loading NVIDIA's toolkit
         """\

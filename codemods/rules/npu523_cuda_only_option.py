@@ -28,7 +28,7 @@ class CudaOnlyOption(OptionRule):
 
     ## Fix safety
 
-    Safe where it rewrites: the NPU value selects the same algorithm with the same hyper-parameters. Unsafe for `attn_implementation` (`flash_attention_2` → `sdpa`; the catalogue entry says `"fix": "unsafe"` and the edit's message says so): without packing it is the same attention in another kernel (padding masks, causal masking and dropout are transformers' own on both paths), but a batch packed without padding (TRL's `padding_free`, `DataCollatorWithFlattening`) is split into sequences by position_ids only on the flash-attention path, so SDPA would attend across them on a transformers that does not detect packing itself; with transformers 4.56 or newer, which runs `flash_attention_2` on Ascend through torch_npu.npu_fusion_attention, you may keep the value (suppress the line). Reported values are left as written. Suppress with `# npu-migrate: ignore[NPU523]`.
+    Safe where it rewrites: the NPU value selects the same algorithm with the same hyper-parameters. Unsafe for `attn_implementation` (`flash_attention_2` → `sdpa`; the catalogue entry says `"fix": "unsafe"` and the edit's message says so): without packing it is the same attention in another kernel (padding masks, causal masking and dropout are transformers' own on both paths), but a batch packed without padding (TRL's `padding_free`, `DataCollatorWithFlattening`) is split into sequences by position_ids only on the flash-attention path, so SDPA would attend across them on a transformers that does not detect packing itself; with transformers 4.56 or newer, which runs `flash_attention_2` on Ascend through torch_npu.npu_fusion_attention, you may keep the value (suppress the line). A file that sets `padding_free` or `packing` true (the catalogue entry's `kept_with`) keeps `flash_attention_2` and is told why instead. Reported values are left as written. Suppress with `# npu-migrate: ignore[NPU523]`.
 
     ## Targets
 
@@ -104,6 +104,15 @@ if config._attn_implementation == "flash_attention_2":
     print("attn_implementation=flash_attention_2")
 """,
         lines=(7,),  # the choices; the rewrites are edits
+    ),
+    Invalid(  # TRL packing without padding needs the flash-attention path: kept, reported with the reason
+        """\
+from transformers import AutoModelForCausalLM
+from trl import SFTConfig
+model = AutoModelForCausalLM.from_pretrained("m", attn_implementation="flash_attention_2")
+config = SFTConfig(output_dir="o", padding_free=True)
+""",
+        lines=(3,),
     ),
     Invalid(  # both spellings in one call: the older one is reported (renaming it would repeat a keyword)
         """\

@@ -56,7 +56,7 @@ class CudaOnlyConfig(Rule):
 
     ## Fix safety
 
-    Safe: each rewritten value selects on the NPU what the CUDA one selected on a GPU. Unsafe for `attn_implementation` (`flash_attention_2` → `sdpa`; the catalogue entry says `"fix": "unsafe"` and the edit's message says so): without packing it is the same attention in another kernel (padding masks, causal masking and dropout are transformers' own on both paths), but a batch packed without padding (TRL's `padding_free`, `DataCollatorWithFlattening`) is split into sequences by position_ids only on the flash-attention path, so SDPA would attend across them on a transformers that does not detect packing itself; with transformers 4.56 or newer, which runs `flash_attention_2` on Ascend through torch_npu.npu_fusion_attention, you may keep the value (suppress the line). Suppress a line with `# npu-migrate: ignore[NPU541]`.
+    Safe: each rewritten value selects on the NPU what the CUDA one selected on a GPU. Unsafe for `attn_implementation` (`flash_attention_2` → `sdpa`; the catalogue entry says `"fix": "unsafe"` and the edit's message says so): without packing it is the same attention in another kernel (padding masks, causal masking and dropout are transformers' own on both paths), but a batch packed without padding (TRL's `padding_free`, `DataCollatorWithFlattening`) is split into sequences by position_ids only on the flash-attention path, so SDPA would attend across them on a transformers that does not detect packing itself; with transformers 4.56 or newer, which runs `flash_attention_2` on Ascend through torch_npu.npu_fusion_attention, you may keep the value (suppress the line). A file that sets `padding_free` or `packing` true (the catalogue entry's `kept_with`) keeps `flash_attention_2` and is told why instead. Suppress a line with `# npu-migrate: ignore[NPU541]`.
 
     ## Targets
 
@@ -88,8 +88,10 @@ class CudaOnlyConfig(Rule):
             return line
         col = found.start("key") + 1
         replacement = entry.get("replacement")
-        if entry["action"] != "rewrite" or replacement is None:
-            self.report_at(number, col, catalogue.option_message(entry, key, value), Severity(entry.get("severity", "warning")))
+        kept = catalogue.kept_because(entry, self.context.source)
+        if entry["action"] != "rewrite" or replacement is None or kept is not None:
+            self.report_at(number, col, catalogue.option_message(entry, key, value) + (f" ({kept})" if kept else ""),
+                           Severity(entry.get("severity", "warning")))
             return line
         if self.context.suppressions.suppresses(self.code, number):
             return line
@@ -138,6 +140,14 @@ attn_implementation: sdpa   # as in the paper
 note: "attn_implementation: flash_attention_2"
 """,
         path="recipes/smollm3/sft/sft.yaml",
+    ),
+    Invalid(  # alignment-handbook's smollm3 APO recipe packs without padding: flash_attention_2 stays, reported
+        """\
+attn_implementation: flash_attention_2
+padding_free: true
+""",
+        path="recipes/smollm3/dpo/apo.yaml",
+        lines=(1,),
     ),
     Invalid(  # lightning-hydra-template's configs/trainer/gpu.yaml
         """\
