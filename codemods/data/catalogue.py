@@ -147,10 +147,8 @@ def kept_because(entry: Entry, text: str) -> str | None:
     if found is None:
         return None
     name = found.group(1) or found.group(2)
-    return (f"kept: this file sets `{name}`, which packs sequences without padding; only the flash-attention "
-            "path separates them (by position_ids), so `sdpa` would attend across them: keep the value with "
-            "transformers 4.56 or newer (its NPU flash-attention runs on torch_npu.npu_fusion_attention), "
-            f"or turn `{name}` off and use `sdpa`")
+    return (f"kept: this file sets `{name}`, and `sdpa` would attend across the packed sequences; run it with "
+            f"transformers 4.56 or newer, or turn `{name}` off and use `sdpa`")
 
 
 def fix_note(entry: Entry) -> str:

@@ -725,15 +725,12 @@ f = getattr(torch.nn, 'Linear')
             count = __import__("torch").cuda.device_count()
         """,
         after="""\
-        import torch_npu  # noqa: F401
         import pytest
 
         @pytest.mark.skipif(not __import__("torch").npu.is_available(), reason="needs a GPU")
         def test_kernel():
             count = __import__("torch").npu.device_count()
         """,
-        codes=("NPU100", "NPU120"),
-        with_rules=("NPU100",),
     ),
     Invalid(  # portable: the generic name starts at `torch`, so the file gets `import torch`
         """\

@@ -8,7 +8,7 @@ import libcst as cst
 from codemods.analyses.cudaonly import HUB_FLASH_ATTENTION
 from codemods.api.cases import Invalid, Valid
 from codemods.api.targets import too_old, version_allows
-from codemods.families.attention import FUSED, Causal, fused_attention, reusable, sdpa_from_bsnd
+from codemods.families.attention import FUSED, Causal, fused_attention, reusable, scale_problem, sdpa_from_bsnd
 from codemods.families.routes import RequireImport, RoutedCallRule, call_routes, keyword_problem
 from codemods.families.third_party import library_prefilter
 from codemods.model.cstnodes import bind
@@ -156,6 +156,9 @@ class FlashAttn(RoutedCallRule):
         if varlen and cumulative is None:
             return None, "`cu_seqlens` is an expression, not a name: it would be evaluated twice"
         if self.target == "npu":
+            problem = scale_problem(args.get("softmax_scale"))
+            if problem is not None:
+                return None, problem
             if not version_allows(self.context.options, FUSED):
                 return None, too_old(self.context.options, FUSED)
             layout = "TND" if varlen else "BSND"

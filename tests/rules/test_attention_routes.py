@@ -181,6 +181,9 @@ VARLEN = {  # `attend(q, k, v, cu_q, cu_k)` on packed [total, N, D]; the lengths
     "varlen scaled": "import flash_attn\n"
                      "def attend(q, k, v, cu_q, cu_k):\n"
                      "    return flash_attn.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 9, 9, 0.0, 0.3)\n",
+    "varlen scale variable": "from flash_attn import flash_attn_varlen_func\n"  # None at run time: 1/sqrt(D)
+                             "def attend(q, k, v, cu_q, cu_k, softmax_scale=None):\n"
+                             "    return flash_attn_varlen_func(q, k, v, cu_q, cu_k, 9, 9, softmax_scale=softmax_scale)\n",
     "varlen kvpacked causal": "from flash_attn import flash_attn_varlen_kvpacked_func\n"
                               "def attend(q, k, v, cu_q, cu_k):\n    kv = torch.stack([k, v], dim=1)\n"
                               "    return flash_attn_varlen_kvpacked_func(q, kv, cu_q, cu_k, 9, 9, softmax_scale=0.2, causal=True)\n",
