@@ -16,6 +16,11 @@ _ENTRY = re.compile(r"""^(?P<lead>\s*(?:-\s+)?)(?P<quote>["']?)(?P<key>[\w.-]+)(
 _BOOLEANS = {"true": "True", "yes": "True", "on": "True", "false": "False", "no": "False", "off": "False"}
 
 
+# CI pipelines: their `device: cuda` picks a runner or an image to build, not a device the program uses
+_CI_FILE = re.compile(r"(?:^|/)(?:\.github/workflows/[^/]+|\.gitlab-ci\.ya?ml|\.circleci/[^/]+|azure-pipelines\.ya?ml"
+                      r"|\.pre-commit-config\.ya?ml|\.buildkite/[^/]+)$")
+
+
 def _scalar(text: str) -> tuple[str, int, int]:
     """(value, start, end of the part to replace) of a YAML scalar as written."""
     if text[:1] in "\"'":
@@ -37,7 +42,7 @@ class CudaOnlyConfig(Rule):
 
     ## Why
 
-    Configs carry the same switches as the code and the launch scripts, and the migrated program reads them at start-up: a `tf32: true` in a Hugging Face config makes `TrainingArguments` raise on an Ascend host, a `quantize: bnb.nf4` in a LitGPT config makes it load bitsandbytes, a `device: cuda` sends the tensors where there is no device. The keys and values are the catalogue's (`codemods/data/cuda_only.json`, the option entries' `config_keys`): the same facts NPU523 applies to Python and NPU258 to launch scripts. Rewrites: `tf32: true` → `false` (set `torch.npu.matmul.allow_hf32 = True` in the code for HF32), `optim: adamw_apex_fused` → `adamw_torch_npu_fused`, `half_precision_backend: apex` → `auto`, `attn_implementation: flash_attention_2` → `sdpa`, `device: cuda[:N]` → `npu[:N]`, a backend `nccl` → `hccl`. Discovery hands this rule every YAML file that is not a requirements or conda environment file (those are NPU315's); each line is read on its own (`key: value`, also as a list item; comments kept), so no YAML library is needed and every other byte stays as it was.
+    Configs carry the same switches as the code and the launch scripts, and the migrated program reads them at start-up: a `tf32: true` in a Hugging Face config makes `TrainingArguments` raise on an Ascend host, a `quantize: bnb.nf4` in a LitGPT config makes it load bitsandbytes, a `device: cuda` sends the tensors where there is no device. The keys and values are the catalogue's (`codemods/data/cuda_only.json`, the option entries' `config_keys`): the same facts NPU523 applies to Python and NPU258 to launch scripts. Rewrites: `tf32: true` → `false` (set `torch.npu.matmul.allow_hf32 = True` in the code for HF32), `optim: adamw_apex_fused` → `adamw_torch_npu_fused`, `half_precision_backend: apex` → `auto`, `attn_implementation: flash_attention_2` → `sdpa`, `device: cuda[:N]` → `npu[:N]`, a backend `nccl` → `hccl`. Discovery hands this rule every YAML file that is not a requirements or conda environment file (those are NPU315's); each line is read on its own (`key: value`, also as a list item; comments kept), so no YAML library is needed and every other byte stays as it was. CI pipelines (`.github/workflows/`, `.gitlab-ci.yml`, CircleCI, Azure, Buildkite, pre-commit) are not the program's configs: their `device: cuda` picks a runner or the Docker image to build, and they are left alone.
 
     ## Example
 
@@ -73,6 +78,8 @@ class CudaOnlyConfig(Rule):
     prefilter = catalogue.words(catalogue.option_words("config"))
 
     def rewrite_text(self, text: str) -> str:
+        if _CI_FILE.search(self.context.path.replace("\\", "/")):
+            return text
         lines = text.splitlines(keepends=True)
         for number, line in enumerate(lines, 1):
             found = _ENTRY.match(line.rstrip("\r\n"))
@@ -105,6 +112,17 @@ class CudaOnlyConfig(Rule):
 
 
 CASES = [
+    Valid(  # LLaMA-Factory's .github/workflows/docker.yml: the image a CI job builds
+        """\
+        jobs:
+          build:
+            strategy:
+              matrix:
+                include:
+                  - device: "cuda"
+        """,
+        path=".github/workflows/docker.yml",
+    ),
     Invalid(
         """\
 model_name: llama
