@@ -59,16 +59,38 @@ def key(event: dict[str, Any]) -> tuple:
     return (base, event.get("phase") == "backward", tuple(tuple(o["shape"]) for o in event["outputs"]))
 
 
-def _rel(a: float | None, b: float | None, scale: float) -> float:
+def _rel(a: float | None, b: float | None, scale: float, resolution: float = 0.0) -> float:
+    """|a - b| / scale, less `resolution` (the part of the difference the recorded values cannot
+    resolve)."""
     if a is None or b is None:
         return 0.0 if a is None and b is None else math.inf
-    return abs(a - b) / scale
+    return max(abs(a - b) - resolution, 0.0) / scale
 
 
-def distance(ref: dict[str, Any], other: dict[str, Any], across_dtypes: bool = False) -> tuple[float, str]:
+_EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
+
+
+def _rounding_unit(a: float | None, b: float | None, dtypes: tuple[str | None, ...]) -> float:
+    """One rounding unit of two extremes: eps of the coarsest dtype times the larger of them.
+    An output's Max and Min are single elements. Rounded to a dtype (or computed from inputs so
+    rounded: under AMP a float32 op downstream of bfloat16 ones), an element carries up to one unit
+    eps * |x| of that rounding, and two honest runs whose extremes differ by a hair before rounding
+    may hold neighbouring values, a whole unit apart. Relative to the output's RMS that is
+    eps * |Max| / RMS: for a heavy-tailed bfloat16 gradient (Max 15 times its RMS) 0.11, more than
+    twice the half unit a rounding to bfloat16 makes against the float32 reference, which is the
+    noise run's measure (a LoRA fine-tune's attention gradient, issue 27)."""
+    eps = max((_EPS.get(dtype or "", 0.0) for dtype in dtypes), default=0.0)
+    magnitude = max(abs(a or 0.0), abs(b or 0.0))
+    return eps * magnitude if math.isfinite(magnitude) else 0.0
+
+
+def distance(ref: dict[str, Any], other: dict[str, Any], across_dtypes: bool = False,
+             rounding: str | None = None) -> tuple[float, str]:
     """Largest relative error over the outputs of one op: (distance, reason if not numeric).
     `across_dtypes`: floating outputs of different dtypes are compared by value (the noise run of
-    an AMP script against the float32 reference: that distance is the noise autocast makes)."""
+    an AMP script against the float32 reference: that distance is the noise autocast makes).
+    `rounding`: the dtype the runs' values were rounded to upstream (under AMP, autocast's); the
+    extremes are compared to one rounding unit of it or of the outputs' dtypes."""
     worst = 0.0
     for r, t in zip(ref["outputs"], other["outputs"]):
         floating = str(r["dtype"]).startswith(("float", "bfloat")) and str(t["dtype"]).startswith(("float", "bfloat"))
@@ -80,8 +102,10 @@ def distance(ref: dict[str, Any], other: dict[str, Any], across_dtypes: bool = F
         norm = r.get("Norm") or 0.0
         rms = norm / math.sqrt(numel)
         scale = max(rms, 1e-30)
+        dtypes = (str(r["dtype"]), str(t["dtype"]), rounding)
         parts = [_rel(r.get("Norm"), t.get("Norm"), max(norm, 1e-30)), _rel(r.get("Mean"), t.get("Mean"), scale),
-                 _rel(r.get("Max"), t.get("Max"), scale), _rel(r.get("Min"), t.get("Min"), scale)]
+                 *(_rel(r.get(stat), t.get(stat), scale, _rounding_unit(r.get(stat), t.get(stat), dtypes))
+                   for stat in ("Max", "Min"))]
         rs, ts = r.get("sample"), t.get("sample")
         if isinstance(rs, torch.Tensor) and isinstance(ts, torch.Tensor) and rs.shape == ts.shape:
             finite = torch.isfinite(rs)
@@ -186,7 +210,8 @@ def _step_ends(events: list[dict[str, Any]]) -> list[int]:
     return ends + [len(events)]
 
 
-def _noise_of(ref_ops: list[dict[str, Any]], noise_ops: list[dict[str, Any]] | None) -> dict[int, float]:
+def _noise_of(ref_ops: list[dict[str, Any]], noise_ops: list[dict[str, Any]] | None,
+              rounding: str | None = None) -> dict[int, float]:
     """Reference op position -> distance to the noise run at that op."""
     if not noise_ops:
         return {}
@@ -194,14 +219,16 @@ def _noise_of(ref_ops: list[dict[str, Any]], noise_ops: list[dict[str, Any]] | N
     for tag, i1, i2, j1, _ in _aligned(ref_ops, noise_ops):
         if tag == "equal":
             for offset in range(i2 - i1):
-                value, reason = distance(ref_ops[i1 + offset], noise_ops[j1 + offset], across_dtypes=True)
+                value, reason = distance(ref_ops[i1 + offset], noise_ops[j1 + offset], True, rounding)
                 noise[i1 + offset] = 0.0 if reason else value
     return noise
 
 
 def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, Any]],
                     noise: list[dict[str, Any]] | None, noise_factor: float = NOISE_FACTOR,
-                    floors: dict[str, float] | None = None) -> Comparison:
+                    floors: dict[str, float] | None = None, rounding: str | None = None) -> Comparison:
+    """`rounding`: the dtype both runs' values were rounded to (under AMP, autocast's: see
+    `coarsest_dtype`), for the extremes' resolution (`_rounding_unit`)."""
     floors = {**FLOORS, **(floors or {})}
     result = Comparison(noise_measured=noise is not None)
     candidates: list[Divergence] = []
@@ -209,7 +236,7 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
     if seed_divergence:
         candidates.append(seed_divergence)
     ref_ops, tgt_ops = _ops(reference), _ops(migrated)
-    noise_at = _noise_of(ref_ops, _ops(noise) if noise is not None else None)
+    noise_at = _noise_of(ref_ops, _ops(noise) if noise is not None else None, rounding)
     previous: tuple[str, int, int, int, int] | None = None
     first_op: Divergence | None = None
     blocks = _aligned(ref_ops, tgt_ops)
@@ -222,13 +249,13 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
             previous = block
             if first_op is None:
                 first_op = _lowered_precision(ref_ops[i1:i2], tgt_ops[j1:j2], unmatched_casts) or (
-                    _boundary(ref_ops, tgt_ops, block, noise_at, noise is not None, noise_factor, floors)
+                    _boundary(ref_ops, tgt_ops, block, noise_at, noise is not None, noise_factor, floors, rounding)
                     if tag == "replace" else None)
             continue
         for offset in range(i2 - i1):
             ref, tgt = ref_ops[i1 + offset], tgt_ops[j1 + offset]
             result.matched += 1
-            value, reason = distance(ref, tgt)
+            value, reason = distance(ref, tgt, rounding=rounding)
             floor = max(floors.get(o["dtype"], 0.0) for o in ref["outputs"]) if ref["outputs"] else 0.0
             expected = noise_at.get(i1 + offset, 0.0) if noise is not None else CLASS_NOISE[op_class(ref["name"])]
             tolerance = noise_factor * expected + floor
@@ -263,6 +290,13 @@ def compare_records(reference: list[dict[str, Any]], migrated: list[dict[str, An
     if candidates:
         result.first = min(candidates, key=lambda d: d.seq)
     return result
+
+
+def coarsest_dtype(events: list[dict[str, Any]]) -> str | None:
+    """The low-precision floating dtype (bfloat16 before float16: the coarser) of a run's op
+    outputs, if any: under AMP, the dtype autocast rounds to."""
+    found = {o["dtype"] for e in _ops(events) for o in e["outputs"]}
+    return next((dtype for dtype in ("bfloat16", "float16") if dtype in found), None)
 
 
 def seq_mapper(reference: list[dict[str, Any]], migrated: list[dict[str, Any]]) -> tuple[Any, float]:
@@ -348,14 +382,14 @@ def _lowered_precision(ref_ops: list[dict[str, Any]], tgt_ops: list[dict[str, An
     return None
 
 
-def _boundary(ref_ops, tgt_ops, block, noise_at, measured, noise_factor, floors) -> Divergence | None:
+def _boundary(ref_ops, tgt_ops, block, noise_at, measured, noise_factor, floors, rounding) -> Divergence | None:
     """A block of ops replaced by others (a fused op, a functional form, another init call) is
     compared at its boundary: the last output of each side, when their shapes agree."""
     _, _, i2, _, j2 = block
     ref, tgt = ref_ops[i2 - 1], tgt_ops[j2 - 1]
     if [o["shape"] for o in ref["outputs"]] != [o["shape"] for o in tgt["outputs"]]:
         return None
-    value, reason = distance(ref, tgt)
+    value, reason = distance(ref, tgt, rounding=rounding)
     floor = max((floors.get(o["dtype"], 0.0) for o in ref["outputs"]), default=0.0)
     expected = noise_at.get(i2 - 1, 0.0) if measured else CLASS_NOISE[op_class(ref["name"])]
     tolerance = noise_factor * expected + floor

@@ -22,7 +22,7 @@ from typing import Any
 from npu_migrate.core.diagnostics import Diagnostic, Report, Severity, Table
 
 from . import msprobe
-from .opcompare import NOISE_FACTOR, Comparison, compare_records
+from .opcompare import NOISE_FACTOR, Comparison, coarsest_dtype, compare_records
 
 EXIT = {"pass": 0, "fail": 1, "error": 2}
 
@@ -438,7 +438,7 @@ def judge(options: ScriptOptions, reference: dict[str, Any], noise: dict[str, An
         # migrated run is compared with the original under the device's autocast lists (the noise
         # run), and the tolerance is that run's distance from float32
         comparison = compare_records(noise_events, target.get("record", []), reference["record"],
-                                     options.noise_factor)
+                                     options.noise_factor, rounding=coarsest_dtype(noise_events))
     else:
         comparison = compare_records(reference["record"], target.get("record", []), noise_events,
                                      options.noise_factor)

@@ -128,3 +128,31 @@ def test_a_narrowing_cast_only_autocast_runs_adds_its_rounding_to_its_inputs_noi
 
     assert compare_records(run(1.05, True), run(1.07, True), run(1.0, False)).first is None
     assert compare_records(run(1.05, True), run(1.5, True), run(1.0, False)).first is not None
+
+
+def test_extremes_are_compared_to_one_rounding_unit_of_the_runs_precision():
+    """A heavy-tailed bfloat16 gradient (its largest element 16 times its RMS, as attention's value
+    gradient in MiniMind's LoRA fine-tune): two honest runs may round the largest element to
+    neighbouring bfloat16 values, 0.12 of the RMS apart, where the rounding to bfloat16 against the
+    float32 reference (the noise run's measure) moved it by nothing. One unit apart passes, in a
+    bfloat16 op and in a float32 op computed from it (under AMP the runs' values carry bfloat16's
+    rounding); the largest element 2% off, or every element 5% off, still fails."""
+    gradient = torch.randn(4096, generator=torch.Generator().manual_seed(5)) / 64
+    gradient[7] = 0.25  # a power of two: exact in bfloat16, 16 times the RMS
+    low = gradient.bfloat16()
+    neighbour = low.clone()
+    neighbour[7] = 0.25 + 2.0**-9  # the next bfloat16 value
+
+    def run(values: torch.Tensor) -> list[dict]:
+        return [_op(0, "aten.sum.dim_IntList", values, "lora.py:41"),
+                _op(1, "aten.mul.Tensor", values.float() * 0.5, "lora.py:41")]
+
+    amp_original, float32_reference = run(low), run(gradient)
+    assert compare_records(amp_original, run(neighbour), float32_reference, rounding="bfloat16").first is None
+    float32_only = compare_records(amp_original[1:], run(neighbour)[1:], float32_reference[1:])
+    assert float32_only.first is not None  # without the runs' precision, a float32 op's unit is float32's
+    peak_off = low.clone()
+    peak_off[7] = 0.25 * 1.02
+    assert compare_records(amp_original, run(peak_off), float32_reference, rounding="bfloat16").first.seq == 0
+    scaled = compare_records(amp_original, run((gradient * 1.05).bfloat16()), float32_reference, rounding="bfloat16")
+    assert scaled.first is not None and scaled.first.site == "lora.py:41"
