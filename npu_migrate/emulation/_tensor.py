@@ -198,21 +198,32 @@ class _Call:
         if isinstance(value, NpuTensor):
             inner = value.backing_tensor
             self.wrappers[id(inner)] = value
-            index = value.npu_index
-            if index != self.index:
-                if self.index >= 0 and self.indices is None:
-                    self.indices = {self.index}
-                if self.indices is not None:
-                    self.indices.add(index)
-                self.index = index
+            if value.npu_index != self.index:
+                self._saw_index(value.npu_index)
             return inner
         if isinstance(value, torch.Tensor):
             if self.host is None and value.dim() > 0:
                 self.host = value
             return value
         if isinstance(value, (list, tuple)) and value and isinstance(value[0], (torch.Tensor, type(None))):
-            return type(value)(map(self.unwrap, value))
+            # tensor lists (foreach ops, cat): NpuTensor elements unwrapped in the loop, without a call each
+            wrappers, unwrapped = self.wrappers, []
+            for item in value:
+                if type(item) is NpuTensor and item.npu_index == self.index:
+                    inner = item.backing_tensor
+                    wrappers[id(inner)] = item
+                    unwrapped.append(inner)
+                else:
+                    unwrapped.append(self.unwrap(item))
+            return type(value)(unwrapped)
         return value
+
+    def _saw_index(self, index: int) -> None:
+        if self.index >= 0 and self.indices is None:
+            self.indices = {self.index}
+        if self.indices is not None:
+            self.indices.add(index)
+        self.index = index
 
     def rewrap(self, value: Any, index: int) -> Any:
         if isinstance(value, torch.Tensor):
@@ -315,9 +326,12 @@ class _Hooks(torch._C._acc.PrivateUse1Hooks):  # type: ignore[misc,name-defined]
         return True
 
 
+_PRIVATE_USE1 = torch._C._autograd.DeviceType.PrivateUse1
+
+
 class _Guard(torch._C._acc.DeviceGuard):  # type: ignore[misc,name-defined]
-    def type_(self) -> Any:
-        return torch._C._autograd.DeviceType.PrivateUse1
+    def type_(self) -> Any:  # asked by every device guard torch makes (the backward pass: once per node)
+        return _PRIVATE_USE1
 
 
 _REGISTERED: list[Any] = []  # the library holding the kernels: registrations live as long as it does
