@@ -1,7 +1,7 @@
 """Cost of the emulated npu device against the previous emulation (CPU tensors in disguise) and
 plain CPU torch, on the verifier's bench models, in the same run.
 
-    python bench/emulation_overhead.py [--baseline-rev REV] [--repeats 3] [--steps 5] [--only mlp,cnn]
+    python bench/emulation_overhead.py [--baseline-rev REV] [--repeats 3] [--steps 5] [--only mlp,cnn,script:gpt]
 
 - fixtures: the `train.py:build` models of fixtures/verify (mlp, cnn, transformer, amp_mlp): the
   migrated build under `activate()` (the CLI's settings, memory statistics on), `steps` training
@@ -137,10 +137,11 @@ def main() -> None:
     parser.add_argument("--baseline-rev", default="main")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--only", default="", help=f"fixtures and scripts to run, e.g. mlp,cnn (all of "
-                                                   f"{', '.join((*FIXTURE_MODELS, *SCRIPTS))} by default)")
+    scripts = [f"script:{name}" for name in SCRIPTS]  # (a fixture and a script are both named "transformer")
+    parser.add_argument("--only", default="", help=f"fixtures and scripts to run, e.g. mlp,cnn,script:gpt "
+                                                   f"(all of {', '.join((*FIXTURE_MODELS, *scripts))} by default)")
     args = parser.parse_args()
-    only = set(args.only.split(",")) if args.only else set(FIXTURE_MODELS) | set(SCRIPTS)
+    only = set(args.only.split(",")) if args.only else {*FIXTURE_MODELS, *scripts}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         previous = export(args.baseline_rev, work / "previous")
@@ -154,7 +155,7 @@ def main() -> None:
         print(f"{'script (s per run)':<22} {'':>8} {'previous':>9} {'new':>8} {'new/prev':>9} {'':>10} | "
               f"{'cpu prev':>8} {'cpu new':>8} {'new/prev':>9}", flush=True)
         for model in SCRIPTS:
-            if model in only:
+            if f"script:{model}" in only:
                 print(script_row(model, args, sides, work), flush=True)
 
 
