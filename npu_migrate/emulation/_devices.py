@@ -123,9 +123,8 @@ def _backward_on_calling_thread() -> None:
     model's backward took 6x its CPU time). The emulated device computes on the host, so the
     backward pass runs on the thread that calls it, as it does for CPU tensors (the engine's
     documented `set_multithreading_enabled(False)`, for the activating thread)."""
-    before = torch._C._is_multithreading_enabled()
-    torch._C._set_multithreading_enabled(False)
-    STATE.undo.append(lambda: torch._C._set_multithreading_enabled(before))
+    switch = torch.autograd.set_multithreading_enabled(False)  # switches on construction
+    STATE.undo.append(lambda: switch.__exit__(None, None, None))
 
 
 def _patch_serialization() -> None:
