@@ -26,6 +26,7 @@ BACKEND_FLAGS = ("--backend", "--dist-backend", "--dist_backend", "--ddp-backend
 _NAMING_COMMANDS = {"export", "unset", "readonly", "declare", "typeset", "local"}
 _NAMING_OPTIONS = {"-x", "-e", "--env"}  # mpirun -x NAME, docker run -e NAME
 _TEXT_COMMANDS = {"echo", "printf"}  # their `NAME=value` arguments are text, not assignments
+_ENV_FILES = (".deepspeed_env",)  # ...unless written to a file a launcher exports
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _EXPANSION = re.compile(r"\$\{?#?(" + _NAME + ")")
 _ASSIGNMENT = re.compile("(" + _NAME + ")=")
@@ -284,7 +285,7 @@ def _command(text: str, words: list[Word], kinds: frozenset[str], changes: list[
         first = word.segments[0]
         content = text[first.start:first.end]
         match = _ASSIGNMENT.match(content) if first.quote != "'" or len(word.segments) == 1 else None
-        if match and is_known(match.group(1)) and head not in _TEXT_COMMANDS:
+        if match and is_known(match.group(1)) and (head not in _TEXT_COMMANDS or writes_env_file(literals)):
             _assignment(text, word, match, kinds, changes)
         elif literal and is_known(literal) and len(word.segments) == 1 and (
                 head in _NAMING_COMMANDS or (i and literals[i - 1] in _NAMING_OPTIONS)):
@@ -302,6 +303,12 @@ def _command(text: str, words: list[Word], kinds: frozenset[str], changes: list[
                                       message="`nvidia-smi` does not exist on Ascend hosts; its counterpart "
                                               "is `npu-smi` (different output format), or ask torch: "
                                               "`python -c 'import torch, torch_npu; print(torch.npu.device_count())'`"))
+
+
+def writes_env_file(literals: list[str | None]) -> bool:
+    """`echo "NCCL_P2P_DISABLE=1" >> ~/.deepspeed_env`: DeepSpeed's launcher exports every
+    `NAME=value` line of that file on every node, so the text written there is an assignment."""
+    return any(lit is not None and lit.endswith(_ENV_FILES) for lit in literals[1:])
 
 
 def _assignment(text: str, word: Word, match: re.Match[str], kinds: frozenset[str],

@@ -22,6 +22,7 @@ import libcst as cst
 
 from codemods.api.targets import version_allows
 from codemods.model.imports import newline_of, split_lines
+from npu_migrate.core.diagnostics import Severity
 
 # torch < 2.5 does not load torch_npu by itself (no autoload): import it where it is installed
 GUARDED_IMPORT = "try:\n    import torch_npu  # noqa: F401  (torch < 2.5: no autoload)\nexcept ImportError:\n    pass"
@@ -292,7 +293,8 @@ def shell_env_twins(text: str, twin_of: Callable[[str], str | None], check_lists
     for words in lex(text):
         literals = [w.literal(text) for w in words]
         head = next((lit for lit in literals if not (lit and re.match(r"\w+=", lit))), None)
-        if head in ("echo", "printf"):
+        env_file = envmap.writes_env_file(literals)
+        if head in ("echo", "printf") and not env_file:
             continue
         for i, word in enumerate(words):
             raw = text[word.start:word.end]
@@ -304,6 +306,11 @@ def shell_env_twins(text: str, twin_of: Callable[[str], str | None], check_lists
                 continue
             message = (f"`{twin}` set beside `{name}` (each runtime reads its own, the other ignores it: "
                        "the launch serves CUDA and Ascend hosts)")
+            if env_file:  # one `NAME=value` per line: the twin needs a line of its own
+                changes.append(envmap.Change("twin", word.start, severity=Severity.WARNING, message=(
+                    f"`{name}` is written to a launcher's env file: write `{twin}` on a line of its own "
+                    "beside it (each runtime reads its own, the other ignores it)")))
+                continue
             if found is None:  # `unset X`
                 changes.append(envmap.Change("twin", word.start, word.start, f"{twin} ", message))
                 continue

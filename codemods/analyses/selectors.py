@@ -25,6 +25,8 @@ _DEVICE_WORD = re.compile(r"(?:cuda|cpu|mps|xpu|npu|meta|hpu|xla|gpu|tpu|auto|ml
                           r"|privateuseone|vulkan|neuron|habana|accelerator|none)(?::\d+)?", re.IGNORECASE)
 # names that select an implementation wherever they are written
 SELECTOR_NAMES = frozenset({"impl", "implementation", "kernel_impl", "impl_type", "attn_impl", "op_impl"})
+# keywords whose values belong to the option a call defines, not to a name of their own
+_OPTION_KEYWORDS = frozenset({"default", "choices", "const"})
 
 
 @dataclass
@@ -73,13 +75,36 @@ def _pairs(tree: ast.Module) -> Iterator[tuple[str, ast.AST | None]]:
                                                     arguments.defaults, strict=True))
             yield from ((a.arg, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True))
         elif isinstance(node, ast.Call):
-            yield from ((k.arg, k.value) for k in node.keywords if k.arg)
+            yield from _keyword_pairs(node)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 name = _spelled(target)
                 if name is not None:
                     yield name, node.value
+
+
+def _option_name(call: ast.Call) -> str | None:
+    """The name an `add_argument("--impl", ...)` option is read back by (`args.impl`)."""
+    dest = next((k.value for k in call.keywords if k.arg == "dest"), None)
+    if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+        return dest.value
+    flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    longest = max(flags, key=lambda flag: (flag.startswith("--"), len(flag)), default=None)
+    return longest.lstrip("-").replace("-", "_") if longest else None
+
+
+def _keyword_pairs(call: ast.Call) -> Iterator[tuple[str, ast.AST | None]]:
+    """A call's keywords as names. `default=` and `choices=` name no value of their own: an
+    option's values belong to the option (`--impl`), so that the defaults of every option of a
+    parser are not taken for the values of one name (`default`)."""
+    option = _option_name(call) if _spelled(call.func) == "add_argument" else None
+    for keyword in call.keywords:
+        if keyword.arg in _OPTION_KEYWORDS:
+            if option is not None:
+                yield option, keyword.value
+        elif keyword.arg:
+            yield keyword.arg, keyword.value
 
 
 def kernel_selectors(model: Any) -> KernelSelectors:

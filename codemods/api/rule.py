@@ -25,7 +25,7 @@ import libcst as cst
 
 from codemods.api.facts import ProjectFact
 from codemods.api.suppression import Suppressions
-from codemods.model.cstnodes import dotted_parts
+from codemods.model.cstnodes import dotted_parts, imported_chain
 from codemods.model.facts import FileFacts
 from codemods.model.filemodel import FileModel
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
@@ -94,9 +94,14 @@ class RuleContext:
         return self.model.options
 
     def resolve(self, node: cst.CSTNode) -> str | None:
-        """Qualified name of a Name/Attribute chain, aliases resolved (`th.cuda` -> `torch.cuda`)."""
+        """Qualified name of a Name/Attribute chain, aliases resolved (`th.cuda` -> `torch.cuda`),
+        also on a module the builtin `__import__` returns (`__import__("torch").cuda`, a name
+        the file does not bind otherwise)."""
         parts = dotted_parts(node)
-        return self.facts.qualify(parts) if parts else None
+        if parts:
+            return self.facts.qualify(parts)
+        imported = imported_chain(node)
+        return ".".join(imported) if imported else None
 
     def require_import(self, module: str, name: str | None = None, asname: str | None = None) -> None:
         """Ask the engine for `import module` or `from module import name [as asname]`."""

@@ -33,10 +33,13 @@ def _release(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
-def status(entry: Entry, version: str | None = None) -> str:
+def status(entry: Entry, version: str | None = None, by: str = "status") -> str:
     """The entry's status on torch_npu `version` (the release its newest status holds from
-    that is not after `version`; the newest status when `version` is None or older than all)."""
-    steps: list[tuple[str, str]] = sorted(entry["status"].items(), key=lambda item: _release(item[0]))
+    that is not after `version`; the newest status when `version` is None or older than all).
+    `by="framework_status"`: on release `version` of the entry's framework (transformers runs
+    `flash_attention_2` on NPU from 4.56); the torch_npu status where the entry has none."""
+    table: dict[str, str] = entry.get(by) or entry["status"]
+    steps = sorted(table.items(), key=lambda item: _release(item[0]))
     if version is not None:
         wanted = _release(version)
         reached = [value for since, value in steps if _release(since) <= wanted]
@@ -130,6 +133,28 @@ def option_message(entry: Entry, name: str, value: str) -> str:
         return template.replace("`{option}={value}`", f"`{name} {value}`").format(
             option=name, value=value, paged=paged, name=name)
     return template.format(option=name, value=f'"{value}"', paged=paged, name=name)
+
+
+def kept_because(entry: Entry, text: str) -> str | None:
+    """Why the entry's rewrite does not apply in a file whose `text` sets one of its `kept_with`
+    options true (`padding_free=True`, `packing: true`, `--packing True`, a bare `--packing`), or None."""
+    names = entry.get("kept_with")
+    if not names:
+        return None
+    spelled = "|".join(re.escape(name) for name in names)
+    found = re.search(rf"""\b({spelled})["']?\s*(?:[=:]|\s)\s*["']?(?:True|true|yes|1)\b"""
+                      rf"|--({spelled})(?=\s*(?:\\|--|$))", text, re.MULTILINE)
+    if found is None:
+        return None
+    name = found.group(1) or found.group(2)
+    return (f"kept: this file sets `{name}`, and `sdpa` would attend across the packed sequences; run it with "
+            f"transformers 4.56 or newer, or turn `{name}` off and use `sdpa`")
+
+
+def fix_note(entry: Entry) -> str:
+    """` (unsafe fix)` for a rewrite the entry declares unsafe where its rules' rewrites are safe
+    (ruff's per-fix applicability): the words an edit's message carries."""
+    return " (unsafe fix)" if entry.get("fix") == "unsafe" else ""
 
 
 def option_words(where: str) -> list[str]:

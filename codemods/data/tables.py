@@ -38,6 +38,9 @@ ENTRY = Record(
         "code": CODE, "shell_code": CODE,  # the Python rule; the shell-script rule
         "note": str, "message": str, "severity": SEVERITY,
         "members": OneOf("same", "flag"),  # rewrites: members keep their names / are reported
+        # with "flag": members the NPU name has under the same name (code already written for
+        # Ascend spells `torch.profiler.ProfilerActivity.NPU`, which lives on torch_npu's enum)
+        "kept_members": STRINGS,
         "match": str,  # how the rule finds it: "name" (default), "type-string", "call", ...
         "kind": str, "also": STRINGS, "at": STRINGS, "when": str, "message_computed": str,
     })
@@ -58,12 +61,32 @@ CATALOGUE_ENTRY = Record(
         "values": STRINGS, "pattern": str,  # ... that trigger the entry (exact strings / a full-match regex)
         "flags": STRINGS, "config_keys": STRINGS,  # how launch scripts and YAML configs spell the option
         "replacement": str,  # the value a rewrite writes
+        "replacement_option": str,  # the option a rewrite writes it to (`use_flash_attention_2=True` -> `attn_implementation="sdpa"`)
+        "fix": OneOf("safe", "unsafe"),  # the rewrite's safety where it differs from its rule's (ruff's applicability)
+        # options that, set true in the same file, keep the value as written (reported, not rewritten):
+        # TRL's `padding_free`/`packing` split packed sequences by position_ids on the flash-attention path only
+        "kept_with": STRINGS,
+        "framework_status": MapOf(STATUS),  # as `status`, by release of `framework` (transformers 4.56 runs flash_attention_2 on NPU)
     })
 _ABOUT = {"about": str, "schema": (str, STRING_MAP), "title": str, "description": str}
 DEVICE_POSITIONS = Record(
     optional=_ABOUT | {"entries": ENTRIES, "keywords": STRINGS, "names": STRINGS, "skip_functions": STRINGS,
                        "functions": MapOf(Record(optional={"positions": ListOf(int), "keywords": STRINGS})),
                        "methods": MapOf(ListOf(int))})
+
+# the routes of CUDA-only library calls (`routes.json`, read by codemods/families/routes.py):
+# a keyword the route takes only at the `plain` values (spaces removed; any other value keeps the
+# call, `unmapped` says why), or drops at any value (`dropped`)
+ROUTE_KEYWORD = Record(optional={"plain": STRINGS, "unmapped": str, "dropped": str})
+CALL_ROUTES = Record(
+    required={"code": CODE, "versions": str, "modules": STRINGS, "keywords": MapOf(ROUTE_KEYWORD),
+              # a function's parameters in the library's positional order, and the layout its tensors have
+              "functions": MapOf(Record(required={"parameters": STRINGS, "layout": OneOf("BSND", "TND")}))},
+    optional={"causal_biases": STRINGS})  # xFormers' bias classes that are top-left causal masks
+CONSTRUCTOR_ROUTE = Record(
+    required={"torch_class": str, "parameters": STRINGS},
+    optional={"fixed": MapOf(Record(required={"values": STRINGS, "reason": str})), "dropped": STRINGS,
+              "spelled": STRING_MAP, "choose": Record(required={"parameter": str, "classes": STRING_MAP})})
 
 SCHEMAS: dict[str, Any] = {
     "alloc_conf.json": Record(
@@ -96,7 +119,9 @@ SCHEMAS: dict[str, Any] = {
     "distributed.json": Record(
         required={"backends": STRING_MAP, "devices": STRING_MAP, "keywords": STRINGS, "names": STRINGS,
                   "constants": STRING_MAP, "renames": STRING_MAP, "flags": STRING_MAP, "entries": ENTRIES,
-                  "functions": MapOf(Record(required={"position": (int, None), "keyword": str}))},
+                  "functions": MapOf(Record(required={"position": (int, None), "keyword": str})),
+                  "reductions": MapOf(Record(required={"position": int, "keyword": str})),
+                  "float64_reduction": str},
         optional=_ABOUT),
     "env_vars.json": Record(required={"npu_checks": STRING_MAP, "entries": ENTRIES}, optional=_ABOUT),
     "insertion.json": Record(
@@ -106,6 +131,11 @@ SCHEMAS: dict[str, Any] = {
                   "loader_wrappers": STRINGS, "dataloader_pin_memory_position": int,
                   "dataloader_num_workers_position": int, "device_like_names": str,
                   "snapshot": MapOf((str, int)), "data_names": str},
+        optional=_ABOUT),
+    "routes.json": Record(
+        required={"calls": MapOf(CALL_ROUTES),
+                  "constructors": MapOf(Record(required={"code": CODE, "versions": str,
+                                                         "classes": MapOf(CONSTRUCTOR_ROUTE)}))},
         optional=_ABOUT),
     "tune.json": Record(
         required={

@@ -37,21 +37,52 @@ def reusable(code: str) -> bool:
         return False
 
 
+def never_none(code: str) -> bool:
+    """Whether an argument is a number or arithmetic on numbers and names (`0.125`, `d ** -0.5`),
+    which cannot be None; a name, attribute or call may be."""
+    try:
+        node = cst.parse_expression(code)
+    except cst.ParserSyntaxError:
+        return False
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    return isinstance(node, (cst.BinaryOperation, cst.UnaryOperation))
+
+
+def scale_problem(scale: str | None) -> str | None:
+    """Why a scale argument cannot be mapped onto the fused kernel's, or None: one that may be
+    None at run time is written twice (`s if s is not None else 1/sqrt(D)`), so it must be `reusable`."""
+    if scale is None or scale == "None" or never_none(scale) or reusable(scale):
+        return None
+    return ("the scale is an expression that may be None (1/sqrt(head_dim) by default, 1.0 in "
+            "npu_fusion_attention): it would be evaluated twice to choose")
+
+
 def dropped(dropout: str | None) -> bool:
     return dropout is None or dropout in NO_DROPOUT
 
 
 def fused_attention(q: str, k: str, v: str, layout: str, causal: Causal | None, scale: str | None,
-                    dropout: str | None, require_import: Callable[[str], None]) -> str:
-    """`torch_npu.npu_fusion_attention(...)[0]` for `layout` ("BNSD" or "BSND"); `scale` None is
-    1/sqrt(head_dim), `dropout` the probability to drop (None: none). `q` must be `reusable`."""
-    heads = f"{q}.shape[1]" if layout == "BNSD" else f"{q}.shape[2]"
+                    dropout: str | None, require_import: Callable[[str], None],
+                    cumulative: tuple[str, str] | None = None) -> str:
+    """`torch_npu.npu_fusion_attention(...)[0]` for `layout` ("BNSD", "BSND", or "TND" with
+    `cumulative`: the code of the query's and the keys' cumulative sequence lengths as tensors
+    with a leading 0, flash-attn's `cu_seqlens`); `scale` None is 1/sqrt(head_dim), `dropout`
+    the probability to drop (None: none). `q` must be `reusable`, and so must a `scale` that
+    may be None (it is written twice: `s if s is not None else 1/sqrt(D)`)."""
+    heads = f"{q}.shape[1]" if layout in ("BNSD", "TND") else f"{q}.shape[2]"
     mapped = [q, k, v, heads, f'"{layout}"']
+    if cumulative is not None:  # torch_npu takes host int lists of the ends, without the leading 0
+        mapped += [f"actual_seq_qlen={cumulative[0]}[1:].tolist()", f"actual_seq_kvlen={cumulative[1]}[1:].tolist()"]
     if causal is not None:
         mapped += [f"atten_mask={CAUSAL_MASK.format(q=q)}", f"sparse_mode={SPARSE_MODE[causal]}"]
-    if scale is None or scale == "None":
+    default = f"1.0 / math.sqrt({q}.shape[-1])"
+    if scale is None or scale == "None" or not never_none(scale):
         require_import("math")
-        scale = f"1.0 / math.sqrt({q}.shape[-1])"
+    if scale is None or scale == "None":
+        scale = default
+    elif not never_none(scale):  # a variable may hold None (flash-attn's default), the kernel's default is 1.0
+        scale = f"{scale} if {scale} is not None else {default}"
     mapped.append(f"scale={scale}")
     if not dropped(dropout):
         mapped.append(f"keep_prob=1.0 - ({dropout})")

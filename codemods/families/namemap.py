@@ -37,11 +37,13 @@ class NameEntry:
     message: str | None
     severity: Severity
     members: str  # rewrite entries: "same" (members keep their name) or "flag" (unknown members)
+    kept_members: frozenset[str] = frozenset()  # with "flag": members the NPU name has too
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> NameEntry:
         return cls(raw["cuda"], raw.get("npu"), raw["action"], raw.get("message"),
-                   Severity(raw.get("severity", "warning")), raw.get("members", "same"))
+                   Severity(raw.get("severity", "warning")), raw.get("members", "same"),
+                   frozenset(raw.get("kept_members", ())))
 
 
 class NameMap:
@@ -69,7 +71,7 @@ class NameMap:
         key, entry = found
         if entry.action != "rewrite" or entry.npu is None:
             return None
-        if key != qualified and entry.members != "same":
+        if key != qualified and entry.members != "same" and qualified[len(key) + 1:] not in entry.kept_members:
             return None
         return entry.npu + qualified[len(key):]
 

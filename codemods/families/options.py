@@ -15,7 +15,7 @@ A computed value is not reported: nothing says which one it holds.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import cache
 from typing import Any
 
@@ -87,9 +87,14 @@ class OptionRule(Rule):
         """What `updated` (the option's value, `value` as text) becomes: a rewrite where the entry
         has a replacement and the literal can be edited in place, else a report."""
         replacement = entry.get("replacement")
+        kept = catalogue.kept_because(entry, self.context.source)
+        if kept is not None:
+            self.report(original, f"{catalogue.option_message(entry, name, value)} ({kept})")
+            return updated
         if entry["action"] == "rewrite" and replacement is not None and isinstance(updated, cst.SimpleString) \
                 and verbatim_string(updated) is not None:
-            self.fixed(original, f"`{name}=\"{value}\"` → `\"{replacement}\"`: {entry['message']}")
+            self.fixed(original, f"`{name}=\"{value}\"` → `\"{replacement}\"`{catalogue.fix_note(entry)}: "
+                                 + catalogue.option_message(entry, name, value))
             return with_string(updated, replacement)
         self.report(original, catalogue.option_message(entry, name, value),
                     severity=Severity(entry.get("severity", "warning")))
@@ -128,7 +133,12 @@ class OptionRule(Rule):
             if choices is not None:
                 self._offered(flag, choices, original_node)
         args = list(updated_node.args)
+        keywords = {a.keyword.value for a in original_node.args if a.keyword is not None}
         for index, (before, after) in enumerate(zip(original_node.args, updated_node.args, strict=True)):
+            if before.keyword is not None and (renamed := self._renamed(before.keyword.value, before.value, keywords)):
+                if renamed[1] is not None:
+                    args[index] = after.with_changes(keyword=cst.Name(renamed[0]), value=renamed[1])
+                continue
             if before.keyword is not None:
                 name = flag if flag and before.keyword.value == "default" else before.keyword.value
                 new = self._value(name, before.value, after.value, callee)
@@ -153,11 +163,38 @@ class OptionRule(Rule):
         elements = list(updated_node.elements)
         for index, (before, after) in enumerate(zip(original_node.elements, updated_node.elements, strict=True)):
             if isinstance(before, cst.DictElement) and isinstance(after, cst.DictElement):
-                new = self._value(string_value(before.key), before.value, after.value)
+                keys = {string_value(e.key) for e in original_node.elements if isinstance(e, cst.DictElement)}
+                key = string_value(before.key)
+                if key is not None and isinstance(before.key, cst.SimpleString) and \
+                        (renamed := self._renamed(key, before.value, keys)):
+                    if renamed[1] is not None:
+                        elements[index] = after.with_changes(key=with_string(before.key, renamed[0]), value=renamed[1])
+                    continue
+                new = self._value(key, before.value, after.value)
                 if new is not after.value:
                     elements[index] = after.with_changes(value=new)
         return updated_node.with_changes(elements=elements) if elements != list(updated_node.elements) \
             else updated_node
+
+    def _renamed(self, name: str, value: cst.BaseExpression, taken: Collection[str | None]
+                 ) -> tuple[str, cst.BaseExpression | None] | None:
+        """A keyword or dict key whose route is another option with a value of its own
+        (`use_flash_attention_2=True` -> `attn_implementation="sdpa"`): (the new name, the new
+        value); (the name, None) where the call or dict gives that option too (reported, kept:
+        renaming would repeat it); None where no such entry applies."""
+        text = literal_text(value)
+        for entry in _by_option(self.code).get(name, ()):
+            option, replacement = entry.get("replacement_option"), entry.get("replacement")
+            if entry["action"] != "rewrite" or option is None or replacement is None or text is None \
+                    or not catalogue.value_matches(entry, text):
+                continue
+            if option in taken:
+                self.report(value, catalogue.option_message(entry, name, text) + f" (`{option}` is given too: drop `{name}`)")
+                return name, None
+            self.fixed(value, f"`{name}={text}` → `{option}=\"{replacement}\"`{catalogue.fix_note(entry)}: "
+                                 + catalogue.option_message(entry, name, text))
+            return option, cst.SimpleString(f'"{replacement}"')
+        return None
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
         name = _target_name(original_node.target)

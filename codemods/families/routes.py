@@ -15,6 +15,7 @@ import libcst as cst
 
 from codemods.api.rule import Fix
 from codemods.api.targets import api_table, too_old, version_allows
+from codemods.data.tables import load_data
 from codemods.families.third_party import ThirdPartyRule
 from codemods.families.tune import line_of
 from codemods.model.astnodes import ast_dotted_parts
@@ -22,8 +23,26 @@ from codemods.model.cstnodes import alias_local, bind, dotted_name
 from npu_migrate.core.diagnostics import Severity
 
 RequireImport = Callable[[str], None]
+ROUTES = "routes.json"  # which names of which library version map to what, which arguments map
 AnyImport = TypeVar("AnyImport", cst.Import, cst.ImportFrom)
 _CUDA_TEST = re.compile(r"cuda", re.IGNORECASE)
+
+
+def call_routes(library: str) -> dict[str, Any]:
+    """The routed functions of a library (`flash-attn`, `xformers`) from routes.json: its
+    modules, each function's parameters and layout, the keywords that map only at some values."""
+    routes: dict[str, Any] = load_data(ROUTES)["calls"][library]
+    return routes
+
+
+def keyword_problem(args: Mapping[str, str], keywords: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Why a call's keyword argument keeps it as written (a value other than the route's
+    `plain` ones, spaces removed), or None: every keyword maps."""
+    for keyword, facts in keywords.items():
+        plain = facts.get("plain")
+        if plain and keyword in args and re.sub(r"\s", "", args[keyword]) not in plain:
+            return str(facts["unmapped"])
+    return None
 
 
 def cuda_guarded_lines(model: Any) -> frozenset[int]:
@@ -169,6 +188,15 @@ class ConstructorRoute:
     spelled: Mapping[str, str] = field(default_factory=dict)
     choose: tuple[str, Mapping[str, str]] | None = None
 
+    @classmethod
+    def from_data(cls, route: Mapping[str, Any]) -> ConstructorRoute:
+        """A route as routes.json spells it (`constructors.<module>.classes.<class>`)."""
+        choose = route.get("choose")
+        return cls(route["torch_class"], tuple(route["parameters"]),
+                   fixed={name: (tuple(rule["values"]), rule["reason"]) for name, rule in route.get("fixed", {}).items()},
+                   dropped=tuple(route.get("dropped", ())), spelled=dict(route.get("spelled", {})),
+                   choose=(choose["parameter"], dict(choose["classes"])) if choose else None)
+
     def rewrite(self, call: cst.Call) -> tuple[str | None, str]:
         """(the torch constructor call's code, the torch class) or (None, why the call stays)."""
         args, problem = bind(call, self.parameters)
@@ -201,6 +229,12 @@ def _literal(code: str) -> bool:
     except (ValueError, SyntaxError):
         return False
     return True
+
+
+def constructor_routes(module: str) -> dict[str, ConstructorRoute]:
+    """The routed classes of a library module (`apex.optimizers`) from routes.json, by name."""
+    classes = load_data(ROUTES)["constructors"][module]["classes"]
+    return {name: ConstructorRoute.from_data(route) for name, route in classes.items()}
 
 
 class ConstructorRouteRule(RoutedCallRule):

@@ -52,6 +52,23 @@ def dotted_parts(node: cst.CSTNode) -> list[str] | None:
     return parts
 
 
+def imported_chain(node: cst.CSTNode) -> list[str] | None:
+    """`__import__("torch").cuda.is_available` -> ['torch', 'cuda', 'is_available']: a chain on
+    the builtin `__import__` of a literal module name, which returns the top-level package
+    (`__import__("torch.cuda")` is `torch`); None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "__import__"
+            and len(node.args) == 1 and node.args[0].keyword is None):
+        return None
+    module = string_value(node.args[0].value)
+    if not module or not all(part.isidentifier() for part in module.split(".")):
+        return None
+    return [module.split(".")[0], *reversed(parts)]
+
+
 def dotted_name(node: cst.CSTNode | None) -> str | None:
     """`a.b.c` -> "a.b.c" (module names in imports, attribute chains); None otherwise."""
     parts = dotted_parts(node) if node is not None else None

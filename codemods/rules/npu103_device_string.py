@@ -184,13 +184,30 @@ class DeviceString(DeviceRule):
         return updated_node
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if not mentions_cuda(updated_node.value):
+            return updated_node
+        keys = [self._device_key(t.target) for t in original_node.targets]
+        if all(keys):  # `kwargs["device_type"] = "cuda"`: the entry a dict literal's key would be
+            value = self.swap(original_node.value, updated_node.value, f"the `{keys[0]}` entry")
+            return updated_node.with_changes(value=value) if value is not updated_node.value else updated_node
         # module-level constants (`DEVICE = "cuda"`) are followed through their uses elsewhere
-        if not mentions_cuda(updated_node.value) or self._module_level():
+        if self._module_level():
             return updated_node
         if not all(is_device_name(t.target, self.table.names) for t in original_node.targets):
             return updated_node
         value = self.swap(original_node.value, updated_node.value, "an assignment to a device name")
         return updated_node.with_changes(value=value) if value is not updated_node.value else updated_node
+
+    def _device_key(self, target: cst.BaseExpression) -> str | None:
+        """The key of `d["device"] = ...` when it is one a dict literal's entry is followed by."""
+        if not (isinstance(target, cst.Subscript) and len(target.slice) == 1):
+            return None
+        index = target.slice[0].slice
+        key = index.value if isinstance(index, cst.Index) else None
+        if not isinstance(key, cst.SimpleString):
+            return None
+        name = key.raw_value
+        return name if name in self.table.keywords or name.lower() in self.table.names else None
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign,
                         updated_node: cst.AnnAssign) -> cst.AnnAssign:
@@ -255,6 +272,35 @@ def _device_choice(node: cst.IfExp) -> bool:
 
 
 CASES = [
+    Invalid(  # mamba_ssm/utils/torch.py: the keyword arguments of torch.amp.custom_fwd, filled in
+        """\
+        import torch
+
+        def custom_amp_decorator(dec, cuda_amp_deprecated):
+            def decorator(*args, **kwargs):
+                if cuda_amp_deprecated:
+                    kwargs["device_type"] = "cuda"
+                return dec(*args, **kwargs)
+            return decorator
+        """,
+        after="""\
+        import torch
+
+        def custom_amp_decorator(dec, cuda_amp_deprecated):
+            def decorator(*args, **kwargs):
+                if cuda_amp_deprecated:
+                    kwargs["device_type"] = "npu"
+                return dec(*args, **kwargs)
+            return decorator
+        """,
+    ),
+    Valid(  # a key that names no device position
+        """\
+        import torch
+        labels = {}
+        labels["backend"] = "cuda"
+        """,
+    ),
     Invalid(
         """\
 import torch

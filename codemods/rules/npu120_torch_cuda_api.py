@@ -178,6 +178,7 @@ class TorchCudaApi(Rule):
                                   "target-version; keep it behind a CUDA check", severity=Severity.WARNING)
             return updated
         self.fixed(original, f"`torch.cuda.{name}` → `{generic}`")
+        self.context.require_import("torch")  # the chain may start elsewhere (`th.cuda`, `__import__("torch").cuda`)
         return cst.parse_expression(generic)
 
     def _portable_import(self, node: cst.CSTNode) -> bool:
@@ -714,5 +715,47 @@ import torch
 f = getattr(torch.nn, 'Linear')
 """,
         with_rules=('NPU501', 'NPU502', 'NPU503'),
+    ),
+    Invalid(  # Dao-AILab/quack's tests: the module the builtin `__import__` returns is torch, no import needed
+        """\
+        import pytest
+
+        @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU")
+        def test_kernel():
+            count = __import__("torch").cuda.device_count()
+        """,
+        after="""\
+        import pytest
+
+        @pytest.mark.skipif(not __import__("torch").npu.is_available(), reason="needs a GPU")
+        def test_kernel():
+            count = __import__("torch").npu.device_count()
+        """,
+    ),
+    Invalid(  # portable: the generic name starts at `torch`, so the file gets `import torch`
+        """\
+        import pytest
+
+        @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU")
+        def test_kernel():
+            pass
+        """,
+        after="""\
+        import torch
+        import pytest
+
+        @pytest.mark.skipif(not torch.accelerator.is_available(), reason="needs a GPU")
+        def test_kernel():
+            pass
+        """,
+        codes=("NPU100", "NPU120"),
+        options=(("target", "portable"),),
+    ),
+    Valid(  # a computed module name, another module, and the call as text stay
+        """\
+        ok = __import__(name).cuda.is_available()
+        jit = __import__("numba").cuda.is_available()
+        print('__import__("torch").cuda.is_available()')
+        """,
     ),
 ]

@@ -83,6 +83,20 @@ class ProfilerToTorchNpu(NameMapRule):
 
 
 CASES = [
+    Invalid(  # LLaMA-Factory's callbacks.py: code written for Ascend spells the NPU member on torch's enum
+        """\
+        import torch
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.NPU]
+        profiler = torch.profiler.profile(activities=activities)
+        """,
+        after="""\
+        import torch
+        import torch_npu  # noqa: F401
+        activities = [torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU]
+        profiler = torch_npu.profiler.profile(activities=activities)
+        """,
+        codes=("NPU100", "NPU171"),
+    ),
     Invalid(
         """\
         import os

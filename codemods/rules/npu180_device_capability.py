@@ -22,6 +22,9 @@ _PROPERTIES = frozenset({"torch.cuda.get_device_properties", "torch.npu.get_devi
                          "torch_npu.npu.get_device_properties"})
 
 
+# the fields torch_npu documents for `get_device_properties()` (fact sheet: other CUDA fields are empty)
+_DOCUMENTED_FIELDS = ("name", "total_memory", "L2_cache_size", "cube_core_num", "vector_core_num")
+_DOCUMENTED = ", ".join(_DOCUMENTED_FIELDS[:-1]) + " and " + _DOCUMENTED_FIELDS[-1]
 _CATCHES_TYPE_ERROR = frozenset({"TypeError", "Exception", "BaseException"})
 _CAPABILITY_HELP = ("returns None on NPU (unless TORCH_NPU_DEVICE_CAPABILITY=\"major.minor\" is set, "
                     "torch_npu 26.x and later)")
@@ -42,7 +45,7 @@ class DeviceCapability(CoverageRule):
     elsewhere; inside a `try` whose handler catches the TypeError (nanochat's FA3 probe, `except
     Exception: return None`) the warning says that the NPU then takes the fallback. `get_device_properties(i).major/.minor` is reported too, also where the properties
     are kept in a name first (`props = torch.cuda.get_device_properties(0)` ... `props.major`): those
-    are not compute capabilities on NPU. Gate features on what they need (`torch.npu.is_bf16_supported()`, ...)
+    are not compute capabilities on NPU. Other CUDA fields read from the properties (`.multi_processor_count` sizing a Triton grid, `.gcnArchName`, `.regs_per_multiprocessor`) are warnings: torch_npu documents only name, total_memory, L2_cache_size, cube_core_num and vector_core_num, the rest is empty or missing. Gate features on what they need (`torch.npu.is_bf16_supported()`, ...)
     instead.
 
     ## Example
@@ -71,7 +74,10 @@ class DeviceCapability(CoverageRule):
     summary = "`get_device_capability()` returns None on NPU: comparing, indexing or unpacking it crashes"
     fix = Fix.NONE
     severity = Severity.WARNING
-    prefilter = r"get_device_capability|get_device_properties|\.(?:major|minor)\b"
+    # `.field` reads of properties kept in a name sit in statements of their own
+    prefilter = (r"get_device_capability|get_device_properties|\.(?:major|minor|multi_processor_count|gcnArchName"
+                 r"|warp_size|regs_per_multiprocessor|max_threads_per_multi_processor|shared_memory_per_\w+"
+                 r"|is_integrated|is_multi_gpu_board|uuid|pci_\w+_id|clock_rate|memory_clock_rate|memory_bus_width)\b")
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
@@ -169,15 +175,31 @@ class DeviceCapability(CoverageRule):
         value = original_node.value
         properties = ((isinstance(value, cst.Call) and self.resolve(value.func) in _PROPERTIES)
                       or (isinstance(value, cst.Name) and value.value in self.properties))
-        if original_node.attr.value in ("major", "minor") and properties:
-            self.report(original_node, f"`.{original_node.attr.value}` of the NPU device properties is no "
-                        "CUDA compute capability (only name, total_memory, L2_cache_size, cube_core_num and "
-                        "vector_core_num are documented): do not gate features on it",
+        field = original_node.attr.value
+        if not properties or field in _DOCUMENTED_FIELDS or field.startswith("_"):
+            return updated_node
+        if field in ("major", "minor"):
+            self.report(original_node, f"`.{field}` of the NPU device properties is no "
+                        f"CUDA compute capability (only {_DOCUMENTED} are documented): do not gate features on it",
                         severity=Severity.WARNING if id(original_node) in self.used else Severity.INFO)
+        else:  # a GPU's shape (SM count, registers, warps): sizing a kernel grid on an empty field
+            self.report(original_node, f"`.{field}` of the NPU device properties: torch_npu documents only "
+                        f"{_DOCUMENTED}; the other CUDA fields are empty or missing, depending on the "
+                        "release: do not size work on it (the NPU's cores: `cube_core_num`, `vector_core_num`)")
         return updated_node
 
 
 CASES = [
+    Invalid(  # mamba's Triton wrappers size their grid on the SM count
+        """\
+        import torch
+        sm_count = torch.cuda.get_device_properties(x.device).multi_processor_count
+        props = torch.cuda.get_device_properties(0)
+        arch = props.gcnArchName
+        memory = props.total_memory
+        """,
+        lines=(2, 4),
+    ),
     Invalid(
         """\
 import torch

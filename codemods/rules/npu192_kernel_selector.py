@@ -76,6 +76,23 @@ def bias_act(x, b=None, impl='cuda'):
 """,
         codes=("NPU192",),
     ),
+    Invalid(  # an option that selects an implementation: its values are the option's
+        """\
+        import argparse
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--impl", default="cuda", choices=["cuda", "ref"])
+        """,
+        codes=("NPU192",),
+        lines=(3,),
+    ),
+    Valid(  # the defaults of a parser's options are not the values of one name `default`
+        """\
+        import argparse
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+        parser.add_argument("--checkpoint", default="cuda_model.pt")
+        """,
+    ),
     Valid(  # a device named `device`: NPU104's, not a selector
         """\
 import torch

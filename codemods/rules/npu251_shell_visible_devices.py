@@ -58,6 +58,27 @@ class ShellVisibleDevices(ShellRule):
 
 
 CASES = [
+    Invalid(  # minRF's advanced/run_multi.sh: DeepSpeed's launcher exports its env file on every node
+        """\
+        rm -f ~/.deepspeed_env
+        echo "CUDA_VISIBLE_DEVICES=0,1" >> ~/.deepspeed_env
+        echo CUDA_VISIBLE_DEVICES=0,1
+        """,
+        after="""\
+        rm -f ~/.deepspeed_env
+        echo "ASCEND_RT_VISIBLE_DEVICES=0,1" >> ~/.deepspeed_env
+        echo CUDA_VISIBLE_DEVICES=0,1
+        """,
+        path="run_multi.sh",
+    ),
+    Invalid(  # the portable target cannot put two variables on one line of the env file
+        """\
+        echo "CUDA_VISIBLE_DEVICES=0,1" >> ~/.deepspeed_env
+        """,
+        path="run_multi.sh",
+        options=(("target", "portable"),),
+        lines=(1,),
+    ),
     Invalid(
         """\
 export CUDA_VISIBLE_DEVICES=0,1,2,3

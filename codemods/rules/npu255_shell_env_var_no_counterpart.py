@@ -46,6 +46,14 @@ class ShellEnvNoCounterpart(ShellRule):
 
 
 CASES = [
+    Invalid(  # minRF's advanced/run_multi.sh: settings written to DeepSpeed's env file
+        """\
+        echo "NCCL_P2P_DISABLE=1" > ~/.deepspeed_env
+        echo "NCCL_P2P_DISABLE=1 is what we used"
+        """,
+        path="run_multi.sh",
+        lines=(1,),
+    ),
     Invalid(
         """\
 export NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth0

@@ -40,7 +40,7 @@ class ShellCudaOnlyOption(ShellRule):
 
     ## Why
 
-    The training script's own code may be migrated while its launch script still passes what makes it stop on an Ascend host: Hugging Face's `TrainingArguments` raises at start-up for `--tf32 True` (no Ampere GPU), the Trainer builds a bitsandbytes optimizer for `--optim paged_adamw_32bit`. The flags and values are the catalogue's option entries (`codemods/data/cuda_only.json`, their `flags`), the same facts NPU523 applies to Python code and NPU541 to YAML configs. `--tf32 True` (or a bare `--tf32`) becomes `--tf32 False`, which runs everywhere; the NPU's counterpart, HF32, has no command-line switch, so the message says to set `torch.npu.matmul.allow_hf32 = True` in the training script. `--optim adamw_apex_fused` becomes `adamw_torch_npu_fused` and `--half_precision_backend apex` becomes `auto`, `--device cuda[:N]` becomes `npu[:N]`. Values without an NPU route are errors with the exact reason. Values the shell computes (`--optim $OPTIM`) are left alone. The scan is the shell rules' own word reader: never comments, single-quoted text or `echo` arguments.
+    The training script's own code may be migrated while its launch script still passes what makes it stop on an Ascend host: Hugging Face's `TrainingArguments` raises at start-up for `--tf32 True` (no Ampere GPU), the Trainer builds a bitsandbytes optimizer for `--optim paged_adamw_32bit`. The flags and values are the catalogue's option entries (`codemods/data/cuda_only.json`, their `flags`), the same facts NPU523 applies to Python code and NPU541 to YAML configs. `--tf32 True` (or a bare `--tf32`) becomes `--tf32 False`, which runs everywhere; the NPU's counterpart, HF32, has no command-line switch, so the message says to set `torch.npu.matmul.allow_hf32 = True` in the training script. `--optim adamw_apex_fused` becomes `adamw_torch_npu_fused` and `--half_precision_backend apex` becomes `auto`, `--attn_implementation flash_attention_2` becomes `sdpa`, `--device cuda[:N]` becomes `npu[:N]`. Values without an NPU route are errors with the exact reason. Values the shell computes (`--optim $OPTIM`) are left alone. The scan is the shell rules' own word reader: never comments, single-quoted text or `echo` arguments.
 
     ## Example
 
@@ -53,7 +53,7 @@ class ShellCudaOnlyOption(ShellRule):
 
     ## Fix safety
 
-    Safe: `--tf32 False` is what TF32 amounts to on a machine without it (transformers then leaves the matmul precision alone), and the rewritten values select the same algorithm on the NPU. Suppress with `# npu-migrate: ignore[NPU258]`.
+    Safe: `--tf32 False` is what TF32 amounts to on a machine without it (transformers then leaves the matmul precision alone), and the rewritten values select the same algorithm on the NPU. Unsafe for `attn_implementation` (`flash_attention_2` → `sdpa`; the catalogue entry says `"fix": "unsafe"` and the edit's message says so): without packing it is the same attention in another kernel (padding masks, causal masking and dropout are transformers' own on both paths), but a batch packed without padding (TRL's `padding_free`, `DataCollatorWithFlattening`) is split into sequences by position_ids only on the flash-attention path, so SDPA would attend across them on a transformers that does not detect packing itself; with transformers 4.56 or newer, which runs `flash_attention_2` on Ascend through torch_npu.npu_fusion_attention, you may keep the value (suppress the line). A file that sets `padding_free` or `packing` true (the catalogue entry's `kept_with`) keeps `flash_attention_2` and is told why instead. Suppress with `# npu-migrate: ignore[NPU258]`.
 
     ## Targets
 
@@ -90,16 +90,17 @@ class ShellCudaOnlyOption(ShellRule):
             return []
         line, col = index.position(at)
         replacement = entry.get("replacement")
-        if entry["action"] == "rewrite" and replacement is not None and editable:
+        kept = catalogue.kept_because(entry, self.context.source)
+        if entry["action"] == "rewrite" and replacement is not None and editable and kept is None:
             if self.context.suppressions.suppresses(self.code, line):
                 return []
-            route = entry["message"] + (" (set `torch.npu.matmul.allow_hf32 = True` in the training script: HF32 has "
+            route = catalogue.option_message(entry, flag, value) + (" (set `torch.npu.matmul.allow_hf32 = True` in the training script: HF32 has "
                                         "no command-line switch)" if entry.get("code") == "NPU524" else "")
             if entry.get("option") == "device":
                 replacement = re.sub(r"^cuda", replacement, value)  # `--device cuda:1` -> `--device npu:1`
-            self.fixed_at(line, col, f"`{flag} {value}` → `{flag} {replacement}`: {route}")
+            self.fixed_at(line, col, f"`{flag} {value}` → `{flag} {replacement}`{catalogue.fix_note(entry)}: {route}")
             return [(start, end, replacement if start != end else f" {replacement}")]
-        self.report_at(line, col, catalogue.option_message(entry, flag, value),
+        self.report_at(line, col, catalogue.option_message(entry, flag, value) + (f" ({kept})" if kept else ""),
                        Severity(entry.get("severity", "warning")))
         return []
 
@@ -129,9 +130,16 @@ python qlora.py \\
     --bf16 \\
     --tf32 False \\
     --optim paged_adamw_32bit \\
-    --attn_implementation=flash_attention_2
+    --attn_implementation=sdpa
 """,
         path="finetune.sh",
+    ),
+    Invalid(  # packing without padding needs the flash-attention path: kept, reported with the reason
+        """\
+accelerate launch sft.py --attn_implementation flash_attention_2 --packing
+""",
+        path="sft.sh",
+        lines=(1,),
     ),
     Invalid(  # a bare boolean flag, and a cluster script loading NVIDIA's toolkit
         """\
@@ -158,6 +166,8 @@ python sample.py --device=npu:1
     Valid(
         """\
 python main.py --device cpu --device-map auto --device "$DEVICE"
+python train.py --attn_implementation sdpa --attn_implementation "$ATTN"
+echo "--attn_implementation flash_attention_2 needs flash-attn"
 """,
         path="eval.sh",
     ),

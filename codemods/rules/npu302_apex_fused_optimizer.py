@@ -6,26 +6,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from codemods.api.cases import Invalid, Valid
-from codemods.families.routes import ConstructorRoute, ConstructorRouteRule
+from codemods.families.routes import ConstructorRoute, ConstructorRouteRule, constructor_routes
 from codemods.families.third_party import library_prefilter
-
-ADAM = ConstructorRoute(
-    "torch.optim.AdamW",
-    ("params", "lr", "bias_correction", "betas", "eps", "adam_w_mode", "weight_decay", "amsgrad", "set_grad_none",
-     "capturable", "master_weights"),
-    fixed={"bias_correction": (("True",), "torch's Adam and AdamW always correct the bias"),
-           "amsgrad": (("False",), "apex's FusedAdam rejects AMSGrad"),
-           "set_grad_none": (("True",), "torch's zero_grad() sets gradients to None, as only set_grad_none=True does"),
-           "capturable": (("False",), "CUDA-graph capture is not mapped"),
-           "master_weights": (("False",), "apex's fp32 master weights have no torch.optim counterpart")},
-    spelled={"weight_decay": "0.0"},  # apex's default; AdamW's is 1e-2
-    choose=("adam_w_mode", {"True": "torch.optim.AdamW", "False": "torch.optim.Adam"}))
-SGD = ConstructorRoute(
-    "torch.optim.SGD",
-    ("params", "lr", "momentum", "dampening", "weight_decay", "nesterov", "wd_after_momentum",
-     "materialize_master_grads", "set_grad_none"),
-    fixed={"wd_after_momentum": (("False",), "weight decay applied after momentum has no torch.optim.SGD form")},
-    dropped=("materialize_master_grads", "set_grad_none"))
 
 
 class ApexFusedOptimizer(ConstructorRouteRule):
@@ -77,7 +59,7 @@ class ApexFusedOptimizer(ConstructorRouteRule):
     prefilter = library_prefilter("NPU302")
     library = "apex"
     modules = ("apex.optimizers",)
-    routes: ClassVar[Mapping[str, ConstructorRoute]] = {"FusedAdam": ADAM, "FusedSGD": SGD}
+    routes: ClassVar[Mapping[str, ConstructorRoute]] = constructor_routes("apex.optimizers")  # codemods/data/routes.json
 
 
 CASES = [

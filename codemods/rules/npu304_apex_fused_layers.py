@@ -6,11 +6,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from codemods.api.cases import Invalid, Valid
-from codemods.families.routes import ConstructorRoute, ConstructorRouteRule
+from codemods.families.routes import ConstructorRoute, ConstructorRouteRule, constructor_routes
 from codemods.families.third_party import library_prefilter
-
-NORM_PARAMETERS = ("normalized_shape", "eps", "elementwise_affine", "memory_efficient")
-
 
 class ApexFusedLayers(ConstructorRouteRule):
     """## What it does
@@ -61,11 +58,7 @@ class ApexFusedLayers(ConstructorRouteRule):
     prefilter = library_prefilter("NPU304")
     library = "apex"
     modules = ("apex.normalization",)
-    routes: ClassVar[Mapping[str, ConstructorRoute]] = {
-        "FusedLayerNorm": ConstructorRoute("torch.nn.LayerNorm", NORM_PARAMETERS, dropped=("memory_efficient",)),
-        "FusedRMSNorm": ConstructorRoute("torch.nn.RMSNorm", NORM_PARAMETERS, dropped=("memory_efficient",),
-                                         spelled={"eps": "1e-5"}),
-    }
+    routes: ClassVar[Mapping[str, ConstructorRoute]] = constructor_routes("apex.normalization")  # codemods/data/routes.json
 
 
 CASES = [

@@ -9,14 +9,15 @@ import libcst as cst
 from codemods.api.cases import Invalid, Valid
 from codemods.families.attention import Causal, sdpa_from_bsnd
 from codemods.model.cstnodes import bind
-from codemods.families.routes import RequireImport, RoutedCallRule
+from codemods.families.routes import RequireImport, RoutedCallRule, call_routes, keyword_problem
 from codemods.families.third_party import library_prefilter
 
-FUNCTIONS = ("xformers.ops.memory_efficient_attention", "xformers.ops.fmha.memory_efficient_attention")
-PARAMETERS = ("query", "key", "value", "attn_bias", "p", "scale")
-# top-left aligned causal masks (xFormers' LowerTriangularFromBottomRightMask is the other one)
-CAUSAL_BIASES = ("xformers.ops.LowerTriangularMask", "xformers.ops.fmha.LowerTriangularMask",
-                 "xformers.ops.fmha.attn_bias.LowerTriangularMask")
+# the routed function, its parameters, the keywords that map only at some values and the causal
+# biases: codemods/data/routes.json (a new xFormers version is a data change)
+ROUTES = call_routes("xformers")
+FUNCTIONS = tuple(f"{module}.{name}" for module in ROUTES["modules"] for name in ROUTES["functions"])
+PARAMETERS: tuple[str, ...] = tuple(ROUTES["functions"]["memory_efficient_attention"]["parameters"])
+CAUSAL_BIASES: tuple[str, ...] = tuple(ROUTES["causal_biases"])  # top-left aligned (not LowerTriangularFromBottomRightMask)
 
 
 class Xformers(RoutedCallRule):
@@ -74,19 +75,20 @@ class Xformers(RoutedCallRule):
                "dropout and scale mapped); the rest of xFormers is reported with its route")
     prefilter = library_prefilter("NPU306")
     library = "xFormers"
-    modules = ("xformers.ops", "xformers.ops.fmha")
+    modules = tuple(ROUTES["modules"])
 
     def routed(self, qualified: str | None) -> str | None:
         return "memory_efficient_attention" if qualified in FUNCTIONS else None
 
     def route(self, node: cst.Call, function: str, require_import: RequireImport) -> tuple[str | None, str]:
-        args, problem = bind(node, PARAMETERS, ("op", "output_dtype"))
+        args, problem = bind(node, PARAMETERS, tuple(ROUTES["keywords"]))
         if problem is not None:
             return None, problem
         if not all(name in args for name in ("query", "key", "value")):
             return None, "query, key and value are not all given"
-        if args.get("output_dtype", "None") != "None":
-            return None, "`output_dtype` is not mapped (SDPA returns the inputs' dtype)"
+        problem = keyword_problem(args, ROUTES["keywords"])
+        if problem is not None:
+            return None, problem
         causal, problem = self._causal(args.get("attn_bias", "None"))
         if problem is not None:
             return None, problem

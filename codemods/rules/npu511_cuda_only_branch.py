@@ -23,7 +23,7 @@ from codemods.api.cases import Invalid, Valid
 from codemods.api.positions import node_positions
 from codemods.api.rule import Fix, Rule
 from codemods.families.lightning import CUDA_ACCELERATORS, accelerator_variables
-from codemods.model.astnodes import iter_statements
+from codemods.model.astnodes import ast_dotted_parts, iter_statements
 from codemods.data import catalogue
 from codemods.families.options import literal_text
 from codemods.model.cstnodes import code_of, find_all, string_value
@@ -33,6 +33,19 @@ _CUDA_LITERAL = re.compile(r"cuda(:\d*)?")
 
 
 _NPU_LITERAL = re.compile(r"npu(:\d*)?")
+# the libraries' own availability tests (transformers.utils, accelerate.utils), also re-exported by a
+# project (LLaMA-Factory: `elif is_torch_npu_available(): ... elif is_torch_cuda_available(): ...`):
+# names that specific are known by their last part wherever they are imported from
+_CUDA_AVAILABLE = frozenset({"is_torch_cuda_available", "is_cuda_available"})
+_NPU_AVAILABLE = frozenset({"is_torch_npu_available", "is_npu_available"})
+
+
+def _last(qualified: str | None) -> str:
+    return (qualified or "").rsplit(".", 1)[-1]
+
+
+# a message that limits a feature to CUDA: "only enabled when using CUDA-devices", "CUDA-only"
+_CUDA_ONLY_WORDS = re.compile(r"\bonly\b[^.\n]*\bCUDA\b|\bCUDA[- ]only\b")
 _TENSORRT = "TensorrtExecutionProvider"
 _CAPABILITY = frozenset({"torch.cuda.get_device_capability"})
 # torch.library calls that register an implementation for a device type
@@ -71,6 +84,32 @@ def _scopes_around(tree: ast.Module, line: int) -> list[ast.stmt]:
 
 
 
+def _blocks(tree: ast.Module) -> list[list[ast.stmt]]:
+    """Every statement list of the module (bodies, `else` and `finally` blocks)."""
+    blocks: list[list[ast.stmt]] = [tree.body]
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt) and node is not tree:
+                blocks.append(block)
+    return blocks
+
+
+def _ast_npu_test(test: ast.expr, facts: Any) -> bool:
+    """`_npu_test` on the `ast`: an `"npu"` literal, `x.is_npu`, an enum's `.NPU`, `torch.npu.*`."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _NPU_LITERAL.fullmatch(node.value):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in ("is_npu", "NPU"):
+            return True
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            parts = ast_dotted_parts(node)
+            qualified = facts.qualify(parts) or ".".join(parts or [])
+            if qualified.startswith(("torch.npu.", "torch_npu.")) or _last(qualified) in _NPU_AVAILABLE:
+                return True
+    return False
+
+
 class CudaOnlyBranch(Rule):
     """## What it does
 
@@ -78,9 +117,9 @@ class CudaOnlyBranch(Rule):
 
     ## Why
 
-    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, a Hugging Face Hub flash-attention kernel loaded with `kernels` (nanochat's FA3 loader, behind `if not torch.cuda.is_available(): return None`), ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function or class of the file that reaches such a library, such as a `torch.autograd.Function` whose `forward` calls mmcv's compiled ops, `ext_module = ext_loader.load_ext('_ext', [...])`, in mmcv and the projects that vendor it; or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines, leaving out the `if` blocks that do not hold the guard (an optional `if args.use_bnb_linear: import bitsandbytes` elsewhere in open_clip's `main()` is no path the guard selects) (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels). So does `has_apex and torch.cuda.is_available()`, where `has_apex = True` sits in the module-level `try` that imports the CUDA-only library (ConvNeXt's fused optimizers): the test asks for that library and CUDA together.
+    Rewriting such a guard to the NPU sends the NPU into code that only runs on CUDA (TensorRT, Triton, bitsandbytes, xFormers, flash-attn, apex, CuPy, NVML, Transformer Engine, a Hugging Face Hub flash-attention kernel loaded with `kernels` (nanochat's FA3 loader, behind `if not torch.cuda.is_available(): return None`), ONNX Runtime's TensorRT provider, Lightning's CUDA accelerator: `accelerator = "cuda"` where the file passes `accelerator=accelerator` to Trainer/Fabric), used in the branch, directly or through the project's own code (a function or class of the file that reaches such a library, such as a `torch.autograd.Function` whose `forward` calls mmcv's compiled ops, `ext_module = ext_loader.load_ext('_ext', [...])`, in mmcv and the projects that vendor it; or a module of the project that imports one when it is imported), or by the function or class around it with what the file itself imports and defines, leaving out the `if` blocks that do not hold the guard (an optional `if args.use_bnb_linear: import bitsandbytes` elsewhere in open_clip's `main()` is no path the guard selects) (a `main()` that reaches timm, whose `fast_norm` tries apex, does not make every CUDA guard in it a CUDA-only path) (`if x.is_cuda: return dtw_cuda(x)`, where `dtw_cuda` imports `.triton_ops`, which imports `triton`; the modules are indexed once per run, over the whole configured project). The guard's rewrite is undone with the edits that described it; the NPU skips the branch as any machine without CUDA would. Never half-migrated. The same holds for `torch.cuda.is_available() and <reads torch.cuda.get_device_capability()>`: the NPU has no compute capability (`torch.npu.get_device_capability()` returns None), so the rewritten test would raise TypeError where it used to be False; it stays on CUDA. So does a predicate function (`def checker(x): return x.device.type == "cuda"`, one `return` of a test) in a module that imports CUDA-only code at module level: there it selects that code (litgpt's unsloth executor registers such checkers in front of its Triton kernels). So does `has_apex and torch.cuda.is_available()`, where `has_apex = True` sits in the module-level `try` that imports the CUDA-only library (ConvNeXt's fused optimizers): the test asks for that library and CUDA together. So does an early return whose message limits a feature to CUDA (FastChat's `if device != "cuda": warnings.warn("CPU-offloading is only enabled when using CUDA-devices"); return False`): the authors' fallback is what the NPU should get, as any machine without CUDA did; a gate that raises (`raise SystemExit("this script only runs on CUDA")`) stops the whole program and is migrated.
 
-    A CUDA arm of an `if`/`elif` chain that also has an NPU arm (`elif device.startswith("npu:")`, `elif torch.npu.is_available()`) is kept whole, test and body: the code already dispatches the NPU to its own arm, and turning the CUDA arm to the NPU too would shadow that arm or send the NPU where the code did not (open_clip's `if torch.cuda.is_available(): model.cuda()` / `elif device == "npu" ...: model.npu()` would move a model meant to stay on the CPU). What other rules would have rewritten in its body is reported at its place.
+    A CUDA arm of an `if`/`elif` chain that also has an NPU arm (`elif device.startswith("npu:")`, `elif torch.npu.is_available()`, transformers' `is_torch_npu_available()`, an enum's `DeviceType.NPU`), or an `if` beside another `if` of the same block that tests for the NPU, is kept whole, test and body: the code already dispatches the NPU to its own arm, and turning the CUDA arm to the NPU too would shadow that arm or send the NPU where the code did not (open_clip's `if torch.cuda.is_available(): model.cuda()` / `elif device == "npu" ...: model.npu()` would move a model meant to stay on the CPU). What other rules would have rewritten in its body is reported at its place.
 
     ## Example
 
@@ -110,7 +149,7 @@ class CudaOnlyBranch(Rule):
     severity = Severity.WARNING
     # the guards it keeps (`torch.cuda.is_available()`, `x.is_cuda`, a "cuda" device string); what
     # they select may be in another file (the project's CUDA-only modules), so no library name here
-    prefilter = r"""is_available\(|\.is_cuda\b|['"]cuda"""
+    prefilter = r"""is_available\(|_cuda_available\(|\.is_cuda\b|\.CUDA\b|['"]cuda"""
     project_facts = (CUDA_ONLY_MODULES,)
 
     def __init__(self, context: Any) -> None:
@@ -139,12 +178,13 @@ class CudaOnlyBranch(Rule):
         assert runner is not None
         if runner.suppressed(self.code, original_node):
             return updated_node  # `ignore[NPU511]`: the other rules' rewrites and their edits stand
-        if original_node in self.tree.nodes("beside_npu") and not self._npu_test(original_node.test) \
-                and not self._reads_own_is_cuda(original_node.test):
+        if (original_node in self.tree.nodes("beside_npu") or self._npu_sibling(original_node)) \
+                and not self._npu_test(original_node.test) and not self._reads_own_is_cuda(original_node.test):
             return self._keep_cuda_arm(original_node, updated_node)
         if updated_node.test.deep_equals(original_node.test):
             return updated_node
-        library = self._cuda_only_use(original_node.body) or self._enclosing_use(original_node)
+        library = self._cuda_only_use(original_node.body) or self._enclosing_use(original_node) \
+            or self._cuda_only_refusal(original_node)
         if library is None:
             capability = self._capability_break(original_node)
             if capability is None:
@@ -262,22 +302,55 @@ class CudaOnlyBranch(Rule):
         for node in find_all(test, (cst.SimpleString, cst.Call, cst.Attribute)):
             if isinstance(node, cst.SimpleString) and _CUDA_LITERAL.fullmatch(string_value(node) or ""):
                 return True
-            if isinstance(node, cst.Call) and self.resolve(node.func) == "torch.cuda.is_available":
+            if isinstance(node, cst.Call) and (self.resolve(node.func) == "torch.cuda.is_available"
+                                               or _last(self._spelled(node.func)) in _CUDA_AVAILABLE):
                 return True
-            if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
-                return True
+            if isinstance(node, cst.Attribute) and node.attr.value in ("is_cuda", "CUDA"):
+                return True  # `x.is_cuda`, an enum's member (`device_type == DeviceType.CUDA`)
         return False
 
     def _npu_test(self, test: cst.BaseExpression) -> bool:
         """Whether a test, as written, asks for the NPU (`"npu"`, `.startswith("npu:")`,
         `torch.npu.is_available()`, `x.is_npu`)."""
-        for node in find_all(test, (cst.SimpleString, cst.Attribute)):
+        for node in find_all(test, (cst.SimpleString, cst.Attribute, cst.Call)):
             if isinstance(node, cst.SimpleString) and _NPU_LITERAL.fullmatch(string_value(node) or ""):
                 return True
+            if isinstance(node, cst.Call) and _last(self._spelled(node.func)) in _NPU_AVAILABLE:
+                return True
             if isinstance(node, cst.Attribute) and (
-                    node.attr.value == "is_npu" or (self.resolve(node) or "").startswith(("torch.npu.", "torch_npu."))):
+                    node.attr.value in ("is_npu", "NPU") or (self.resolve(node) or "").startswith(("torch.npu.", "torch_npu."))):
                 return True
         return False
+
+    def _spelled(self, node: cst.BaseExpression) -> str | None:
+        """The qualified name of a callee, or its dotted spelling when the file cannot qualify it."""
+        return self.resolve(node) or code_of(node)
+
+    def _npu_sibling(self, node: cst.If) -> bool:
+        """Whether an `if` next to this one in the same block tests for the NPU (LLaMA-Factory's
+        `if is_torch_cuda_available(): return torch.cuda.Event ...` then `if is_torch_npu_available():
+        return torch.npu.Event ...`): the code dispatches the NPU to its own `if` as an `elif` would.
+        Read in the file's `ast` by line, as the engine may hand the two over in different pieces."""
+        module = self.context.module
+        if module is None:
+            return False
+        line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
+        siblings = self._sibling_tests().get(line)
+        return bool(siblings)
+
+    def _sibling_tests(self) -> dict[int, bool]:
+        """Line of each `if` -> whether another `if` of its block tests for the NPU (once per file)."""
+        found: dict[int, bool] | None = getattr(self, "_siblings", None)
+        if found is None:
+            found = {}
+            self._siblings = found
+            facts = self.context.facts
+            for block in _blocks(facts.tree):
+                ifs = [s for s in block if isinstance(s, ast.If)]
+                npu = {id(s) for s in ifs if _ast_npu_test(s.test, facts)}
+                for statement in ifs:
+                    found[statement.lineno] = bool(npu - {id(statement)})
+        return found
 
     def _reads_own_is_cuda(self, test: cst.BaseExpression) -> bool:
         """Whether the test reads an `is_cuda` attribute the file assigns itself (timm's
@@ -303,8 +376,8 @@ class CudaOnlyBranch(Rule):
         path, code, severity = self.context.path, self.code, self.severity
         runner.revise_recorded(lambda node, make: _as_kept_report(make, path, code, severity)
                                if id(node) in in_body else make)
-        self.report(original_node, "this CUDA branch sits beside the NPU branch of the same if/elif chain: it "
-                                   "stays as written (the NPU takes its own branch; rewriting this one too would "
+        self.report(original_node, "this CUDA branch sits beside an NPU branch (an arm of the same if/elif chain, "
+                                   "or an `if` next to it): it stays as written (the NPU takes its own branch; rewriting this one too would "
                                    "shadow it or send the NPU where the code did not)")
         return updated_node.with_changes(test=original_node.test, body=original_node.body)
 
@@ -348,6 +421,23 @@ class CudaOnlyBranch(Rule):
             after = _statements_after(self.context.facts.tree, block)
             found = capability_break(ast.Module(body=after, type_ignores=[]), self.context.facts) if after else None
         return f"{found[0]} on line {found[1]}" if found else None
+
+    def _cuda_only_refusal(self, node: cst.If) -> str | None:
+        """`if device != "cuda": warnings.warn("CPU-offloading is only enabled when using CUDA-devices");
+        return False` (FastChat): an early return whose message limits a feature to CUDA. The
+        authors' fallback is what a machine without CUDA gets; turned to the NPU, the NPU would
+        skip it and go on into the feature. A gate that raises (`requires CUDA`) stops a whole
+        program and is migrated as usual."""
+        module = self.context.module
+        if module is None or "only" not in self.context.source:
+            return None
+        line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
+        block = next((n for n in ast.walk(self.context.facts.tree) if isinstance(n, ast.If) and n.lineno == line), None)
+        if block is None or not _is_gate(block) or not isinstance(block.body[-1], ast.Return):
+            return None
+        said = next((n.value for s in block.body for n in ast.walk(s) if isinstance(n, ast.Constant)
+                     and isinstance(n.value, str) and _CUDA_ONLY_WORDS.search(n.value)), None)
+        return f'a feature its authors limit to CUDA ("{said.strip().splitlines()[0]}")' if said else None
 
     def _project(self) -> dict[str, dict[str, str]]:
         return self.context.options.get(PROJECT_OPTION) or {}
@@ -502,6 +592,55 @@ def _as_kept_report(make: Callable[[int, int], Any], path: str, code: str,
 
 
 CASES = [
+    Invalid(  # LLaMA-Factory's callbacks.py: an `if` per backend, the NPU one next to the CUDA one
+        """\
+        import torch
+        from ..extras.misc import is_torch_cuda_available, is_torch_npu_available
+
+
+        def event_factory():
+            if is_torch_cuda_available():
+                return torch.cuda.Event, torch.cuda.synchronize
+            if is_torch_npu_available():
+                return torch.npu.Event, torch.npu.synchronize
+            return None
+        """,
+        with_rules=("NPU120",),
+        lines=(6, 7, 7),
+    ),
+    Invalid(  # LLaMA-Factory v1's checkpoint.py: an enum of device types
+        """\
+        import torch
+        from ...accelerator.helper import DeviceType, get_current_accelerator
+
+
+        def rng_state():
+            device_type = get_current_accelerator().type
+            if device_type == DeviceType.CUDA:
+                return torch.cuda.get_rng_state_all()
+            elif device_type == DeviceType.NPU:
+                return torch.npu.get_rng_state_all()
+        """,
+        with_rules=("NPU120",),
+        lines=(7, 8),
+    ),
+    Invalid(  # LLaMA-Factory's extras/misc.py: transformers' availability tests, an NPU arm first
+        """\
+        import os
+        import torch
+        from transformers.utils import is_torch_cuda_available, is_torch_npu_available
+
+
+        def get_device_count():
+            if is_torch_npu_available():
+                return torch.npu.device_count()
+            elif is_torch_cuda_available():
+                return torch.cuda.device_count()
+            return 0
+        """,
+        with_rules=("NPU120",),
+        lines=(9, 10),
+    ),
     Invalid(  # TileLang's GEMM autotune example: the gate lets the capability arithmetic run on CUDA only
         """\
 import torch
@@ -629,6 +768,46 @@ def enable_paged_offload(model, device):
 """,
         codes=("NPU307", "NPU511"),
         with_rules=("NPU104", "NPU307"),
+    ),
+    Invalid(  # FastChat: an early return whose warning limits the feature to CUDA keeps its test
+        """\
+import warnings
+
+
+def offloading_allowed(device, cpu_offloading):
+    if device != "cuda":
+        warnings.warn(
+            "CPU-offloading is only enabled when using CUDA-devices\\n"
+            "Continuing without cpu-offloading enabled\\n"
+        )
+        return False
+    return cpu_offloading
+""",
+        with_rules=("NPU104",),
+        lines=(5,),
+    ),
+    Invalid(  # a gate that raises stops the whole program: migrated with the rest
+        """\
+import torch
+
+
+def main():
+    if not torch.cuda.is_available():
+        raise SystemExit("this script only runs on CUDA")
+    train()
+""",
+        after="""\
+import torch
+import torch_npu  # noqa: F401
+
+
+def main():
+    if not torch.npu.is_available():
+        raise SystemExit("this script only runs on CUDA")
+    train()
+""",
+        codes=("NPU100", "NPU120"),
+        with_rules=("NPU100", "NPU120"),
     ),
     Invalid(  # a branch that picks a bitsandbytes optimizer by its option value (the catalogue's)
         """\

@@ -9,7 +9,7 @@ from codemods.families.options import OptionRule, option_prefilter
 class CudaOnlyOption(OptionRule):
     """## What it does
 
-    Option values that select CUDA-only code (`optim="paged_adamw_32bit"` and the other bitsandbytes optimizers, `attn_implementation="flash_attention_2"`, `quantize="bnb.nf4"`, `RWKV(..., strategy="cuda fp16")`) are reported with the exact reason, or rewritten where an NPU value does the same (`optim="adamw_apex_fused"` → `"adamw_torch_npu_fused"`, `half_precision_backend="apex"` → `"auto"`)
+    Option values that select CUDA-only code (`optim="paged_adamw_32bit"` and the other bitsandbytes optimizers, `quantize="bnb.nf4"`, `RWKV(..., strategy="cuda fp16")`) are reported with the exact reason, or rewritten where an NPU value does the same (`optim="adamw_apex_fused"` → `"adamw_torch_npu_fused"`, `half_precision_backend="apex"` → `"auto"`, `attn_implementation="flash_attention_2"` → `"sdpa"` in a call, a config's `_attn_implementation`, a dataclass field or an argparse default, and the older `use_flash_attention_2=True` → `attn_implementation="sdpa"` as a keyword or a dict key). A comparison with the value (`if config._attn_implementation == "flash_attention_2":`) and text that merely names it stay
 
     ## Why
 
@@ -28,7 +28,7 @@ class CudaOnlyOption(OptionRule):
 
     ## Fix safety
 
-    Safe where it rewrites: the NPU value selects the same algorithm with the same hyper-parameters. Reported values are left as written. Suppress with `# npu-migrate: ignore[NPU523]`.
+    Safe where it rewrites: the NPU value selects the same algorithm with the same hyper-parameters. Unsafe for `attn_implementation` (`flash_attention_2` → `sdpa`; the catalogue entry says `"fix": "unsafe"` and the edit's message says so): without packing it is the same attention in another kernel (padding masks, causal masking and dropout are transformers' own on both paths), but a batch packed without padding (TRL's `padding_free`, `DataCollatorWithFlattening`) is split into sequences by position_ids only on the flash-attention path, so SDPA would attend across them on a transformers that does not detect packing itself; with transformers 4.56 or newer, which runs `flash_attention_2` on Ascend through torch_npu.npu_fusion_attention, you may keep the value (suppress the line). A file that sets `padding_free` or `packing` true (the catalogue entry's `kept_with`) keeps `flash_attention_2` and is told why instead. A model class that does not declare SDPA support (custom modeling code without `_supports_sdpa`) makes transformers raise at load with `sdpa`: write `"eager"` there. Reported values are left as written. Suppress with `# npu-migrate: ignore[NPU523]`.
 
     ## Targets
 
@@ -65,8 +65,61 @@ model = AutoModelForCausalLM.from_pretrained("m", attn_implementation="flash_att
         after="""\
 from transformers import AutoModelForCausalLM, TrainingArguments
 args = TrainingArguments(output_dir="o", optim="adamw_torch_npu_fused", half_precision_backend="auto")
-model = AutoModelForCausalLM.from_pretrained("m", attn_implementation="flash_attention_2")
+model = AutoModelForCausalLM.from_pretrained("m", attn_implementation="sdpa")
 """,
+    ),
+    Invalid(  # flash_attention_2 wherever it reaches transformers: a config, its private field, a dataclass
+        # default, an argparse default, the older keyword (renamed) in a call and a dict; the
+        # choices offered are reported, the comparison stays
+        """\
+from dataclasses import dataclass, field
+from transformers import AutoConfig, AutoModelForCausalLM
+config = AutoConfig.from_pretrained("m", attn_implementation="flash_attention_2")
+config._attn_implementation = "flash_attention_2"
+model_kwargs = dict(torch_dtype="auto", use_flash_attention_2=True)
+legacy = {"use_flash_attention_2": True, "device_map": "auto"}
+parser.add_argument("--attn_implementation", default="flash_attention_2", choices=["sdpa", "flash_attention_2"])
+
+@dataclass
+class ModelArguments:
+    attn_implementation: str = field(default="flash_attention_2")
+
+if config._attn_implementation == "flash_attention_2":
+    print("attn_implementation=flash_attention_2")
+""",
+        after="""\
+from dataclasses import dataclass, field
+from transformers import AutoConfig, AutoModelForCausalLM
+config = AutoConfig.from_pretrained("m", attn_implementation="sdpa")
+config._attn_implementation = "sdpa"
+model_kwargs = dict(torch_dtype="auto", attn_implementation="sdpa")
+legacy = {"attn_implementation": "sdpa", "device_map": "auto"}
+parser.add_argument("--attn_implementation", default="sdpa", choices=["sdpa", "flash_attention_2"])
+
+@dataclass
+class ModelArguments:
+    attn_implementation: str = field(default="sdpa")
+
+if config._attn_implementation == "flash_attention_2":
+    print("attn_implementation=flash_attention_2")
+""",
+        lines=(7,),  # the choices; the rewrites are edits
+    ),
+    Invalid(  # TRL packing without padding needs the flash-attention path: kept, reported with the reason
+        """\
+from transformers import AutoModelForCausalLM
+from trl import SFTConfig
+model = AutoModelForCausalLM.from_pretrained("m", attn_implementation="flash_attention_2")
+config = SFTConfig(output_dir="o", padding_free=True)
+""",
+        lines=(3,),
+    ),
+    Invalid(  # both spellings in one call: the older one is reported (renaming it would repeat a keyword)
+        """\
+from transformers import AutoModelForCausalLM
+model = AutoModelForCausalLM.from_pretrained("m", use_flash_attention_2=True, attn_implementation="sdpa")
+""",
+        lines=(2,),
     ),
     Invalid(  # the rwkv package: its strategy string accepts no NPU device
         """\
@@ -83,6 +136,9 @@ args = TrainingArguments(output_dir="o", optim="adamw_torch", attn_implementatio
 args = TrainingArguments(output_dir="o", optim=choice)
 print("optim", "paged_adamw_32bit")
 strategy = "cuda fp16"
+ATTENTION_CLASSES = {"flash_attention_2": "FlashAttention2", "sdpa": "SdpaAttention"}
+model = AutoModelForCausalLM.from_pretrained("m", use_flash_attention_2=False, attn_implementation=impl)
+logger.warning("use_flash_attention_2=True is deprecated, use attn_implementation='flash_attention_2'")
 """,
     ),
 ]

@@ -7,7 +7,7 @@ import libcst as cst
 
 from codemods.api.cases import Invalid, Valid
 from codemods.families.attention import FUSED as API
-from codemods.families.attention import SDPA, Causal, fused_attention
+from codemods.families.attention import SDPA, Causal, fused_attention, scale_problem
 from codemods.families.tune import TuneRule
 from codemods.model.cstnodes import bind
 
@@ -111,7 +111,7 @@ def _unmapped(args: dict[str, str]) -> str | None:
         return "`enable_gqa` is not a literal"
     if not args["query"].isidentifier():
         return "the query is an expression, not a name (it would be evaluated again for its shape)"
-    return None
+    return scale_problem(args.get("scale"))
 
 
 CASES = [

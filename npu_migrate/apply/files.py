@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -24,7 +23,6 @@ from npu_migrate.core.discovery import (
     MANIFEST_SUFFIXES,
     PYTHON_SUFFIXES,
     SHELL_SUFFIXES,
-    copy_ignore,
     deepspeed_config_name,
     discover,
     excluded,
@@ -137,23 +135,3 @@ def _named_deepspeed_config(file: str, explicit: set[str], settings: Settings) -
     return file in explicit or deepspeed_config_name(file) or bool(
         settings.deepspeed_configs
         and excluded(os.path.relpath(os.path.abspath(file), settings.root), settings.deepspeed_configs))
-
-
-def copy_tree(paths: Sequence[str], output_dir: str, exclude: Sequence[str]) -> dict[str, str]:
-    """Copy the inputs into `output_dir` (folders whole, minus VCS/cache folders) and map each
-    source file to its copy, so the migrated copy is complete and runnable."""
-    os.makedirs(output_dir, exist_ok=True)
-    targets: dict[str, str] = {}
-    for path in paths:
-        name = os.path.basename(os.path.normpath(os.path.abspath(path)))
-        destination = output_dir if len(paths) == 1 and os.path.isdir(path) else os.path.join(output_dir, name)
-        if os.path.isdir(path):
-            shutil.copytree(path, destination, ignore=copy_ignore, symlinks=True, dirs_exist_ok=True)
-            for root, _, files in os.walk(path):
-                for file in files:
-                    source = os.path.normpath(os.path.join(root, file))
-                    targets[source] = os.path.join(destination, os.path.relpath(source, path))
-        else:
-            shutil.copy2(path, destination)
-            targets[os.path.normpath(path)] = destination
-    return targets

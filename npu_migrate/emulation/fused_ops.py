@@ -335,6 +335,8 @@ def npu_fusion_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Te
         raise EmulationError(f"npu_fusion_attention: head dim {query.shape[-1]} (at most 768)")
     if input_layout in ("BNSD", "BSND") and query.dim() != 4:
         raise EmulationError(f"npu_fusion_attention: layout {input_layout} needs 4-D query, got {query.dim()}-D")
+    if input_layout == "TND":
+        _check_varlen(query, head_num, kwargs)
     if input_layout == "BNSD" and query.shape[1] != head_num:
         raise EmulationError(f"npu_fusion_attention: head_num {head_num} but the query has {query.shape[1]} heads")
     if not (query.dtype == key.dtype == value.dtype):
@@ -345,6 +347,19 @@ def npu_fusion_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Te
         raise EmulationError(f"npu_fusion_attention: sparse_mode={kwargs['sparse_mode']} needs atten_mask "
                              "(the compressed 2048x2048 upper-triangle mask, True = masked out)")
     return ops.npu_fusion_attention(query, key, value, head_num, input_layout, **kwargs)
+
+
+def _check_varlen(query: torch.Tensor, head_num: int, kwargs: dict[str, Any]) -> None:
+    """TND: [T, N, D] with N = head_num; the cumulative lengths are host `int[]` in torch_npu's
+    signature (a list or tuple of ints, e.g. `cu_seqlens[1:].tolist()`), not device tensors."""
+    if query.dim() != 3 or query.shape[1] != head_num:
+        raise EmulationError(f"npu_fusion_attention: layout TND needs [T, N, D] with N = head_num {head_num}, "
+                             f"got {tuple(query.shape)}")
+    for name in ("actual_seq_qlen", "actual_seq_kvlen"):
+        lengths = kwargs.get(name)
+        if not isinstance(lengths, (list, tuple)) or not all(isinstance(n, int) for n in lengths):
+            raise EmulationError(f"npu_fusion_attention: layout TND needs {name} as a list of ints "
+                                 f"(the cumulative ends, no leading 0), got {type(lengths).__name__}")
 
 
 FUSED_OPS = {fn.__name__: fn for fn in (npu_rms_norm, npu_rotary_mul, npu_swiglu, npu_fusion_attention)}

@@ -153,8 +153,26 @@ def test_fusion_attention_grouped_query(emu):
     out = emu.npu_fusion_attention(q, kv, kv, 4, "BNSD", scale=0.3)[0]
     expected = F.scaled_dot_product_attention(q, kv.repeat_interleave(2, 1), kv.repeat_interleave(2, 1), scale=0.3)
     assert torch.allclose(out, expected, atol=1e-5)
-    with pytest.raises(EmulationError, match="TND"):
+    with pytest.raises(EmulationError, match="TND"):  # a 4-D query is not [T, N, D]
         emu.npu_fusion_attention(q, kv, kv, 4, "TND")
+
+
+def test_fusion_attention_tnd_attends_within_each_sequence(emu):
+    """TND (varlen): two packed sequences, the cumulative ends without a leading 0 as host ints;
+    each sequence is its own attention, causal bottom-right per sequence (sparse_mode 3)."""
+    q, kv = torch.randn(5, 2, 8), torch.randn(7, 2, 8)
+    compressed = torch.ones(2048, 2048, dtype=torch.bool).triu(1)
+    out = emu.npu_fusion_attention(q, kv, kv, 2, "TND", atten_mask=compressed, sparse_mode=3, scale=0.3,
+                                   actual_seq_qlen=[2, 5], actual_seq_kvlen=[3, 7])[0]
+    for (q0, q1), (k0, k1) in (((0, 2), (0, 3)), ((2, 5), (3, 7))):
+        one = [x[None].transpose(1, 2) for x in (q[q0:q1], kv[k0:k1])]
+        mask = torch.ones(q1 - q0, k1 - k0, dtype=torch.bool).tril(k1 - k0 - (q1 - q0))  # True = kept
+        expected = F.scaled_dot_product_attention(one[0], one[1], one[1], attn_mask=mask, scale=0.3)
+        assert torch.allclose(out[q0:q1], expected[0].transpose(0, 1), atol=1e-5)
+    with pytest.raises(EmulationError, match="list of ints"):  # a device tensor is not torch_npu's int[]
+        emu.npu_fusion_attention(q, kv, kv, 2, "TND", actual_seq_qlen=torch.tensor([2, 5]), actual_seq_kvlen=[3, 7])
+    with pytest.raises(EmulationError, match="cumulative ends"):  # flash-attn's cu_seqlens with its leading 0
+        emu.npu_fusion_attention(q, kv, kv, 2, "TND", actual_seq_qlen=[0, 2, 5], actual_seq_kvlen=[3, 7])
 
 
 def test_other_reference_ops(emu):

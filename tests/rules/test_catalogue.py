@@ -30,6 +30,39 @@ def test_status_is_read_per_torch_npu_release() -> None:
     assert not catalogue.is_cuda_only({"kind": "option", "status": {"2.1": "no-route"}})  # not code
 
 
+def test_flash_attention_2_has_its_route_per_transformers_release() -> None:
+    """One entry says the route in Python, launch scripts and configs alike, and how it changes
+    with transformers: sdpa everywhere, flash_attention_2 itself runs on NPU from 4.56."""
+    entries = [catalogue.option_entry("attn_implementation", "flash_attention_2"),
+               catalogue.option_entry("--attn_implementation", "flash_attention_2", "flag"),
+               catalogue.option_entry("attn_implementation", "flash_attention_2", "config")]
+    assert entries[0] is entries[1] is entries[2]
+    entry = entries[0]
+    assert (entry["action"], entry["replacement"], entry["fix"]) == ("rewrite", "sdpa", "unsafe")
+    assert [catalogue.status(entry, v, by="framework_status") for v in ("4.40", "4.55.4", "4.56.0")] == [
+        "npu-route", "npu-route", "works"]
+    assert catalogue.status(entry, "2.1") == "npu-route"  # by torch_npu release
+    older = catalogue.option_entry("use_flash_attention_2", "True")
+    assert older["replacement_option"] == "attn_implementation" and older["replacement"] == "sdpa"
+    assert catalogue.fix_note(entry) == " (unsafe fix)" and catalogue.fix_note(catalogue.option_entry("optim", "adamw_apex_fused")) == ""
+
+
+def test_every_route_is_a_catalogue_rewrite_of_its_rule() -> None:
+    """routes.json says how a name maps, the catalogue says that it is rewritten and by which
+    rule: the two agree for every routed function and class."""
+    from codemods.data.tables import load_data
+
+    routes = load_data("routes.json")
+    routed = [(f"{library['modules'][0]}.{name}", library["code"]) for library in routes["calls"].values()
+              for name in library["functions"]]
+    routed += [(f"{module}.{name}", table["code"]) for module, table in routes["constructors"].items()
+               for name in table["classes"]]
+    by_name = {e["cuda"]: e for e in catalogue.entries()}
+    assert len(routed) == 11
+    for name, code in routed:
+        assert (by_name[name]["action"], by_name[name]["code"]) == ("rewrite", code), name
+
+
 def test_cuda_only_libraries_come_from_the_catalogue() -> None:
     libraries = catalogue.cuda_only_libraries()
     assert {"apex", "triton", "tilelang", "cutlass", "cuda.bindings", "numba.cuda", "lightllm", "exllamav2"} <= libraries

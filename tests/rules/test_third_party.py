@@ -61,16 +61,17 @@ def test_import_is_reported_once_by_the_most_specific_entry() -> None:
 
 
 def test_direct_import_then_call_is_reported_at_the_import_only() -> None:
-    text = "from flash_attn import flash_attn_varlen_func\nout = flash_attn_varlen_func(q, k, v, cu, cu, 8, 8)\n"
-    assert found(text) == [("NPU305", 1)]
+    text = "from apex.amp import initialize\nmodel, opt = initialize(model, opt, opt_level='O1')\n"
+    assert found(text) == [("NPU301", 1)]
 
 
 def test_module_import_then_call_gets_the_specific_recipe() -> None:
-    text = "import flash_attn\nout = flash_attn.flash_attn_varlen_func(q, k, v, cu, cu, 8, 8, causal=True)\n"
+    """(flash-attn's varlen calls, the example before, are rewritten now: NPU305's cases.)"""
+    text = "import apex\nmodel, opt = apex.amp.initialize(model, opt, opt_level='O1')\n"
     diagnostics = run(text).diagnostics
-    assert [(d.code, d.line) for d in diagnostics] == [("NPU305", 1), ("NPU305", 2)]
+    assert [(d.code, d.line) for d in diagnostics] == [("NPU301", 1), ("NPU301", 2)]
     message = diagnostics[1].message
-    for fact in ("'TND'", "cumulative ends", "True in `atten_mask` means masked out", "sparse_mode=3", "** -0.5"):
+    for fact in ("amp.initialize", "torch.autocast('npu', dtype=torch.float16)", "O2"):
         assert fact in message
 
 
