@@ -179,7 +179,10 @@ def _check_autograd_engine() -> None:
 
     probe = NpuTensor(torch.ones(1), requires_grad=True)
     try:
-        probe.sum().backward()
+        # with the engine's device threads: the activating thread runs its own backward passes
+        # (_devices), any other thread and code that turns multithreading back on use them
+        with torch.autograd.set_multithreading_enabled(True):
+            probe.sum().backward()
     except RuntimeError as error:
         if "device_ready_queues_" not in str(error):
             raise

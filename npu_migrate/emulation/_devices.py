@@ -92,6 +92,7 @@ def install_device() -> None:
         set_attr(torch.accelerator, "current_device_index", lambda: STATE.current_index)
         set_attr(torch.accelerator, "set_device_index", lambda index: None)
     _foreach_kernels_for_npu_tensors()
+    _backward_on_calling_thread()
     _patch_serialization()
     _patch_amp()
     _patch_distributed()
@@ -113,6 +114,17 @@ def _foreach_kernels_for_npu_tensors() -> None:
         if NpuTensor not in supported:
             supported.append(NpuTensor)
             STATE.undo.append(functools.partial(supported.remove, NpuTensor))
+
+
+def _backward_on_calling_thread() -> None:
+    """torch's autograd engine runs the nodes of a device other than the CPU on a thread of that
+    device, so every backward pass through npu tensors would hand its work to another thread and
+    wait for it: on a busy machine the wake-ups cost more than the emulated ops (the CNN bench
+    model's backward took 6x its CPU time). The emulated device computes on the host, so the
+    backward pass runs on the thread that calls it, as it does for CPU tensors (the engine's
+    documented `set_multithreading_enabled(False)`, for the activating thread)."""
+    switch = torch.autograd.set_multithreading_enabled(False)  # switches on construction
+    STATE.undo.append(lambda: switch.__exit__(None, None, None))
 
 
 def _patch_serialization() -> None:

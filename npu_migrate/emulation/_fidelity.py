@@ -78,19 +78,30 @@ class OperatorFidelity:
     def __init__(self) -> None:
         self.kernels, _ = kernel_overloads(_torch_version())
         self.kernel_bases = frozenset(k.split(".")[0] for k in self.kernels)
-        self.fallback: dict[Any, str | None] = {}  # op -> the operator torch_npu would run on the CPU
+        # op -> (the operator torch_npu would run on the CPU or None, whether the op computes): one
+        # look-up per op overload, made at its first call
+        self.facts: dict[Any, tuple[str | None, bool]] = {}
         self.warned_ops: set[str] = set()
         self.warned_double: set[tuple[str, str | None]] = set()
         self.raise_on_fallback = os.environ.get("TORCH_NPU_FALLBACK_CPU_DISABLE", "0") == "1"
 
     def check(self, op: Any, args: tuple) -> None:
-        if op not in self.fallback:
-            self.fallback[op] = self._falls_back(op)
-        missing = self.fallback[op]
+        facts = self.facts.get(op)
+        if facts is None:
+            facts = self.facts[op] = (self._falls_back(op), self._computes(op))
+        missing, computes = facts
         if missing is not None:
             self._fall_back(missing)
-        if any(isinstance(a, torch.Tensor) and a.dtype == torch.float64 for a in args):
-            self._double(op)
+        if computes:
+            for arg in args:
+                if isinstance(arg, torch.Tensor) and arg.dtype is torch.float64:
+                    self._double(op)
+                    break
+
+    @staticmethod
+    def _computes(op: Any) -> bool:
+        """Whether `op` does arithmetic (float64 arguments are then flagged): views, copies and fills do not."""
+        return _overload_name(op).split(".")[0] not in _NO_COMPUTE and not op.is_view
 
     def _falls_back(self, op: Any) -> str | None:
         """The operator name torch_npu's fallback would report for `op`, or None when it has a kernel."""
@@ -127,7 +138,7 @@ class OperatorFidelity:
 
     def _double(self, op: Any) -> None:
         name = _overload_name(op)
-        if name.split(".")[0] in _NO_COMPUTE or op.is_view or _torch_bookkeeping():
+        if _torch_bookkeeping():
             return
         site = user_site(callers=0)
         if (name, site) in self.warned_double:

@@ -11,6 +11,7 @@ keys `segments` and `device_traces`, trace entries without `time_us`).
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import pickle
 import sys
@@ -50,6 +51,7 @@ class CpuMemoryTracker:
         self.num_frees = 0
         # storage key -> (address, size, frames, site)
         self.live: dict[int, tuple[int, int, list, str | None]] = {}
+        self._watch: dict[int, weakref.ref] = {}  # storage key -> the weak reference that reports its release
         self.history: collections.deque | None = None
         self.context: str | None = None
         self.site_of = site_of
@@ -66,10 +68,13 @@ class CpuMemoryTracker:
         if key in self.live:
             return
         size = storage.nbytes()
-        frames = _frames() if self.context in ("state", "alloc", "all") else []
+        frames = _frames() if self.context is not None else []  # "state", "alloc" or "all"
         if site is None and self.site_of is not None:
             site = self.site_of() or "<torch>"
         self.live[key] = (storage.data_ptr(), size, frames, site)
+        # a weak reference calls back when torch releases the storage (cheaper than weakref.finalize,
+        # which registers each storage for the interpreter's exit too)
+        self._watch[key] = weakref.ref(storage, functools.partial(self._released, key))
         self.allocated += size
         self.num_allocs += 1
         if site is not None:
@@ -78,7 +83,6 @@ class CpuMemoryTracker:
             self.peak = self.allocated
             if site is not None and self.peak > 1.05 * self._snapshot_peak:
                 self.at_peak, self._snapshot_peak = dict(self.by_site), self.peak
-        weakref.finalize(storage, self._free, key)
         if self.history is not None:
             self.history.append(self._entry("alloc", key, frames if self.context in ("alloc", "all") else []))
 
@@ -93,6 +97,9 @@ class CpuMemoryTracker:
         if storage.nbytes() == tensor.numel() * tensor.element_size():
             self._free(storage._cdata)
 
+    def _released(self, key: int, _reference: weakref.ref) -> None:
+        self._free(key)
+
     def _free(self, key: int) -> None:
         entry = self.live.get(key)
         if entry is None:
@@ -102,6 +109,7 @@ class CpuMemoryTracker:
             self.history.append(self._entry("free_requested", key, frames))
             self.history.append(self._entry("free_completed", key, frames))
         del self.live[key]
+        self._watch.pop(key, None)
         self.allocated -= entry[1]
         self.num_frees += 1
         if entry[3] is not None:

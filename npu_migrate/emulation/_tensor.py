@@ -63,7 +63,7 @@ class NpuTensor(torch.Tensor):
         wrapper = torch.Tensor._make_wrapper_subclass(
             cls, inner.size(), strides=inner.stride() if strided else None,
             storage_offset=inner.storage_offset() if strided else None,
-            dtype=inner.dtype, layout=inner.layout, device=torch.device(NPU, 0), requires_grad=requires_grad)
+            dtype=inner.dtype, layout=inner.layout, device=_WRAPPER_DEVICE, requires_grad=requires_grad)
         wrapper.backing_tensor = inner
         wrapper.npu_index = index
         return wrapper
@@ -150,8 +150,21 @@ class NpuTensor(torch.Tensor):
 
 
 # ---- wrapping -------------------------------------------------------------------------------
+# wrap() runs once per op result: the constructor's arguments are looked up once here
+_MAKE_WRAPPER = torch.Tensor._make_wrapper_subclass
+# npu:0, what torch's C++ side sees (see the module docstring); the PrivateUse1 backend is named
+# "npu" only when activate() runs, so the device is made by its type's own name
+_WRAPPER_DEVICE = torch.device("privateuseone", 0)
+
+
 def wrap(inner: torch.Tensor, index: int) -> NpuTensor:
-    out = NpuTensor(inner, index)
+    if inner.layout is torch.strided:  # NpuTensor(inner, index) without the layout checks
+        out = _MAKE_WRAPPER(NpuTensor, inner.size(), strides=inner.stride(), storage_offset=inner.storage_offset(),
+                            dtype=inner.dtype, device=_WRAPPER_DEVICE)
+        out.backing_tensor = inner
+        out.npu_index = index
+    else:
+        out = NpuTensor(inner, index)
     if STATE.memory is not None:
         STATE.memory.see(inner)
     return out
@@ -178,23 +191,39 @@ class _Call:
     def __init__(self) -> None:
         self.wrappers: dict[int, NpuTensor] = {}  # id(inner) -> its wrapper
         self.host: torch.Tensor | None = None  # a plain tensor with dimensions
-        self.index = -1
-        self.indices: set[int] = set()
+        self.index = -1  # the npu index of the last npu tensor argument
+        self.indices: set[int] | None = None  # every npu index, once there are two
 
     def unwrap(self, value: Any) -> Any:
         if isinstance(value, NpuTensor):
             inner = value.backing_tensor
             self.wrappers[id(inner)] = value
-            self.index = value.npu_index
-            self.indices.add(value.npu_index)
+            if value.npu_index != self.index:
+                self._saw_index(value.npu_index)
             return inner
         if isinstance(value, torch.Tensor):
             if self.host is None and value.dim() > 0:
                 self.host = value
             return value
         if isinstance(value, (list, tuple)) and value and isinstance(value[0], (torch.Tensor, type(None))):
-            return type(value)(self.unwrap(v) for v in value)
+            # tensor lists (foreach ops, cat): NpuTensor elements unwrapped in the loop, without a call each
+            wrappers, unwrapped = self.wrappers, []
+            for item in value:
+                if type(item) is NpuTensor and item.npu_index == self.index:
+                    inner = item.backing_tensor
+                    wrappers[id(inner)] = item
+                    unwrapped.append(inner)
+                else:
+                    unwrapped.append(self.unwrap(item))
+            return type(value)(unwrapped)
         return value
+
+    def _saw_index(self, index: int) -> None:
+        if self.index >= 0 and self.indices is None:
+            self.indices = {self.index}
+        if self.indices is not None:
+            self.indices.add(index)
+        self.index = index
 
     def rewrap(self, value: Any, index: int) -> Any:
         if isinstance(value, torch.Tensor):
@@ -207,17 +236,16 @@ class _Call:
 
 def dispatch(func: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
     call = _Call()
-    inner_args = tuple(call.unwrap(a) for a in args)
+    inner_args = tuple(map(call.unwrap, args))
     inner_kwargs = {k: call.unwrap(v) for k, v in kwargs.items()} if kwargs else kwargs
-    target = kwargs.get("device")
     index = call.index
-    if target is not None:
-        target = torch.device(target)
+    if kwargs and kwargs.get("device") is not None:
+        target = torch.device(kwargs["device"])
         if target.type != NPU:  # .cpu(), .to("cpu"), empty_like(x, device="cpu"): a plain result
             return func(*inner_args, **inner_kwargs)
         index = logical_index(target)
         inner_kwargs["device"] = backing(index)
-    if len(call.indices) > 1 and func not in _MIX_ALLOWED:
+    if call.indices is not None and func not in _MIX_ALLOWED:
         low, high = sorted(call.indices)[:2]
         raise RuntimeError(_mix_message(func, f"{NPU}:{low}", f"{NPU}:{high}"))
     if call.host is not None and func not in _MIX_ALLOWED:
@@ -298,9 +326,12 @@ class _Hooks(torch._C._acc.PrivateUse1Hooks):  # type: ignore[misc,name-defined]
         return True
 
 
+_PRIVATE_USE1 = torch._C._autograd.DeviceType.PrivateUse1
+
+
 class _Guard(torch._C._acc.DeviceGuard):  # type: ignore[misc,name-defined]
-    def type_(self) -> Any:
-        return torch._C._autograd.DeviceType.PrivateUse1
+    def type_(self) -> Any:  # asked by every device guard torch makes (the backward pass: once per node)
+        return _PRIVATE_USE1
 
 
 _REGISTERED: list[Any] = []  # the library holding the kernels: registrations live as long as it does
