@@ -89,6 +89,15 @@ class HostSites(TorchFunctionMode):
             return None
 
 
+def carry_site(source: torch.Tensor, copy: torch.Tensor) -> torch.Tensor:
+    """`copy` (an input another mode rounded, say) keeps the line `source` was made at, so that a
+    placement error on the copy still names where the host tensor came from."""
+    site = HostSites.site_of(source)
+    if site is not None and copy is not source:
+        copy.__dict__[_SITE] = site
+    return copy
+
+
 def _tag_loader_batches() -> None:
     """A DataLoader's batches are host tensors, also when worker processes rebuilt them from shared
     memory (which no torch call of this process made): they get the line that took them."""

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ._audit import carry_site
 from ._state import enter_mode
 
 _DROPPED_BITS = 13  # float32 has 23 mantissa bits, HF32 keeps 10
@@ -126,10 +127,10 @@ class DevicePrecision(TorchDispatchMode):
             "conv" if func in CONV and self.conv.allow_hf32 else None
         if hf32 is not None:
             self.used.add(hf32)
-            args = tuple(round_to_hf32(a) if isinstance(a, torch.Tensor) else a for a in args)
+            args = tuple(carry_site(a, round_to_hf32(a)) if isinstance(a, torch.Tensor) else a for a in args)
         elif func in MATMUL and cube == _CUBE_FP16:
             self.lowered.add("matmul fp16")
-            args = tuple(round_to_fp16(a) if isinstance(a, torch.Tensor) else a for a in args)
+            args = tuple(carry_site(a, round_to_fp16(a)) if isinstance(a, torch.Tensor) else a for a in args)
         if self.fp16_accumulation and func in _ACCUMULATING:
             out = _fp16_accumulating(func, args, kwargs)
             if out is not None:

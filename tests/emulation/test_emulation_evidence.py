@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -45,6 +47,20 @@ def test_a_tensor_left_on_the_cpu_raises_like_a_device_and_says_where_it_was_mad
         model(left_behind)
     with pytest.raises(TypeError, match="can't convert npu:0"):
         torch.ones(2, device="npu").numpy()
+
+
+def test_a_tensor_left_on_the_cpu_is_named_also_when_device_precision_rounds_the_inputs():
+    """`verify --device-precision` rounds a convolution's inputs to HF32 before the device sees
+    them (DCGAN's noise left on the CPU): the rounded copy keeps the line its original was made at."""
+    emulation.activate(audit=True, precision="device")
+    try:
+        generator = nn.ConvTranspose2d(16, 8, 4, 1, 0, bias=False).npu()
+        noise = torch.randn(4, 16, 1, 1)
+        made = sys._getframe().f_lineno - 1
+        with pytest.raises(RuntimeError, match=rf"npu:0 and cpu!.*made at .*test_emulation_evidence.py:{made}\b"):
+            generator(noise)
+    finally:
+        emulation.deactivate()
 
 
 def test_sparse_tensors_are_audited_moved_trained_on_and_saved(audited, tmp_path):
