@@ -7,9 +7,10 @@ against LibCST's own rename codemod over the same copy with the same number of j
     python bench/engine_bench.py --baseline skip --compare /work/main
                                                  # ours against another checkout, runs interleaved
 
-Prints wall times (median of --repeat), the ratio, the peak memory of the whole process tree
-(sampled from /proc), and whether two runs gave the same result. Results also go to
-bench/results/engine.json.
+Prints wall times (median of --repeat), the ratio, the CPU seconds of each run (user + system of
+the whole process tree: on a shared machine the fair comparison), the peak memory of the whole
+process tree (sampled from /proc), the load average, and whether two runs gave the same result.
+Results also go to bench/results/engine.json.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -69,7 +71,16 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
+CPU_S: list[float] = []  # user + system seconds of each timed command's process tree, in order
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # every descendant reaped so far
+    return usage.ru_utime + usage.ru_stime
+
+
 def timed(command: list[str], cwd: str) -> tuple[float, int, subprocess.CompletedProcess[str]]:
+    cpu = _children_cpu()
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = 0
@@ -87,6 +98,7 @@ def timed(command: list[str], cwd: str) -> tuple[float, int, subprocess.Complete
     stop.set()
     sampler.join()
     elapsed = time.perf_counter() - start
+    CPU_S.append(_children_cpu() - cpu)
     return elapsed, peak, subprocess.CompletedProcess(command, process.returncode, out, err)
 
 
@@ -108,6 +120,8 @@ def main() -> None:
         ours_cmd = [sys.executable, "-m", "npu_migrate", "apply", corpus, "--check", "--no-cache",
                     "--format", "json", "--jobs", str(args.jobs)]
         times, peaks, outputs, other_times = [], [], [], []
+        cpus: list[float] = []
+        other_cpus: list[float] = []
         env = dict(os.environ)
         for _ in range(args.repeat):
             if args.compare:  # interleaved, so both see the same machine load
@@ -118,11 +132,13 @@ def main() -> None:
                 if result.returncode not in (0, 1):
                     sys.exit(f"{args.compare}: npu-migrate failed ({result.returncode}): {result.stderr[-2000:]}")
                 other_times.append(elapsed)
+                other_cpus.append(CPU_S[-1])
                 other_parsed = json.loads(result.stdout)["summary"]["files_parsed"]
             elapsed, peak, result = timed(ours_cmd, work)
             if result.returncode not in (0, 1):
                 sys.exit(f"npu-migrate failed ({result.returncode}): {result.stderr[-2000:]}")
             times.append(elapsed)
+            cpus.append(CPU_S[-1])
             peaks.append(peak)
             outputs.append(json.loads(result.stdout))
         summary = outputs[0]["summary"]
@@ -134,16 +150,20 @@ def main() -> None:
                     if first.get(entry["path"]) != entry:
                         print(f"  differs between runs: {entry['path']}")
         ours = statistics.median(times)
+        ours_cpu = statistics.median(cpus)
         print(f"npu-migrate apply --check (jobs={args.jobs}): median {ours:.1f} s of {args.repeat} "
-              f"{[round(t, 1) for t in times]}, peak RSS {max(peaks) / 2**20:.0f} MiB, "
-              f"identical results across runs: {same}")
+              f"{[round(t, 1) for t in times]}, CPU median {ours_cpu:.1f} s {[round(c, 1) for c in cpus]}, "
+              f"peak RSS {max(peaks) / 2**20:.0f} MiB, identical results across runs: {same}")
         print(f"  files parsed by LibCST: {summary['files_parsed']}, would change: "
               f"{summary['files_changed']}, failed: {summary['files_failed']}")
         if other_times:
             other = statistics.median(other_times)
-            print(f"{args.compare}: median {other:.1f} s {[round(t, 1) for t in other_times]}, files parsed by "
-                  f"LibCST: {other_parsed}; ours / theirs = {ours / other:.2f}")
+            other_cpu = statistics.median(other_cpus)
+            print(f"{args.compare}: median {other:.1f} s {[round(t, 1) for t in other_times]}, CPU median "
+                  f"{other_cpu:.1f} s {[round(c, 1) for c in other_cpus]}, files parsed by LibCST: {other_parsed}; "
+                  f"ours / theirs = {ours / other:.2f} (wall), {ours_cpu / other_cpu:.2f} (CPU)")
         record = {"files": count, "bytes": size, "jobs": args.jobs, "ours_s": times, "compare_s": other_times,
+                  "ours_cpu_s": cpus, "compare_cpu_s": other_cpus,
                   "ours_median_s": ours, "ours_peak_rss_bytes": max(peaks), "identical": same,
                   "summary": {k: summary[k] for k in ("files_parsed", "files_changed", "files_failed")}}
         if args.baseline == "full":
@@ -156,11 +176,14 @@ def main() -> None:
             shutil.copytree(corpus, baseline_corpus)
             baseline_cmd[-1] = baseline_corpus
             elapsed, peak, result = timed(baseline_cmd, work)
-            print(f"baseline libcst.tool codemod rename (jobs={args.jobs}): {elapsed:.1f} s, "
+            baseline_cpu = CPU_S[-1]
+            print(f"baseline libcst.tool codemod rename (jobs={args.jobs}): {elapsed:.1f} s, CPU {baseline_cpu:.1f} s, "
                   f"peak RSS {peak / 2**20:.0f} MiB, exit {result.returncode}")
-            print(f"speed-up: {elapsed / ours:.1f}x")
-            record.update(baseline_s=elapsed, baseline_peak_rss_bytes=peak, speedup=elapsed / ours,
+            print(f"speed-up: {elapsed / ours:.1f}x (wall), {baseline_cpu / ours_cpu:.1f}x (CPU)")
+            record.update(baseline_s=elapsed, baseline_cpu_s=baseline_cpu, baseline_peak_rss_bytes=peak,
+                          speedup=elapsed / ours, speedup_cpu=baseline_cpu / ours_cpu,
                           baseline_exit=result.returncode)
+        print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
         with open(os.path.join(os.path.dirname(__file__), "results", "engine.json"), "w") as handle:
             json.dump(record, handle, indent=2)

@@ -33,7 +33,7 @@ from typing import Any
 
 from codemods.api.facts import Project, ProjectFact, SourceFile, local_project
 from codemods.api.facts import module_names as module_names  # where older callers import it from
-from codemods.model.astnodes import call_name, qualified_name
+from codemods.model.astnodes import call_name, child_nodes, qualified_name
 from codemods.model.facts import FileFacts
 
 DEVICE_LITERAL = re.compile(r"cuda(:\d+)?|cuda:(%[-+ 0#]*\d*[dis]|%\(\w+\)[dis]|\{[^{}]*\})|cuda:")
@@ -143,7 +143,7 @@ class FileFlow:
         self.locals[id(self.tree)] = set()
         while stack:
             node, scope = stack.pop()
-            for child in ast.iter_child_nodes(node):
+            for child in child_nodes(node):
                 self.parents[id(child)] = node
                 inner = scope
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):

@@ -59,9 +59,12 @@ def _strings(node: ast.AST | None) -> Iterator[tuple[ast.Constant, str]]:
             yield from _strings(element)
 
 
-def _pairs(tree: ast.Module) -> Iterator[tuple[str, ast.AST | None]]:
-    """(name, value) for every place a name meets a string value."""
-    for node in ast.walk(tree):
+_PAIRED = (ast.Compare, ast.FunctionDef, ast.AsyncFunctionDef, ast.Call, ast.Assign, ast.AnnAssign)
+
+
+def _pairs(model: Any) -> Iterator[tuple[str, ast.AST | None]]:
+    """(name, value) for every place a name meets a string value (the model's shared walk)."""
+    for node in model.of_type(*_PAIRED):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             for named in operands:
@@ -111,7 +114,7 @@ def kernel_selectors(model: Any) -> KernelSelectors:
     """The file's kernel selectors (read through `model.derived(kernel_selectors)`)."""
     values: dict[str, set[str]] = {}
     places: dict[str, list[ast.Constant]] = {}
-    for name, value in _pairs(model.tree):
+    for name, value in _pairs(model):
         for constant, text in _strings(value):
             values.setdefault(name, set()).add(text)
             places.setdefault(name, []).append(constant)

@@ -13,6 +13,7 @@ import libcst as cst
 
 from codemods.api.positions import node_positions
 from codemods.api.rule import Recorded, Rule, TreeScratch
+from codemods.model.cstnodes import child_fields
 from npu_migrate.core.diagnostics import Diagnostic, Edit
 
 _IMPORTS = (cst.Import, cst.ImportFrom)
@@ -36,8 +37,38 @@ class RuleCrash(Exception):
         self.code = code
 
 
+class _Replace(cst.CSTTransformer):
+    """Rebuilds one node with some of its direct children replaced (by id of the old child),
+    through the node's own `_visit_and_replace_children`: LibCST's rules for removed and
+    flattened children and for emptied statement lines apply as in its own traversal."""
+
+    def __init__(self, replaced: dict[int, Any]) -> None:
+        super().__init__()
+        self.replaced = replaced
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        return self.replaced.get(id(original_node), original_node)
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+
+_RESULTS = (cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel)
+
+
 class RuleRunner(cst.CSTTransformer):
     """Runs many rules in one traversal: dispatches each node to every rule that handles its type.
+
+    The traversal is LibCST's transformer protocol (`on_visit`, then the children, then
+    `on_leave(original, updated)`), but a node is rebuilt only where a child of it changed: an
+    unchanged subtree reaches `leave_` methods as `updated_node is original_node`, and an
+    unchanged piece needs no code generation. LibCST's own traversal rebuilds every node.
 
     A rule's change to a node on a line carrying `# npu-migrate: ignore[CODE]` is dropped, with
     the edits it recorded, so suppression works for fixes as well as for diagnostics.
@@ -127,6 +158,35 @@ class RuleRunner(cst.CSTTransformer):
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
         return None
 
+    def _walk(self, node: cst.CSTNode) -> Any:
+        self.on_visit(node)
+        replaced: dict[int, Any] | None = None
+        for name in child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                new = self._walk(value)
+                if new is not value:
+                    replaced = replaced or {}
+                    replaced[id(value)] = new
+            elif isinstance(value, (tuple, list)):
+                for child in value:
+                    new = self._walk(child)
+                    if new is not child:
+                        replaced = replaced or {}
+                        replaced[id(child)] = new
+        updated = node if replaced is None else node._visit_and_replace_children(_Replace(replaced))
+        result = self.on_leave(node, updated)
+        if not isinstance(result, _RESULTS):  # what LibCST's traversal says of such a result
+            raise cst.CSTValidationError("Expected a node of type CSTNode or a RemovalSentinel, "
+                                         f"but got a return value of {type(result).__name__}")
+        return result
+
+    def _transform(self, module: cst.Module) -> cst.Module:
+        result = self._walk(module)
+        if isinstance(result, cst.RemovalSentinel):  # as `Module.visit` answers it
+            return module.with_changes(body=(), header=(), footer=())
+        return cast(cst.Module, result)
+
     def revise_recorded(self, revise: Callable[[cst.CSTNode, Recorded], Recorded | None]) -> None:
         revised = ((node, revise(node, recorded)) for node, recorded in self._accepted)
         self._accepted = [(node, recorded) for node, recorded in revised if recorded is not None]
@@ -161,9 +221,10 @@ class RuleRunner(cst.CSTTransformer):
             rule.tree = TreeScratch()  # a fresh scratch per tree: its lifetime is this traversal
         try:
             if self.METADATA_DEPENDENCIES:
-                new_module = cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(self)
+                with self.resolve(cst.MetadataWrapper(module, unsafe_skip_copy=True)):
+                    new_module = self._transform(module)
             else:
-                new_module = module.visit(self)
+                new_module = self._transform(module)
         finally:
             for rule in self.rules:
                 rule.tree = TreeScratch()  # drop this tree's nodes with the tree

@@ -211,8 +211,9 @@ class EnvVarRule(Rule):
         """Names that some subprocess-like call in this file receives as its command."""
         if self._command_names is None:
             names: set[str] = set()
-            for node in ast.walk(self.context.facts.tree):
-                if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+            for node in self.context.model.of_type(ast.Call):
+                assert isinstance(node, ast.Call)
+                if node.args and isinstance(node.args[0], ast.Name):
                     parts = ast_dotted_parts(node.func)
                     if parts and self._qualify(parts) in COMMAND_FUNCS:
                         names.add(node.args[0].id)

@@ -106,7 +106,7 @@ class ThirdPartyRule(Rule):
     def _imported_heads(self) -> set[str]:
         heads = getattr(self, "_heads_cache", None)
         if heads is None:
-            heads = {alias.name.split(".")[0] for node in ast.walk(self.context.facts.tree)
+            heads = {alias.name.split(".")[0] for node in self.context.model.of_type(ast.Import)
                      if isinstance(node, ast.Import) for alias in node.names if alias.asname is None}
             self._heads_cache = heads
         return heads

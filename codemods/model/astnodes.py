@@ -11,6 +11,19 @@ from collections.abc import Iterator, Mapping, Sequence
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """`ast.iter_child_nodes(node)` as a list, in its order, without its two nested generators
+    (the whole-file walks of the engine call it for every node of every file)."""
+    found: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            found.append(value)
+        elif isinstance(value, list):
+            found += [item for item in value if isinstance(item, ast.AST)]
+    return found
+
+
 def iter_statements(statements: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement, nested ones included, without walking into expressions."""
     stack = list(reversed(statements))

@@ -19,6 +19,7 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from codemods.model.astnodes import child_nodes
 from codemods.model.facts import FileFacts
 
 T = TypeVar("T")
@@ -83,7 +84,7 @@ class FileModel:
         order: list[ast.AST] = [self.tree]
         for node in order:  # grows while it is read: a breadth-first walk, as ast.walk
             by_type.setdefault(type(node), []).append(node)
-            for child in ast.iter_child_nodes(node):
+            for child in child_nodes(node):
                 parents[id(child)] = node
                 order.append(child)
         self._parents, self._by_type, self._order = parents, by_type, order

@@ -163,8 +163,7 @@ class TorchCudaApi(Rule):
         qualified = self.resolve(original_node.func) or ""
         name = qualified.removeprefix(f"{CUDA}.")
         available = generic_name("is_available", self.context.options)
-        if name not in CPU_ANSWERS or qualified != f"{CUDA}.{name}" or available is None \
-                or updated_node.func is original_node.func:
+        if name not in CPU_ANSWERS or qualified != f"{CUDA}.{name}" or available is None:
             return updated_node
         self.fixed(original_node, f"`torch.cuda.{name}()` keeps its CPU answer (`{CPU_ANSWERS[name]}`) without an accelerator")
         return cst.IfExp(test=cst.Call(func=cst.parse_expression(available)), body=updated_node,

@@ -28,6 +28,7 @@ from codemods.api.cases import Invalid, Valid
 from codemods.api.rule import Fix, Rule, RuleContext
 from codemods.data.tables import load_data
 from codemods.model.cstnodes import alias_local, code_of, dotted_name, keyword, split_import
+from codemods.model.filemodel import FileModel
 from npu_migrate.core.diagnostics import Severity
 
 DATA = "amp.json"
@@ -73,7 +74,7 @@ class AmpUses:
     """Which local names bound to torch.cuda.amp (or its members) can move to torch.amp: every
     use must be a call or, for custom_fwd/custom_bwd, a decorator (we add the device there)."""
 
-    def __init__(self, tree: ast.Module, aliases: dict[str, str], names: dict[str, Any]) -> None:
+    def __init__(self, model: FileModel, aliases: dict[str, str], names: dict[str, Any]) -> None:
         self.members = {local: target.rsplit(".", 1)[1] for local, target in aliases.items()
                         if target.startswith(CUDA_AMP + ".") and target.count(".") == 3}
         self.modules = {local for local, target in aliases.items() if target == CUDA_AMP}
@@ -82,11 +83,11 @@ class AmpUses:
             if not re.search(PREFILTER, local):  # `autocast as ac`: `ac(...)` lines are never parsed
                 self.blocked[local] = f"the alias `{local}`, which the migration cannot follow"
         if self.members or self.modules:
-            self._scan(tree, names)
+            self._scan(model, names)
 
-    def _scan(self, tree: ast.Module, names: dict[str, Any]) -> None:
+    def _scan(self, model: FileModel, names: dict[str, Any]) -> None:
         allowed: set[int] = set()  # ids of name/attribute nodes used as a callee or decorator
-        for node in ast.walk(tree):
+        for node in model.of_type(ast.Call, ast.FunctionDef, ast.AsyncFunctionDef):  # the shared walk
             if isinstance(node, ast.Call):
                 star = any(isinstance(a, ast.Starred) for a in node.args)
                 if not (star and self._member_of(node.func) == "autocast"):
@@ -95,14 +96,14 @@ class AmpUses:
                 allowed.update(id(d) for d in node.decorator_list
                                if self._member_of(d) in ("custom_fwd", "custom_bwd"))
         owners: set[int] = set()
-        for node in ast.walk(tree):
+        for node in model.of_type(ast.Attribute):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
                     and node.value.id in self.modules:
                 owners.add(id(node.value))
                 if node.attr not in names or id(node) not in allowed:
                     self.blocked.setdefault(node.value.id, f"`{node.value.id}.{node.attr}` at line "
                                                            f"{node.lineno}")
-        for node in ast.walk(tree):
+        for node in model.of_type(ast.Name):
             if isinstance(node, ast.Name) and id(node) not in owners and id(node) not in allowed:
                 if node.id in self.members or node.id in self.modules:
                     self.blocked.setdefault(node.id, f"`{node.id}` at line {node.lineno}")
@@ -202,7 +203,7 @@ class AmpDevice(Rule):
     @property
     def uses(self) -> AmpUses:
         if self._uses is None:
-            self._uses = AmpUses(self.context.facts.tree, self.context.facts.aliases,
+            self._uses = AmpUses(self.context.model, self.context.facts.aliases,
                                  self.table.cuda_amp)
         return self._uses
 

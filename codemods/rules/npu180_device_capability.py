@@ -93,7 +93,7 @@ class DeviceCapability(CoverageRule):
         if self._properties is None:
             facts = self.context.facts
             self._properties = frozenset(
-                target.id for node in ast.walk(facts.tree)
+                target.id for node in self.context.model.of_type(ast.Assign)
                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
                 and (parts := ast_dotted_parts(node.value.func)) and facts.qualify(parts) in _PROPERTIES
                 for target in node.targets if isinstance(target, ast.Name))

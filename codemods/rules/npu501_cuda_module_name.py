@@ -77,7 +77,7 @@ class CudaModuleName(Rule):
             tree = facts.tree
             plain = any(isinstance(s, ast.ImportFrom) and s.module == "torch" and not s.level
                         and any(a.name == "cuda" and a.asname is None for a in s.names)
-                        for s in ast.walk(tree))
+                        for s in self.context.model.of_type(ast.ImportFrom))
             use = alias_uses(tree, "cuda")
             self._ready = (plain and facts.aliases.get("cuda") == "torch.cuda" and bool(use.attrs)
                            and not use.blockers(cuda_names().rewrites) and not _binds(tree, "npu"))
