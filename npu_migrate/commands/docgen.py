@@ -4,8 +4,8 @@
     python -m npu_migrate.commands.docgen --check    # exit 1 when anything is stale (CI)
 
 - `docs/rules/CODE.md` for every rule, rendered from the rule's docstring and cases
-  (`codemods.docgen.pages`), and for every code a wing prints (ANA, MEM, VER, ...), from the
-  `CODES` dict of `npu_migrate/<wing>/codes.py`;
+  (`codemods.docgen.pages`), and for every code a wing prints (ANA, MEM, VER, NPU0xx), from its
+  family's table (`codes.toml`, declared in `npu_migrate/<wing>/data_tables.py`; `core.codes`);
 - the rule tables of the family pages (`docs/rules-*.md`), between the generated markers;
 - `docs/coverage.md`, from the data tables (`codemods.docgen.coverage`).
 
@@ -16,8 +16,6 @@ developer's command: `python -m`, not a subcommand of the CLI).
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 import re
 import sys
 from pathlib import Path
@@ -25,6 +23,8 @@ from pathlib import Path
 from codemods.api.registry import builtin_rules
 from codemods.docgen import coverage
 from codemods.docgen.pages import render_rule_page
+from npu_migrate.commands.tables import wing_tables
+from npu_migrate.core.codes import CODE_TABLE, pages
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -34,16 +34,12 @@ _TABLE = re.compile(r"(<!-- rules (NPU\d+)-(NPU\d+): generated[^>]*-->\n)(.*?)(<
 
 
 def wing_pages() -> dict[str, str]:
-    """code -> page text from every `npu_migrate/<wing>/codes.py` that exists."""
-    package = ROOT / "npu_migrate"
-    pages: dict[str, str] = {}
-    for info in pkgutil.iter_modules([str(package)]):
-        if not info.ispkg or not (package / info.name / "codes.py").is_file():
-            continue
-        module = importlib.import_module(f"npu_migrate.{info.name}.codes")
-        for code, text in module.CODES.items():
-            pages[code] = text.rstrip("\n") + "\n"
-    return pages
+    """code -> page text from every wing's code table (a wing whose `data_tables.py` declares one)."""
+    found: dict[str, str] = {}
+    for tables in wing_tables().values():
+        if CODE_TABLE in tables.schemas:
+            found |= pages(tables)
+    return found
 
 
 def rule_pages() -> dict[str, str]:

@@ -5,8 +5,8 @@ the same page as a checkout:
 - a rule's page is rendered from the rule itself (docstring sections, fix safety, default, data
   rows, cases) by `codemods.docgen.pages`, the renderer that also writes docs/rules/CODE.md;
 - a plugin rule whose docstring lacks the sections may ship `docs/CODE.md` beside its module;
-- a diagnostic code that is not a rule (NPU000, ANA*, MEM*, VER*) prints its wing's page, from the
-  `CODES` of `npu_migrate/<wing>/codes.py`.
+- a diagnostic code that is not a rule (NPU000, ANA*, MEM*, VER*) prints its wing's page, from its
+  family's table (`codes.toml`, declared in the wing's `data_tables.py`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def doc_page(rule: Any, origin: str | None = None) -> str:
 
 
 def code_page(code: str) -> str | None:
-    """The page of a diagnostic code that is not a rule, from its wing's `codes.py`."""
+    """The page of a diagnostic code that is not a rule, from its family's table."""
     from npu_migrate.commands.docgen import wing_pages
 
     return wing_pages().get(code.upper())

@@ -51,10 +51,12 @@ def test_json_carries_targets_and_the_page():
 
 
 def test_a_wing_code_prints_its_page():
-    from npu_migrate.memory.codes import CODES
+    from npu_migrate.core.codes import pages
+    from npu_migrate.memory.data_tables import TABLES
 
     result = CliRunner().invoke(command, ["mem001"])
-    assert result.exit_code == 0 and result.stdout == CODES["MEM001"].rstrip("\n") + "\n"
+    assert result.exit_code == 0 and result.stdout == pages(TABLES)["MEM001"]
+    assert result.stdout.startswith("# MEM001 possible leak\n\n## What it means\n")
 
 
 def test_unknown_code_exits_2():
