@@ -25,6 +25,7 @@ from codemods.docgen import coverage
 from codemods.docgen.pages import render_rule_page
 from npu_migrate.commands.tables import wing_tables
 from npu_migrate.core.codes import CODE_TABLE, pages
+from npu_migrate.core.tables import DataError
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -81,7 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a generated file is stale")
     parser.add_argument("--docs", type=Path, default=DOCS, help="the docs folder")
     args = parser.parse_args(argv)
-    files = expected(args.docs)
+    try:
+        files = expected(args.docs)
+    except DataError as exc:  # a code table off its schema: one line naming the file and entry
+        print(f"data: {exc}", file=sys.stderr)
+        return 2
     changed = [path for path, text in files.items()
                if not path.is_file() or path.read_text(encoding="utf-8") != text]
     extra = stale_pages(args.docs, files)

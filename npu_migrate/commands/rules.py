@@ -86,7 +86,11 @@ def command(code: str | None, fmt: str) -> None:
         click.echo(f"npu-migrate: error: {exc}", err=True)
         sys.exit(EXIT_FATAL)
     except RuleError as exc:
-        page = code_page(code) if code else None
+        try:
+            page = code_page(code) if code else None
+        except DataError as broken:  # a broken code table: one line naming the file and entry
+            click.echo(f"npu-migrate: error: {broken}", err=True)
+            sys.exit(EXIT_FATAL)
         if page is None:
             click.echo(f"npu-migrate: error: {exc}", err=True)
             sys.exit(EXIT_FATAL)

@@ -10,8 +10,9 @@ exactly as it reads, with no escapes, and the entry's fields stand beside it. Ea
 - `code`: the family's prefix and its digits (ANA001; the engine's NPU0 and two), unique in the table;
 - `title`: the page's title (for ANA, the finding's name);
 - `severity` and `summary` where the family has them (ANA: its default severity and one line);
-- the page after its title line: `page`, or `template` and `fields` for codes whose pages differ in
-  a few words (`[templates]` holds the shared text, each `${field}` filled from the entry).
+- the page after its title line: `page`, or `template` and `fields` for codes whose pages share
+  their shape (`[templates]` holds the shared text; each `${name}` is one of the entry's `fields`,
+  or its own `code`, `title` or `severity`, so a page never restates a field in other words).
 
 The page of `code` is `# CODE title`, a blank line, then the page text.
 """
@@ -25,6 +26,7 @@ from npu_migrate.core.tables import Checked, ListOf, MapOf, OneOf, Pattern, Reco
 
 CODE_TABLE = "codes.toml"
 SEVERITIES = OneOf("error", "warning", "info")
+OWN_FIELDS = frozenset({"code", "title", "severity"})  # what a template may name of the entry itself
 
 
 def code_table(prefix: str, digits: int = 3, *, severity: bool = False, summary: bool = False) -> Checked:
@@ -51,18 +53,23 @@ def _page_problems(table: dict[str, Any]) -> list[str]:
         if ("page" in entry) == ("template" in entry):
             found.append(f"{where}: needs either 'page' or 'template' (with 'fields')")
         elif "template" in entry:
-            name = entry["template"]
-            if name not in templates:
-                found.append(f"{where}.template: no template {name!r} (known: {', '.join(sorted(templates))})")
-                continue
-            wanted = set(Template(templates[name]).get_identifiers())
-            given = set(entry.get("fields", {}))
-            if wanted != given:
-                found.append(f"{where}.fields: template {name!r} takes {', '.join(sorted(wanted))}; "
-                             f"given {', '.join(sorted(given)) or 'none'}")
+            found += _template_problems(entry, templates, where)
         elif "fields" in entry:
             found.append(f"{where}.fields: only with a 'template'")
     return found
+
+
+def _template_problems(entry: dict[str, Any], templates: dict[str, str], where: str) -> list[str]:
+    name = entry["template"]
+    if name not in templates:
+        return [f"{where}.template: no template {name!r} (known: {', '.join(sorted(templates))})"]
+    wanted = set(Template(templates[name]).get_identifiers())
+    fields = set(entry.get("fields", {}))
+    own = wanted & (set(entry) & OWN_FIELDS)
+    if wanted - own != fields:
+        return [f"{where}.fields: template {name!r} takes {', '.join(sorted(wanted - own))}; "
+                f"given {', '.join(sorted(fields)) or 'none'}"]
+    return []
 
 
 def entries(tables: TableSet) -> dict[str, dict[str, Any]]:
@@ -77,6 +84,11 @@ def pages(tables: TableSet) -> dict[str, str]:
 
 
 def _page(entry: dict[str, Any], templates: dict[str, str]) -> str:
-    text = entry["page"] if "page" in entry else Template(templates[entry["template"]]).substitute(entry["fields"])
-    body = text.strip("\n")
+    if "page" in entry:
+        body = entry["page"]
+    else:
+        values = {key: entry[key] for key in OWN_FIELDS & set(entry)}
+        values |= {key: text.strip("\n") for key, text in entry["fields"].items()}
+        body = Template(templates[entry["template"]]).substitute(values)
+    body = body.strip("\n")
     return f"# {entry['code']} {entry['title']}\n\n{body}\n"
