@@ -24,7 +24,7 @@ from codemods.api.registry import builtin_rules
 from codemods.docgen import coverage
 from codemods.docgen.pages import render_rule_page
 from npu_migrate.commands.tables import wing_tables
-from npu_migrate.core.codes import CODE_TABLE, pages
+from npu_migrate.core.codes import family_prefix, pages
 from npu_migrate.core.tables import DataError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,11 +34,13 @@ _TABLE = re.compile(r"(<!-- rules (NPU\d+)-(NPU\d+): generated[^>]*-->\n)(.*?)(<
                     re.S)
 
 
-def wing_pages() -> dict[str, str]:
-    """code -> page text from every wing's code table (a wing whose `data_tables.py` declares one)."""
+def wing_pages(code: str | None = None) -> dict[str, str]:
+    """code -> page text from every wing's code table (a wing whose `data_tables.py` declares
+    one); with `code`, from the table of its family only."""
     found: dict[str, str] = {}
     for tables in wing_tables().values():
-        if CODE_TABLE in tables.schemas:
+        prefix = family_prefix(tables)
+        if prefix is not None and (code is None or code.startswith(prefix)):
             found |= pages(tables)
     return found
 

@@ -48,7 +48,7 @@ def code_page(code: str) -> str | None:
     """The page of a diagnostic code that is not a rule, from its family's table."""
     from npu_migrate.commands.docgen import wing_pages
 
-    return wing_pages().get(code.upper())
+    return wing_pages(code.upper()).get(code.upper())
 
 
 def targets(rule: Any) -> dict[str, str]:

@@ -19,6 +19,7 @@ The page of `code` is `# CODE title`, a blank line, then the page text.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from string import Template
 from typing import Any
 
@@ -29,7 +30,14 @@ SEVERITIES = OneOf("error", "warning", "info")
 OWN_FIELDS = frozenset({"code", "title", "severity"})  # what a template may name of the entry itself
 
 
-def code_table(prefix: str, digits: int = 3, *, severity: bool = False, summary: bool = False) -> Checked:
+@dataclass(frozen=True)
+class CodeSchema(Checked):
+    """The schema of a family's table, with the family's prefix (so one code's page reads one table)."""
+
+    prefix: str = ""
+
+
+def code_table(prefix: str, digits: int = 3, *, severity: bool = False, summary: bool = False) -> CodeSchema:
     """The schema of a family's table: codes of `prefix` and `digits` digits, with the fields the
     family has."""
     code = Pattern(rf"{prefix}\d{{{digits}}}", f"a {prefix} code ({prefix} and {digits} digits)")
@@ -39,9 +47,9 @@ def code_table(prefix: str, digits: int = 3, *, severity: bool = False, summary:
     if summary:
         required["summary"] = str
     entry = Record(required=required, optional={"page": str, "template": str, "fields": MapOf(str)})
-    return Checked(Record(required={"codes": ListOf(entry, key="code")},
-                          optional={"about": str, "templates": MapOf(str)}),
-                   _page_problems)
+    return CodeSchema(Record(required={"codes": ListOf(entry, key="code")},
+                             optional={"about": str, "templates": MapOf(str)}),
+                      _page_problems, prefix)
 
 
 def _page_problems(table: dict[str, Any]) -> list[str]:
@@ -70,6 +78,12 @@ def _template_problems(entry: dict[str, Any], templates: dict[str, str], where: 
         return [f"{where}.fields: template {name!r} takes {', '.join(sorted(wanted - own))}; "
                 f"given {', '.join(sorted(fields)) or 'none'}"]
     return []
+
+
+def family_prefix(tables: TableSet) -> str | None:
+    """The code prefix of the family `tables` holds a table of, None when it holds none."""
+    schema = tables.schemas.get(CODE_TABLE)
+    return schema.prefix if isinstance(schema, CodeSchema) else None
 
 
 def entries(tables: TableSet) -> dict[str, dict[str, Any]]:
