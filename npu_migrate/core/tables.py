@@ -39,7 +39,7 @@ class ListOf:
 @dataclass(frozen=True)
 class Pattern:
     regex: str
-    meaning: str  # what a match is, for the message: "an ANA code (ANA and three digits)"
+    meaning: str  # what a match is, for the message: "an ANA code (ANA and 3 digits)"
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ def _parse_json(text: str, name: str) -> Any:
 
 
 def _parse_toml(text: str, name: str) -> Any:
-    import tomllib  # only where a TOML table is read: never on a cached `apply` run
+    import tomllib  # only where a TOML table is read
 
     try:
         return tomllib.loads(text)
