@@ -27,8 +27,13 @@ EXTRAS = {"numpy": "memory"}
 
 class LazyGroup(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        from npu_migrate.core.tables import DataError
+
         try:
             return super().main(*args, **kwargs)
+        except DataError as exc:  # a shipped table off its schema (a code table read late, mid-run)
+            click.echo(f"npu-migrate: error: {exc}", err=True)
+            sys.exit(2)
         except ModuleNotFoundError as exc:
             missing = (exc.name or "").partition(".")[0]
             if missing not in EXTRAS:

@@ -1,17 +1,20 @@
-"""The analyzer's data tables (`npu_migrate/analyze/data/*.json`) and their schemas, read through
-core's one loader (`catalog.load` is the way in); `python -m npu_migrate.commands.tables --check`
-checks them with every other shipped table."""
+"""The analyzer's data tables (`npu_migrate/analyze/data/*.json`, and `codes.toml`: the ANA codes
+with their severity, summary and page) and their schemas, read through core's one loader
+(`catalog.load` is the way in); `python -m npu_migrate.commands.tables --check` checks them with
+every other shipped table."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from npu_migrate.core.codes import CODE_TABLE, code_table
 from npu_migrate.core.tables import NUMBER, ListOf, MapOf, Record, TableSet
 
 STRINGS = ListOf(str)
 _ABOUT = {"about": str}
 
 SCHEMAS = {
+    CODE_TABLE: code_table("ANA", severity=True, summary=True),
     "cuda_kinds.json": Record(
         required={"kinds": STRINGS,
                   "code_ranges": ListOf(ListOf(str)),  # [rule-code prefix, kind], first match wins

@@ -319,10 +319,11 @@ def unknown_suppressions(text: str, path: str) -> list[Diagnostic]:
     """NPU001 (like ruff's RUF100): a code in `# npu-migrate: ignore[...]` that no rule has, so
     the comment silences nothing (a typo, or a rule that was removed); NPU002: a malformed one."""
     from codemods.api.registry import all_rules
-    from npu_migrate.apply.codes import CODES
+    from npu_migrate.apply.data_tables import TABLES
+    from npu_migrate.core.codes import entries
     from npu_migrate.core.config import did_you_mean
 
-    known = [r.code for r in all_rules()] + list(CODES)
+    known = [r.code for r in all_rules()] + list(entries(TABLES))
     suppressions = Suppressions.parse(text)
     found = [Diagnostic(MALFORMED_SUPPRESSION, f"malformed suppression comment: {why}", path, line, col,
                         Severity.WARNING) for line, col, why in suppressions.malformed]

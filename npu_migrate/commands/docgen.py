@@ -4,8 +4,8 @@
     python -m npu_migrate.commands.docgen --check    # exit 1 when anything is stale (CI)
 
 - `docs/rules/CODE.md` for every rule, rendered from the rule's docstring and cases
-  (`codemods.docgen.pages`), and for every code a wing prints (ANA, MEM, VER, ...), from the
-  `CODES` dict of `npu_migrate/<wing>/codes.py`;
+  (`codemods.docgen.pages`), and for every code a wing prints (ANA, MEM, VER, NPU0xx), from its
+  family's table (`codes.toml`, declared in `npu_migrate/<wing>/data_tables.py`; `core.codes`);
 - the rule tables of the family pages (`docs/rules-*.md`), between the generated markers;
 - `docs/coverage.md`, from the data tables (`codemods.docgen.coverage`).
 
@@ -16,8 +16,6 @@ developer's command: `python -m`, not a subcommand of the CLI).
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 import re
 import sys
 from pathlib import Path
@@ -25,6 +23,9 @@ from pathlib import Path
 from codemods.api.registry import builtin_rules
 from codemods.docgen import coverage
 from codemods.docgen.pages import render_rule_page
+from npu_migrate.commands.tables import wing_tables
+from npu_migrate.core.codes import family_prefix, pages
+from npu_migrate.core.tables import DataError
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -33,17 +34,15 @@ _TABLE = re.compile(r"(<!-- rules (NPU\d+)-(NPU\d+): generated[^>]*-->\n)(.*?)(<
                     re.S)
 
 
-def wing_pages() -> dict[str, str]:
-    """code -> page text from every `npu_migrate/<wing>/codes.py` that exists."""
-    package = ROOT / "npu_migrate"
-    pages: dict[str, str] = {}
-    for info in pkgutil.iter_modules([str(package)]):
-        if not info.ispkg or not (package / info.name / "codes.py").is_file():
-            continue
-        module = importlib.import_module(f"npu_migrate.{info.name}.codes")
-        for code, text in module.CODES.items():
-            pages[code] = text.rstrip("\n") + "\n"
-    return pages
+def wing_pages(code: str | None = None) -> dict[str, str]:
+    """code -> page text from every wing's code table (a wing whose `data_tables.py` declares
+    one); with `code`, from the table of its family only."""
+    found: dict[str, str] = {}
+    for tables in wing_tables().values():
+        prefix = family_prefix(tables)
+        if prefix is not None and (code is None or code.startswith(prefix)):
+            found |= pages(tables)
+    return found
 
 
 def rule_pages() -> dict[str, str]:
@@ -85,7 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a generated file is stale")
     parser.add_argument("--docs", type=Path, default=DOCS, help="the docs folder")
     args = parser.parse_args(argv)
-    files = expected(args.docs)
+    try:
+        files = expected(args.docs)
+    except DataError as exc:  # a code table off its schema: one line naming the file and entry
+        print(f"data: {exc}", file=sys.stderr)
+        return 2
     changed = [path for path, text in files.items()
                if not path.is_file() or path.read_text(encoding="utf-8") != text]
     extra = stale_pages(args.docs, files)

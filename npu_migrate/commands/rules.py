@@ -5,8 +5,8 @@ the same page as a checkout:
 - a rule's page is rendered from the rule itself (docstring sections, fix safety, default, data
   rows, cases) by `codemods.docgen.pages`, the renderer that also writes docs/rules/CODE.md;
 - a plugin rule whose docstring lacks the sections may ship `docs/CODE.md` beside its module;
-- a diagnostic code that is not a rule (NPU000, ANA*, MEM*, VER*) prints its wing's page, from the
-  `CODES` of `npu_migrate/<wing>/codes.py`.
+- a diagnostic code that is not a rule (NPU000, ANA*, MEM*, VER*) prints its wing's page, from its
+  family's table (`codes.toml`, declared in the wing's `data_tables.py`).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ def doc_page(rule: Any, origin: str | None = None) -> str:
 
 
 def code_page(code: str) -> str | None:
-    """The page of a diagnostic code that is not a rule, from its wing's `codes.py`."""
+    """The page of a diagnostic code that is not a rule, from its family's table."""
     from npu_migrate.commands.docgen import wing_pages
 
-    return wing_pages().get(code.upper())
+    return wing_pages(code.upper()).get(code.upper())
 
 
 def targets(rule: Any) -> dict[str, str]:
@@ -86,7 +86,11 @@ def command(code: str | None, fmt: str) -> None:
         click.echo(f"npu-migrate: error: {exc}", err=True)
         sys.exit(EXIT_FATAL)
     except RuleError as exc:
-        page = code_page(code) if code else None
+        try:
+            page = code_page(code) if code else None
+        except DataError as broken:  # a broken code table: one line naming the file and entry
+            click.echo(f"npu-migrate: error: {broken}", err=True)
+            sys.exit(EXIT_FATAL)
         if page is None:
             click.echo(f"npu-migrate: error: {exc}", err=True)
             sys.exit(EXIT_FATAL)

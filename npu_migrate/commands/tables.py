@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from codemods.data import tables as rule_tables
-from npu_migrate.core.tables import TableSet
+from npu_migrate.core.tables import TABLE_SUFFIXES, TableSet
 
 PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -33,10 +33,11 @@ def wing_tables() -> dict[str, TableSet]:
 
 
 def undeclared(sets: dict[str, TableSet]) -> list[str]:
-    """JSON files shipped in npu_migrate that no TableSet declares."""
+    """JSON and TOML files shipped in npu_migrate that no TableSet declares."""
     declared = {(table_set.folder / name).resolve() for table_set in sets.values() for name in table_set.schemas}
+    shipped = sorted(path for suffix in TABLE_SUFFIXES for path in PACKAGE.rglob(f"*{suffix}"))
     return [f"{path.relative_to(PACKAGE.parent)}: a data table no `data_tables.py` declares"
-            for path in sorted(PACKAGE.rglob("*.json")) if path.resolve() not in declared]
+            for path in shipped if path.resolve() not in declared]
 
 
 def problems() -> list[str]:

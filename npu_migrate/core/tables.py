@@ -5,14 +5,20 @@ one clear line instead of a KeyError deep inside the code that reads it.
 
 The schemas are plain Python values (no jsonschema at run time: the product must not depend on
 a test extra): a Python type (`str`, `int`, `float`, `bool`, `list`, `dict`) or a tuple of them
-(`(str, None)`: a string or null); `ListOf(spec)`; `MapOf(spec)` (any keys, values of spec);
-`OneOf(*values)`; `Record(required, optional)` (an object with those keys and no others).
-A wing declares its folder of tables and their schemas as a `TableSet`.
+(`(str, None)`: a string or null); `ListOf(spec, key=None)` (with `key`, a list of objects told
+apart by that field: its values unique, and a problem names the entry by it, `codes[ANA034]`);
+`MapOf(spec)` (any keys, values of spec); `OneOf(*values)`; `Pattern(regex, meaning)` (a string
+that matches); `Record(required, optional)` (an object with those keys and no others);
+`Checked(spec, more)` (spec, then `more(value)` for what a schema cannot say).
+A table is JSON, or TOML where its values are pages of text (a literal multi-line string holds
+markdown as it reads). A wing declares its folder of tables and their schemas as a `TableSet`.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +33,22 @@ class DataError(ValueError):
 @dataclass(frozen=True)
 class ListOf:
     item: Any
+    key: str | None = None  # the field that names each entry, unique in the list
+
+
+@dataclass(frozen=True)
+class Pattern:
+    regex: str
+    meaning: str  # what a match is, for the message: "an ANA code (ANA and 3 digits)"
+
+
+@dataclass(frozen=True)
+class Checked:
+    """`spec`, then `more(value)` once the value matches it: 'where: what' problems of the value
+    as a whole (a page template that lacks a field), `where` relative to the value."""
+
+    spec: Any
+    more: Callable[[Any], list[str]]
 
 
 @dataclass(frozen=True)
@@ -68,11 +90,15 @@ def check(value: Any, spec: Any, where: str = "") -> list[str]:
     return _check(value, spec, (where,) if where else ())
 
 
+class _Entry(str):
+    """A list entry named by its key field (`codes[ANA034]`), in a path."""
+
+
 def _where(path: tuple[Any, ...]) -> str:
     """'entries[3].action' from ('entries', 3, 'action'); built only for a problem."""
     text = ""
     for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        text += f"[{part}]" if isinstance(part, (int, _Entry)) else (f".{part}" if text else str(part))
     return text or "(top)"
 
 
@@ -92,7 +118,17 @@ def _check(value: Any, spec: Any, path: tuple[Any, ...]) -> list[str]:
     if isinstance(spec, ListOf):
         if not isinstance(value, list):
             return [f"{_where(path)}: expected a list"]
+        if spec.key is not None:
+            return _check_keyed(value, spec, path)
         return [p for i, item in enumerate(value) for p in _check(item, spec.item, (*path, i))]
+    if isinstance(spec, Pattern):
+        if isinstance(value, str) and re.fullmatch(spec.regex, value):
+            return []
+        return [f"{_where(path)}: expected {spec.meaning}, got {json.dumps(value)[:60]}"]
+    if isinstance(spec, Checked):
+        found = _check(value, spec.spec, path)
+        prefix = _where(path) + ": " if path else ""
+        return found or [prefix + problem for problem in spec.more(value)]
     if isinstance(spec, MapOf):
         if not isinstance(value, dict):
             return [f"{_where(path)}: expected an object"]
@@ -115,6 +151,22 @@ def _check(value: Any, spec: Any, path: tuple[Any, ...]) -> list[str]:
 _UNKNOWN = object()
 
 
+def _check_keyed(value: list[Any], spec: ListOf, path: tuple[Any, ...]) -> list[str]:
+    """A list of entries named by `spec.key`: each checked under its name, no name twice."""
+    found: list[str] = []
+    first: dict[str, int] = {}
+    for i, item in enumerate(value):
+        name = item.get(spec.key) if isinstance(item, dict) else None
+        where = (*path, _Entry(name) if isinstance(name, str) and name else i)
+        found += _check(item, spec.item, where)
+        if isinstance(name, str):
+            if name in first:
+                found.append(f"{_where(where)}: {spec.key} {json.dumps(name)} again "
+                             f"(entries {first[name] + 1} and {i + 1})")
+            first.setdefault(name, i)
+    return found
+
+
 def _describe(spec: Any) -> str:
     if spec is None:
         return "null"
@@ -124,17 +176,16 @@ def _describe(spec: Any) -> str:
 
 
 def read_table(path: Path, schema: Any, label: str | None = None) -> dict[str, Any]:
-    """One JSON table, parsed and checked against `schema`; DataError names the file (as `label`
-    says it, else its path) and the first bad field."""
+    """One JSON (or TOML) table, parsed and checked against `schema`; DataError names the file (as
+    `label` says it, else its path) and the first bad field."""
     name = label or str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise DataError(f"{name}: cannot read: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-        raise DataError(f"{name}{line}: not valid JSON: {reason}") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{name}: not UTF-8") from None
+    data = _parse_toml(text, name) if path.suffix == ".toml" else _parse_json(text, name)
     found = check(data, schema)
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
@@ -142,6 +193,25 @@ def read_table(path: Path, schema: Any, label: str | None = None) -> dict[str, A
     if not isinstance(data, dict):
         raise DataError(f"{name}: expected an object at the top")
     return data
+
+
+def _parse_json(text: str, name: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{name}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+
+
+def _parse_toml(text: str, name: str) -> Any:
+    import tomllib  # only where a TOML table is read
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:  # its message ends "(at line N, column M)"
+        raise DataError(f"{name}: not valid TOML: {exc}") from None
+
+
+TABLE_SUFFIXES = (".json", ".toml")
 
 
 @dataclass(eq=False)
@@ -170,7 +240,8 @@ class TableSet:
     def problems(self) -> list[str]:
         """A table of the folder without a schema, a schema without its table, a table off its schema."""
         found = [f"{self.label}/{path.name}: no schema for this table"
-                 for path in sorted(self.folder.glob("*.json")) if path.name not in self.schemas]
+                 for path in sorted(self.folder.iterdir())
+                 if path.suffix in TABLE_SUFFIXES and path.name not in self.schemas]
         for name in sorted(self.schemas):
             try:
                 self.read(name)

@@ -1,4 +1,4 @@
-"""The inputs behind the Example section of every MEM code page (npu_migrate/memory/codes.py).
+"""The inputs behind the Example section of every MEM code page (npu_migrate/memory/data/codes.toml).
 
     python tests/memory/code_examples.py     # rewrites fixtures/memory/examples/
 

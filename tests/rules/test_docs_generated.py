@@ -23,14 +23,15 @@ def test_committed_docs_are_up_to_date() -> None:
     assert docgen.main(["--check"]) == 0, "docs are stale: run `python -m npu_migrate.commands.docgen`"
 
 
-def test_every_code_the_product_prints_has_a_page() -> None:
+def test_every_code_the_product_prints_has_a_page_with_an_example() -> None:
     printed = set()
     for path in (REPO / "npu_migrate").rglob("*.py"):
-        printed |= set(re.findall(r"[\"']((?:ANA|MEM|VER)\d{3})[\"']", path.read_text(encoding="utf-8")))
+        printed |= set(re.findall(r"[\"']((?:ANA|MEM|VER)\d{3}|NPU0\d\d)[\"']", path.read_text(encoding="utf-8")))
     assert len(printed) > 20  # the scan finds the wings' codes
     printed |= {rule.code for rule in builtin_rules()}
-    pages = {p.stem for p in (REPO / "docs" / "rules").glob("*.md")}
-    assert sorted(printed - pages) == []
+    pages = {p.stem: p.read_text(encoding="utf-8") for p in (REPO / "docs" / "rules").glob("*.md")}
+    assert sorted(printed - set(pages)) == []
+    assert sorted(code for code in printed if "\n```" not in pages[code]) == []  # a fenced example
 
 
 def test_check_finds_an_edited_a_missing_and_a_left_over_page(tmp_path, capsys) -> None:

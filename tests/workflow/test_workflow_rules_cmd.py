@@ -51,10 +51,12 @@ def test_json_carries_targets_and_the_page():
 
 
 def test_a_wing_code_prints_its_page():
-    from npu_migrate.memory.codes import CODES
+    from npu_migrate.core.codes import pages
+    from npu_migrate.memory.data_tables import TABLES
 
     result = CliRunner().invoke(command, ["mem001"])
-    assert result.exit_code == 0 and result.stdout == CODES["MEM001"].rstrip("\n") + "\n"
+    assert result.exit_code == 0 and result.stdout == pages(TABLES)["MEM001"]
+    assert result.stdout.startswith("# MEM001 possible leak\n\n## What it means\n")
 
 
 def test_unknown_code_exits_2():
@@ -94,3 +96,21 @@ def test_doc_page_from_an_installed_copy(tmp_path):
     assert "Safe (as installed): same method" in changed.stdout
     wing = run_installed(site, "-m", "npu_migrate", "rules", "VER001")
     assert wing.returncode == 0 and wing.stdout.startswith("# VER001")
+
+
+def test_commands_refuse_a_broken_shipped_code_table_with_one_line(tmp_path):
+    """In a copy of the packages: the table check, the doc generator and `rules CODE` each print
+    the same one line (no traceback) and fail."""
+    site = tmp_path / "site"
+    installed_copy(site)
+    shutil.copytree(REPO / "docs", site / "docs")
+    table = site / "npu_migrate" / "memory" / "data" / "codes.toml"
+    table.write_text(table.read_text(encoding="utf-8").replace('code = "MEM005"', 'code = "MEM001"', 1),
+                     encoding="utf-8")
+    line = 'npu_migrate/memory/data/codes.toml: codes[MEM001]: code "MEM001" again (entries 1 and 5)'
+    checked = run_installed(site, "-m", "npu_migrate.commands.tables", "--check")
+    assert (checked.returncode, checked.stderr) == (1, f"data: {line}\n")
+    docs = run_installed(site, "-m", "npu_migrate.commands.docgen", "--check")
+    assert (docs.returncode, docs.stderr) == (2, f"data: {line}\n")
+    page = run_installed(site, "-m", "npu_migrate", "rules", "MEM002")
+    assert (page.returncode, page.stderr) == (2, f"npu-migrate: error: {line}\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,21 @@ def test_apply_codes_have_pages_with_the_required_sections():
         assert page is not None and page.startswith(f"# {code} ")
         for section in ("## What it means", "## Why", "## Evidence", "## What to do"):
             assert section in page
+
+
+APPLY_EXAMPLE = re.compile(r"## Example\n```python\n# (?P<file>\S+)\n(?P<source>.*?)```\n```\n"
+                           r"\$ npu-migrate apply (?P<args>[^\n]+)\n(?P<line>[^\n]+)\n```", re.S)
+
+
+@pytest.mark.parametrize("code", ["NPU000", "NPU001", "NPU002"])
+def test_an_apply_code_example_is_what_apply_prints(code, tmp_path, monkeypatch):
+    """The page's example file, run through the page's command, prints the page's line."""
+    match = APPLY_EXAMPLE.search(code_page(code) or "")
+    assert match, f"{code}: no example"
+    write(tmp_path / match["file"], match["source"])
+    result = apply("--isolated", "--no-cache", *match["args"].split(), cwd=tmp_path, monkeypatch=monkeypatch)
+    assert match["line"] in (result.stdout + result.stderr).splitlines(), result.stdout + result.stderr
+    assert code in match["line"] or code == "NPU000"  # a failed file is listed by its reason
 
 
 NEWER_SYNTAX = '''\
