@@ -102,9 +102,8 @@ def _ast_npu_test(test: ast.expr, facts: Any) -> bool:
             return True
         if isinstance(node, ast.Attribute) and node.attr in ("is_npu", "NPU"):
             return True
-        if isinstance(node, (ast.Attribute, ast.Name)):
-            parts = ast_dotted_parts(node)
-            qualified = facts.qualify(parts) or ".".join(parts or [])
+        if isinstance(node, (ast.Attribute, ast.Name)) and (parts := ast_dotted_parts(node)):
+            qualified = facts.qualify(parts) or ".".join(parts)
             if qualified.startswith(("torch.npu.", "torch_npu.")) or _last(qualified) in _NPU_AVAILABLE:
                 return True
     return False
@@ -592,6 +591,19 @@ def _as_kept_report(make: Callable[[int, int], Any], path: str, code: str,
 
 
 CASES = [
+    Valid(  # a test on a call's attribute next to a CUDA branch (torch/_tensor.py): no NPU test, nothing kept
+        """\
+        import torch
+
+
+        def move(x, scheduler):
+            if scheduler.current().enabled:
+                x = x + 1
+            if x.is_cuda:
+                return x
+            return x
+        """,
+    ),
     Invalid(  # LLaMA-Factory's callbacks.py: an `if` per backend, the NPU one next to the CUDA one
         """\
         import torch
