@@ -506,3 +506,14 @@ def test_the_layer_table_in_the_docs_is_the_enforced_one() -> None:
         + "\n".join(f"  {unit}: doc {documented.get(unit)} vs test {declared.get(unit)}"
                     for unit in sorted(set(documented) | set(declared))
                     if documented.get(unit) != declared.get(unit)))
+
+
+def test_no_line_of_ours_reads_as_a_module_level_torch_npu_import() -> None:
+    """Without CANN `import torch_npu` breaks `import torch`: our packages import it only where
+    guarded, and a rule's examples are indented inside their case strings (`unindent` strips it),
+    so no line starts like a top-level import of it (what a reader or a grep takes for one)."""
+    found = [f"{path.relative_to(ROOT)}:{number}"
+             for package in ("npu_migrate", "codemods") for path in sorted((ROOT / package).rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if line.startswith(("import torch_npu", "from torch_npu"))]
+    assert found == []

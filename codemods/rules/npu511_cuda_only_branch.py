@@ -593,337 +593,337 @@ def _as_kept_report(make: Callable[[int, int], Any], path: str, code: str,
 CASES = [
     Valid(  # a test on a call's attribute next to a CUDA branch (torch/_tensor.py): no NPU test, nothing kept
         """\
-        import torch
+            import torch
 
 
-        def move(x, scheduler):
-            if scheduler.current().enabled:
-                x = x + 1
-            if x.is_cuda:
+            def move(x, scheduler):
+                if scheduler.current().enabled:
+                    x = x + 1
+                if x.is_cuda:
+                    return x
                 return x
-            return x
-        """,
+            """,
     ),
     Invalid(  # LLaMA-Factory's callbacks.py: an `if` per backend, the NPU one next to the CUDA one
         """\
-        import torch
-        from ..extras.misc import is_torch_cuda_available, is_torch_npu_available
+            import torch
+            from ..extras.misc import is_torch_cuda_available, is_torch_npu_available
 
 
-        def event_factory():
-            if is_torch_cuda_available():
-                return torch.cuda.Event, torch.cuda.synchronize
-            if is_torch_npu_available():
-                return torch.npu.Event, torch.npu.synchronize
-            return None
-        """,
+            def event_factory():
+                if is_torch_cuda_available():
+                    return torch.cuda.Event, torch.cuda.synchronize
+                if is_torch_npu_available():
+                    return torch.npu.Event, torch.npu.synchronize
+                return None
+            """,
         with_rules=("NPU120",),
         lines=(6, 7, 7),
     ),
     Invalid(  # LLaMA-Factory v1's checkpoint.py: an enum of device types
         """\
-        import torch
-        from ...accelerator.helper import DeviceType, get_current_accelerator
+            import torch
+            from ...accelerator.helper import DeviceType, get_current_accelerator
 
 
-        def rng_state():
-            device_type = get_current_accelerator().type
-            if device_type == DeviceType.CUDA:
-                return torch.cuda.get_rng_state_all()
-            elif device_type == DeviceType.NPU:
-                return torch.npu.get_rng_state_all()
-        """,
+            def rng_state():
+                device_type = get_current_accelerator().type
+                if device_type == DeviceType.CUDA:
+                    return torch.cuda.get_rng_state_all()
+                elif device_type == DeviceType.NPU:
+                    return torch.npu.get_rng_state_all()
+            """,
         with_rules=("NPU120",),
         lines=(7, 8),
     ),
     Invalid(  # LLaMA-Factory's extras/misc.py: transformers' availability tests, an NPU arm first
         """\
-        import os
-        import torch
-        from transformers.utils import is_torch_cuda_available, is_torch_npu_available
+            import os
+            import torch
+            from transformers.utils import is_torch_cuda_available, is_torch_npu_available
 
 
-        def get_device_count():
-            if is_torch_npu_available():
-                return torch.npu.device_count()
-            elif is_torch_cuda_available():
-                return torch.cuda.device_count()
-            return 0
-        """,
+            def get_device_count():
+                if is_torch_npu_available():
+                    return torch.npu.device_count()
+                elif is_torch_cuda_available():
+                    return torch.cuda.device_count()
+                return 0
+            """,
         with_rules=("NPU120",),
         lines=(9, 10),
     ),
     Invalid(  # TileLang's GEMM autotune example: the gate lets the capability arithmetic run on CUDA only
         """\
-import torch
+    import torch
 
 
-def get_heuristic_config() -> dict:
-    if not torch.cuda.is_available():
-        raise RuntimeError("CUDA is not available")
-    device = torch.cuda.current_device()
-    sm_major, sm_minor = torch.cuda.get_device_capability(device)
-    return {"block_M": 128 if sm_major * 10 + sm_minor >= 80 else 64}
-""",
+    def get_heuristic_config() -> dict:
+        if not torch.cuda.is_available():
+            raise RuntimeError("CUDA is not available")
+        device = torch.cuda.current_device()
+        sm_major, sm_minor = torch.cuda.get_device_capability(device)
+        return {"block_M": 128 if sm_major * 10 + sm_minor >= 80 else 64}
+    """,
         after="""\
-import torch
+    import torch
 
 
-def get_heuristic_config() -> dict:
-    if not torch.cuda.is_available():
-        raise RuntimeError("CUDA is not available")
-    device = torch.npu.current_device()
-    sm_major, sm_minor = torch.npu.get_device_capability(device)
-    return {"block_M": 128 if sm_major * 10 + sm_minor >= 80 else 64}
-""",
+    def get_heuristic_config() -> dict:
+        if not torch.cuda.is_available():
+            raise RuntimeError("CUDA is not available")
+        device = torch.npu.current_device()
+        sm_major, sm_minor = torch.npu.get_device_capability(device)
+        return {"block_M": 128 if sm_major * 10 + sm_minor >= 80 else 64}
+    """,
         codes=("NPU120", "NPU511"),
         with_rules=("NPU120",),
     ),
     Invalid(  # QuACK's gemm_interface.py: a CuTe DSL GEMM registered as a torch op for CUDA tensors
         """\
-import torch
-import cutlass.cute as cute
+    import torch
+    import cutlass.cute as cute
 
 
-@torch.library.custom_op("quack::gemm_add", mutates_args=(), device_types="cuda")
-def gemm_add(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-    return run_cute_gemm(A, B)
-""",
+    @torch.library.custom_op("quack::gemm_add", mutates_args=(), device_types="cuda")
+    def gemm_add(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        return run_cute_gemm(A, B)
+    """,
         codes=("NPU316", "NPU511"),
         with_rules=("NPU316",),
     ),
     Invalid(  # StyleGAN3's bias_act.py: the guard builds and runs a JIT-compiled CUDA plugin
         """\
-import os
-import torch
-from .. import custom_ops
+    import os
+    import torch
+    from .. import custom_ops
 
-_plugin = None
-
-
-def _init():
-    global _plugin
-    if _plugin is None:
-        _plugin = custom_ops.get_plugin(module_name='bias_act_plugin', sources=['bias_act.cpp', 'bias_act.cu'],
-                                        source_dir=os.path.dirname(__file__))
-    return True
+    _plugin = None
 
 
-def bias_act(x, b=None, impl='cuda'):
-    assert impl in ['ref', 'cuda']
-    if impl == 'cuda' and x.device.type == 'cuda' and _init():
-        return _bias_act_cuda().apply(x, b)
-    return _bias_act_ref(x, b)
+    def _init():
+        global _plugin
+        if _plugin is None:
+            _plugin = custom_ops.get_plugin(module_name='bias_act_plugin', sources=['bias_act.cpp', 'bias_act.cu'],
+                                            source_dir=os.path.dirname(__file__))
+        return True
 
 
-def _bias_act_cuda():
-    class BiasActCuda(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, b):
-            return _plugin.bias_act(x, b)
-    return BiasActCuda
-""",
+    def bias_act(x, b=None, impl='cuda'):
+        assert impl in ['ref', 'cuda']
+        if impl == 'cuda' and x.device.type == 'cuda' and _init():
+            return _bias_act_cuda().apply(x, b)
+        return _bias_act_ref(x, b)
+
+
+    def _bias_act_cuda():
+        class BiasActCuda(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, b):
+                return _plugin.bias_act(x, b)
+        return BiasActCuda
+    """,
         codes=("NPU192", "NPU311", "NPU511"),
         with_rules=("NPU104", "NPU191", "NPU192", "NPU311", "NPU500"),
     ),
     Invalid(  # BasicSR's ops/dcn/deform_conv.py: a module-level JIT build from CUDA sources; the
         # `is_cuda` test that refuses other tensors stays, so the NPU gets the authors' refusal
         """\
-import os
-import torch
-from torch.utils.cpp_extension import load
+    import os
+    import torch
+    from torch.utils.cpp_extension import load
 
-if os.getenv('BASICSR_JIT') == 'True':
-    deform_conv_ext = load('deform_conv', sources=[os.path.join('src', 'deform_conv_cuda_kernel.cu')])
+    if os.getenv('BASICSR_JIT') == 'True':
+        deform_conv_ext = load('deform_conv', sources=[os.path.join('src', 'deform_conv_cuda_kernel.cu')])
 
 
-def deform_conv_forward(input, weight, output):
-    if not input.is_cuda:
-        raise NotImplementedError
-    else:
-        deform_conv_ext.deform_conv_forward(input, weight, output)
-    return output
-""",
+    def deform_conv_forward(input, weight, output):
+        if not input.is_cuda:
+            raise NotImplementedError
+        else:
+            deform_conv_ext.deform_conv_forward(input, weight, output)
+        return output
+    """,
         codes=("NPU311", "NPU511"),
         with_rules=("NPU102", "NPU311"),
     ),
     Invalid(  # BasicSR's setup.py: on a CUDA machine the extension is a CUDAExtension with .cu sources
         """\
-import os
-import torch
-from torch.utils.cpp_extension import CppExtension, CUDAExtension
+    import os
+    import torch
+    from torch.utils.cpp_extension import CppExtension, CUDAExtension
 
 
-def make_ext(name, sources, sources_cuda):
-    if torch.cuda.is_available() or os.getenv('FORCE_CUDA', '0') == '1':
-        extension = CUDAExtension
-        sources += sources_cuda
-    else:
-        extension = CppExtension
-    return extension(name=name, sources=sources)
-""",
+    def make_ext(name, sources, sources_cuda):
+        if torch.cuda.is_available() or os.getenv('FORCE_CUDA', '0') == '1':
+            extension = CUDAExtension
+            sources += sources_cuda
+        else:
+            extension = CppExtension
+        return extension(name=name, sources=sources)
+    """,
         codes=("NPU311", "NPU511"),
         with_rules=("NPU120", "NPU311"),
     ),
     Invalid(  # an early-return gate in front of a bitsandbytes feature: the refusal stays the NPU's
         """\
-import warnings
-import bitsandbytes as bnb
+    import warnings
+    import bitsandbytes as bnb
 
 
-def enable_paged_offload(model, device):
-    if device != "cuda":
-        warnings.warn("CPU offloading only works with CUDA")
-        return False
-    bnb.optim.GlobalOptimManager.get_instance().register_parameters(model.parameters())
-    return True
-""",
+    def enable_paged_offload(model, device):
+        if device != "cuda":
+            warnings.warn("CPU offloading only works with CUDA")
+            return False
+        bnb.optim.GlobalOptimManager.get_instance().register_parameters(model.parameters())
+        return True
+    """,
         codes=("NPU307", "NPU511"),
         with_rules=("NPU104", "NPU307"),
     ),
     Invalid(  # FastChat: an early return whose warning limits the feature to CUDA keeps its test
         """\
-import warnings
+    import warnings
 
 
-def offloading_allowed(device, cpu_offloading):
-    if device != "cuda":
-        warnings.warn(
-            "CPU-offloading is only enabled when using CUDA-devices\\n"
-            "Continuing without cpu-offloading enabled\\n"
-        )
-        return False
-    return cpu_offloading
-""",
+    def offloading_allowed(device, cpu_offloading):
+        if device != "cuda":
+            warnings.warn(
+                "CPU-offloading is only enabled when using CUDA-devices\\n"
+                "Continuing without cpu-offloading enabled\\n"
+            )
+            return False
+        return cpu_offloading
+    """,
         with_rules=("NPU104",),
         lines=(5,),
     ),
     Invalid(  # a gate that raises stops the whole program: migrated with the rest
         """\
-import torch
+    import torch
 
 
-def main():
-    if not torch.cuda.is_available():
-        raise SystemExit("this script only runs on CUDA")
-    train()
-""",
+    def main():
+        if not torch.cuda.is_available():
+            raise SystemExit("this script only runs on CUDA")
+        train()
+    """,
         after="""\
-import torch
-import torch_npu  # noqa: F401
+    import torch
+    import torch_npu  # noqa: F401
 
 
-def main():
-    if not torch.npu.is_available():
-        raise SystemExit("this script only runs on CUDA")
-    train()
-""",
+    def main():
+        if not torch.npu.is_available():
+            raise SystemExit("this script only runs on CUDA")
+        train()
+    """,
         codes=("NPU100", "NPU120"),
         with_rules=("NPU100", "NPU120"),
     ),
     Invalid(  # a branch that picks a bitsandbytes optimizer by its option value (the catalogue's)
         """\
-import torch
-from transformers import TrainingArguments
-if torch.cuda.is_available():
-    args = TrainingArguments(output_dir="o", optim="paged_adamw_8bit")
-else:
-    args = TrainingArguments(output_dir="o", optim="adamw_torch")
-""",
+    import torch
+    from transformers import TrainingArguments
+    if torch.cuda.is_available():
+        args = TrainingArguments(output_dir="o", optim="paged_adamw_8bit")
+    else:
+        args = TrainingArguments(output_dir="o", optim="adamw_torch")
+    """,
         with_rules=("NPU120",),
     ),
     Invalid(  # nanochat's FA3 loader: the early return is the CUDA guard of a Hub flash-attention kernel
         """\
-import torch
+    import torch
 
 
-def _load_flash_attention_3():
-    if not torch.cuda.is_available():
-        return None
-    try:
-        from kernels import get_kernel
-        return get_kernel("kernels-community/flash-attn3").flash_attn_interface
-    except Exception:
-        return None
-""",
+    def _load_flash_attention_3():
+        if not torch.cuda.is_available():
+            return None
+        try:
+            from kernels import get_kernel
+            return get_kernel("kernels-community/flash-attn3").flash_attn_interface
+        except Exception:
+            return None
+    """,
         with_rules=("NPU120",),
     ),
     Invalid(  # ConvNeXt's optim_factory.py: the library's availability flag and CUDA, asked together
         """\
-import torch
-try:
-    from apex.optimizers import FusedAdam
-    has_apex = True
-except ImportError:
-    has_apex = False
+    import torch
+    try:
+        from apex.optimizers import FusedAdam
+        has_apex = True
+    except ImportError:
+        has_apex = False
 
 
-def create(opt):
-    if 'fused' in opt:
-        assert has_apex and torch.cuda.is_available(), 'APEX and CUDA required for fused optimizers'
-""",
+    def create(opt):
+        if 'fused' in opt:
+            assert has_apex and torch.cuda.is_available(), 'APEX and CUDA required for fused optimizers'
+    """,
         with_rules=("NPU120",),
     ),
     Invalid(
         """\
-import torch
-if torch.cuda.is_available():
-    import xformers.ops
-    out = xformers.ops.memory_efficient_attention(q, k, v)
-""",
+    import torch
+    if torch.cuda.is_available():
+        import xformers.ops
+        out = xformers.ops.memory_efficient_attention(q, k, v)
+    """,
         codes=("NPU306", "NPU511"),
         with_rules=("NPU120", "NPU306"),
     ),
     Invalid(  # litgpt api.py: the branch picks Lightning's CUDA accelerator, which the NPU cannot use
         """\
-import torch
-import lightning as L
-if torch.cuda.is_available():
-    accelerator = "cuda"
-else:
-    accelerator = "cpu"
-fabric = L.Fabric(accelerator=accelerator, devices=1)
-""",
+    import torch
+    import lightning as L
+    if torch.cuda.is_available():
+        accelerator = "cuda"
+    else:
+        accelerator = "cpu"
+    fabric = L.Fabric(accelerator=accelerator, devices=1)
+    """,
         codes=("NPU511",),
         with_rules=("NPU120",),
     ),
     Invalid(  # the branch sets a device value that stays "cuda" (NPU500 reports it): the NPU keeps the CPU
         """\
-import torch
-if torch.cuda.is_available():
-    device = "cuda"
-else:
-    device = "cpu"
-open(device + ".txt")
-model.to(device)
-""",
+    import torch
+    if torch.cuda.is_available():
+        device = "cuda"
+    else:
+        device = "cpu"
+    open(device + ".txt")
+    model.to(device)
+    """,
         codes=("NPU500", "NPU511"),
         with_rules=("NPU120", "NPU500"),
     ),
     Invalid(  # litgpt's unsloth executor: the checker puts the Triton kernels in front of CUDA tensors
         """\
-import torch
-import triton
-def swiglu_checker(e, g) -> bool:
-    return e.device.type == "cuda" and g.device.type == "cuda"
-""",
+    import torch
+    import triton
+    def swiglu_checker(e, g) -> bool:
+        return e.device.type == "cuda" and g.device.type == "cuda"
+    """,
         codes=("NPU308", "NPU511"),
         with_rules=("NPU104", "NPU308"),
     ),
     Valid(  # no CUDA-only code around: the predicate is migrated (NPU104's)
         """\
-import torch
-def on_accelerator(x) -> bool:
-    return x.device.type == "npu"
-""",
+    import torch
+    def on_accelerator(x) -> bool:
+        return x.device.type == "npu"
+    """,
     ),
     Invalid(  # litgpt tests/test_model.py:1483: on the NPU the rewritten test raised TypeError
         """\
-import torch
-SUPPORTS_FLASH_ATTENTION = (
-    torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0) and not _IS_WINDOWS
-)
-""",
+    import torch
+    SUPPORTS_FLASH_ATTENTION = (
+        torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0) and not _IS_WINDOWS
+    )
+    """,
         codes=("NPU511",),
         with_rules=("NPU120",),
     ),
@@ -932,131 +932,131 @@ SUPPORTS_FLASH_ATTENTION = (
     # NPU takes the float32 path a machine without CUDA took)
     Invalid(
         """\
-import torch
-def detect_dtype():
-    if torch.cuda.is_available():
-        capability = torch.cuda.get_device_capability()
-        if capability >= (8, 0):
-            return torch.bfloat16
-    return torch.float32
-""",
+    import torch
+    def detect_dtype():
+        if torch.cuda.is_available():
+            capability = torch.cuda.get_device_capability()
+            if capability >= (8, 0):
+                return torch.bfloat16
+        return torch.float32
+    """,
         after="""\
-import torch
-def detect_dtype():
-    if torch.cuda.is_available():
-        capability = torch.npu.get_device_capability()
-        if capability >= (8, 0):
-            return torch.bfloat16
-    return torch.float32
-""",
+    import torch
+    def detect_dtype():
+        if torch.cuda.is_available():
+            capability = torch.npu.get_device_capability()
+            if capability >= (8, 0):
+                return torch.bfloat16
+        return torch.float32
+    """,
         codes=("NPU120", "NPU511"),
         with_rules=("NPU120",),
     ),
     Valid(  # the capability is only printed: nothing breaks on None, the guard is the NPU's
         """\
-    import torch
-    import torch_npu  # noqa: F401
-    if torch.npu.is_available():
-        capability = torch.npu.get_device_capability()
-        print("capability", capability)
-""",
+        import torch
+        import torch_npu  # noqa: F401
+        if torch.npu.is_available():
+            capability = torch.npu.get_device_capability()
+            print("capability", capability)
+    """,
     ),
     Valid(
         """\
-import torch
-if torch.npu.is_available():
-    x = x.to("npu")
-""",
+    import torch
+    if torch.npu.is_available():
+        x = x.to("npu")
+    """,
     ),
     # suppressed on the guard: the other rules' rewrites stand, with their edits
     Valid(
         """\
-import torch
-def set_device(device):
-    if device.startswith('cuda:'):  # npu-migrate: ignore[NPU511]
-        torch.npu.set_device(device)
-    elif device.startswith('npu:'):
-        torch.npu.set_device(device)
-""",
+    import torch
+    def set_device(device):
+        if device.startswith('cuda:'):  # npu-migrate: ignore[NPU511]
+            torch.npu.set_device(device)
+        elif device.startswith('npu:'):
+            torch.npu.set_device(device)
+    """,
     ),
     # a dispatch that already has an NPU branch: the CUDA branch stays whole (open_clip's
     # distributed.py); turning it to the NPU would shadow the NPU branch
     Invalid(
         """\
-import torch
-def set_device(device):
-    if device.startswith('cuda:'):
-        torch.cuda.set_device(device)
-    elif device.startswith('npu:'):
-        torch.npu.set_device(device)
-""",
+    import torch
+    def set_device(device):
+        if device.startswith('cuda:'):
+            torch.cuda.set_device(device)
+        elif device.startswith('npu:'):
+            torch.npu.set_device(device)
+    """,
         with_rules=("NPU120",),
     ),
     # ... but not where the CUDA test reads a flag the file defines itself: its definition is
     # migrated too (timm's loader.py: `self.is_cuda = device.type == 'cuda' and ...`)
     Valid(
         """\
-import torch
-class Loader:
-    def __init__(self, device):
-        self.is_cuda = device.type == 'npu' and torch.npu.is_available()
-        self.is_npu = device.type == 'npu' and torch.npu.is_available()
+    import torch
+    class Loader:
+        def __init__(self, device):
+            self.is_cuda = device.type == 'npu' and torch.npu.is_available()
+            self.is_npu = device.type == 'npu' and torch.npu.is_available()
 
-    def stream(self):
-        if self.is_cuda:
-            return torch.npu.Stream()
-        elif self.is_npu:
-            return torch.npu.Stream()
-""",
+        def stream(self):
+            if self.is_cuda:
+                return torch.npu.Stream()
+            elif self.is_npu:
+                return torch.npu.Stream()
+    """,
     ),
     # ... and sends the NPU elsewhere than the code did: on an NPU host with device="cpu" the model
     # stayed on the CPU (open_clip's profiler.py)
     Invalid(
         """\
-import torch
-def place(model, device="cpu"):
-    if torch.cuda.is_available():
-        model = model.cuda()
-    elif device == "npu" and torch.npu.is_available():
-        model = model.npu()
-    return model
-""",
+    import torch
+    def place(model, device="cpu"):
+        if torch.cuda.is_available():
+            model = model.cuda()
+        elif device == "npu" and torch.npu.is_available():
+            model = model.npu()
+        return model
+    """,
         with_rules=("NPU101", "NPU120"),
     ),
     # an import under another branch of the function around (open_clip's main.py: `if
     # args.use_bnb_linear: import bitsandbytes`) does not make this guard a CUDA-only path
     Valid(
         """\
-import torch
-def main(args):
-    if torch.npu.is_available():
-        torch.npu.matmul.allow_hf32 = True
-    if args.use_bnb_linear is not None:
-        import bitsandbytes as bnb
-        layer = bnb.nn.Linear8bitLt
-""",
+    import torch
+    def main(args):
+        if torch.npu.is_available():
+            torch.npu.matmul.allow_hf32 = True
+        if args.use_bnb_linear is not None:
+            import bitsandbytes as bnb
+            layer = bnb.nn.Linear8bitLt
+    """,
     ),
     # mmcv's ops: the guard picks the compiled kernels (reached through a Function class) over the
     # PyTorch reference, which the NPU keeps using
     Invalid(
         """\
-import torch
-from torch.autograd import Function
-from ..utils import ext_loader
-ext_module = ext_loader.load_ext('_ext', ['fused_bias_leakyrelu'])
+    import torch
+    from torch.autograd import Function
+    from ..utils import ext_loader
+    ext_module = ext_loader.load_ext('_ext', ['fused_bias_leakyrelu'])
 
 
-class FusedBiasLeakyReLUFunction(Function):
-    @staticmethod
-    def forward(ctx, input, bias):
-        return ext_module.fused_bias_leakyrelu(input, bias)
+    class FusedBiasLeakyReLUFunction(Function):
+        @staticmethod
+        def forward(ctx, input, bias):
+            return ext_module.fused_bias_leakyrelu(input, bias)
 
 
-def fused_bias_leakyrelu(input, bias):
-    if not input.is_cuda:
-        return bias_leakyrelu_ref(input, bias)
-    return FusedBiasLeakyReLUFunction.apply(input, bias)
-""",
+    def fused_bias_leakyrelu(input, bias):
+        if not input.is_cuda:
+            return bias_leakyrelu_ref(input, bias)
+        return FusedBiasLeakyReLUFunction.apply(input, bias)
+    """,
         with_rules=("NPU102",),
     ),
 ]
