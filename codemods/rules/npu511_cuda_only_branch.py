@@ -334,8 +334,7 @@ class CudaOnlyBranch(Rule):
         if module is None:
             return False
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
-        siblings = self._sibling_tests().get(line)
-        return bool(siblings)
+        return self._sibling_tests().get(line, False)
 
     def _sibling_tests(self) -> dict[int, bool]:
         """Line of each `if` -> whether another `if` of its block tests for the NPU (once per file)."""
