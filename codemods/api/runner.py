@@ -120,6 +120,14 @@ class RuleRunner(cst.CSTTransformer):
         self._accepted: list[tuple[cst.CSTNode, Callable[[int, int], Any]]] = []
         self._all_positions: dict[int, tuple[int, int]] | None = None
 
+    def release(self) -> None:
+        """Forget the rules (their bound methods refer back to them): the file is done."""
+        self.rules = []
+        self._visit, self._leave = {}, {}
+        self._context = None
+        self._accepted = []
+        self._all_positions = None
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         kind = type(node)
         if kind in _IMPORTS:
