@@ -19,7 +19,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.analyses.portable import define_device, guard_import
-from codemods.api.prefilter import Prefilter
+from codemods.api.prefilter import Prefilter, TextWords
 from codemods.api.rule import TEXT_LANGUAGES, Rule, RuleContext
 from codemods.api.runner import RuleRunner
 from codemods.api.selectors import SWITCHED_OFF as SWITCHED_OFF  # its home; imported from here too
@@ -84,7 +84,7 @@ class RuleSet:
         simple searches beat one big alternation, which defeats `re`'s literal scan."""
         found: list[type[Rule]] = []
         hits: dict[int, bool] = {}
-        words: dict[str, bool] = {}
+        words = TextWords(text)
         for rule in rules:
             prefilter = self._single[rule]
             if prefilter is None:
