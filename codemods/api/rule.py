@@ -151,6 +151,9 @@ class Rule:
     families: ClassVar[tuple[str, ...]] = ()
     severity: ClassVar[Severity] = Severity.INFO  # severity of self.report() without an override
     prefilter: ClassVar[str] = ""  # regex on the raw text; a file (chunk) is parsed only if some rule's matches
+    # whether the rule acts on code alone: then a match of its prefilter inside a long plain string
+    # (a docstring, a help text) does not make the engine parse that statement for it
+    prefilter_in_code: ClassVar[bool] = False
     needs_torch_npu: ClassVar[bool] = False  # its edits make the file depend on `import torch_npu`
     adds_torch_npu_import: ClassVar[bool] = False  # the rule that writes `import torch_npu` says True
     # True for rules that must see whole top-level statements (a loop and the function around

@@ -85,3 +85,49 @@ def parse_or_none(source: str | bytes) -> ast.Module | None:
             return ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
+
+
+# a string literal at least this long in the source is text (a docstring, a help text, a table)
+LONG_STRING = 80
+
+Span = tuple[int, int, int, int]  # first line, first column, last line, end column (1-based lines, character columns)
+
+
+def _column(line: str, byte_offset: int) -> int:
+    """`ast`'s column (a UTF-8 byte offset) as a character offset into `line`."""
+    return byte_offset if line.isascii() else len(line.encode("utf-8")[:byte_offset].decode("utf-8", "ignore"))
+
+
+def long_string_spans(constants: Sequence[ast.AST], fstrings: Sequence[ast.AST], lines: Sequence[str]) -> list[Span]:
+    """Where the plain string literals (bytes too) at least `LONG_STRING` characters long sit in
+    the source; the literal parts of f-strings are not plain literals."""
+    inside_fstrings = {id(value) for fstring in fstrings for value in getattr(fstring, "values", ())}
+    spans = []
+    for node in constants:
+        if not isinstance(node, ast.Constant) or not isinstance(node.value, (str, bytes)) \
+                or id(node) in inside_fstrings or node.end_lineno is None or node.end_col_offset is None:
+            continue
+        first, last = node.lineno, node.end_lineno
+        if last > len(lines):
+            continue
+        start = _column(lines[first - 1], node.col_offset)
+        end = _column(lines[last - 1], node.end_col_offset)
+        size = end - start if first == last else len(lines[first - 1]) - start + end + \
+            sum(len(lines[i]) for i in range(first, last - 1))
+        if size >= LONG_STRING:
+            spans.append((first, start, last, end))
+    return spans
+
+
+def blank_spans(lines: Sequence[str], spans: Sequence[Span]) -> list[str]:
+    """`lines` with every character of `spans` but line ends turned into a space: the same lines,
+    each as long as before."""
+    out = list(lines)
+    for first, start, last, end in spans:
+        for number in range(first, last + 1):
+            line = out[number - 1]
+            body = line.rstrip("\r\n")
+            a = start if number == first else 0
+            b = end if number == last else len(body)
+            out[number - 1] = line[:a] + " " * (min(b, len(body)) - a) + line[min(b, len(body)):]
+    return out

@@ -65,6 +65,7 @@ class CudaMethod(RenameRule):
     """
 
     code = "NPU101"
+    prefilter_in_code = True
     name = "cuda-method"
     summary = "`.cuda(...)` on tensors and modules becomes `.npu(...)`, arguments kept"
     prefilter = r"\.cuda\b"

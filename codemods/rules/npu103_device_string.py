@@ -76,6 +76,7 @@ class DeviceString(DeviceRule):
     """
 
     code = "NPU103"
+    prefilter_in_code = True
     name = "device-string"
     supported_targets = frozenset({"npu", "portable"})
     summary = "`\"cuda\"`/`\"cuda:N\"` device strings in device positions become `\"npu\"`/`\"npu:N\"`"

@@ -66,6 +66,7 @@ class DeviceComparison(DeviceRule):
         self._kept: dict[str, int] | None = None
 
     code = "NPU104"
+    prefilter_in_code = True
     name = "device-comparison"
     supported_targets = frozenset({"npu", "portable"})
     summary = "Comparisons of devices with `\"cuda\"` (`x.device.type == \"cuda\"`) compare with `\"npu\"`"

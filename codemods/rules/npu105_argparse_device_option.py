@@ -44,6 +44,7 @@ class ArgparseDevice(DeviceRule):
     """
 
     code = "NPU105"
+    prefilter_in_code = True
     name = "argparse-device-option"
     summary = "`default=` and `choices=` of an argparse `--device` option name NPU devices"
     supported_targets = frozenset({"npu", "portable"})

@@ -96,6 +96,7 @@ class TorchCudaApi(Rule):
     """
 
     code = "NPU120"
+    prefilter_in_code = True
     name = "torch-cuda-api"
     supported_targets = frozenset({"npu", "portable"})
     summary = "`torch.cuda.<name>` becomes `torch.npu.<name>` for the names torch_npu provides"

@@ -51,6 +51,7 @@ class TorchCudaNoCounterpart(Rule):
     """
 
     code = "NPU121"
+    prefilter_in_code = True
     supported_targets = frozenset({"npu", "portable"})
     name = "torch-cuda-no-counterpart"
     summary = "`torch.cuda` names with no NPU counterpart are reported with what to use instead"

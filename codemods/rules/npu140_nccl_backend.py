@@ -138,6 +138,7 @@ class NcclBackend(DistRule):
     """
 
     code = "NPU140"
+    prefilter_in_code = True
     name = "nccl-backend"
     supported_targets = frozenset({"npu", "portable"})
     summary = "`\"nccl\"` backends (init_process_group, new_group, comparisons, --dist-backend) become `\"hccl\"`"

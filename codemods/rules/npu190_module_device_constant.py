@@ -66,6 +66,7 @@ class ModuleDeviceConstant(CoverageRule):
     """
 
     code = "NPU190"
+    prefilter_in_code = True
     name = "module-device-constant"
     summary = "`DEVICE = \"cuda\"` at module level becomes `\"npu\"` when every use of it is a device"
     supported_targets = frozenset({"npu", "portable"})

@@ -57,6 +57,7 @@ class CudaStringComparison(CoverageRule):
     """
 
     code = "NPU191"
+    prefilter_in_code = True
     supported_targets = frozenset({"npu", "portable"})
     name = "cuda-string-comparison"
     summary = "Comparisons with `\"cuda\"` that no device rule could prove to be about a device are reported"

@@ -38,6 +38,7 @@ class TritonKernel(ThirdPartyRule):
     """
 
     code = "NPU308"
+    prefilter_in_code = True
     supported_targets = frozenset({"npu", "portable"})
     name = "triton-kernel"
     summary = "hand-written Triton kernels do not run on NPU: PyTorch ops or an Ascend C operator"

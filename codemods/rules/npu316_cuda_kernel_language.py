@@ -42,6 +42,7 @@ class CudaKernelLanguage(ThirdPartyRule):
     """
 
     code = "NPU316"
+    prefilter_in_code = True
     supported_targets = frozenset({"npu", "portable"})
     name = "cuda-kernel-language"
     summary = "Kernel languages for NVIDIA GPUs (TileLang, CuTe DSL, cuda-python, Helion) are reported at each import and kernel"

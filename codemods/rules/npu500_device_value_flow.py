@@ -103,6 +103,7 @@ class DeviceValueFlow(Rule):
     - **portable**: not yet
     """
     code = "NPU500"
+    prefilter_in_code = True
     name = "device-value-flow"
     summary = "CUDA device strings that reach a device position through variables, fields, returns or other modules"
     fix = Fix.SAFE

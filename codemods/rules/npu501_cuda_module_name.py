@@ -58,6 +58,7 @@ class CudaModuleName(Rule):
     """
 
     code = "NPU501"
+    prefilter_in_code = True
     name = "cuda-module-name"
     summary = "`from torch import cuda` becomes `from torch import npu` and `cuda.X` uses become `npu.X`"
     fix = Fix.SAFE

@@ -141,6 +141,7 @@ class CudaOnlyBranch(Rule):
     """
 
     code = "NPU511"
+    prefilter_in_code = True
     supported_targets = frozenset({"npu", "portable"})
     name = "cuda-only-branch"
     summary = "A CUDA guard around a CUDA-only library stays a CUDA guard (never half-migrated) and is reported"

@@ -73,6 +73,7 @@ class Float64Reduction(Rule):
     """
 
     code = "NPU525"
+    prefilter_in_code = True
     name = "float64-reduction"
     summary = "A float64 tensor that `all_reduce`/`reduce` sums is built as float32 (HCCL has no float64 reduction)"
     fix = Fix.SAFE

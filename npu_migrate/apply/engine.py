@@ -215,15 +215,22 @@ def _run_rules(text: str, path: str, ruleset: RuleSet, nest: bool, tree: ast.Mod
     lines = split_lines(text)
     whole = not nest or any(cls.whole_statements for cls in rules)
     chunk_filters = ruleset.chunk_filters(rules, context.facts)
-    match = Prefilter.union(chunk_filters.values()) or _EVERYTHING
+    in_code = {cls for cls in rules if cls.prefilter_in_code and chunk_filters[cls] is not None}
+    code_lines = context.model.code_lines(lines) if in_code else lines
+    if code_lines is lines:
+        in_code = set()
+    match = PieceMatch(lines, Prefilter.union(f for cls, f in chunk_filters.items() if cls not in in_code),
+                        code_lines, Prefilter.union(chunk_filters[cls] for cls in in_code) if in_code else None)
     pieces = []
     for piece in plan_pieces(lines, tree.body, 1, len(lines) + 1, "", match, nest=not whole):
         chunk = "".join(lines[piece.start - 1:piece.end - 1])
         if not piece.parse:
             pieces.append(chunk)
             continue
+        code = "".join(code_lines[piece.start - 1:piece.end - 1]) if in_code else chunk
         chosen = tuple(rule for cls, rule in rules.items()
-                       if (prefilter := chunk_filters[cls]) is None or prefilter.search(chunk))
+                       if (prefilter := chunk_filters[cls]) is None
+                       or prefilter.search(code if cls in in_code else chunk))
         if not chosen:
             pieces.append(chunk)
             continue
@@ -279,7 +286,22 @@ def _run_rules(text: str, path: str, ruleset: RuleSet, nest: bool, tree: ast.Mod
     return outcome
 
 
-_EVERYTHING = Prefilter("")  # some rule wants every piece
+class PieceMatch:
+    """Whether some rule may act on lines [a, b): the raw text for most rules' prefilters, the
+    text with long strings blanked for those that act on code alone (`Rule.prefilter_in_code`)."""
+
+    def __init__(self, lines: list[str], raw: Prefilter | None, code_lines: list[str],
+                 code: Prefilter | None) -> None:
+        self.lines, self.raw, self.code_lines, self.code = lines, raw, code_lines, code
+        self.everything = raw is None
+
+    def wants(self, a: int, b: int) -> bool:
+        if self.everything:
+            return True
+        if self.code is not None and self.code.search("".join(self.code_lines[a - 1:b - 1])):
+            return True
+        assert self.raw is not None
+        return self.raw.search("".join(self.lines[a - 1:b - 1]))
 
 
 def _drop_sweeps_where_switched_off(context: RuleContext, sweep_codes: set[str], text: str, path: str,
@@ -409,7 +431,7 @@ _NESTABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def plan_pieces(lines: list[str], body: list[ast.stmt], start: int, end: int, indent: str,
-                match: Prefilter, nest: bool = True) -> list[Piece]:
+                match: PieceMatch, nest: bool = True) -> list[Piece]:
     """Cut lines [start, end) holding `body` at statement starts; comments and blank lines before
     a statement belong to it. A matching function or class is cut again into its header and body
     statements, so LibCST parses only the statements that can need a rule."""
@@ -425,12 +447,11 @@ def plan_pieces(lines: list[str], body: list[ast.stmt], start: int, end: int, in
             groups.append([stmt])
         previous_end = max(previous_end, stmt.end_lineno or line)
     if not starts:
-        return [Piece(start, end, indent, bool(match.search("".join(lines[start - 1:end - 1]))))]
+        return [Piece(start, end, indent, match.wants(start, end))]
     starts[0] = start
     pieces = []
     for a, b, group in zip(starts, starts[1:] + [end], groups):
-        text = "".join(lines[a - 1:b - 1])
-        if not match.search(text):
+        if not match.wants(a, b):
             pieces.append(Piece(a, b, indent, False))
             continue
         stmt = group[0]
@@ -440,12 +461,12 @@ def plan_pieces(lines: list[str], body: list[ast.stmt], start: int, end: int, in
 
 
 def _nested(lines: list[str], stmt: ast.stmt, a: int, b: int, indent: str,
-            match: Prefilter) -> list[Piece] | None:
+            match: PieceMatch) -> list[Piece] | None:
     if not isinstance(stmt, _NESTABLE) or len(stmt.body) < 2:
         return None
     first = stmt.body[0]
     body_start = _stmt_start(first)
-    if body_start <= stmt.lineno or match.search("".join(lines[a - 1:body_start - 1])):
+    if body_start <= stmt.lineno or match.wants(a, body_start):
         return None  # one-line def, or the header itself needs a rule: parse the whole statement
     line = lines[first.lineno - 1]
     inner_indent = line[:len(line) - len(line.lstrip(" \t"))]

@@ -1,17 +1,18 @@
 """The engine: prefilter, chunked single parse, suppression, import insertion, re-parse."""
 
 import ast
-import re
 
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods.api.positions import node_positions
+from codemods.api.prefilter import Prefilter
 from codemods.api.registry import RuleError, all_rules, select_rules
 from codemods.api.rule import Fix, Rule
 from codemods.model.imports import split_lines
-from npu_migrate.apply.engine import RuleSet, migrate_source, migrate_text, plan_pieces
+from npu_migrate.apply import engine as engine_module
+from npu_migrate.apply.engine import PieceMatch, RuleSet, migrate_source, migrate_text, plan_pieces
 
 CORE = ["NPU100", "NPU101", "NPU102"]
 
@@ -38,7 +39,8 @@ def test_pieces_cover_the_text_and_nest_into_matching_defs():
     text = ('"""doc"""\n# c\n@dec\n\n@dec2\ndef f():\n    pass\nx = 1; y = 2\n'
             "class A:\n    z = 3\n\n    def g(self, t):\n        a = 1\n        return t.cuda()\n# tail\n")
     lines = split_lines(text)
-    pieces = plan_pieces(lines, ast.parse(text).body, 1, len(lines) + 1, "", re.compile(r"\.cuda"))
+    match = PieceMatch(lines, Prefilter(r"\.cuda"), lines, None)
+    pieces = plan_pieces(lines, ast.parse(text).body, 1, len(lines) + 1, "", match)
     assert "".join("".join(lines[p.start - 1:p.end - 1]) for p in pieces) == text
     assert [(p.start, p.end, p.indent, p.parse) for p in pieces] == [
         (1, 3, "", False), (3, 8, "", False), (8, 9, "", False),
@@ -234,3 +236,65 @@ def test_attribute_and_subscript_assignments_do_not_hide_imports():
         "a, (b, *c) = 1, (2, 3)\nDEVICE = 'cuda'\n"))
     assert facts.aliases == {"os": "os", "torch": "torch"}
     assert facts.constants == {"DEVICE": "cuda"}
+
+
+CODE_ONLY = (
+    'def helper(x):\n'
+    '    """Moves `x` to the GPU: see torch.cuda.synchronize() and x.cuda() in the CUDA docs, which\n'
+    '    explain streams."""\n'
+    '    return x + 1\n'
+    '\n'
+    '\n'
+    'def other(y):\n'
+    '    message = "a long help text that names torch.cuda.synchronize() and y.cuda() as its examples"\n'
+    '    return y\n'
+    '\n'
+    '\n'
+    'def real(z):\n'
+    '    print(f"on {z.cuda()} with a long f-string whose code part must still be migrated, always")\n'
+    '    return z.cuda()\n'
+)
+
+
+def test_statements_whose_only_cuda_is_in_long_strings_are_not_parsed_for_code_rules():
+    """A docstring or a help text that names CUDA APIs does not make the engine parse its
+    statement for the rules that act on code alone; f-strings hold code and still count."""
+    from codemods.api.registry import all_rules, select_rules
+
+    ruleset = RuleSet(select_rules(all_rules(), (), (), ()), {})
+    parsed: list[str] = []
+    original = engine_module._run_piece
+
+    def run_piece(piece, chunk, *args):  # type: ignore[no-untyped-def]
+        parsed.append(chunk)
+        return original(piece, chunk, *args)
+
+    engine_module._run_piece = run_piece
+    try:
+        outcome = migrate_text(CODE_ONLY, "lib.py", ruleset)
+    finally:
+        engine_module._run_piece = original
+    assert outcome.new_text is not None
+    assert "{z.npu()}" in outcome.new_text and "return z.npu()" in outcome.new_text
+    assert "torch.cuda.synchronize() and x.cuda()" in outcome.new_text  # text stays text
+    assert "torch.cuda.synchronize() and y.cuda()" in outcome.new_text
+    assert parsed and all("def helper" not in c and "message =" not in c for c in parsed), parsed
+
+
+def test_long_strings_are_blanked_in_place():
+    from codemods.model.astnodes import LONG_STRING, blank_spans, long_string_spans
+
+    text = ('s = "short cuda"\n'
+            f't = "{"é" * LONG_STRING}cuda"\n'
+            f'u = """doc\ncuda{"-" * LONG_STRING}\n"""  # cuda\n'
+            f'v = f"{{x.cuda()}}{"w" * LONG_STRING}"\n')
+    tree = ast.parse(text)
+    lines = split_lines(text)
+    constants = [n for n in ast.walk(tree) if isinstance(n, ast.Constant)]
+    fstrings = [n for n in ast.walk(tree) if isinstance(n, ast.JoinedStr)]
+    blanked = blank_spans(lines, long_string_spans(constants, fstrings, lines))
+    assert [len(a) for a in blanked] == [len(a) for a in lines]
+    assert blanked[0] == lines[0]  # short: kept
+    assert blanked[1].startswith("t = ") and "cuda" not in blanked[1] and blanked[1].endswith("\n")
+    assert blanked[2].startswith("u = ") and "cuda" not in blanked[3] and blanked[4] == '     # cuda\n'
+    assert blanked[5] == lines[5]  # an f-string holds code
