@@ -98,24 +98,54 @@ def _column(line: str, byte_offset: int) -> int:
     return byte_offset if line.isascii() else len(line.encode("utf-8")[:byte_offset].decode("utf-8", "ignore"))
 
 
-def long_string_spans(constants: Sequence[ast.AST], fstrings: Sequence[ast.AST], lines: Sequence[str]) -> list[Span]:
-    """Where the plain string literals (bytes too) at least `LONG_STRING` characters long sit in
-    the source; the literal parts of f-strings are not plain literals."""
+def _span(node: ast.AST, lines: Sequence[str]) -> Span | None:
+    first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+    end_col = getattr(node, "end_col_offset", None)
+    if first is None or last is None or end_col is None or last > len(lines):
+        return None
+    return first, _column(lines[first - 1], node.col_offset), last, _column(lines[last - 1], end_col)  # type: ignore[attr-defined]
+
+
+def _size(span: Span, lines: Sequence[str]) -> int:
+    first, start, last, end = span
+    if first == last:
+        return end - start
+    return len(lines[first - 1]) - start + end + sum(len(lines[i]) for i in range(first, last - 1))
+
+
+def literal_spans(constants: Sequence[ast.AST], fstrings: Sequence[ast.AST], lines: Sequence[str]
+                  ) -> tuple[list[Span], list[Span]]:
+    """Where the string literals sit in the source: (every literal, f-strings included; the plain
+    ones, bytes too, at least `LONG_STRING` characters long). The literal parts of f-strings are not
+    plain literals."""
     inside_fstrings = {id(value) for fstring in fstrings for value in getattr(fstring, "values", ())}
-    spans = []
+    every: list[Span] = []
+    long: list[Span] = []
     for node in constants:
         if not isinstance(node, ast.Constant) or not isinstance(node.value, (str, bytes)) \
-                or id(node) in inside_fstrings or node.end_lineno is None or node.end_col_offset is None:
+                or id(node) in inside_fstrings or (span := _span(node, lines)) is None:
             continue
-        first, last = node.lineno, node.end_lineno
-        if last > len(lines):
-            continue
-        start = _column(lines[first - 1], node.col_offset)
-        end = _column(lines[last - 1], node.end_col_offset)
-        size = end - start if first == last else len(lines[first - 1]) - start + end + \
-            sum(len(lines[i]) for i in range(first, last - 1))
-        if size >= LONG_STRING:
-            spans.append((first, start, last, end))
+        every.append(span)
+        if _size(span, lines) >= LONG_STRING:
+            long.append(span)
+    every += [span for node in fstrings if (span := _span(node, lines)) is not None]
+    return every, long
+
+
+def comment_spans(lines: Sequence[str], literals: Sequence[Span]) -> list[Span]:
+    """Where the comments are: from a `#` outside every string literal to the end of its line."""
+    inside: dict[int, list[tuple[int, int]]] = {}
+    for first, start, last, end in literals:
+        for number in range(first, last + 1):
+            inside.setdefault(number, []).append((start if number == first else 0,
+                                                  end if number == last else len(lines[number - 1])))
+    spans = []
+    for number, line in enumerate(lines, 1):
+        at = line.find("#")
+        while at != -1 and any(a <= at < b for a, b in inside.get(number, ())):
+            at = line.find("#", at + 1)
+        if at != -1:
+            spans.append((number, at, number, len(line.rstrip("\r\n"))))
     return spans
 
 

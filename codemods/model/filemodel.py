@@ -19,7 +19,7 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from codemods.model.astnodes import blank_spans, child_nodes, long_string_spans
+from codemods.model.astnodes import blank_spans, child_nodes, comment_spans, literal_spans
 from codemods.model.facts import FileFacts
 
 T = TypeVar("T")
@@ -68,10 +68,12 @@ class FileModel:
         self._order = []
 
     def code_lines(self, lines: list[str]) -> list[str]:
-        """`lines` (the file's) with the inside of every long plain string literal blanked: what a
-        rule that acts on code alone needs to see (`Rule.prefilter_in_code`). Docstrings and help
-        texts are where most words of CUDA in a library are; f-strings hold code and are kept."""
-        spans = long_string_spans(self.of_type(ast.Constant), self.of_type(ast.JoinedStr), lines)
+        """`lines` (the file's) with every comment and the inside of every long plain string literal
+        blanked: what a rule that acts on code alone needs to see (`Rule.prefilter_in_code`).
+        Comments, docstrings and help texts are where most words of CUDA in a library are;
+        f-strings hold code and are kept."""
+        literals, long = literal_spans(self.of_type(ast.Constant), self.of_type(ast.JoinedStr), lines)
+        spans = long + comment_spans(lines, literals)
         return blank_spans(lines, spans) if spans else lines
 
     @property

@@ -281,20 +281,20 @@ def test_statements_whose_only_cuda_is_in_long_strings_are_not_parsed_for_code_r
     assert parsed and all("def helper" not in c and "message =" not in c for c in parsed), parsed
 
 
-def test_long_strings_are_blanked_in_place():
-    from codemods.model.astnodes import LONG_STRING, blank_spans, long_string_spans
+def test_comments_and_long_strings_are_blanked_in_place():
+    from codemods.model.filemodel import FileModel
+    from codemods.model.astnodes import LONG_STRING
 
-    text = ('s = "short cuda"\n'
+    text = ('s = "short cuda # not a comment"  # a cuda comment\n'
             f't = "{"é" * LONG_STRING}cuda"\n'
             f'u = """doc\ncuda{"-" * LONG_STRING}\n"""  # cuda\n'
-            f'v = f"{{x.cuda()}}{"w" * LONG_STRING}"\n')
-    tree = ast.parse(text)
+            f'v = f"{{x.cuda()}}{"w" * LONG_STRING}"\n'
+            'w = b"#cuda" + x.cuda()  # cuda\n')
     lines = split_lines(text)
-    constants = [n for n in ast.walk(tree) if isinstance(n, ast.Constant)]
-    fstrings = [n for n in ast.walk(tree) if isinstance(n, ast.JoinedStr)]
-    blanked = blank_spans(lines, long_string_spans(constants, fstrings, lines))
+    blanked = FileModel("f.py", text, ast.parse(text)).code_lines(lines)
     assert [len(a) for a in blanked] == [len(a) for a in lines]
-    assert blanked[0] == lines[0]  # short: kept
+    assert blanked[0] == 's = "short cuda # not a comment"' + " " * len("  # a cuda comment") + "\n"
     assert blanked[1].startswith("t = ") and "cuda" not in blanked[1] and blanked[1].endswith("\n")
-    assert blanked[2].startswith("u = ") and "cuda" not in blanked[3] and blanked[4] == '     # cuda\n'
+    assert blanked[2].startswith("u = ") and "cuda" not in blanked[3] and "cuda" not in blanked[4]
     assert blanked[5] == lines[5]  # an f-string holds code
+    assert blanked[6] == 'w = b"#cuda" + x.cuda()' + " " * len("  # cuda") + "\n"
