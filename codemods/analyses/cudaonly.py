@@ -469,46 +469,31 @@ Read = tuple[str, Any]
 def _top_level_reads(model: FileModel) -> dict[int, list[Read]]:
     """id of each module-level function and class -> its reads, in `ast.walk` order. Read off the
     model's one breadth-first walk: restricted to a subtree, that is the subtree's own walk order."""
-    tops = {id(s): id(s) for s in model.tree.body
-            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    outside = {id(s) for s in model.tree.body if id(s) not in tops}
-    parents = model.parents
-    reads: dict[int, list[Read]] = {top: [] for top in tops}
+    tree = model.tree
+    reads: dict[int, list[Read]] = {id(s): [] for s in tree.body
+                                    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    # id of a node -> id of the function or class around it at module level (None: none is);
+    # the parents come in walk order, so a node's parent is placed before it (but for the
+    # contexts and operators, `ast.Load()` and the like, which the parser shares: leaves of no
+    # interest here, whose place in the order is their first use)
+    top: dict[int, int | None] = {id(tree): None}
+    top.update({id(s): id(s) if id(s) in reads else None for s in tree.body})
+    for child, parent in model.parents.items():
+        if child not in top:
+            top[child] = top.get(id(parent))
     for node in model.of_type(ast.Import, ast.ImportFrom, ast.Name, ast.Constant):
+        around = top[id(node)]
+        if around is None:
+            continue
         if isinstance(node, ast.Name):
-            if not isinstance(node.ctx, ast.Load):
-                continue
-            read: Read = (_LOAD, node.id)
+            if isinstance(node.ctx, ast.Load):
+                reads[around].append((_LOAD, node.id))
         elif isinstance(node, ast.Constant):
-            if not isinstance(node.value, str):
-                continue
-            read = (_TEXT, node.value)
+            if isinstance(node.value, str):
+                reads[around].append((_TEXT, node.value))
         else:
-            read = (_IMPORT, node)
-        top = _top_of(node, parents, tops, outside)
-        if top is not None:
-            reads[top].append(read)
+            reads[around].append((_IMPORT, node))
     return reads
-
-
-def _top_of(node: ast.AST, parents: Mapping[int, ast.AST], tops: dict[int, int], outside: set[int]) -> int | None:
-    """The id of the module-level function or class that holds `node`, or None; what the climb
-    passes is remembered in `tops` and `outside`, so each node is climbed through once."""
-    passed = []
-    key = id(node)
-    while key not in tops and key not in outside:
-        passed.append(key)
-        parent = parents.get(key)
-        if parent is None:
-            outside.update(passed)
-            return None
-        key = id(parent)
-    if key in outside:
-        outside.update(passed)
-        return None
-    top = tops[key]
-    tops.update(dict.fromkeys(passed, top))
-    return top
 
 
 def _events(reads: Iterable[Read], path: str, project: Mapping[str, Mapping[str, str]],

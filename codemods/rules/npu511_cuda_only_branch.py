@@ -90,15 +90,38 @@ def _scopes_around(tree: ast.Module, line: int) -> list[ast.stmt]:
 
 
 
-def _npu_sibling_lines(model: FileModel) -> dict[int, bool]:
-    """Line of each `if` -> whether another `if` of its block tests for the NPU (once per file)."""
-    found: dict[int, bool] = {}
-    for block in _blocks(model.tree):
-        ifs = [s for s in block if isinstance(s, ast.If)]
-        npu = {id(s) for s in ifs if _ast_npu_test(s.test, model.facts)}
-        for statement in ifs:
-            found[statement.lineno] = bool(npu - {id(statement)})
-    return found
+class _IfBlocks:
+    """The `if` statements of each statement list of the file (bodies, `else` and `finally`
+    blocks), found by line; whether one tests for the NPU is read when first asked."""
+
+    def __init__(self, model: FileModel) -> None:
+        self.facts = model.facts
+        self.at: dict[int, ast.If] = {}  # line -> the `if` on it
+        self.beside: dict[int, list[ast.If]] = {}  # line of an `if` -> the `if`s of its block
+        self._npu: dict[int, bool] = {}
+        blocks: dict[int, list[ast.If]] = {}  # id of a statement list -> its `if`s
+        holder: dict[int, int] = {}  # id of a statement -> id of the list that holds it
+        for node in model.of_type(ast.If):
+            assert isinstance(node, ast.If)
+            if id(node) not in holder:  # the first `if` of its parent: index the parent's lists
+                parent = model.parents.get(id(node), model.tree)
+                for name in ("body", "orelse", "finalbody"):
+                    statements = getattr(parent, name, None) or []
+                    holder.update(dict.fromkeys(map(id, statements), id(statements)))
+            block = blocks.setdefault(holder[id(node)], [])
+            block.append(node)
+            self.at[node.lineno] = node
+            self.beside[node.lineno] = block
+
+    def npu_sibling(self, line: int) -> bool:
+        """Whether another `if` of the block of the `if` on `line` tests for the NPU."""
+        this = self.at.get(line)
+        return any(other is not this and self._tests_npu(other) for other in self.beside.get(line, ()))
+
+    def _tests_npu(self, node: ast.If) -> bool:
+        if id(node) not in self._npu:
+            self._npu[id(node)] = _ast_npu_test(node.test, self.facts)
+        return self._npu[id(node)]
 
 
 def _ifs_by_line(model: FileModel) -> dict[int, ast.If]:
@@ -122,17 +145,6 @@ def _reaches_cuda_only(model: FileModel, project: Mapping[str, Mapping[str, str]
     return bool(names) or any(
         isinstance(stmt, (ast.Import, ast.ImportFrom)) and names.reason_in(stmt, model.path, project)
         for stmt in iter_statements(model.tree.body))
-
-
-def _blocks(tree: ast.Module) -> list[list[ast.stmt]]:
-    """Every statement list of the module (bodies, `else` and `finally` blocks)."""
-    blocks: list[list[ast.stmt]] = [tree.body]
-    for node in ast.walk(tree):
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(node, name, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt) and node is not tree:
-                blocks.append(block)
-    return blocks
 
 
 def _ast_npu_test(test: ast.expr, facts: Any) -> bool:
@@ -373,7 +385,7 @@ class CudaOnlyBranch(Rule):
         if module is None:
             return False
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
-        return self.context.model.derived(_npu_sibling_lines).get(line, False)
+        return self.context.model.derived(_IfBlocks).npu_sibling(line)
 
     def _reads_own_is_cuda(self, test: cst.BaseExpression) -> bool:
         """Whether the test reads an `is_cuda` attribute the file assigns itself (timm's
