@@ -11,6 +11,7 @@ text that holds one of them: the same answer, sooner.
 
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 from collections.abc import Iterable, MutableMapping
@@ -54,14 +55,19 @@ class Prefilter:
             patterns.append(f"(?:{prefilter.pattern})")
         return cls("|".join(patterns) or r"(?!)", parts)
 
-    def search(self, text: str, seen: MutableMapping[str, bool] | None = None) -> bool:
-        """Whether the pattern matches somewhere in `text`. `seen`: word -> present, shared by the
-        prefilters run over one text, so each word is looked for once."""
+    def search(self, text: str, seen: MutableMapping[str, bool] | TextWords | None = None) -> bool:
+        """Whether the pattern matches somewhere in `text`. `seen`: word -> present (or the text's
+        `TextWords`), shared by the prefilters run over one text, so each word is looked for once."""
         if self.words is not None and not _any_word(self.words, text, seen):
             return False
         for words, regex in self.parts:
-            if (words is None or _any_word(words, text, seen)) and regex.search(text) is not None:
-                return True
+            if words is None or _any_word(words, text, seen):
+                whole = _WHOLE_IDENTIFIER.fullmatch(regex.pattern)
+                if whole is not None and isinstance(seen, TextWords) and seen.indexed:
+                    if seen.has_identifier(whole.group(1)):  # `\bamp\b`: a set lookup, no scan
+                        return True
+                elif regex.search(text) is not None:
+                    return True
         return False
 
     def __repr__(self) -> str:
@@ -109,7 +115,9 @@ def _global_flags(pattern: str) -> int:
         return -1
 
 
-def _any_word(words: Words, text: str, seen: MutableMapping[str, bool] | None) -> bool:
+def _any_word(words: Words, text: str, seen: MutableMapping[str, bool] | TextWords | None) -> bool:
+    if isinstance(seen, TextWords):
+        return any(map(seen.has, words))
     for word in words:
         if seen is None:
             if word in text:
@@ -121,6 +129,65 @@ def _any_word(words: Words, text: str, seen: MutableMapping[str, bool] | None) -
         if present:
             return True
     return False
+
+
+_IDENTIFIER_RUN = re.compile(r"\w+")
+_WHOLE_IDENTIFIER = re.compile(r"\\b(\w+)\\b")  # a pattern `\bword\b`: a whole identifier
+# below this size a text is scanned word by word; above it, its distinct identifiers first
+_INDEXED_SIZE = 16_384
+
+
+@functools.cache
+def _longest_run(word: str) -> tuple[str, bool]:
+    """The longest identifier run of a gate word, and whether it is the whole word."""
+    runs = _IDENTIFIER_RUN.findall(word)
+    longest = max(runs, key=len, default="")
+    return longest, longest == word
+
+
+class TextWords:
+    """Which gate words one text holds, each looked for once. A large text is first reduced to its
+    distinct identifiers, joined by newlines: ten to a hundred times shorter than the text, and
+    searched instead of it. Exact: an identifier-only word is in the text iff it is inside one of
+    its identifiers, and a word with punctuation (`cuda.`) is in it only if its longest identifier
+    run is; only those that pass are looked for in the text itself. Two hundred gate words over
+    torch's 46 MB cost 4.4 s scanned one by one."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.known: dict[str, bool] = {}
+        self.indexed = len(text) > _INDEXED_SIZE
+        self._identifiers: str | None = None if self.indexed else ""
+        self._identifier_set: set[str] = set()
+
+    def has_identifier(self, word: str) -> bool:
+        """Whether `word` is one whole identifier of the (indexed) text: `\bword\b` matches."""
+        if self._identifiers is None:
+            self._index()
+        return word in self._identifier_set
+
+    def _index(self) -> None:
+        self._identifier_set = set(_IDENTIFIER_RUN.findall(self.text))
+        self._identifiers = "\n".join(self._identifier_set)
+
+    def has(self, word: str) -> bool:
+        present = self.known.get(word)
+        if present is None:
+            present = self.known[word] = self._look(word)
+        return present
+
+    def _look(self, word: str) -> bool:
+        if self._identifiers == "":
+            return word in self.text
+        if self._identifiers is None:
+            self._index()
+        assert self._identifiers is not None
+        run, whole = _longest_run(word)
+        if whole:
+            return word in self._identifiers
+        if run and run not in self._identifiers:
+            return False
+        return word in self.text
 
 
 def required_words(pattern: str) -> Words | None:

@@ -18,6 +18,29 @@ from npu_migrate.core.diagnostics import Diagnostic, Edit
 
 _IMPORTS = (cst.Import, cst.ImportFrom)
 
+# Nodes whose subtree holds only whitespace, comments, operators and brackets: two thirds of a
+# tree's nodes. A runner none of whose rules handles one of these kinds never enters them.
+_TRIVIA_FAMILIES = (cst.BaseParenthesizableWhitespace, cst.BaseBinaryOp, cst.BaseBooleanOp,
+                    cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp)
+_TRIVIA_NAMED = (cst.TrailingWhitespace, cst.EmptyLine, cst.Newline, cst.Comment, cst.Comma, cst.Dot,
+                 cst.Colon, cst.Semicolon, cst.AssignEqual, cst.ImportStar, cst.LeftParen,
+                 cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
+                 cst.RightCurlyBrace)
+# Leaves whose only children are trivia (their parentheses): entered only when a rule handles them.
+_LEAVES = (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis)
+
+
+def _trivia() -> frozenset[type[cst.CSTNode]]:
+    kinds: set[type[cst.CSTNode]] = set(_TRIVIA_NAMED)
+    for name in dir(cst):
+        kind = getattr(cst, name)
+        if isinstance(kind, type) and issubclass(kind, _TRIVIA_FAMILIES) and kind not in _TRIVIA_FAMILIES:
+            kinds.add(kind)
+    return frozenset(kinds)
+
+
+_TRIVIA = _trivia()
+
 
 def _as_report(make: Callable[[int, int], Any], path: str, rule: Rule) -> Callable[[int, int], Any]:
     """A recorded edit of a report-only rule, turned into a diagnostic at the same place."""
@@ -89,9 +112,21 @@ class RuleRunner(cst.CSTTransformer):
                 elif attr.startswith("leave_") and "_" not in attr[6:]:
                     self._leave.setdefault(attr[6:], []).append((rule, getattr(rule, attr)))
         self.METADATA_DEPENDENCIES = tuple(deps)  # type: ignore[misc]
+        handled = self._visit.keys() | self._leave.keys()
+        trivia_handled = any(kind.__name__ in handled for kind in _TRIVIA)
+        self._skipped = frozenset() if trivia_handled else _TRIVIA | {
+            kind for kind in _LEAVES if kind.__name__ not in handled}
         self._context = self.rules[0].context if self.rules else None
         self._accepted: list[tuple[cst.CSTNode, Callable[[int, int], Any]]] = []
         self._all_positions: dict[int, tuple[int, int]] | None = None
+
+    def release(self) -> None:
+        """Forget the rules (their bound methods refer back to them): the file is done."""
+        self.rules = []
+        self._visit, self._leave = {}, {}
+        self._context = None
+        self._accepted = []
+        self._all_positions = None
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         kind = type(node)
@@ -161,15 +196,20 @@ class RuleRunner(cst.CSTTransformer):
     def _walk(self, node: cst.CSTNode) -> Any:
         self.on_visit(node)
         replaced: dict[int, Any] | None = None
+        skipped = self._skipped
         for name in child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, cst.CSTNode):
+                if type(value) in skipped:
+                    continue
                 new = self._walk(value)
                 if new is not value:
                     replaced = replaced or {}
                     replaced[id(value)] = new
             elif isinstance(value, (tuple, list)):
                 for child in value:
+                    if type(child) in skipped:
+                        continue
                     new = self._walk(child)
                     if new is not child:
                         replaced = replaced or {}

@@ -60,6 +60,13 @@ class FileModel:
         found: T = self._derived[key][1]
         return found
 
+    def release(self) -> None:
+        """Drop what was derived (an analysis may keep the model it was made from): the file is done."""
+        self._derived.clear()
+        self._parents = None
+        self._by_type = None
+        self._order = []
+
     @property
     def parents(self) -> dict[int, ast.AST]:
         """id(node) -> its parent, for every node of the tree but the module."""

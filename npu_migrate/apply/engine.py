@@ -19,7 +19,7 @@ from typing import Any
 import libcst as cst
 
 from codemods.analyses.portable import define_device, guard_import
-from codemods.api.prefilter import Prefilter
+from codemods.api.prefilter import Prefilter, TextWords
 from codemods.api.rule import TEXT_LANGUAGES, Rule, RuleContext
 from codemods.api.runner import RuleRunner
 from codemods.api.selectors import SWITCHED_OFF as SWITCHED_OFF  # its home; imported from here too
@@ -84,7 +84,7 @@ class RuleSet:
         simple searches beat one big alternation, which defeats `re`'s literal scan."""
         found: list[type[Rule]] = []
         hits: dict[int, bool] = {}
-        words: dict[str, bool] = {}
+        words = TextWords(text)
         for rule in rules:
             prefilter = self._single[rule]
             if prefilter is None:
@@ -190,12 +190,33 @@ def _migrate(text: str, path: str, ruleset: RuleSet, nest: bool = True,
     rules = {cls: cls(context) for cls in candidates}
     for cls, rule in rules.items():
         rule.report_only = cls in ruleset.report_only
+    runners: dict[tuple[Rule, ...], RuleRunner] = {}
+    try:
+        return _run_rules(text, path, ruleset, nest, tree, sweeps, context, rules, runners, outcome)
+    finally:
+        _release(context, rules.values(), runners.values())
+
+
+def _release(context: RuleContext, rules: Iterable[Rule], runners: Iterable[RuleRunner]) -> None:
+    """Break the file's reference cycles (runner <-> rule, analyses that keep their model), so
+    its trees are freed as soon as it is done rather than left for the cyclic collector, which
+    would have to walk every node of them first."""
+    for runner in runners:
+        runner.release()
+    for rule in rules:
+        rule.runner = None
+    context.model.release()
+    context.module = None
+
+
+def _run_rules(text: str, path: str, ruleset: RuleSet, nest: bool, tree: ast.Module,
+               sweeps: list[type[Rule]], context: RuleContext, rules: dict[type[Rule], Rule],
+               runners: dict[tuple[Rule, ...], RuleRunner], outcome: FileOutcome) -> FileOutcome:
     lines = split_lines(text)
     whole = not nest or any(cls.whole_statements for cls in rules)
     chunk_filters = ruleset.chunk_filters(rules, context.facts)
     match = Prefilter.union(chunk_filters.values()) or _EVERYTHING
     pieces = []
-    runners: dict[tuple[Rule, ...], RuleRunner] = {}
     for piece in plan_pieces(lines, tree.body, 1, len(lines) + 1, "", match, nest=not whole):
         chunk = "".join(lines[piece.start - 1:piece.end - 1])
         if not piece.parse:

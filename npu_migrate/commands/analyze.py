@@ -52,7 +52,9 @@ def command(paths: tuple[str, ...], only: tuple[str, ...], fmt: str, output: str
     from npu_migrate.apply.selection import resolve_rule_selectors
     from npu_migrate.commands.progress import TerminalProgress
     from npu_migrate.core.config import ConfigError, load_settings, parse_table
+    from npu_migrate.core.parallel import collect_less_often
 
+    collect_less_often()
     if not paths:
         raise click.UsageError("give at least one PATH (a file or a folder)")
     try:

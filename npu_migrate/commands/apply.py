@@ -27,7 +27,7 @@ from npu_migrate.core import formats
 from npu_migrate.core.config import TARGETS, ConfigError, SettingsFinder, show_settings
 from npu_migrate.core.diffs import colourise, unified_diff
 from npu_migrate.core.discovery import output_dir_problem
-from npu_migrate.core.parallel import exit_now, exit_status, stop_on_signals
+from npu_migrate.core.parallel import collect_less_often, exit_now, exit_status, stop_on_signals
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 1, 2
 _plan = plan_for  # one configuration's plan (tests build plans with it)
@@ -94,6 +94,7 @@ def command(paths: tuple[str, ...], fix: bool, dry_run: bool, show_diff: bool, c
     errors, or a PATH that does not exist (the other paths are still processed).
     """
     start = time.perf_counter()  # `done in` covers the whole command: finding files and project facts too
+    collect_less_often()
     if legacy_format is not None:
         click.echo("npu-migrate: warning: --format is deprecated; use --output-format", err=True)
     fmt = output_format or legacy_format or "text"

@@ -150,3 +150,35 @@ def test_the_runner_rebuilds_what_libcsts_transformer_rebuilds() -> None:
     assert "renamed" in expected and "after" in expected and "def h():\n    return 1" in expected
     unchanged = cst.parse_module("y = 1\n")
     assert runner.run(unchanged, 0)[0] is unchanged  # nothing changed: nothing rebuilt
+
+
+class _Counts(Rule):
+    """Counts the nodes of a few kinds the runner hands it."""
+
+    code = "T002"
+
+    def __init__(self, context: RuleContext) -> None:
+        super().__init__(context)
+        self.calls = self.commas = 0
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls += 1
+
+
+class _CountsCommas(_Counts):
+    code = "T003"
+
+    def visit_Comma(self, node: cst.Comma) -> None:
+        self.commas += 1
+
+
+def test_trivia_is_skipped_only_where_no_rule_handles_it() -> None:
+    module = cst.parse_module(SYNTAX)
+    context = RuleContext(FileModel.empty("t.py", SYNTAX))
+    plain, commas = _Counts(context), _CountsCommas(context)
+    assert RuleRunner([plain])._skipped >= {cst.Comma, cst.SimpleWhitespace, cst.Name}
+    RuleRunner([plain]).run(module, 0)
+    RuleRunner([commas]).run(module, 0)
+    assert plain.calls == commas.calls == len(find_all(module, cst.Call)) > 5
+    assert commas.commas == len(find_all(module, cst.Comma)) > 5  # a rule on commas meets every one
+    assert not RuleRunner([commas])._skipped

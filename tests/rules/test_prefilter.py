@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from codemods.api.prefilter import Prefilter, required_words
+from codemods.api import prefilter as prefilter_module
+from codemods.api.prefilter import Prefilter, TextWords, required_words
 from codemods.api.registry import all_rules
 
 
@@ -63,6 +64,25 @@ def test_rules_sharing_word_lookups_over_one_text_agree() -> None:
     for text in _texts()[::7]:
         words: dict[str, bool] = {}
         assert [p.search(text, words) for p, _ in prefilters] == [r.search(text) is not None for _, r in prefilters]
+
+
+def test_a_text_indexed_by_its_identifiers_gives_the_same_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`TextWords` answers a large text from its distinct identifiers (here every text is taken
+    as large): every rule's prefilter must still agree with its regex, words with punctuation
+    (`cuda.`), inside longer identifiers (`clamp` holds `amp`), whole identifiers (`\\bamp\\b`)
+    and non-ASCII ones included."""
+    monkeypatch.setattr(prefilter_module, "_INDEXED_SIZE", 0)
+    prefilters = [(Prefilter(p), re.compile(p)) for p in sorted({r.prefilter for r in all_rules() if r.prefilter})]
+    padding = "value = clamp(example, ünïcode_1)\n"
+    checked = 0
+    for text in _texts()[::3] + ["x = amp.autocast()\n", "ampère = 1\n", "torch.cuda .synchronize()\n"]:
+        for large in (padding + text, text + padding):
+            words = TextWords(large)
+            assert words.indexed
+            found = [p.search(large, words) for p, _ in prefilters]
+            assert found == [r.search(large) is not None for _, r in prefilters], text
+            checked += 1
+    assert checked > 300
 
 
 def test_top_level_cut_keeps_character_classes_and_groups_whole() -> None:
