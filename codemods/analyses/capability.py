@@ -6,9 +6,11 @@ result over in different pieces."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 from codemods.model.astnodes import ast_dotted_parts
 from codemods.model.facts import FileFacts
+from codemods.model.filemodel import FileModel
 
 CAPABILITY_CALLS = frozenset({"torch.cuda.get_device_capability", "torch.npu.get_device_capability",
                               "torch_npu.npu.get_device_capability", "torch.accelerator.get_device_capability"})
@@ -37,11 +39,24 @@ def _is_capability_call(node: ast.AST, facts: FileFacts) -> bool:
 def kept_capabilities(scope: ast.AST, facts: FileFacts) -> dict[str, tuple[str, int]]:
     """Names `scope` assigns a get_device_capability() result, each with the first way it is then
     used in `scope` that breaks on None and that line (`capability >= (8, 0)`: ("compared", 3))."""
-    kept = {target.id for node in ast.walk(scope)
+    nodes = list(ast.walk(scope))
+    return _kept_in(nodes, nodes, facts)
+
+
+def file_capabilities(model: FileModel) -> dict[str, tuple[str, int]]:
+    """`kept_capabilities` of the whole file, read off the model's one walk (once per file)."""
+    return _kept_in(model.of_type(ast.Assign), model.of_type(ast.Compare, ast.Subscript, ast.Assign, ast.BinOp),
+                    model.facts)
+
+
+def _kept_in(assigns: Iterable[ast.AST], users: Iterable[ast.AST], facts: FileFacts) -> dict[str, tuple[str, int]]:
+    """`kept_capabilities` over the given nodes: `assigns` hold the assignments, `users` the
+    nodes that may use a name (in `ast.walk`'s order: a tie on a line goes to the first)."""
+    kept = {target.id for node in assigns
             if isinstance(node, ast.Assign) and _is_capability_call(node.value, facts)
             for target in node.targets if isinstance(target, ast.Name)}
     uses: dict[str, tuple[str, int]] = {}
-    for node in ast.walk(scope) if kept else ():
+    for node in users if kept else ():
         for operand, use in breaking_uses(node):
             if isinstance(operand, ast.Name) and operand.id in kept:
                 known = uses.get(operand.id)

@@ -24,6 +24,7 @@ from typing import Any
 from codemods.data.catalogue import best_import_entry, cuda_only_libraries, cuda_only_library, is_cuda_only
 from codemods.api.facts import Project, ProjectFact, SourceFile, local_project
 from codemods.model.astnodes import ast_dotted_parts
+from codemods.model.filemodel import FileModel
 
 # a Hugging Face Hub repo id of a flash-attention kernel (`kernels-community/flash-attn3`): what
 # such a repo holds is built for NVIDIA GPUs, loaded with the `kernels` package (which itself is
@@ -360,6 +361,12 @@ class CudaOnlyNames:
 
     @classmethod
     def of(cls, tree: ast.Module, path: str, project: Mapping[str, Mapping[str, str]]) -> CudaOnlyNames:
+        """The names of a file read outside a run (a run reads `cuda_only_names` of its model)."""
+        return cuda_only_names(FileModel(path, "", tree), project)
+
+    @classmethod
+    def _build(cls, model: FileModel, project: Mapping[str, Mapping[str, str]]) -> CudaOnlyNames:
+        tree, path = model.tree, model.path
         result = cls()
         for node in _top_level_imports(tree):
             why = import_reason(node, path, project)
@@ -382,20 +389,22 @@ class CudaOnlyNames:
         # `forward` calls a compiled kernel selects that kernel
         functions = {s.name: s for s in tree.body
                      if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        reads = model.derived(_top_level_reads)
         # a function that JIT-builds a plugin from CUDA sources (StyleGAN's `_init()`:
         # `_plugin = custom_ops.get_plugin(sources=['bias_act.cpp', 'bias_act.cu'])`) makes the
         # globals it sets CUDA-only too: `_plugin.bias_act(...)` elsewhere runs that plugin
         for name, function in functions.items():
-            source = _cuda_source(function)
+            source = next((os.path.basename(value) for kind, value in reads.get(id(function), ())
+                           if kind is _TEXT and value.endswith(_CUDA_SOURCE_SUFFIXES)), None)
             if source is not None:
                 why = f"a CUDA plugin built from `{source}` (in `{name}()`)"
                 for declared in (n for n in ast.walk(function) if isinstance(n, ast.Global)):
                     result.names.update({g: why for g in declared.names if g not in result.names})
-        # each body is walked once: what can make it CUDA-only, in walk order; then a function
+        # each body is read once: what can make it CUDA-only, in walk order; then a function
         # that calls a CUDA-only function is CUDA-only too, until nothing changes
         candidates = set(result.names) | set(functions)
         pending = {name: read for name, function in functions.items()
-                   if (read := result._events(function, path, project, candidates))[0] or read[1]}
+                   if (read := _events(reads.get(id(function), ()), path, project, candidates))[0] or read[1]}
         changed = True
         while changed:
             changed = False
@@ -406,28 +415,6 @@ class CudaOnlyNames:
                         result.functions[name] = why
                         changed = True
         return result
-
-    def _events(self, scope: ast.AST, path: str, project: Mapping[str, Mapping[str, str]],
-                candidates: set[str]) -> tuple[list[tuple[bool, str]], str | None]:
-        """What `reason_in` looks at in `scope`, read once: in walk order, (True, why) for an import
-        of CUDA-only code and (False, name) for a load of a name in `candidates`; and the Hub kernel
-        the scope loads, the reason when nothing else is."""
-        events: list[tuple[bool, str]] = []
-        loads_hub_kernels, repo = False, None
-        for node in ast.walk(scope):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                why = import_reason(node, path, project)
-                if why:
-                    events.append((True, why))
-                loads_hub_kernels = loads_hub_kernels or hub_kernel_loader(node)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in candidates:
-                events.append((False, node.id))
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if node.value.endswith(_CUDA_SOURCE_SUFFIXES):
-                    events.append((True, f"a CUDA plugin built from `{os.path.basename(node.value)}`"))
-                elif repo is None and HUB_FLASH_ATTENTION.fullmatch(node.value):
-                    repo = node.value
-        return events, _hub_reason(repo) if loads_hub_kernels and repo else None
 
     def _reason_of(self, events: list[tuple[bool, str]], fallback: str | None) -> str | None:
         for is_import, value in events:
@@ -466,6 +453,70 @@ class CudaOnlyNames:
 
 
 _CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
+
+
+def cuda_only_names(model: FileModel, project: Mapping[str, Mapping[str, str]]) -> CudaOnlyNames:
+    """The file's `CudaOnlyNames` against the project's CUDA-only modules (read through
+    `model.derived(cuda_only_names, project)`: once per file, whichever piece asks)."""
+    return CudaOnlyNames._build(model, project)
+
+
+# what a scope can reach CUDA-only code through: an import (the node), a loaded name, a string
+_IMPORT, _LOAD, _TEXT = "import", "load", "text"
+Read = tuple[str, Any]
+
+
+def _top_level_reads(model: FileModel) -> dict[int, list[Read]]:
+    """id of each module-level function and class -> its reads, in `ast.walk` order. Read off the
+    model's one breadth-first walk: restricted to a subtree, that is the subtree's own walk order."""
+    tree = model.tree
+    reads: dict[int, list[Read]] = {id(s): [] for s in tree.body
+                                    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    # id of a node -> id of the function or class around it at module level (None: none is);
+    # the parents come in walk order, so a node's parent is placed before it (but for the
+    # contexts and operators, `ast.Load()` and the like, which the parser shares: leaves of no
+    # interest here, whose place in the order is their first use)
+    top: dict[int, int | None] = {id(tree): None}
+    top.update({id(s): id(s) if id(s) in reads else None for s in tree.body})
+    for child, parent in model.parents.items():
+        if child not in top:
+            top[child] = top.get(id(parent))
+    for node in model.of_type(ast.Import, ast.ImportFrom, ast.Name, ast.Constant):
+        around = top[id(node)]
+        if around is None:
+            continue
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                reads[around].append((_LOAD, node.id))
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                reads[around].append((_TEXT, node.value))
+        else:
+            reads[around].append((_IMPORT, node))
+    return reads
+
+
+def _events(reads: Iterable[Read], path: str, project: Mapping[str, Mapping[str, str]],
+            candidates: set[str]) -> tuple[list[tuple[bool, str]], str | None]:
+    """What `reason_in` looks at in a scope, from its reads: in walk order, (True, why) for an
+    import of CUDA-only code and (False, name) for a load of a name in `candidates`; and the Hub
+    kernel the scope loads, the reason when nothing else is."""
+    events: list[tuple[bool, str]] = []
+    loads_hub_kernels, repo = False, None
+    for kind, value in reads:
+        if kind is _IMPORT:
+            why = import_reason(value, path, project)
+            if why:
+                events.append((True, why))
+            loads_hub_kernels = loads_hub_kernels or hub_kernel_loader(value)
+        elif kind is _LOAD:
+            if value in candidates:
+                events.append((False, value))
+        elif value.endswith(_CUDA_SOURCE_SUFFIXES):
+            events.append((True, f"a CUDA plugin built from `{os.path.basename(value)}`"))
+        elif repo is None and HUB_FLASH_ATTENTION.fullmatch(value):
+            repo = value
+    return events, _hub_reason(repo) if loads_hub_kernels and repo else None
 
 
 def _cuda_source(scope: ast.AST) -> str | None:

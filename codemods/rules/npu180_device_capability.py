@@ -7,7 +7,7 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.analyses.capability import CAPABILITY_CALLS, kept_capabilities
+from codemods.analyses.capability import CAPABILITY_CALLS, file_capabilities
 from codemods.api.cases import Invalid, Valid
 from codemods.api.positions import node_positions
 from codemods.api.rule import Fix
@@ -105,7 +105,7 @@ class DeviceCapability(CoverageRule):
         then used that breaks on None and that line: the file's `ast`, once per file, as for
         `properties`."""
         if self._capability_uses is None:
-            self._capability_uses = kept_capabilities(self.context.facts.tree, self.context.facts)
+            self._capability_uses = self.context.model.derived(file_capabilities)
         return self._capability_uses
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -158,7 +158,7 @@ class DeviceCapability(CoverageRule):
         if module is None:
             return None
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
-        for statement in ast.walk(self.context.facts.tree):
+        for statement in self.context.model.of_type(ast.Try):  # in `ast.walk`'s order
             if not isinstance(statement, ast.Try) or not statement.body:
                 continue
             if not statement.body[0].lineno <= line <= (statement.body[-1].end_lineno or 0):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import libcst as cst
@@ -16,6 +17,7 @@ from codemods.analyses.cudaonly import (
     PROJECT_OPTION,
     CudaOnlyNames,
     cuda_only_library,
+    cuda_only_names,
     import_reason,
 )
 from codemods.analyses.devices import device_positions
@@ -27,9 +29,13 @@ from codemods.model.astnodes import ast_dotted_parts, iter_statements
 from codemods.data import catalogue
 from codemods.families.options import literal_text
 from codemods.model.cstnodes import code_of, find_all, string_value
+from codemods.model.filemodel import FileModel
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 
 _CUDA_LITERAL = re.compile(r"cuda(:\d*)?")
+# the file's own CUDA-only code, without the project's modules: one object, so the per-file model
+# keeps one answer for it
+_NO_PROJECT: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 
 
 _NPU_LITERAL = re.compile(r"npu(:\d*)?")
@@ -84,15 +90,61 @@ def _scopes_around(tree: ast.Module, line: int) -> list[ast.stmt]:
 
 
 
-def _blocks(tree: ast.Module) -> list[list[ast.stmt]]:
-    """Every statement list of the module (bodies, `else` and `finally` blocks)."""
-    blocks: list[list[ast.stmt]] = [tree.body]
-    for node in ast.walk(tree):
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(node, name, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt) and node is not tree:
-                blocks.append(block)
-    return blocks
+class _IfBlocks:
+    """The `if` statements of each statement list of the file (bodies, `else` and `finally`
+    blocks), found by line; whether one tests for the NPU is read when first asked."""
+
+    def __init__(self, model: FileModel) -> None:
+        self.facts = model.facts
+        self.at: dict[int, ast.If] = {}  # line -> the `if` on it
+        self.beside: dict[int, list[ast.If]] = {}  # line of an `if` -> the `if`s of its block
+        self._npu: dict[int, bool] = {}
+        blocks: dict[int, list[ast.If]] = {}  # id of a statement list -> its `if`s
+        holder: dict[int, int] = {}  # id of a statement -> id of the list that holds it
+        for node in model.of_type(ast.If):
+            assert isinstance(node, ast.If)
+            if id(node) not in holder:  # the first `if` of its parent: index the parent's lists
+                parent = model.parents.get(id(node), model.tree)
+                for name in ("body", "orelse", "finalbody"):
+                    statements = getattr(parent, name, None) or []
+                    holder.update(dict.fromkeys(map(id, statements), id(statements)))
+            block = blocks.setdefault(holder[id(node)], [])
+            block.append(node)
+            self.at[node.lineno] = node
+            self.beside[node.lineno] = block
+
+    def npu_sibling(self, line: int) -> bool:
+        """Whether another `if` of the block of the `if` on `line` tests for the NPU."""
+        this = self.at.get(line)
+        return any(other is not this and self._tests_npu(other) for other in self.beside.get(line, ()))
+
+    def _tests_npu(self, node: ast.If) -> bool:
+        if id(node) not in self._npu:
+            self._npu[id(node)] = _ast_npu_test(node.test, self.facts)
+        return self._npu[id(node)]
+
+
+def _ifs_by_line(model: FileModel) -> dict[int, ast.If]:
+    """Line -> the first `if` on it in walk order (an `if` of the file found by a piece's line)."""
+    found: dict[int, ast.If] = {}
+    for node in model.of_type(ast.If):
+        assert isinstance(node, ast.If)
+        found.setdefault(node.lineno, node)
+    return found
+
+
+def _assigns_is_cuda(model: FileModel) -> bool:
+    """Whether the file assigns an `is_cuda` attribute itself (`self.is_cuda = ...`)."""
+    return any(isinstance(node, ast.Attribute) and node.attr == "is_cuda" and isinstance(node.ctx, ast.Store)
+               for node in model.of_type(ast.Attribute))
+
+
+def _reaches_cuda_only(model: FileModel, project: Mapping[str, Mapping[str, str]]) -> bool:
+    """Whether the file imports CUDA-only code anywhere, or has names that lead to it."""
+    names = model.derived(cuda_only_names, project)
+    return bool(names) or any(
+        isinstance(stmt, (ast.Import, ast.ImportFrom)) and names.reason_in(stmt, model.path, project)
+        for stmt in iter_statements(model.tree.body))
 
 
 def _ast_npu_test(test: ast.expr, facts: Any) -> bool:
@@ -156,7 +208,6 @@ class CudaOnlyBranch(Rule):
         super().__init__(context)
         self._uses: dict[tuple[int, int], str | None] = {}
         self._names: CudaOnlyNames | None = None
-        self._local: CudaOnlyNames | None = None
         self._accelerators: frozenset[str] | None = None
         self._kept: dict[str, int] | None = None
 
@@ -335,21 +386,7 @@ class CudaOnlyBranch(Rule):
         if module is None:
             return False
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
-        return self._sibling_tests().get(line, False)
-
-    def _sibling_tests(self) -> dict[int, bool]:
-        """Line of each `if` -> whether another `if` of its block tests for the NPU (once per file)."""
-        found: dict[int, bool] | None = getattr(self, "_siblings", None)
-        if found is None:
-            found = {}
-            self._siblings = found
-            facts = self.context.facts
-            for block in _blocks(facts.tree):
-                ifs = [s for s in block if isinstance(s, ast.If)]
-                npu = {id(s) for s in ifs if _ast_npu_test(s.test, facts)}
-                for statement in ifs:
-                    found[statement.lineno] = bool(npu - {id(statement)})
-        return found
+        return self.context.model.derived(_IfBlocks).npu_sibling(line)
 
     def _reads_own_is_cuda(self, test: cst.BaseExpression) -> bool:
         """Whether the test reads an `is_cuda` attribute the file assigns itself (timm's
@@ -357,12 +394,7 @@ class CudaOnlyBranch(Rule):
         (it then holds whether the device is the NPU), so the arm must be migrated with it."""
         if not any(a.attr.value == "is_cuda" for a in find_all(test, cst.Attribute)):
             return False
-        assigned = getattr(self, "_assigned_is_cuda", None)
-        if assigned is None:
-            assigned = self._assigned_is_cuda = any(
-                isinstance(node, ast.Attribute) and node.attr == "is_cuda" and isinstance(node.ctx, ast.Store)
-                for node in ast.walk(self.context.facts.tree))
-        return assigned
+        return self.context.model.derived(_assigns_is_cuda)
 
     def _keep_cuda_arm(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
         """The arm of a chain that also has an NPU arm stays as written, test and body: the NPU
@@ -391,9 +423,7 @@ class CudaOnlyBranch(Rule):
         # the scope around counts with what this file itself imports and defines; through other
         # modules only what the branch calls counts (`_cuda_only_use`): a `main()` that reaches
         # timm, whose fast_norm tries apex, does not make every CUDA guard in it a CUDA-only path
-        if self._local is None:
-            self._local = CudaOnlyNames.of(self.context.facts.tree, self.context.path, {})
-        names = self._local
+        names = self.context.model.derived(cuda_only_names, _NO_PROJECT)
         for scope in _scopes_around(self.context.facts.tree, line):
             key = (id(scope), line)
             if key not in self._uses:
@@ -410,7 +440,7 @@ class CudaOnlyBranch(Rule):
         if module is None or "get_device_capability" not in self.context.source:
             return None
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
-        block = next((n for n in ast.walk(self.context.facts.tree) if isinstance(n, ast.If) and n.lineno == line), None)
+        block = self.context.model.derived(_ifs_by_line).get(line)
         if block is None:
             return None
         found = capability_break(ast.Module(body=block.body, type_ignores=[]), self.context.facts)
@@ -431,27 +461,24 @@ class CudaOnlyBranch(Rule):
         if module is None or "only" not in self.context.source:
             return None
         line = node_positions(module, [node])[id(node)][0] + self.context.line_offset
-        block = next((n for n in ast.walk(self.context.facts.tree) if isinstance(n, ast.If) and n.lineno == line), None)
+        block = self.context.model.derived(_ifs_by_line).get(line)
         if block is None or not _is_gate(block) or not isinstance(block.body[-1], ast.Return):
             return None
         said = next((n.value for s in block.body for n in ast.walk(s) if isinstance(n, ast.Constant)
                      and isinstance(n.value, str) and _CUDA_ONLY_WORDS.search(n.value)), None)
         return f'a feature its authors limit to CUDA ("{said.strip().splitlines()[0]}")' if said else None
 
-    def _project(self) -> dict[str, dict[str, str]]:
-        return self.context.options.get(PROJECT_OPTION) or {}
+    def _project(self) -> Mapping[str, Mapping[str, str]]:
+        return self.context.options.get(PROJECT_OPTION) or _NO_PROJECT
 
     def _cuda_only_names(self) -> CudaOnlyNames:
         """The file's names and functions that lead to CUDA-only code (its `ast`, once per file)."""
         if self._names is None:
-            self._names = CudaOnlyNames.of(self.context.facts.tree, self.context.path, self._project())
+            self._names = self.context.model.derived(cuda_only_names, self._project())
         return self._names
 
     def _file_reaches_cuda_only(self) -> bool:
-        names = self._cuda_only_names()
-        return bool(names) or any(
-            isinstance(stmt, (ast.Import, ast.ImportFrom)) and names.reason_in(stmt, self.context.path, self._project())
-            for stmt in iter_statements(self.context.facts.tree.body))
+        return self.context.model.derived(_reaches_cuda_only, self._project())
 
     def _cuda_only_use(self, body: cst.CSTNode) -> str | None:
         # a name after a dot or before `=` in a call is no reference to the file's own names

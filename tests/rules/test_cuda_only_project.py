@@ -5,12 +5,14 @@ real `apply` run over a project on disk. The shape is openai/whisper's `timing.p
 
 from __future__ import annotations
 
+import ast
 import os
 from pathlib import Path
 
 from click.testing import CliRunner
 
-from codemods.analyses.cudaonly import CudaOnlyNames, project_cuda_only_modules
+from codemods.analyses.cudaonly import CudaOnlyNames, _top_level_reads, project_cuda_only_modules
+from codemods.model.filemodel import FileModel
 from npu_migrate.commands.apply import command
 
 KERNELS = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef kernel(x):\n    pass\n"
@@ -220,3 +222,24 @@ def test_without_the_setup_script_the_same_imports_are_nothing(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(command, ["--isolated", "--no-cache", "."], catch_exceptions=False)
     assert " NPU311 " not in result.stdout and " NPU511 " not in result.stdout
+
+
+def test_reads_of_module_level_scopes_follow_each_scope_s_own_walk() -> None:
+    """What makes a function CUDA-only is read off the file's one walk; the first reason found
+    must stay the one `ast.walk` of the function meets first, whichever analysis walked the file
+    first (the parser shares `ast.Load()` and the operators between places)."""
+    source = TIMING + "\n\nclass Op:\n    @staticmethod\n    def forward(x, y=kernel_default):\n" \
+                      "        return [kernel(v) for v in (x, y)] + ['a.cu', f'{x}.cuh']\n"
+    for first in ("of_type", "parents"):
+        tree = ast.parse(source)
+        model = FileModel("timing.py", source, tree)
+        model.of_type(ast.If) if first == "of_type" else model.parents
+        reads = _top_level_reads(model)
+        for scope in tree.body:
+            if isinstance(scope, (ast.FunctionDef, ast.ClassDef)):
+                walked = [n.id if isinstance(n, ast.Name) else n.value if isinstance(n, ast.Constant) else n
+                          for n in ast.walk(scope)
+                          if (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)) or isinstance(n, ast.ImportFrom)
+                          or (isinstance(n, ast.Constant) and isinstance(n.value, str))]
+                assert [value for _, value in reads[id(scope)]] == walked
+                assert walked
