@@ -143,6 +143,7 @@ class CudaOnlyModules(ProjectFact):
     through the lines that name them, asking such a file for its required imports only then."""
 
     key = PROJECT_OPTION
+    version = 2  # 2: `inline_imports`
 
     def summarize(self, source: SourceFile) -> dict[str, Any] | None:
         lines = _ImportLines(source.data)
@@ -156,6 +157,8 @@ class CudaOnlyModules(ProjectFact):
                 summary["extensions"] = extensions
         if any(_library_import().match(line) for line in candidates):  # each is a whole line
             summary["required"] = required_imports(source)
+        if candidates and _INLINE_IMPORT.search(source.data):
+            summary["inline_imports"] = True  # an import no line opens with: its lines do not tell all
         return summary or None
 
     def merge(self, project: Project) -> dict[str, dict[str, str]]:
@@ -178,6 +181,9 @@ class CudaOnlyModules(ProjectFact):
                 if path in found or not summary or not any(
                         pattern.search(line.encode("latin-1")) for line in summary.get("lines", ())):
                     continue
+                if "required" not in summary and _lines_lead_nowhere(summary, path, by_module, found, project,
+                                                                     extensions):
+                    continue  # its required imports are among its import lines: no parse to ask them
                 required = summary["required"] if "required" in summary else project.analyse(path, required_imports)
                 why = required is not None and _imports_cuda_only(required, path, by_module, found, project,
                                                                   extensions)
@@ -220,6 +226,31 @@ def required_imports(source: SourceFile) -> list[ImportRecord] | None:
     return [["import", [alias.name for alias in node.names]] if isinstance(node, ast.Import)
             else ["from", node.level, node.module, [alias.name for alias in node.names]]
             for node in _required_imports(source.tree.body)]
+
+
+# `x = 1; import y`, `if ok: import y`: an import on a line that does not open with it
+_INLINE_IMPORT = re.compile(rb"[;:][ \t]*(?:import|from)[ \t]")
+
+
+def _lines_lead_nowhere(summary: dict[str, Any], path: str, by_module: Mapping[str, set[str]],
+                        found: Mapping[str, str], project: Project, extensions: Mapping[str, str]) -> bool:
+    """Whether none of a file's import lines can lead to CUDA-only code, each read alone. Its
+    required imports are among those lines, so then they cannot either: the file needs no parse.
+    False where a line does not parse alone (`from x import (`) or an import opens no line."""
+    if summary.get("inline_imports"):
+        return False
+    records: list[ImportRecord] = []
+    for line in summary.get("lines", ()):
+        try:
+            statements = ast.parse(line.strip()).body
+        except (SyntaxError, ValueError):
+            return False
+        for node in statements:
+            if isinstance(node, ast.Import):
+                records.append(["import", [alias.name for alias in node.names]])
+            elif isinstance(node, ast.ImportFrom):
+                records.append(["from", node.level, node.module, [alias.name for alias in node.names]])
+    return not _imports_cuda_only(records, path, by_module, found, project, extensions)
 
 
 def _import_node(record: ImportRecord) -> ast.Import | ast.ImportFrom:

@@ -243,3 +243,36 @@ def test_reads_of_module_level_scopes_follow_each_scope_s_own_walk() -> None:
                           or (isinstance(n, ast.Constant) and isinstance(n.value, str))]
                 assert [value for _, value in reads[id(scope)]] == walked
                 assert walked
+
+
+def test_a_file_whose_import_lines_lead_nowhere_is_not_parsed_for_the_merge(tmp_path: Path) -> None:
+    """The merge reads a file a second time only when one of its import lines, read alone, can
+    lead to CUDA-only code: a line that merely names a found module's stem is answered from the
+    summary. A multi-line import and an import after `;` still get their parse, and are found."""
+    from codemods.analyses.cudaonly import CUDA_ONLY_MODULES
+    from codemods.api.facts import Project, local_project, read_file
+
+    files = {
+        "kernels.py": KERNELS,
+        "user.py": "from kernels import kernel\n",
+        "elsewhere.py": "from other.kernels import tool  # names the stem, means another module\n",
+        "multi.py": "from kernels import (\n    kernel,\n)\n",
+        "inline.py": "import other.kernels\nx = 1; import kernels\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    paths = [str(tmp_path / name) for name in files]
+    reads: list[str] = []
+    project = local_project([CUDA_ONLY_MODULES], paths, str(tmp_path))
+
+    def counted(path: str) -> bytes | None:
+        reads.append(os.path.basename(path))
+        return read_file(path)
+
+    summaries = {path: {CUDA_ONLY_MODULES.key: summary} for path, summary in project.summaries(CUDA_ONLY_MODULES)}
+    project = Project(project.root, project.files(), summaries, counted)
+    index = CUDA_ONLY_MODULES.merge(project)
+    found = {os.path.basename(p) for p in index["files"]}
+    assert found == {"kernels.py", "user.py", "multi.py", "inline.py"}
+    assert "elsewhere.py" not in reads  # answered by its line alone
+    assert {"user.py", "multi.py", "inline.py"} <= set(reads)  # parsed, for the reason in their order
