@@ -56,10 +56,13 @@ def _float64_lines(model: FileModel) -> frozenset[int]:
     """The lines of the float64 dtypes to turn: `name = f(..., dtype=torch.float64)` where a
     reduction of the same function (or of the module's own statements) takes `name` (lines,
     not columns: the engine hands a rule statements dedented). Once per file (`model.derived`)."""
+    # a call resolves to a reduction only through the file's imports, so each part of the
+    # reduction's name is in the file's text (most files that say float64 have no such words)
+    if not any(all(part in model.source for part in name.split(".")) for name in _reductions()[0]):
+        return frozenset()
     qualify = model.facts.qualify
-    calls = model.of_type(ast.Call)
-    if not any(_reduced_name(call, qualify) for call in calls if isinstance(call, ast.Call)):
-        return frozenset()  # no reduction in the file (most files that say float64)
+    if not any(_reduced_name(call, qualify) for call in model.of_type(ast.Call) if isinstance(call, ast.Call)):
+        return frozenset()
     found: set[int] = set()
     for scope in _scopes(model.tree):
         nodes = [n for s in scope for n in ast.walk(s)]
