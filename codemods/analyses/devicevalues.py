@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -398,10 +398,9 @@ class FileFlow:
             self.classify(load, verdict, depth, seen)
 
     # -- results ---------------------------------------------------------------------------------
-    def findings(self, skip: Iterable[int] = ()) -> list[Finding]:
+    def findings(self, skip: Callable[[ast.expr], bool] | None = None) -> list[Finding]:
         """Every CUDA literal whose value reaches a device position somewhere. Literals already
-        in a device position (NPU103 rewrites those) and ids in `skip` are left out."""
-        skipped = set(skip)
+        in a device position (NPU103 rewrites those) and values `skip` says yes to are left out."""
         found = []
         for literal in self.literals:
             # the value is the literal, or the `%` / `+` / `.format(...)` built on it
@@ -412,7 +411,7 @@ class FileFlow:
             elif isinstance(parent, ast.Attribute) and isinstance(self.parents.get(id(parent)), ast.Call):
                 node = self.parents[id(parent)]
             root = literal_root(node) if isinstance(node, ast.expr) else None
-            if root is None or id(node) in skipped or not isinstance(node, ast.expr):
+            if root is None or not isinstance(node, ast.expr) or (skip is not None and skip(node)):
                 continue
             parent = self.parents.get(id(node))
             if isinstance(parent, (ast.BinOp, ast.JoinedStr, ast.Call)) and literal_root(parent) is not None:
