@@ -61,10 +61,16 @@ def _float64_lines(model: FileModel) -> frozenset[int]:
     if not any(all(part in model.source for part in name.split(".")) for name in _reductions()[0]):
         return frozenset()
     qualify = model.facts.qualify
-    if not any(_reduced_name(call, qualify) for call in model.of_type(ast.Call) if isinstance(call, ast.Call)):
-        return frozenset()
+    holders: set[int] = set()  # the reductions and every node around them
+    for call in model.of_type(ast.Call):
+        node: ast.AST | None = call if isinstance(call, ast.Call) and _reduced_name(call, qualify) else None
+        while node is not None and id(node) not in holders:
+            holders.add(id(node))
+            node = model.parents.get(id(node))
     found: set[int] = set()
     for scope in _scopes(model.tree):
+        if not any(id(statement) in holders for statement in scope):
+            continue  # no reduction in this scope: nothing of it is reduced
         nodes = [n for s in scope for n in ast.walk(s)]
         reduced = {name for n in nodes if isinstance(n, ast.Call) and (name := _reduced_name(n, qualify))}
         for assign in (n for n in nodes if isinstance(n, ast.Assign)):
