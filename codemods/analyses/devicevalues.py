@@ -26,14 +26,14 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from codemods.api.facts import Project, ProjectFact, SourceFile, local_project
 from codemods.api.facts import module_names as module_names  # where older callers import it from
-from codemods.model.astnodes import call_name, child_nodes, qualified_name
+from codemods.model.astnodes import call_name, qualified_name
 from codemods.model.facts import FileFacts
 
 DEVICE_LITERAL = re.compile(r"cuda(:\d+)?|cuda:(%[-+ 0#]*\d*[dis]|%\(\w+\)[dis]|\{[^{}]*\})|cuda:")
@@ -139,47 +139,65 @@ class FileFlow:
 
     # -- indexing ---------------------------------------------------------------------------
     def _index(self) -> None:
-        stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
+        """One depth-first walk (last child first: the order every list below keeps). Names and
+        constants are leaves and are not walked into; contexts and operators (singletons) are
+        not children: none of the maps below is ever asked about them."""
+        parents, scope_of, literals = self.parents, self.scope_of, self.literals
         self.locals[id(self.tree)] = set()
+        stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
         while stack:
             node, scope = stack.pop()
-            for child in child_nodes(node):
-                self.parents[id(child)] = node
-                inner = scope
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                    inner = child
-                    names = self.locals.setdefault(id(child), set())
-                    arguments = child.args
-                    for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                                arguments.vararg, arguments.kwarg]:
-                        if arg is not None:
-                            names.add(arg.arg)
-                    if not isinstance(child, ast.Lambda):
-                        self.locals[id(scope)].add(child.name)
-                        if scope is self.tree:
-                            self.functions[child.name] = child
-                self.scope_of[id(child)] = scope if child is inner else inner
+            for child in _children(node):
+                parents[id(child)] = node
+                scope_of[id(child)] = scope
                 if isinstance(child, ast.Name):
                     if isinstance(child.ctx, ast.Load):
                         self.loads.setdefault((id(scope), child.id), []).append(child)
                     else:
                         self.locals[id(scope)].add(child.id)
-                elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load):
-                    self.attr_loads.setdefault(child.attr, []).append(child)
-                elif isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Load):
-                    key = child.slice
-                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                        self.attr_loads.setdefault(key.value, []).append(child)
+                    continue
+                if isinstance(child, ast.Constant):
+                    literals.append(child)
+                    continue
+                if isinstance(child, _FUNCTIONS):
+                    self._bind_function(child, scope)
+                    stack.append((child, child))
+                    continue
+                if isinstance(child, ast.Attribute):
+                    if isinstance(child.ctx, ast.Load):
+                        self.attr_loads.setdefault(child.attr, []).append(child)
+                elif isinstance(child, ast.Subscript):
+                    self._index_subscript(child)
                 elif isinstance(child, ast.Call):
-                    func = child.func
-                    if isinstance(func, ast.Name):
-                        self.calls.setdefault(func.id, []).append(child)
-                    elif (isinstance(func, ast.Attribute) and func.attr == "get" and child.args
-                          and isinstance(child.args[0], ast.Constant) and isinstance(child.args[0].value, str)):
-                        self.attr_loads.setdefault(child.args[0].value, []).append(child)
-                elif isinstance(child, (ast.Constant, ast.JoinedStr)):
-                    self.literals.append(child)
-                stack.append((child, inner))
+                    self._index_call(child)
+                elif isinstance(child, ast.JoinedStr):
+                    literals.append(child)
+                stack.append((child, scope))
+
+    def _bind_function(self, function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, scope: ast.AST) -> None:
+        names = self.locals.setdefault(id(function), set())
+        arguments = function.args
+        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                    arguments.vararg, arguments.kwarg]:
+            if arg is not None:
+                names.add(arg.arg)
+        if not isinstance(function, ast.Lambda):
+            self.locals[id(scope)].add(function.name)
+            if scope is self.tree:
+                self.functions[function.name] = function
+
+    def _index_subscript(self, node: ast.Subscript) -> None:
+        key = node.slice
+        if isinstance(node.ctx, ast.Load) and isinstance(key, ast.Constant) and isinstance(key.value, str):
+            self.attr_loads.setdefault(key.value, []).append(node)
+
+    def _index_call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name):
+            self.calls.setdefault(func.id, []).append(node)
+        elif (isinstance(func, ast.Attribute) and func.attr == "get" and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            self.attr_loads.setdefault(node.args[0].value, []).append(node)
 
     def _name_loads(self, scope: ast.AST, name: str) -> list[ast.Name]:
         """Loads of `name` that see the binding of `scope` (nested functions that do not bind
@@ -380,10 +398,9 @@ class FileFlow:
             self.classify(load, verdict, depth, seen)
 
     # -- results ---------------------------------------------------------------------------------
-    def findings(self, skip: Iterable[int] = ()) -> list[Finding]:
+    def findings(self, skip: Callable[[ast.expr], bool] | None = None) -> list[Finding]:
         """Every CUDA literal whose value reaches a device position somewhere. Literals already
-        in a device position (NPU103 rewrites those) and ids in `skip` are left out."""
-        skipped = set(skip)
+        in a device position (NPU103 rewrites those) and values `skip` says yes to are left out."""
         found = []
         for literal in self.literals:
             # the value is the literal, or the `%` / `+` / `.format(...)` built on it
@@ -394,7 +411,7 @@ class FileFlow:
             elif isinstance(parent, ast.Attribute) and isinstance(self.parents.get(id(parent)), ast.Call):
                 node = self.parents[id(parent)]
             root = literal_root(node) if isinstance(node, ast.expr) else None
-            if root is None or id(node) in skipped or not isinstance(node, ast.expr):
+            if root is None or not isinstance(node, ast.expr) or (skip is not None and skip(node)):
                 continue
             parent = self.parents.get(id(node))
             if isinstance(parent, (ast.BinOp, ast.JoinedStr, ast.Call)) and literal_root(parent) is not None:
@@ -494,6 +511,31 @@ def _spelled(target: ast.expr) -> str:
     if isinstance(target, ast.Name):
         return target.id
     return target.attr if isinstance(target, ast.Attribute) else ""
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# fields that never hold a node the flow indexes: strings and numbers, and the context and
+# operator singletons (`ast.Load()`, `ast.Add()`), which are the same object in every node
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind",
+                          "type_comment", "is_async", "conversion", "simple", "tag"})
+
+
+_CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}  # a node type -> its fields but those
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """`child_nodes(node)` without the contexts and operators, in its order."""
+    found: list[ast.AST] = []
+    fields = _CHILD_FIELDS.get(type(node))
+    if fields is None:
+        fields = _CHILD_FIELDS[type(node)] = tuple(f for f in type(node)._fields if f not in _LEAF_FIELDS)
+    for name in fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            found.append(value)
+        elif isinstance(value, list):
+            found += [item for item in value if isinstance(item, ast.AST)]
+    return found
 
 
 

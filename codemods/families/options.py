@@ -161,9 +161,9 @@ class OptionRule(Rule):
         if len(original_node.elements) != len(updated_node.elements):
             return updated_node
         elements = list(updated_node.elements)
+        keys = {string_value(e.key) for e in original_node.elements if isinstance(e, cst.DictElement)}
         for index, (before, after) in enumerate(zip(original_node.elements, updated_node.elements, strict=True)):
             if isinstance(before, cst.DictElement) and isinstance(after, cst.DictElement):
-                keys = {string_value(e.key) for e in original_node.elements if isinstance(e, cst.DictElement)}
                 key = string_value(before.key)
                 if key is not None and isinstance(before.key, cst.SimpleString) and \
                         (renamed := self._renamed(key, before.value, keys)):

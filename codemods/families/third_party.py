@@ -79,6 +79,17 @@ def library_prefilter(code: str) -> str:
     return "|".join(sorted(words)) if words else r"(?!)"
 
 
+@cache
+def _entries_by_place() -> dict[tuple[str | None, str], tuple[dict[str, Any], ...]]:
+    """(code, place) -> the catalogue's entries of that code at that place, in catalogue order
+    (asked for at every call and attribute a rule visits)."""
+    found: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
+    for entry in entries():
+        for at in dict.fromkeys(entry["at"]):
+            found.setdefault((entry.get("code"), at), []).append(entry)
+    return {key: tuple(group) for key, group in found.items()}
+
+
 def severity_of(entry: dict[str, Any]) -> Severity | None:
     """The entry's own severity (an engine with no route is an error), or None: the rule's."""
     return Severity(entry["severity"]) if "severity" in entry else None
@@ -89,8 +100,8 @@ class ThirdPartyRule(Rule):
     severity = Severity.WARNING
     default = True
 
-    def _entries(self, at: str) -> list[dict[str, Any]]:
-        return [e for e in entries() if e.get("code") == self.code and at in e["at"]]
+    def _entries(self, at: str) -> tuple[dict[str, Any], ...]:
+        return _entries_by_place().get((self.code, at), ())
 
     def _qualify(self, node: cst.BaseExpression) -> str | None:
         parts = dotted_parts(node)

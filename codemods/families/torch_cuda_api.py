@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from codemods.data.tables import load_data
+from codemods.model.filemodel import FileModel
 
 DATA = "torch_cuda.json"
 
@@ -66,14 +67,13 @@ class AliasUse:
         return found + (["the module itself"] if self.bare else [])
 
 
-def alias_uses(tree: ast.Module, local: str) -> AliasUse:
+def alias_uses(model: FileModel, local: str) -> AliasUse:
+    """How the file uses `local` (from the model's shared walk: no walk of its own)."""
     attrs: set[str] = set()
     owners: set[int] = set()
-    loads = 0
-    for node in ast.walk(tree):
+    for node in model.of_type(ast.Attribute):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == local:
             attrs.add(node.attr)
             owners.add(id(node.value))
-        elif isinstance(node, ast.Name) and node.id == local:
-            loads += 1
+    loads = sum(1 for node in model.of_type(ast.Name) if isinstance(node, ast.Name) and node.id == local)
     return AliasUse(frozenset(attrs), loads > len(owners))

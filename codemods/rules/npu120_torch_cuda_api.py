@@ -111,7 +111,7 @@ class TorchCudaApi(Rule):
 
     def alias_use(self, local: str) -> AliasUse:
         if local not in self._alias_cache:
-            self._alias_cache[local] = alias_uses(self.context.facts.tree, local)
+            self._alias_cache[local] = alias_uses(self.context.model, local)
         return self._alias_cache[local]
 
     # -- `torch.cuda.X` chains outside imports ---------------------------------------------------

@@ -130,10 +130,14 @@ class DeviceValueFlow(Rule):
             table = device_positions()
             flow = FileFlow(facts.tree, facts, device_places(), self._cross_module(exported), table.names,
                             options.get(PARAMETER_INDEX_OPTION))
-            # a kernel selector's `"cuda"` (`impl='cuda'`) names an implementation, not a device (NPU192)
-            selectors = self.context.model.derived(kernel_selectors)
-            self._findings = {(f.line, f.value): f for f in flow.findings(skip=selectors.literals)}
+            self._findings = {(f.line, f.value): f for f in flow.findings(skip=self._selector)}
         return self._findings
+
+    def _selector(self, value: ast.expr) -> bool:
+        """A kernel selector's `"cuda"` (`impl='cuda'`) names an implementation, not a device
+        (NPU192). The file's selectors are looked for only once such a literal is met."""
+        return isinstance(value, ast.Constant) and value.value == "cuda" \
+            and id(value) in self.context.model.derived(kernel_selectors).literals
 
     def _cross_module(self, exported: dict[str, Any]) -> dict[str, Any]:
         """Uses by other modules count only for constants NPU190 leaves alone: not read in this

@@ -79,7 +79,7 @@ class CudaModuleName(Rule):
             plain = any(isinstance(s, ast.ImportFrom) and s.module == "torch" and not s.level
                         and any(a.name == "cuda" and a.asname is None for a in s.names)
                         for s in self.context.model.of_type(ast.ImportFrom))
-            use = alias_uses(tree, "cuda")
+            use = alias_uses(self.context.model, "cuda")
             self._ready = (plain and facts.aliases.get("cuda") == "torch.cuda" and bool(use.attrs)
                            and not use.blockers(cuda_names().rewrites) and not _binds(tree, "npu"))
         return self._ready

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -13,6 +14,7 @@ from codemods.api.rule import Fix, Rule
 from codemods.data.tables import load_data
 from codemods.api.positions import node_positions
 from codemods.model.astnodes import ast_dotted_parts
+from codemods.model.filemodel import FileModel
 from npu_migrate.core.diagnostics import Severity
 
 DATA = "distributed.json"
@@ -40,6 +42,46 @@ def _scopes(tree: ast.Module) -> list[list[ast.stmt]]:
     found: list[list[ast.stmt]] = [[s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))]]
     found += [node.body for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     return found
+
+
+def _reduced_name(call: ast.Call, qualify: Callable[[Sequence[str]], str | None]) -> str | None:
+    """The name of the tensor that `call` reduces (`dist.all_reduce(t)` -> "t"), if it is one."""
+    parts = ast_dotted_parts(call.func)
+    spec = _reductions()[0].get((qualify(parts) if parts else None) or "")
+    tensor = _argument(call, spec["position"], spec["keyword"]) if spec else None
+    return tensor.id if isinstance(tensor, ast.Name) else None
+
+
+def _float64_lines(model: FileModel) -> frozenset[int]:
+    """The lines of the float64 dtypes to turn: `name = f(..., dtype=torch.float64)` where a
+    reduction of the same function (or of the module's own statements) takes `name` (lines,
+    not columns: the engine hands a rule statements dedented). Once per file (`model.derived`)."""
+    # a call resolves to a reduction only through the file's imports, so each part of the
+    # reduction's name is in the file's text (most files that say float64 have no such words)
+    if not any(all(part in model.source for part in name.split(".")) for name in _reductions()[0]):
+        return frozenset()
+    qualify = model.facts.qualify
+    holders: set[int] = set()  # the reductions and every node around them
+    for call in model.of_type(ast.Call):
+        node: ast.AST | None = call if isinstance(call, ast.Call) and _reduced_name(call, qualify) else None
+        while node is not None and id(node) not in holders:
+            holders.add(id(node))
+            node = model.parents.get(id(node))
+    found: set[int] = set()
+    for scope in _scopes(model.tree):
+        if not any(id(statement) in holders for statement in scope):
+            continue  # no reduction in this scope: nothing of it is reduced
+        nodes = [n for s in scope for n in ast.walk(s)]
+        reduced = {name for n in nodes if isinstance(n, ast.Call) and (name := _reduced_name(n, qualify))}
+        for assign in (n for n in nodes if isinstance(n, ast.Assign)):
+            target, value = assign.targets[0], assign.value
+            on_device = isinstance(value, ast.Call) and any(k.arg == "device" for k in value.keywords)
+            dtype = _argument(value, None, "dtype") if isinstance(value, ast.Call) and on_device else None
+            parts = ast_dotted_parts(dtype) if dtype is not None else None
+            if len(assign.targets) == 1 and isinstance(target, ast.Name) and target.id in reduced \
+                    and parts and qualify(parts) in FLOAT64 and dtype is not None:
+                found.add(dtype.lineno)
+    return frozenset(found)
 
 
 class Float64Reduction(Rule):
@@ -80,36 +122,8 @@ class Float64Reduction(Rule):
     severity = Severity.WARNING
     prefilter = r"float64|double"
 
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self._targets: set[int] | None = None
-
-    def _float64_targets(self) -> set[int]:
-        """The lines of the float64 dtypes to turn: `name = f(..., dtype=torch.float64)` where a
-        reduction of the same function (or of the module's own statements) takes `name` (lines,
-        not columns: the engine hands a rule statements dedented)."""
-        if self._targets is None:
-            qualify = self.context.facts.qualify
-            reductions, _ = _reductions()
-            self._targets = set()
-            for scope in _scopes(self.context.facts.tree):
-                nodes = [n for s in scope for n in ast.walk(s)]
-                reduced: set[str] = set()
-                for call in (n for n in nodes if isinstance(n, ast.Call)):
-                    parts = ast_dotted_parts(call.func)
-                    spec = reductions.get((qualify(parts) if parts else None) or "")
-                    tensor = _argument(call, spec["position"], spec["keyword"]) if spec else None
-                    if isinstance(tensor, ast.Name):
-                        reduced.add(tensor.id)
-                for assign in (n for n in nodes if isinstance(n, ast.Assign)):
-                    target, value = assign.targets[0], assign.value
-                    on_device = isinstance(value, ast.Call) and any(k.arg == "device" for k in value.keywords)
-                    dtype = _argument(value, None, "dtype") if isinstance(value, ast.Call) and on_device else None
-                    parts = ast_dotted_parts(dtype) if dtype is not None else None
-                    if len(assign.targets) == 1 and isinstance(target, ast.Name) and target.id in reduced \
-                            and parts and qualify(parts) in FLOAT64 and dtype is not None:
-                        self._targets.add(dtype.lineno)
-        return self._targets
+    def _float64_targets(self) -> frozenset[int]:
+        return self.context.model.derived(_float64_lines)
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> Any:
         if original_node.attr.value not in ("float64", "double") or not self._float64_targets() \
