@@ -33,7 +33,7 @@ from typing import Any
 
 from codemods.api.facts import Project, ProjectFact, SourceFile, local_project
 from codemods.api.facts import module_names as module_names  # where older callers import it from
-from codemods.model.astnodes import call_name, qualified_name
+from codemods.model.astnodes import call_name, child_nodes, qualified_name
 from codemods.model.facts import FileFacts
 
 DEVICE_LITERAL = re.compile(r"cuda(:\d+)?|cuda:(%[-+ 0#]*\d*[dis]|%\(\w+\)[dis]|\{[^{}]*\})|cuda:")
@@ -525,17 +525,10 @@ _CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}  # a node type -> its f
 
 def _children(node: ast.AST) -> list[ast.AST]:
     """`child_nodes(node)` without the contexts and operators, in its order."""
-    found: list[ast.AST] = []
     fields = _CHILD_FIELDS.get(type(node))
     if fields is None:
         fields = _CHILD_FIELDS[type(node)] = tuple(f for f in type(node)._fields if f not in _LEAF_FIELDS)
-    for name in fields:
-        value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
-            found.append(value)
-        elif isinstance(value, list):
-            found += [item for item in value if isinstance(item, ast.AST)]
-    return found
+    return child_nodes(node, fields)
 
 
 

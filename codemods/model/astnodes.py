@@ -11,11 +11,12 @@ from collections.abc import Iterator, Mapping, Sequence
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def child_nodes(node: ast.AST) -> list[ast.AST]:
+def child_nodes(node: ast.AST, fields: Sequence[str] | None = None) -> list[ast.AST]:
     """`ast.iter_child_nodes(node)` as a list, in its order, without its two nested generators
-    (the whole-file walks of the engine call it for every node of every file)."""
+    (the whole-file walks of the engine call it for every node of every file); `fields`: only
+    those of the node's fields."""
     found: list[ast.AST] = []
-    for name in node._fields:
+    for name in node._fields if fields is None else fields:
         value = getattr(node, name, None)
         if isinstance(value, ast.AST):
             found.append(value)
