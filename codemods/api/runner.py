@@ -199,21 +199,14 @@ class RuleRunner(cst.CSTTransformer):
         skipped = self._skipped
         for name in child_fields(type(node)):
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
-                if type(value) in skipped:
+            children = (value,) if isinstance(value, cst.CSTNode) else value if isinstance(value, (tuple, list)) else ()
+            for child in children:
+                if type(child) in skipped:
                     continue
-                new = self._walk(value)
-                if new is not value:
+                new = self._walk(child)
+                if new is not child:
                     replaced = replaced or {}
-                    replaced[id(value)] = new
-            elif isinstance(value, (tuple, list)):
-                for child in value:
-                    if type(child) in skipped:
-                        continue
-                    new = self._walk(child)
-                    if new is not child:
-                        replaced = replaced or {}
-                        replaced[id(child)] = new
+                    replaced[id(child)] = new
         updated = node if replaced is None else node._visit_and_replace_children(_Replace(replaced))
         result = self.on_leave(node, updated)
         if not isinstance(result, _RESULTS):  # what LibCST's traversal says of such a result
