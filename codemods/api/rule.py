@@ -188,6 +188,13 @@ class Rule:
         return self.context.options.get("target") or "npu"
 
     @classmethod
+    def idle_hooks(cls, target: str) -> frozenset[str]:
+        """The node types (`If`) whose `visit_`/`leave_` hooks do nothing under `target`: the
+        runner does not call them, and the engine may then parse those statements' blocks one by
+        one (a rule that visits `If` sees every `if` whole, with all its arms)."""
+        return frozenset()
+
+    @classmethod
     def project_prefilter(cls, options: Mapping[str, Any]) -> str | None:
         """A regex for more text the rule acts on, built from the run's rule options: for a rule
         whose targets are names a project defines (the modules of its CUDA extensions, NPU311),

@@ -85,6 +85,23 @@ class _Replace(cst.CSTTransformer):
 _RESULTS = (cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel)
 
 
+_HOOKS: dict[type[Rule], tuple[str, ...]] = {}
+
+
+def _hooks(rule: type[Rule]) -> tuple[str, ...]:
+    """The rule's `visit_Node` and `leave_Node` methods, by name."""
+    hooks = _HOOKS.get(rule)
+    if hooks is None:
+        hooks = _HOOKS[rule] = tuple(attr for attr in dir(rule)
+                                     if attr.startswith(("visit_", "leave_")) and "_" not in attr[6:])
+    return hooks
+
+
+def handled_nodes(rules: Iterable[type[Rule]], target: str) -> set[str]:
+    """The LibCST node types (`If`, `Call`) that some of `rules` visits or leaves under `target`."""
+    return {attr[6:] for rule in rules for attr in _hooks(rule) if attr[6:] not in rule.idle_hooks(target)}
+
+
 class RuleRunner(cst.CSTTransformer):
     """Runs many rules in one traversal: dispatches each node to every rule that handles its type.
 
@@ -106,10 +123,13 @@ class RuleRunner(cst.CSTTransformer):
         for rule in self.rules:
             rule.runner = self
             deps.update(rule.METADATA_DEPENDENCIES)
-            for attr in dir(type(rule)):
-                if attr.startswith("visit_") and "_" not in attr[6:]:
+            idle = type(rule).idle_hooks(rule.target)
+            for attr in _hooks(type(rule)):
+                if attr[6:] in idle:
+                    continue
+                if attr.startswith("visit_"):
                     self._visit.setdefault(attr[6:], []).append(getattr(rule, attr))
-                elif attr.startswith("leave_") and "_" not in attr[6:]:
+                else:
                     self._leave.setdefault(attr[6:], []).append((rule, getattr(rule, attr)))
         self.METADATA_DEPENDENCIES = tuple(deps)  # type: ignore[misc]
         handled = self._visit.keys() | self._leave.keys()

@@ -26,6 +26,10 @@ CPU_ANSWERS = {"memory_allocated": "0", "max_memory_allocated": "0", "memory_res
                "is_bf16_supported": "False"}
 
 
+# the hooks that track accelerator guards, which only the portable target reads
+_GUARD_HOOKS = frozenset({"If", "IfExp", "BooleanOperation"})
+
+
 def _tests_accelerator(test: cst.BaseExpression) -> bool:
     """Whether a condition asks for an accelerator (`torch.cuda.is_available()`, a device count)."""
     text = code_of(test)
@@ -132,6 +136,10 @@ class TorchCudaApi(Rule):
         self.fixed(original_node, f"`torch.cuda.{name}` → `torch.npu.{new}`")
         return updated_node.with_changes(value=value.with_changes(attr=cst.Name("npu")),
                                          attr=updated_node.attr.with_changes(value=new))
+
+    @classmethod
+    def idle_hooks(cls, target: str) -> frozenset[str]:
+        return frozenset() if target == "portable" else _GUARD_HOOKS
 
     # -- portable: calls that CPU torch answers without an accelerator --------------------------
     # torch.cuda.memory_allocated() is 0 and empty_cache() does nothing on a CPU build, while

@@ -20,7 +20,7 @@ import libcst as cst
 from codemods.analyses.portable import define_device, guard_import
 from codemods.api.prefilter import Prefilter, TextWords
 from codemods.api.rule import TEXT_LANGUAGES, Rule, RuleContext
-from codemods.api.runner import RuleRunner
+from codemods.api.runner import RuleRunner, handled_nodes
 from codemods.api.selectors import SWITCHED_OFF as SWITCHED_OFF  # its home; imported from here too
 from codemods.api.selectors import switched_off_option
 from codemods.api.suppression import Suppressions, skips_file
@@ -30,7 +30,7 @@ from codemods.model.filemodel import FileModel
 from codemods.model.imports import insert_imports, is_settings_module, split_lines
 from npu_migrate.apply import grammar
 from npu_migrate.apply.notebook_run import migrate_notebook
-from npu_migrate.apply.pieces import Piece, PieceMatch, dedent_piece, plan_pieces
+from npu_migrate.apply.pieces import Piece, PieceMatch, cuttable_blocks, dedent_piece, plan_pieces
 from npu_migrate.apply.outcome import FileOutcome as FileOutcome  # its home; imported from here too
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 from npu_migrate.core.discovery import interpreter_of, manifest_name, script_language
@@ -220,7 +220,8 @@ def _run_rules(text: str, path: str, ruleset: RuleSet, nest: bool, tree: ast.Mod
     if code_lines is lines:
         in_code = set()
     match = PieceMatch(lines, Prefilter.union(f for cls, f in chunk_filters.items() if cls not in in_code),
-                        code_lines, Prefilter.union(chunk_filters[cls] for cls in in_code) if in_code else None)
+                        code_lines, Prefilter.union(chunk_filters[cls] for cls in in_code) if in_code else None,
+                        cuttable_blocks(handled_nodes(rules, target_of(ruleset.options))))
     pieces = []
     for piece in plan_pieces(lines, tree.body, 1, len(lines) + 1, "", match, nest=not whole):
         chunk = "".join(lines[piece.start - 1:piece.end - 1])

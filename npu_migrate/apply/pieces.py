@@ -13,12 +13,14 @@ from codemods.api.prefilter import Prefilter
 
 class PieceMatch:
     """Whether some rule may act on lines [a, b): the raw text for most rules' prefilters, the
-    text with long strings blanked for those that act on code alone (`Rule.prefilter_in_code`)."""
+    text with long strings blanked for those that act on code alone (`Rule.prefilter_in_code`);
+    and which compound statements the file's rules allow to cut (`cuttable_blocks`)."""
 
     def __init__(self, lines: list[str], raw: Prefilter | None, code_lines: list[str],
-                 code: Prefilter | None) -> None:
+                 code: Prefilter | None, blocks: frozenset[type[ast.stmt]] = frozenset()) -> None:
         self.lines, self.raw, self.code_lines, self.code = lines, raw, code_lines, code
         self.everything = raw is None
+        self.blocks = blocks  # the compound statements that may be cut into their blocks
 
     def wants(self, a: int, b: int) -> bool:
         if self.everything:
@@ -46,6 +48,22 @@ def _stmt_start(stmt: ast.stmt) -> int:
 
 
 _NESTABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# a compound statement, and the LibCST nodes through which a rule sees that a statement is in one
+# of its blocks: a file whose rules handle none of them may have its blocks parsed one by one
+_BLOCK_NODES: dict[tuple[type[ast.stmt], ...], frozenset[str]] = {
+    (ast.If,): frozenset({"If", "Else", "IndentedBlock"}),
+    (ast.For, ast.AsyncFor): frozenset({"For", "Else", "IndentedBlock"}),
+    (ast.While,): frozenset({"While", "Else", "IndentedBlock"}),
+    (ast.With, ast.AsyncWith): frozenset({"With", "WithItem", "IndentedBlock"}),
+    (ast.Try, ast.TryStar): frozenset({"Try", "TryStar", "ExceptHandler", "ExceptStarHandler", "Else",
+                                       "Finally", "IndentedBlock"}),
+}
+
+
+def cuttable_blocks(handled: set[str]) -> frozenset[type[ast.stmt]]:
+    """The compound statements that may be cut when the file's rules handle the LibCST node
+    types `handled`: a rule that visits an `If` must see it whole, with every arm."""
+    return frozenset(kind for kinds, nodes in _BLOCK_NODES.items() if not nodes & handled for kind in kinds)
 
 
 def plan_pieces(lines: list[str], body: list[ast.stmt], start: int, end: int, indent: str,
@@ -82,18 +100,58 @@ def plan_pieces(lines: list[str], body: list[ast.stmt], start: int, end: int, in
 
 def _nested(lines: list[str], stmt: ast.stmt, a: int, b: int, indent: str,
             match: PieceMatch) -> list[Piece] | None:
-    if not isinstance(stmt, _NESTABLE):
+    """A function or class, or a compound statement of a kind `match.blocks` allows, cut into its
+    headers (`if ...:`, `else:`, `except ...:`) and the statements of its blocks, when no header
+    needs a rule."""
+    if isinstance(stmt, _NESTABLE):
+        blocks = [stmt.body]
+    elif type(stmt) in match.blocks:
+        blocks = _blocks(stmt)
+    else:
         return None
-    first = stmt.body[0]
-    body_start = _stmt_start(first)
-    if body_start <= stmt.lineno or match.wants(a, body_start):
-        return None  # one-line def, or the header itself needs a rule: parse the whole statement
-    line = lines[first.lineno - 1]
-    inner_indent = line[:len(line) - len(line.lstrip(" \t"))]
-    if not inner_indent.startswith(indent) or len(inner_indent) <= len(indent):
-        return None
-    return [Piece(a, body_start, indent, False)] + plan_pieces(
-        lines, stmt.body, body_start, b, inner_indent, match)
+    pieces: list[Piece] = []
+    header = a
+    for number, block in enumerate(blocks):
+        first = block[0]
+        start = _stmt_start(first)
+        end = b if number == len(blocks) - 1 else (block[-1].end_lineno or block[-1].lineno) + 1
+        if start <= max(header, stmt.lineno) or not _opens_line(lines, first) or match.wants(header, start):
+            return None  # `if x: y`, or a header needs a rule: parse the whole statement
+        line = lines[first.lineno - 1]
+        inner_indent = line[:len(line) - len(line.lstrip(" \t"))]
+        if not inner_indent.startswith(indent) or len(inner_indent) <= len(indent):
+            return None
+        pieces.append(Piece(header, start, indent, False))
+        pieces += plan_pieces(lines, block, start, end, inner_indent, match)
+        header = end
+    return pieces
+
+
+def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists of a compound statement, in the order they are written; the arms of
+    an `elif` chain are blocks of the first `if`."""
+    if isinstance(stmt, ast.If):
+        blocks = [stmt.body]
+        while len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If) \
+                and stmt.orelse[0].col_offset == stmt.col_offset:  # `elif`, not `else:` + `if`
+            stmt = stmt.orelse[0]
+            blocks.append(stmt.body)
+        return blocks + ([stmt.orelse] if stmt.orelse else [])
+    if isinstance(stmt, (ast.Try, ast.TryStar)):
+        return [stmt.body, *(handler.body for handler in stmt.handlers), *(
+            block for block in (stmt.orelse, stmt.finalbody) if block)]
+    orelse = getattr(stmt, "orelse", None)
+    return [stmt.body] + ([orelse] if orelse else [])  # type: ignore[attr-defined]
+
+
+def _opens_line(lines: list[str], stmt: ast.stmt) -> bool:
+    """Whether `stmt` (its first decorator, if any) is the first thing on its line: not
+    `else: x = 1`."""
+    decorators = getattr(stmt, "decorator_list", None)
+    if decorators:
+        return lines[decorators[0].lineno - 1][:decorators[0].col_offset].strip(" \t\f") == "@"
+    return not lines[stmt.lineno - 1][:stmt.col_offset].strip(" \t\f")
+
 
 # a statement this long whose value is a list, tuple or set display is cut at its elements: torch's
 # operator tables are single statements of thousands of lines with a device string here and there
