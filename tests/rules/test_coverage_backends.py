@@ -85,3 +85,40 @@ def test_rules_work_in_a_function_body_chunk() -> None:
     assert "    torch.npu.matmul.allow_hf32 = fast\n    return x\n" in outcome.new_text
     assert [(e.code, e.line) for e in outcome.edits if e.code == "NPU161"] == [("NPU161", 7)]
     assert codes_at(outcome) == []
+
+
+# NPU161 removing `cudnn.benchmark = ...`: what its CASES cannot show (line endings, tabs, the edit
+# it records, lines other rules rewrite too)
+
+def test_a_removed_flag_leaves_exactly_its_line_with_crlf_and_tabs() -> None:
+    crlf = "import torch\r\nx = 1\r\n\r\ntorch.backends.cudnn.benchmark = True\r\ny = 2\r\n"
+    assert after(crlf, ["NPU161"]) == "import torch\r\nx = 1\r\n\r\ny = 2\r\n"
+    tabs = "import torch\n\n\ndef f():\n\tx = 1\n\n\ttorch.backends.cudnn.benchmark = x\n\treturn x\n"
+    assert after(tabs, ["NPU161"]) == tabs.replace("\ttorch.backends.cudnn.benchmark = x\n", "")
+    assert_idempotent(tabs, ["NPU161"])
+
+
+def test_the_removal_is_recorded_where_the_statement_was() -> None:
+    outcome = migrate("import torch\nif ok: a = 1; torch.backends.cudnn.benchmark = not ok\n", ["NPU161"])
+    assert outcome.new_text == "import torch\nif ok: a = 1\n"
+    [edit] = outcome.edits
+    assert (edit.code, edit.line, edit.col) == ("NPU161", 2, 15)
+    assert edit.message.startswith("removed `torch.backends.cudnn.benchmark = not ok`: no NPU code reads")
+
+
+def test_other_rules_rewrite_the_rest_of_a_line_the_flag_leaves() -> None:
+    src = "import torch\nx = x.cuda(); torch.backends.cudnn.benchmark = True\n"
+    outcome = migrate(src, ["NPU101", "NPU161"])
+    assert outcome.new_text.endswith("\nx = x.npu()\n")
+    assert sorted((e.code, e.line) for e in outcome.edits) == [("NPU100", 2), ("NPU101", 2), ("NPU161", 2)]
+    assert outcome.diagnostics == []
+
+
+def test_a_line_another_rule_rebuilds_keeps_the_flag_and_reports_it() -> None:
+    """The `from torch.cuda import` that NPU170 splits rebuilds the whole line: the flag on it
+    stays, and is reported rather than dropped in silence."""
+    src = "import torch\nfrom torch.cuda import nvtx, foo; torch.backends.cudnn.benchmark = True\n"
+    outcome = migrate(src, ["NPU161", "NPU170"])
+    assert "from torch.cuda import foo; torch.backends.cudnn.benchmark = True\n" in outcome.new_text
+    assert codes_at(outcome) == [("NPU161", 2)]
+    assert [e.code for e in outcome.edits if e.code == "NPU161"] == []
