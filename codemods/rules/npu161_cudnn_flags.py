@@ -117,9 +117,10 @@ class CudnnFlags(NameMapRule):
             target = _flag_target(small)
             if target is None or self.resolve(target) not in removed_flags() or self.context.module is None:
                 continue
-            line = node_positions(self.context.module, [small])[id(small)][0] + self.context.line_offset
-            if (line, index) in self.context.model.derived(removable_assignments, removed_flags()):
-                self.tree.nodes("removed").add(small)
+            line = node_positions(self.context.module, [small])[id(small)][0]
+            if (line + self.context.line_offset, index) in self.context.model.derived(removable_assignments,
+                                                                                      removed_flags()):
+                self.tree.table("removed")[small] = line
                 self.vetoed.add(id(target))
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
@@ -149,7 +150,7 @@ class CudnnFlags(NameMapRule):
     def _without_removed(self, original: Any, updated: Any) -> Any:
         """A line (`a = 1; cudnn.benchmark = True`) or suite without its removed statements; the
         last one left loses the `;` that joined it to a removed one."""
-        removed = self.tree.nodes("removed")
+        removed = self.tree.table("removed")
         kept = [new for old, new in zip(original.body, updated.body) if old not in removed]
         if original.body[-1] in removed:
             kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
@@ -192,6 +193,7 @@ class CudnnFlags(NameMapRule):
                 carried += stmt.leading_lines
                 for small in line.body:
                     self._removed(small)
+                self.context.removed_lines.add(self.tree.table("removed")[line.body[0]])
                 continue
             if carried:
                 stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
@@ -210,11 +212,11 @@ class CudnnFlags(NameMapRule):
 
     def _keep(self, body: Any) -> None:
         """Statements marked for removal that stay after all: reported as any other use."""
-        removed = self.tree.nodes("removed")
+        removed = self.tree.table("removed")
         for small in body:
             target = _flag_target(small)
             if small in removed and target is not None:
-                removed.discard(small)
+                del removed[small]
                 name = self.resolve(target) or ""
                 found = self.names.lookup(name)
                 message = (found[1].message if found else None) or f"`{name}` has no effect on NPU"

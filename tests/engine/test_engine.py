@@ -216,6 +216,28 @@ class _SynchronizeRule(Rule):
             self.report(node, "sync")
 
 
+def test_a_nested_piece_a_rule_drops_a_line_from_keeps_its_other_lines_indentation():
+    """NPU161 removes a no-op flag from a function body: the piece's other lines take back their
+    own indentation (a string and a comment further left included) without migrating the file
+    a second time as one piece."""
+    text = ("import torch\n\n\ndef f(t):\n    a = 1\n    torch.backends.cudnn.benchmark = True\n"
+            "    s = '''x\ny'''\n# a comment further left\n    return t.cuda()\n")
+    parsed: list[str] = []
+    original = engine_module._run_piece
+
+    def run_piece(piece, chunk, *args):  # type: ignore[no-untyped-def]
+        parsed.append(chunk)
+        return original(piece, chunk, *args)
+
+    engine_module._run_piece = run_piece
+    try:
+        result = migrate_source(text, select=["NPU101", "NPU161"], ignore=["NPU100"])
+    finally:
+        engine_module._run_piece = original
+    assert result == text.replace("    torch.backends.cudnn.benchmark = True\n", "").replace("t.cuda()", "t.npu()")
+    assert parsed and all("def f" not in chunk for chunk in parsed), parsed
+
+
 def test_aliased_names_make_their_pieces_parsed():
     text = ("from torch.cuda import synchronize as sync\n\n\ndef f():\n    a = 1\n    sync()\n\n\n"
             "class A:\n    b = 2\n\n    def g(self):\n        c = 3\n        sync()\n")
