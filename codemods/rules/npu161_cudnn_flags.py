@@ -15,6 +15,7 @@ from codemods.families.namemap import NameMapRule, entries_for, name_prefilter
 from codemods.model.astnodes import ast_dotted_parts, comment_spans, literal_spans, qualified_name
 from codemods.model.cstnodes import code_of
 from codemods.model.filemodel import FileModel
+from codemods.model.imports import split_lines
 from npu_migrate.core.diagnostics import Severity
 
 DATA = "coverage_backends.json"
@@ -245,7 +246,7 @@ def removable_assignments(model: FileModel, flags: frozenset[str]) -> frozenset[
                   and node.lineno == node.end_lineno and _inert(node.value)]
     if not candidates:
         return frozenset()
-    lines = model.source.splitlines(keepends=True)
+    lines = split_lines(model.source)  # as Python numbers them (a form feed ends no line)
     commented = {span[0] for span in comment_spans(lines, literal_spans(
         model.of_type(ast.Constant), model.of_type(ast.JoinedStr), lines)[0])}
     by_block: dict[int, tuple[list[ast.stmt], list[ast.Assign]]] = {}
@@ -290,8 +291,8 @@ def _block_of(node: ast.stmt, parents: dict[int, ast.AST]) -> list[ast.stmt] | N
 
 
 def _alone_on_its_lines(node: ast.stmt, block: list[ast.stmt]) -> bool:
-    """Every statement sharing the line is on that line alone (`x = (1,\n 2); flag = v` is not
-    removed: the place on the line would not say which statement it is)."""
+    """Every statement sharing the line is on that line alone: after `x = (1,` on one line and
+    `2); flag = v` on the next, the place on the line would not say which statement it is."""
     return all(s.lineno == s.end_lineno for s in block if s.lineno <= node.lineno <= (s.end_lineno or s.lineno))
 
 

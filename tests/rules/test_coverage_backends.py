@@ -96,6 +96,11 @@ def test_a_removed_flag_leaves_exactly_its_line_with_crlf_and_tabs() -> None:
     tabs = "import torch\n\n\ndef f():\n\tx = 1\n\n\ttorch.backends.cudnn.benchmark = x\n\treturn x\n"
     assert after(tabs, ["NPU161"]) == tabs.replace("\ttorch.backends.cudnn.benchmark = x\n", "")
     assert_idempotent(tabs, ["NPU161"])
+    # a form feed ends no line for Python: the comment above the second flag is still seen there
+    feed = "import torch\n\x0c\nx = 1\ntorch.backends.cudnn.benchmark = True\n# note\ntorch.backends.cudnn.benchmark = False\n"
+    outcome = migrate(feed, ["NPU161"])
+    assert outcome.new_text == feed.replace("torch.backends.cudnn.benchmark = True\n", "")
+    assert codes_at(outcome) == [("NPU161", 6)]
 
 
 def test_the_removal_is_recorded_where_the_statement_was() -> None:
