@@ -33,7 +33,7 @@ from typing import Any
 
 from codemods.api.facts import Project, ProjectFact, SourceFile, local_project
 from codemods.api.facts import module_names as module_names  # where older callers import it from
-from codemods.model.astnodes import call_name, child_nodes, qualified_name
+from codemods.model.astnodes import call_name, qualified_name, tree_children
 from codemods.model.facts import FileFacts
 
 DEVICE_LITERAL = re.compile(r"cuda(:\d+)?|cuda:(%[-+ 0#]*\d*[dis]|%\(\w+\)[dis]|\{[^{}]*\})|cuda:")
@@ -147,7 +147,7 @@ class FileFlow:
         stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
         while stack:
             node, scope = stack.pop()
-            for child in _children(node):
+            for child in tree_children(node):
                 parents[id(child)] = node
                 scope_of[id(child)] = scope
                 if isinstance(child, ast.Name):
@@ -514,22 +514,6 @@ def _spelled(target: ast.expr) -> str:
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-# fields that never hold a node the flow indexes: strings and numbers, and the context and
-# operator singletons (`ast.Load()`, `ast.Add()`), which are the same object in every node
-_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind",
-                          "type_comment", "is_async", "conversion", "simple", "tag"})
-
-
-_CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}  # a node type -> its fields but those
-
-
-def _children(node: ast.AST) -> list[ast.AST]:
-    """`child_nodes(node)` without the contexts and operators, in its order."""
-    fields = _CHILD_FIELDS.get(type(node))
-    if fields is None:
-        fields = _CHILD_FIELDS[type(node)] = tuple(f for f in type(node)._fields if f not in _LEAF_FIELDS)
-    return child_nodes(node, fields)
-
 
 
 # -- the project facts: module constants and function parameters used across modules -----------

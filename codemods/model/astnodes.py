@@ -25,6 +25,27 @@ def child_nodes(node: ast.AST, fields: Sequence[str] | None = None) -> list[ast.
     return found
 
 
+# Fields that never hold a node a whole-tree walk wants: names and flags are plain values, and
+# `ctx`/`op`/`ops` hold the Load/Store/Add/... singletons, the same object in every node (a
+# third of a tree's nodes)
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind",
+                          "type_comment", "is_async", "conversion", "simple", "tag"})
+_WALKED_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {ast.Constant: ()}
+
+
+def walked_fields(kind: type[ast.AST]) -> tuple[str, ...]:
+    """The fields of a node type that can hold a node of the tree (see `_LEAF_FIELDS`)."""
+    fields = _WALKED_FIELDS.get(kind)
+    if fields is None:
+        fields = _WALKED_FIELDS[kind] = tuple(name for name in kind._fields if name not in _LEAF_FIELDS)
+    return fields
+
+
+def tree_children(node: ast.AST) -> list[ast.AST]:
+    """`child_nodes(node)` without the contexts and operators, in its order."""
+    return child_nodes(node, walked_fields(type(node)))
+
+
 def iter_statements(statements: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement, nested ones included, without walking into expressions."""
     stack = list(reversed(statements))

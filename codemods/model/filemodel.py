@@ -19,7 +19,7 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from codemods.model.astnodes import blank_spans, child_nodes, comment_spans, literal_spans
+from codemods.model.astnodes import blank_spans, comment_spans, literal_spans, walked_fields
 from codemods.model.facts import FileFacts
 
 T = TypeVar("T")
@@ -39,6 +39,7 @@ class FileModel:
         self._parents: dict[int, ast.AST] | None = None
         self._by_type: dict[type[ast.AST], list[ast.AST]] | None = None
         self._order: list[ast.AST] = []
+        self._position: dict[int, int] | None = None  # id(node) -> its place in `_order`, when asked
 
     @classmethod
     def empty(cls, path: str, source: str, options: Mapping[str, Any] | None = None) -> FileModel:
@@ -66,6 +67,7 @@ class FileModel:
         self._parents = None
         self._by_type = None
         self._order = []
+        self._position = None
 
     def code_lines(self, lines: list[str]) -> list[str]:
         """`lines` (the file's) with every comment and the inside of every long plain string literal
@@ -86,26 +88,40 @@ class FileModel:
 
     def of_type(self, *kinds: type[ast.AST]) -> list[ast.AST]:
         """Every node of the given types, in `ast.walk`'s order (breadth first), so an analysis
-        moved from its own walk to this one sees the nodes in the order it did."""
+        moved from its own walk to this one sees the nodes in the order it did. One type is its
+        exact class; several match subclasses too, as `isinstance` does. The walk leaves out the
+        context and operator singletons (`ast.Load()`, `ast.Add()`)."""
         if self._by_type is None:
             self._walk()
         assert self._by_type is not None
         if len(kinds) == 1:
             return self._by_type.get(kinds[0], [])
-        return [node for node in self._in_order() if isinstance(node, kinds)]
+        lists = [nodes for kind, nodes in self._by_type.items() if issubclass(kind, kinds)]
+        if len(lists) < 2:
+            return list(lists[0]) if lists else []
+        if self._position is None:
+            self._position = {id(node): index for index, node in enumerate(self._order)}
+        position = self._position
+        return sorted((node for nodes in lists for node in nodes), key=lambda node: position[id(node)])
 
     def _walk(self) -> None:
         parents: dict[int, ast.AST] = {}
         by_type: dict[type[ast.AST], list[ast.AST]] = {}
         order: list[ast.AST] = [self.tree]
         for node in order:  # grows while it is read: a breadth-first walk, as ast.walk
-            by_type.setdefault(type(node), []).append(node)
-            for child in child_nodes(node):
-                parents[id(child)] = node
-                order.append(child)
+            kind = type(node)
+            same = by_type.get(kind)
+            if same is None:
+                same = by_type[kind] = []
+            same.append(node)
+            for name in walked_fields(kind):
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            parents[id(item)] = node
+                            order.append(item)
+                elif isinstance(value, ast.AST):
+                    parents[id(value)] = node
+                    order.append(value)
         self._parents, self._by_type, self._order = parents, by_type, order
-
-    def _in_order(self) -> list[ast.AST]:
-        if self._by_type is None:
-            self._walk()
-        return self._order

@@ -13,7 +13,6 @@ import ast
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
@@ -31,6 +30,7 @@ from codemods.model.filemodel import FileModel
 from codemods.model.imports import insert_imports, is_settings_module, split_lines
 from npu_migrate.apply import grammar
 from npu_migrate.apply.notebook_run import migrate_notebook
+from npu_migrate.apply.pieces import Piece, PieceMatch, dedent_piece, plan_pieces
 from npu_migrate.apply.outcome import FileOutcome as FileOutcome  # its home; imported from here too
 from npu_migrate.core.diagnostics import Diagnostic, Edit, Severity
 from npu_migrate.core.discovery import interpreter_of, manifest_name, script_language
@@ -286,24 +286,6 @@ def _run_rules(text: str, path: str, ruleset: RuleSet, nest: bool, tree: ast.Mod
     return outcome
 
 
-class PieceMatch:
-    """Whether some rule may act on lines [a, b): the raw text for most rules' prefilters, the
-    text with long strings blanked for those that act on code alone (`Rule.prefilter_in_code`)."""
-
-    def __init__(self, lines: list[str], raw: Prefilter | None, code_lines: list[str],
-                 code: Prefilter | None) -> None:
-        self.lines, self.raw, self.code_lines, self.code = lines, raw, code_lines, code
-        self.everything = raw is None
-
-    def wants(self, a: int, b: int) -> bool:
-        if self.everything:
-            return True
-        if self.code is not None and self.code.search("".join(self.code_lines[a - 1:b - 1])):
-            return True
-        assert self.raw is not None
-        return self.raw.search("".join(self.lines[a - 1:b - 1]))
-
-
 def _drop_sweeps_where_switched_off(context: RuleContext, sweep_codes: set[str], text: str, path: str,
                                     ruleset: RuleSet, tree: ast.Module) -> None:
     """A rule switched off by `--ignore`, the configuration or per-file-ignores is a decision about
@@ -412,87 +394,6 @@ def _reparse(text: str) -> tuple[ast.Module | None, str | None]:
             return None, None
 
 
-@dataclass
-class Piece:
-    """Lines [start, end) of the file; `indent` was removed from each line to parse a nested
-    block on its own (and is put back after); `parse` says whether LibCST must see it."""
-
-    start: int
-    end: int
-    indent: str
-    parse: bool
-
-
-def _stmt_start(stmt: ast.stmt) -> int:
-    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
-
-
-_NESTABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def plan_pieces(lines: list[str], body: list[ast.stmt], start: int, end: int, indent: str,
-                match: PieceMatch, nest: bool = True) -> list[Piece]:
-    """Cut lines [start, end) holding `body` at statement starts; comments and blank lines before
-    a statement belong to it. A matching function or class is cut again into its header and body
-    statements, so LibCST parses only the statements that can need a rule."""
-    starts: list[int] = []
-    groups: list[list[ast.stmt]] = []
-    previous_end = 0
-    for stmt in body:
-        line = _stmt_start(stmt)
-        if starts and line <= previous_end:
-            groups[-1].append(stmt)  # `a; b` on one line, or `x = (\n 1); y = 2`
-        else:
-            starts.append(line)
-            groups.append([stmt])
-        previous_end = max(previous_end, stmt.end_lineno or line)
-    if not starts:
-        return [Piece(start, end, indent, match.wants(start, end))]
-    starts[0] = start
-    pieces = []
-    for a, b, group in zip(starts, starts[1:] + [end], groups):
-        if not match.wants(a, b):
-            pieces.append(Piece(a, b, indent, False))
-            continue
-        stmt = group[0]
-        inner = _nested(lines, stmt, a, b, indent, match) if nest and len(group) == 1 else None
-        pieces += inner if inner is not None else [Piece(a, b, indent, True)]
-    return pieces
-
-
-def _nested(lines: list[str], stmt: ast.stmt, a: int, b: int, indent: str,
-            match: PieceMatch) -> list[Piece] | None:
-    if not isinstance(stmt, _NESTABLE) or len(stmt.body) < 2:
-        return None
-    first = stmt.body[0]
-    body_start = _stmt_start(first)
-    if body_start <= stmt.lineno or match.wants(a, body_start):
-        return None  # one-line def, or the header itself needs a rule: parse the whole statement
-    line = lines[first.lineno - 1]
-    inner_indent = line[:len(line) - len(line.lstrip(" \t"))]
-    if not inner_indent.startswith(indent) or len(inner_indent) <= len(indent):
-        return None
-    return [Piece(a, body_start, indent, False)] + plan_pieces(
-        lines, stmt.body, body_start, b, inner_indent, match)
-
-
-def _dedent(chunk_lines: list[str], indent: str) -> tuple[str, list[int]] | None:
-    """Remove up to `indent` from each line; None when a line is indented differently."""
-    out, removed = [], []
-    for line in chunk_lines:
-        stripped = line.lstrip(" \t")
-        lead = line[:len(line) - len(stripped)]
-        if line.startswith(indent):
-            cut = len(indent)
-        elif indent.startswith(lead):
-            cut = len(lead)  # a comment, blank line or string content further left
-        else:
-            return None
-        out.append(line[cut:])
-        removed.append(cut)
-    return "".join(out), removed
-
-
 def _run_piece(piece: Piece, chunk: str, runner: RuleRunner, context: RuleContext,
                outcome: FileOutcome) -> str | None:
     """Parse and transform one piece; None (with outcome.error set) when LibCST cannot parse it."""
@@ -500,14 +401,14 @@ def _run_piece(piece: Piece, chunk: str, runner: RuleRunner, context: RuleContex
     removed: list[int] = []
     source = chunk
     if piece.indent:
-        dedented = _dedent(chunk_lines, piece.indent)
+        dedented = dedent_piece(chunk_lines, piece.indent)
         if dedented is None:
             raise _Replan()
         source, removed = dedented
     try:
         module = grammar.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        if piece.indent:
+        if piece.indent or piece.part:
             raise _Replan() from None
         outcome.error = (f"{outcome.path}:{exc.raw_line + piece.start - 1}:{exc.raw_column + 1}: "
                          f"LibCST cannot parse this (file left untouched): {exc.message}")
