@@ -72,6 +72,9 @@ class RuleContext:
     # set by the runner for the chunk being processed (line offset of the chunk in the file)
     line_offset: int = 0
     in_import: int = 0  # > 0 while the traversal is inside an import statement (kept by the runner)
+    # lines of the piece being processed (1-based, in the piece) that a rule removed whole, so that
+    # the engine can give the other lines of a nested piece their indentation back (NPU161)
+    removed_lines: set[int] = field(default_factory=set)
     module: cst.Module | None = None
     _pending: list[tuple[cst.CSTNode, Callable[[int, int], Any]]] = field(default_factory=list)
 

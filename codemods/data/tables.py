@@ -43,6 +43,8 @@ ENTRY = Record(
         "kept_members": STRINGS,
         "match": str,  # how the rule finds it: "name" (default), "type-string", "call", ...
         "kind": str, "also": STRINGS, "at": STRINGS, "when": str, "message_computed": str,
+        # a flag no NPU code reads whose plain assignment the npu target removes (NPU161)
+        "assignment": OneOf("remove"),
     })
 ENTRIES = ListOf(ENTRY)
 COVERAGE = Record(required={"description": str, "entries": ENTRIES}, optional={"npu_modules": STRINGS})

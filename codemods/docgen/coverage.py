@@ -72,6 +72,8 @@ def cell(value: Any, code: bool = False) -> str:
 
 def action_cell(entry: dict[str, Any]) -> str:
     label = ACTIONS.get(entry.get("action", ""), str(entry.get("action")))
+    if entry.get("assignment") == "remove":
+        label += "; a plain assignment is removed"
     codes = [entry["code"]] if entry.get("code") else []
     if entry.get("shell_code") and entry["shell_code"] != entry.get("code"):
         codes.append(f"shell {entry['shell_code']}")

@@ -419,15 +419,18 @@ def _run_piece(piece: Piece, chunk: str, runner: RuleRunner, context: RuleContex
         # `code`; every piece of a CR-only file ends that way (`x = a.cuda()\r[0]` lost its `\r`)
         module = module.with_changes(has_trailing_newline=True)
     outcome.parsed = True
+    context.removed_lines = set()
     new_module, items = runner.run(module, piece.start - 1, removed)
     new_source = new_module.code if new_module is not module else source
     if new_source == source:
         new_source = chunk
     elif piece.indent:
         new_lines = split_lines(new_source)
-        if len(new_lines) != len(chunk_lines):
-            raise _Replan()  # a rule added lines: re-run on the whole statement to indent them right
-        new_source = "".join(line[:cut] + new for line, cut, new in zip(chunk_lines, removed, new_lines))
+        # the lines that stay, each to get its own indentation back (a rule may drop whole lines)
+        kept = [at for at in range(len(chunk_lines)) if at + 1 not in context.removed_lines]
+        if len(new_lines) != len(kept):
+            raise _Replan()  # a rule added or joined lines: re-run on the whole statement to indent them right
+        new_source = "".join(chunk_lines[at][:removed[at]] + new for at, new in zip(kept, new_lines))
     for item in items:
         if isinstance(item, Edit):
             context.edits.append(item)

@@ -35,6 +35,7 @@ with torch.cuda.amp.autocast():
 x = torch.ones(3).to(
     "cuda",
 )
+torch.backends.cudnn.deterministic = True
 '''
 
 
@@ -97,7 +98,8 @@ def test_patterns_agree_line_by_line(tmp_path):
     assert rows[3] == rows[11] == rows[12] == "rewritten by apply"  # torch.cuda.amp, as NPU130 does
     assert rows[6] == "rewritten by apply"  # CUDA_VISIBLE_DEVICES, NPU201
     assert rows[7] == "rewritten by apply"  # NPU201 rewrites, and notes the -1 value: still not manual
-    assert rows[8] == "reported by a rule"  # NPU161
+    assert rows[8] == "rewritten by apply"  # NPU161 removes the no-op `cudnn.benchmark`
+    assert rows[21] == "reported by a rule"  # NPU161 explains `cudnn.deterministic`
     assert rows[9] == "needs a person"  # a device string in no device position
 
 

@@ -216,6 +216,31 @@ class _SynchronizeRule(Rule):
             self.report(node, "sync")
 
 
+@pytest.fixture
+def parsed(monkeypatch) -> list[str]:
+    """The pieces the engine hands to LibCST during the test, in order."""
+    pieces: list[str] = []
+    original = engine_module._run_piece
+
+    def run_piece(piece, chunk, *args):  # type: ignore[no-untyped-def]
+        pieces.append(chunk)
+        return original(piece, chunk, *args)
+
+    monkeypatch.setattr(engine_module, "_run_piece", run_piece)
+    return pieces
+
+
+def test_a_nested_piece_a_rule_drops_a_line_from_keeps_its_other_lines_indentation(parsed):
+    """NPU161 removes a no-op flag from a function body: the piece's other lines take back their
+    own indentation (a string and a comment further left included) without migrating the file
+    a second time as one piece."""
+    text = ("import torch\n\n\ndef f(t):\n    a = 1\n    torch.backends.cudnn.benchmark = True\n"
+            "    s = '''x\ny'''\n# a comment further left\n    return t.cuda()\n")
+    result = migrate_source(text, select=["NPU101", "NPU161"], ignore=["NPU100"])
+    assert result == text.replace("    torch.backends.cudnn.benchmark = True\n", "").replace("t.cuda()", "t.npu()")
+    assert parsed and all("def f" not in chunk for chunk in parsed), parsed
+
+
 def test_aliased_names_make_their_pieces_parsed():
     text = ("from torch.cuda import synchronize as sync\n\n\ndef f():\n    a = 1\n    sync()\n\n\n"
             "class A:\n    b = 2\n\n    def g(self):\n        c = 3\n        sync()\n")
@@ -256,24 +281,13 @@ CODE_ONLY = (
 )
 
 
-def test_statements_whose_only_cuda_is_in_long_strings_are_not_parsed_for_code_rules():
+def test_statements_whose_only_cuda_is_in_long_strings_are_not_parsed_for_code_rules(parsed):
     """A docstring or a help text that names CUDA APIs does not make the engine parse its
     statement for the rules that act on code alone; f-strings hold code and still count."""
     from codemods.api.registry import all_rules, select_rules
 
     ruleset = RuleSet(select_rules(all_rules(), (), (), ()), {})
-    parsed: list[str] = []
-    original = engine_module._run_piece
-
-    def run_piece(piece, chunk, *args):  # type: ignore[no-untyped-def]
-        parsed.append(chunk)
-        return original(piece, chunk, *args)
-
-    engine_module._run_piece = run_piece
-    try:
-        outcome = migrate_text(CODE_ONLY, "lib.py", ruleset)
-    finally:
-        engine_module._run_piece = original
+    outcome = migrate_text(CODE_ONLY, "lib.py", ruleset)
     assert outcome.new_text is not None
     assert "{z.npu()}" in outcome.new_text and "return z.npu()" in outcome.new_text
     assert "torch.cuda.synchronize() and x.cuda()" in outcome.new_text  # text stays text

@@ -66,8 +66,11 @@ def test_nothing_left_after_rules_that_handle_everything():
 
 @pytest.mark.parametrize("imports", ["import torch.backends.cudnn as cudnn\n", "from torch.backends import cudnn\n"])
 def test_cudnn_import_is_quiet_and_its_flags_are_npu161_info(imports):
-    outcome = with_defaults(imports + "cudnn.benchmark = True\n")
+    outcome = with_defaults(imports + "cudnn.enabled = True\n")
     assert [(d.code, d.line, d.severity.value) for d in outcome.diagnostics] == [("NPU161", 2, "info")]
+    removed = with_defaults(imports + "cudnn.benchmark = True\n")  # NPU161 removes it: nothing is left to say
+    assert removed.diagnostics == [] and [e.code for e in removed.edits] == ["NPU161"]
+    assert removed.new_text == imports
 
 
 def test_a_diagnostic_of_another_rule_covers_its_statement():
