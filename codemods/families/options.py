@@ -14,6 +14,7 @@ A computed value is not reported: nothing says which one it holds.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Collection, Sequence
 from functools import cache
@@ -21,9 +22,11 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, LineSpan, Rule
 from codemods.data import catalogue
 from codemods.model.cstnodes import find_all, string_value, verbatim_string, with_string
+from codemods.model.filemodel import FileModel
+from codemods.model.imports import split_lines
 from npu_migrate.core.diagnostics import Severity
 
 Entry = dict[str, Any]
@@ -49,6 +52,38 @@ def option_prefilter(code: str) -> str:
                      if not all(entry.get("calls") for entry in group))  # those are found by their callee
     spelled = [rf"(?:{names})\s*[=:]", rf"""["'](?:--)?(?:{names})["']"""] if names else []
     return "|".join(spelled + [rf"{re.escape(callee)}\(" for callee in sorted(callees)]) or r"(?!)"
+
+
+@cache
+def _values_of(code: str) -> tuple[frozenset[str], tuple[re.Pattern[str], ...]]:
+    """Every value an option or flag entry of `code` names, and its values' patterns."""
+    entries = [e for e in (*catalogue.option_entries(), *catalogue.option_entries("flag")) if e.get("code") == code]
+    values = frozenset(v for e in entries for v in e.get("values") or ())
+    return values, tuple(re.compile(e["pattern"]) for e in entries if e.get("pattern") is not None)
+
+
+def _matching_literals(model: FileModel, code: str) -> list[LineSpan]:
+    """The lines of the file's literals whose text (as `literal_text` reads it) is a value of an
+    entry of `code`: each value, renamed keyword, offered choice and command word an option rule
+    acts on is one (`OptionRule.target_lines`)."""
+    values, patterns = _values_of(code)
+    lines: list[str] = []
+    found: list[LineSpan] = []
+    for node in model.of_type(ast.Constant):
+        assert isinstance(node, ast.Constant)
+        value = node.value
+        if isinstance(value, str):
+            text = value
+        elif value is None or isinstance(value, bool):
+            text = str(value)
+        elif isinstance(value, (int, float)) and node.lineno == node.end_lineno:
+            lines = lines or split_lines(model.source)
+            text = lines[node.lineno - 1].encode()[node.col_offset:node.end_col_offset].decode()  # as written
+        else:
+            continue
+        if text in values or any(p.fullmatch(text) for p in patterns):
+            found.append((node.lineno, node.end_lineno or node.lineno))
+    return found
 
 
 def literal_text(node: cst.BaseExpression) -> str | None:
@@ -81,6 +116,9 @@ class OptionRule(Rule):
 
     fix = Fix.SAFE
     severity = Severity.WARNING
+
+    def target_lines(self) -> list[LineSpan]:
+        return self.context.model.derived(_matching_literals, self.code)
 
     def option_found(self, entry: Entry, name: str, value: str, original: cst.BaseExpression,
                      updated: cst.BaseExpression) -> cst.BaseExpression:
