@@ -55,18 +55,40 @@ def option_prefilter(code: str) -> str:
 
 
 @cache
-def _values_of(code: str) -> tuple[frozenset[str], tuple[re.Pattern[str], ...]]:
-    """Every value an option or flag entry of `code` names, and its values' patterns."""
-    entries = [e for e in (*catalogue.option_entries(), *catalogue.option_entries("flag")) if e.get("code") == code]
-    values = frozenset(v for e in entries for v in e.get("values") or ())
-    return values, tuple(re.compile(e["pattern"]) for e in entries if e.get("pattern") is not None)
+def _entries_of(code: str) -> tuple[tuple[frozenset[str], frozenset[str], re.Pattern[str] | None], ...]:
+    """Each option or flag entry of `code`: how its name may be spelled (`half_precision_backend`,
+    `half-precision-backend` as a flag, the callee that takes it by position), its values and its
+    values' pattern."""
+    found = []
+    for entry in (*catalogue.option_entries(), *catalogue.option_entries("flag")):
+        if entry.get("code") != code:
+            continue
+        names = [entry["option"]] if entry.get("option") else [flag.lstrip("-") for flag in entry.get("flags", ())]
+        spellings = frozenset(n for name in names for n in (name, name.replace("_", "-"))) \
+            | {call.rsplit(".", 1)[-1] for call in entry.get("calls", ())}  # `RWKV(path, "cuda fp16")`: its import
+        pattern = re.compile(entry["pattern"]) if entry.get("pattern") is not None else None
+        found.append((spellings, frozenset(entry.get("values") or ()), pattern))
+    return tuple(found)
+
+
+def _named(model: FileModel, spellings: frozenset[str]) -> bool:
+    """Whether the file spells an option's name: in its text, or in a string whose escapes hide it."""
+    source = model.source
+    return any(name in source for name in spellings) or "\\" in source and any(
+        isinstance(node, ast.Constant) and isinstance(node.value, str) and any(name in node.value for name in spellings)
+        for node in model.of_type(ast.Constant))
 
 
 def _matching_literals(model: FileModel, code: str) -> list[LineSpan]:
     """The lines of the file's literals whose text (as `literal_text` reads it) is a value of an
-    entry of `code`: each value, renamed keyword, offered choice and command word an option rule
-    acts on is one (`OptionRule.target_lines`)."""
-    values, patterns = _values_of(code)
+    entry of `code` whose name the file spells: each value, renamed keyword, offered choice and
+    command word an option rule acts on is one, named by a keyword, key, target, parameter or
+    flag beside it (`OptionRule.target_lines`)."""
+    live = [(values, pattern) for spellings, values, pattern in _entries_of(code) if _named(model, spellings)]
+    if not live:
+        return []
+    values = frozenset().union(*(v for v, _ in live))
+    patterns = [p for _, p in live if p is not None]
     lines: list[str] = []
     found: list[LineSpan] = []
     for node in model.of_type(ast.Constant):

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import ast
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import libcst as cst
 
-from codemods.api.rule import Fix, Rule
+from codemods.analyses.references import qualified_references
+from codemods.api.rule import Fix, LineSpan, Rule
 from codemods.data import catalogue
 from codemods.model.cstnodes import dotted_name, dotted_parts, find_all, string_value
+from codemods.model.filemodel import FileModel
 from npu_migrate.core.diagnostics import Severity
 from npu_migrate.core.discovery import CUDA_SUFFIXES
 
@@ -90,6 +92,57 @@ def _entries_by_place() -> dict[tuple[str | None, str], tuple[dict[str, Any], ..
     return {key: tuple(group) for key, group in found.items()}
 
 
+@lru_cache(maxsize=1 << 16)
+def _import_code(module: str) -> str | None:
+    """The code of the entry that reports an import of `module` (`ThirdPartyRule._report_import`)."""
+    entry = best_import_entry(module)
+    return entry.get("code") if entry is not None else None
+
+
+@lru_cache(maxsize=1 << 16)
+def _library_code(name: str) -> str | None:
+    """The code of the entry of the CUDA-only library a qualified name belongs to, if any."""
+    library = catalogue.cuda_only_library(name)
+    return _import_code(library) if library else None
+
+
+def _library_lines(model: FileModel, code: str) -> list[LineSpan] | None:
+    """Where `ThirdPartyRule` can report for `code` in this file: the imports it reports, the
+    chains that qualify to an entry's name or into a library of the code, the keywords of its
+    "keyword" entries and the attributes its "api-call" patterns name. None where `_qualify` also
+    spells chains out (a library head imported but not a plain alias of the file)."""
+    facts = model.facts
+    imported = {alias.name.split(".")[0] for node in model.of_type(ast.Import)
+                if isinstance(node, ast.Import) for alias in node.names if alias.asname is None}
+    if any(head not in facts.aliases for head in _heads() & imported):
+        return None
+    named = {e["cuda"] for place in ("call", "reference") for e in _entries_by_place().get((code, place), ())}
+    found = [span for name, spans in model.derived(qualified_references).by_name.items()
+             if name in named or _library_code(name) == code for span in spans]
+    for node in model.of_type(ast.Import):
+        if isinstance(node, ast.Import) and any(_import_code(a.name) == code for a in node.names):
+            found.append((node.lineno, node.end_lineno or node.lineno))
+    for node in model.of_type(ast.ImportFrom):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level and any(
+                _import_code(node.module if a.name == "*" else f"{node.module}.{a.name}") == code for a in node.names):
+            found.append((node.lineno, node.end_lineno or node.lineno))
+    keywords = {e["cuda"] for e in _entries_by_place().get((code, "keyword"), ())}
+    if keywords:
+        found += [(node.lineno, node.end_lineno or node.lineno) for node in model.of_type(ast.keyword)
+                  if isinstance(node, ast.keyword) and node.arg in keywords]
+    patterns = [re.compile(e["pattern"]) for e in _entries_by_place().get((code, "api-call"), ())]
+    if patterns:
+        found += [(node.lineno, node.end_lineno or node.lineno) for node in model.of_type(ast.Attribute)
+                  if isinstance(node, ast.Attribute) and any(p.fullmatch(node.attr) for p in patterns)]
+    return found
+
+
+def _family_visits_only(rule: type[Rule]) -> bool:
+    """Whether a rule visits nodes with `ThirdPartyRule`'s methods alone (what `_library_lines` reads)."""
+    return all(getattr(rule, name) is getattr(ThirdPartyRule, name, None)
+               for name in dir(rule) if name.startswith(("visit_", "leave_")))
+
+
 def severity_of(entry: dict[str, Any]) -> Severity | None:
     """The entry's own severity (an engine with no route is an error), or None: the rule's."""
     return Severity(entry["severity"]) if "severity" in entry else None
@@ -99,6 +152,11 @@ class ThirdPartyRule(Rule):
     fix = Fix.NONE
     severity = Severity.WARNING
     default = True
+
+    def target_lines(self) -> list[LineSpan] | None:
+        if not _family_visits_only(type(self)):
+            return None  # a rule that visits more (NPU311) says nothing of it here
+        return self.context.model.derived(_library_lines, self.code)
 
     def _entries(self, at: str) -> tuple[dict[str, Any], ...]:
         return _entries_by_place().get((self.code, at), ())
