@@ -74,9 +74,9 @@ def _entries_of(code: str) -> tuple[tuple[frozenset[str], frozenset[str], re.Pat
 def _named(model: FileModel, spellings: frozenset[str]) -> bool:
     """Whether the file spells an option's name: in its text, or in a string whose escapes hide it."""
     source = model.source
-    return any(name in source for name in spellings) or "\\" in source and any(
+    return any(name in source for name in spellings) or ("\\" in source and any(
         isinstance(node, ast.Constant) and isinstance(node.value, str) and any(name in node.value for name in spellings)
-        for node in model.of_type(ast.Constant))
+        for node in model.of_type(ast.Constant)))
 
 
 def _matching_literals(model: FileModel, code: str) -> list[LineSpan]:

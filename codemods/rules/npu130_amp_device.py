@@ -206,7 +206,7 @@ class AmpDevice(Rule):
         decorator and attribute the rule acts on is one), and the imports it moves."""
         table = self.table
         found = self.context.model.derived(qualified_references).lines(
-            lambda name: name.startswith(CUDA_AMP) and name[len(CUDA_AMP):len(CUDA_AMP) + 1] in ("", ".")
+            lambda name: (name.startswith(CUDA_AMP) and name[len(CUDA_AMP):len(CUDA_AMP) + 1] in ("", "."))
             or name in table.generic or name in table.legacy)
         if found is None:
             return None

@@ -7,8 +7,8 @@ from typing import Any
 import libcst as cst
 
 from codemods.analyses.portable import device_type, portable_ok
-from codemods.api.cases import Invalid, Valid
 from codemods.analyses.references import qualified_references
+from codemods.api.cases import Invalid, Valid
 from codemods.api.rule import Fix, LineSpan
 from codemods.data.tables import load_data
 from codemods.families.namemap import CoverageRule

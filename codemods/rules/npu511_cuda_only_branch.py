@@ -164,9 +164,9 @@ def _guard_marks(model: FileModel) -> list[LineSpan]:
     holders += [node for node in model.of_type(ast.Call) if isinstance(node, ast.Call) and _may_register(node.func, facts)]
     for holder in holders:
         for node in ast.walk(holder):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CUDA_LITERAL.fullmatch(node.value) \
-                    or isinstance(node, ast.Attribute) and (node.attr in ("is_cuda", "CUDA") or node.attr in _GUARD_NAMES) \
-                    or isinstance(node, ast.Name) and (node.id in _GUARD_NAMES or _last(facts.qualify([node.id])) in _GUARD_NAMES):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and _CUDA_LITERAL.fullmatch(node.value)) \
+                    or (isinstance(node, ast.Attribute) and (node.attr in ("is_cuda", "CUDA") or node.attr in _GUARD_NAMES)) \
+                    or (isinstance(node, ast.Name) and (node.id in _GUARD_NAMES or _last(facts.qualify([node.id])) in _GUARD_NAMES)):
                 found.append((node.lineno, node.end_lineno or node.lineno))
     return found
 

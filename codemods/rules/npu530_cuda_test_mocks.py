@@ -30,8 +30,8 @@ def _patch_lines(model: FileModel) -> list[LineSpan]:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         values = [a.value if isinstance(a, ast.Starred) else a for a in node.args] + [k.value for k in node.keywords]
-        if name in _PATCHERS and any(isinstance(v, ast.Attribute) or isinstance(v, ast.Constant)
-                                     and isinstance(v.value, str) and "torch.cuda." in v.value for v in values):
+        if name in _PATCHERS and any(isinstance(v, ast.Attribute) or (isinstance(v, ast.Constant)
+                                     and isinstance(v.value, str) and "torch.cuda." in v.value) for v in values):
             found.append((node.lineno, node.end_lineno or node.lineno))
     found += [(node.lineno, node.end_lineno or node.lineno) for node in model.of_type(ast.keyword)
               if isinstance(node, ast.keyword) and node.arg in _SKIP_KEYWORDS]
