@@ -25,6 +25,7 @@ from codemods.analyses.references import qualified_references
 from codemods.api.rule import Fix, LineSpan, Rule
 from codemods.data import catalogue
 from codemods.model.cstnodes import dotted_name, dotted_parts, find_all, string_value
+from codemods.model.astnodes import ast_dotted_parts
 from codemods.model.filemodel import FileModel
 from npu_migrate.core.diagnostics import Severity
 from npu_migrate.core.discovery import CUDA_SUFFIXES
@@ -117,8 +118,14 @@ def _library_lines(model: FileModel, code: str) -> list[LineSpan] | None:
     if any(head not in facts.aliases for head in _heads() & imported):
         return None
     named = {e["cuda"] for place in ("call", "reference") for e in _entries_by_place().get((code, place), ())}
+    # an entry's name (`_report_call`, `visit_Attribute`), or a CUDA API of a library of the code
+    # (`_cuda_api_of_library`: a CUDA word in the name)
     found = [span for name, spans in model.derived(qualified_references).by_name.items()
-             if name in named or _library_code(name) == code for span in spans]
+             if name in named or (_CUDA_WORD.search(name) and _library_code(name) == code) for span in spans]
+    for node in model.of_type(ast.Call):  # `_report_target`: "cuda" given to a library of the code
+        if isinstance(node, ast.Call) and any(_CUDA_TARGET.fullmatch(value) for value in _target_strings(node)) \
+                and (parts := ast_dotted_parts(node.func)) and _library_code(facts.qualify(parts) or "") == code:
+            found.append((node.lineno, node.end_lineno or node.lineno))
     for node in model.of_type(ast.Import):
         if isinstance(node, ast.Import) and any(_import_code(a.name) == code for a in node.names):
             found.append((node.lineno, node.end_lineno or node.lineno))
@@ -135,6 +142,13 @@ def _library_lines(model: FileModel, code: str) -> list[LineSpan] | None:
         found += [(node.lineno, node.end_lineno or node.lineno) for node in model.of_type(ast.Attribute)
                   if isinstance(node, ast.Attribute) and any(p.fullmatch(node.attr) for p in patterns)]
     return found
+
+
+def _target_strings(call: ast.Call) -> list[str]:
+    """The strings `_report_target` reads: positional arguments, and keywords that name a target."""
+    values = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
+    values += [k.value for k in call.keywords if k.arg in _TARGET_KEYWORDS]
+    return [v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
 
 
 def _family_visits_only(rule: type[Rule]) -> bool:

@@ -7,9 +7,8 @@ from typing import Any
 import libcst as cst
 
 from codemods.analyses.portable import device_type, portable_ok
-from codemods.analyses.references import qualified_references
 from codemods.api.cases import Invalid, Valid
-from codemods.api.rule import Fix, LineSpan
+from codemods.api.rule import Fix
 from codemods.data.tables import load_data
 from codemods.families.namemap import CoverageRule
 from codemods.model.cstnodes import string_value, with_string
@@ -64,16 +63,13 @@ class CompileBackend(CoverageRule):
     fix = Fix.SAFE
     needs_torch_npu = True
     prefilter = r"cudagraphs|tensorrt"
+    gate_names = _COMPILE | _DYNAMO
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         data = load_data(DATA)
         self.backends: dict[str, str] = data["compile_backends"]
         self.flags: dict[str, str] = data["compile_backend_flags"]
-
-    def target_lines(self) -> list[LineSpan] | None:
-        """The callees `torch.compile` and `torch._dynamo.optimize`, the only calls it reads."""
-        return self.context.model.derived(qualified_references).lines(lambda name: name in _COMPILE or name in _DYNAMO)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         qualified = self.resolve(original_node.func)

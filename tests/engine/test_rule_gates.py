@@ -80,7 +80,8 @@ def _ungated(monkeypatch, rule):
 
 def test_gates_are_used():
     codes = {rule.code for rule in _gated_rules()}
-    assert {"NPU130", "NPU175", "NPU308", "NPU316", "NPU511", "NPU523", "NPU525", "NPU530"} <= codes
+    assert {"NPU130", "NPU152", "NPU153", "NPU156", "NPU175", "NPU177", "NPU308", "NPU316", "NPU511", "NPU523",
+            "NPU525", "NPU530"} <= codes
 
 
 @pytest.mark.parametrize("rule", _gated_rules(), ids=lambda rule: rule.code)
@@ -110,6 +111,8 @@ REACHED = [
     ("NPU308", "import triton as tr\n\n\n@tr.jit\ndef k(x):\n    pass\n"),
     ("NPU316", "import tilelang as tl\n\n\ndef f():\n    y = 1\n    return tl.compile(g, target='cuda')\n"),
     ("NPU175", "from torch import compile as c\n\n\ndef f(m):\n    y = 1\n    return c(m, backend='cudagraphs')\n"),
+    ("NPU152", "from torch import load as L\n\n\ndef f(p):\n    y = 1\n    return L(p, map_location={'cuda:0': 'cpu'})\n"),
+    ("NPU153", "import torch.nn as tnn\nm = tnn.DataParallel(m, device_ids=['cuda:0', 'cuda:1'])\n"),
     ("NPU530", "from unittest import mock as m\n\n\n@m.patch('torch.cuda.is_available', return_value=True)\n"
                "def test_a(x):\n    pass\n"),
     ("NPU530", "import torch as th\n\n\ndef test_b(monkeypatch):\n    y = 1\n"
