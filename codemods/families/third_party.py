@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any
 
@@ -107,48 +108,84 @@ def _library_code(name: str) -> str | None:
     return _import_code(library) if library else None
 
 
-def _library_lines(model: FileModel, code: str) -> list[LineSpan] | None:
-    """Where `ThirdPartyRule` can report for `code` in this file: the imports it reports, the
-    chains that qualify to an entry's name or into a library of the code, the keywords of its
-    "keyword" entries and the attributes its "api-call" patterns name. None where `_qualify` also
-    spells chains out (a library head imported but not a plain alias of the file)."""
+@cache
+def _codes_by_word() -> tuple[dict[str, frozenset[str | None]], dict[str, frozenset[str | None]], re.Pattern[str] | None]:
+    """The entries' names at "call"/"reference" and at "keyword", each -> the codes that report it,
+    and one pattern for every "api-call" entry (None: there is none)."""
+    named: dict[str, set[str | None]] = {}
+    keywords: dict[str, set[str | None]] = {}
+    patterns = []
+    for entry in entries():
+        places, code = set(entry["at"]), entry.get("code")
+        if places & {"call", "reference"}:
+            named.setdefault(entry["cuda"], set()).add(code)
+        if "keyword" in places:
+            keywords.setdefault(entry["cuda"], set()).add(code)
+        if "api-call" in places:
+            patterns.append(f"(?:{entry['pattern']})")
+    return ({k: frozenset(v) for k, v in named.items()}, {k: frozenset(v) for k, v in keywords.items()},
+            re.compile("|".join(patterns)) if patterns else None)
+
+
+def _library_lines(model: FileModel) -> dict[str | None, list[LineSpan]] | None:
+    """Where `ThirdPartyRule` can report in this file, by code: the imports it reports, the chains
+    that qualify to an entry's name or to a CUDA API of a library of the code, the calls that give
+    such a library a "cuda" target, the keywords of its "keyword" entries and the attributes its
+    "api-call" patterns name. None where `_qualify` also spells chains out (a library's head
+    imported, but no plain alias of the file). Once per file, for every code of the family."""
     facts = model.facts
     imported = {alias.name.split(".")[0] for node in model.of_type(ast.Import)
                 if isinstance(node, ast.Import) for alias in node.names if alias.asname is None}
     if any(head not in facts.aliases for head in _heads() & imported):
         return None
-    named = {e["cuda"] for place in ("call", "reference") for e in _entries_by_place().get((code, place), ())}
-    # an entry's name (`_report_call`, `visit_Attribute`), or a CUDA API of a library of the code
-    # (`_cuda_api_of_library`: a CUDA word in the name)
-    found = [span for name, spans in model.derived(qualified_references).by_name.items()
-             if name in named or (_CUDA_WORD.search(name) and _library_code(name) == code) for span in spans]
-    for node in model.of_type(ast.Call):  # `_report_target`: "cuda" given to a library of the code
-        if isinstance(node, ast.Call) and any(_CUDA_TARGET.fullmatch(value) for value in _target_strings(node)) \
-                and (parts := ast_dotted_parts(node.func)) and _library_code(facts.qualify(parts) or "") == code:
-            found.append((node.lineno, node.end_lineno or node.lineno))
+    named, keywords, api_calls = _codes_by_word()
+    found: dict[str | None, list[LineSpan]] = {}
+
+    def add(codes: Iterable[str | None], spans: list[LineSpan]) -> None:
+        for code in set(codes) - {None}:
+            found.setdefault(code, []).extend(spans)
+
+    for name, spans in model.derived(qualified_references).by_name.items():
+        add([*named.get(name, ()), _library_code(name) if _CUDA_WORD.search(name) else None], spans)
     for node in model.of_type(ast.Import):
-        if isinstance(node, ast.Import) and any(_import_code(a.name) == code for a in node.names):
-            found.append((node.lineno, node.end_lineno or node.lineno))
+        if isinstance(node, ast.Import):
+            add([_import_code(a.name) for a in node.names], [_span(node)])
     for node in model.of_type(ast.ImportFrom):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level and any(
-                _import_code(node.module if a.name == "*" else f"{node.module}.{a.name}") == code for a in node.names):
-            found.append((node.lineno, node.end_lineno or node.lineno))
-    keywords = {e["cuda"] for e in _entries_by_place().get((code, "keyword"), ())}
-    if keywords:
-        found += [(node.lineno, node.end_lineno or node.lineno) for node in model.of_type(ast.keyword)
-                  if isinstance(node, ast.keyword) and node.arg in keywords]
-    patterns = [re.compile(e["pattern"]) for e in _entries_by_place().get((code, "api-call"), ())]
-    if patterns:
-        found += [(node.lineno, node.end_lineno or node.lineno) for node in model.of_type(ast.Attribute)
-                  if isinstance(node, ast.Attribute) and any(p.fullmatch(node.attr) for p in patterns)]
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            add([_import_code(node.module if a.name == "*" else f"{node.module}.{a.name}") for a in node.names],
+                [_span(node)])
+    for call in _target_calls(model):
+        parts = ast_dotted_parts(call.func)
+        add([_library_code(facts.qualify(parts) or "")] if parts else [], [_span(call)])
+    for node in model.of_type(ast.keyword) if keywords else ():
+        if isinstance(node, ast.keyword) and node.arg in keywords:
+            add(keywords[node.arg], [_span(node)])
+    for node in model.of_type(ast.Attribute) if api_calls is not None else ():
+        if isinstance(node, ast.Attribute) and api_calls is not None and api_calls.fullmatch(node.attr):
+            add([code for (code, place), group in _entries_by_place().items() if place == "api-call"
+                 and any(re.fullmatch(e["pattern"], node.attr) for e in group)], [_span(node)])
     return found
 
 
-def _target_strings(call: ast.Call) -> list[str]:
-    """The strings `_report_target` reads: positional arguments, and keywords that name a target."""
-    values = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
-    values += [k.value for k in call.keywords if k.arg in _TARGET_KEYWORDS]
-    return [v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+def _span(node: ast.stmt | ast.expr | ast.keyword) -> LineSpan:
+    return node.lineno, node.end_lineno or node.lineno
+
+
+def _target_calls(model: FileModel) -> list[ast.Call]:
+    """The calls given a "cuda" target string (`_report_target`): positionally, or by a keyword
+    that names a target."""
+    parents = model.parents
+    calls = []
+    for node in model.of_type(ast.Constant):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and _CUDA_TARGET.fullmatch(node.value)):
+            continue
+        child: ast.AST = node
+        holder = parents.get(id(node))
+        if isinstance(holder, ast.Starred) or (isinstance(holder, ast.keyword) and holder.arg in _TARGET_KEYWORDS):
+            child, holder = holder, parents.get(id(holder))
+        if isinstance(holder, ast.Call) and child is not holder.func:
+            calls.append(holder)
+    return calls
 
 
 def _family_visits_only(rule: type[Rule]) -> bool:
@@ -170,7 +207,8 @@ class ThirdPartyRule(Rule):
     def target_lines(self) -> list[LineSpan] | None:
         if not _family_visits_only(type(self)):
             return None  # a rule that visits more (NPU311) says nothing of it here
-        return self.context.model.derived(_library_lines, self.code)
+        found = self.context.model.derived(_library_lines)
+        return None if found is None else found.get(self.code, [])
 
     def _entries(self, at: str) -> tuple[dict[str, Any], ...]:
         return _entries_by_place().get((self.code, at), ())

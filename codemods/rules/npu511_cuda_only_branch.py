@@ -156,26 +156,38 @@ def _guard_marks(model: FileModel) -> list[LineSpan]:
     """The lines of what `_cuda_guard` looks for (a "cuda" string, `.is_cuda`, `.CUDA`, an
     availability call) where the rule reads it: an `if` test, a `return` value, an `and`, the
     arguments of a registration. Every node the rule acts on holds one (`target_lines`)."""
-    facts = model.facts
-    found: list[LineSpan] = []
-    holders: list[ast.AST] = [node.test for node in model.of_type(ast.If) if isinstance(node, ast.If)]
-    holders += [node.value for node in model.of_type(ast.Return) if isinstance(node, ast.Return) and node.value]
-    holders += [node for node in model.of_type(ast.BoolOp) if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And)]
-    holders += [node for node in model.of_type(ast.Call) if isinstance(node, ast.Call) and _may_register(node.func, facts)]
-    for holder in holders:
-        for node in ast.walk(holder):
-            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and _CUDA_LITERAL.fullmatch(node.value)) \
-                    or (isinstance(node, ast.Attribute) and (node.attr in ("is_cuda", "CUDA") or node.attr in _GUARD_NAMES)) \
-                    or (isinstance(node, ast.Name) and (node.id in _GUARD_NAMES or _last(facts.qualify([node.id])) in _GUARD_NAMES)):
-                found.append((node.lineno, node.end_lineno or node.lineno))
-    return found
+    facts, parents = model.facts, model.parents
+    names = _GUARD_NAMES | {local for local, target in facts.aliases.items() if _last(target) in _GUARD_NAMES}
+    marks = [node for node in model.of_type(ast.Constant) if isinstance(node, ast.Constant)
+             and isinstance(node.value, str) and _CUDA_LITERAL.fullmatch(node.value)]
+    marks += [node for node in model.of_type(ast.Attribute) if isinstance(node, ast.Attribute)
+              and (node.attr in ("is_cuda", "CUDA") or node.attr in _GUARD_NAMES)]
+    marks += [node for node in model.of_type(ast.Name) if isinstance(node, ast.Name) and node.id in names]
+    return [(node.lineno, node.end_lineno or node.lineno) for node in marks if _read_as_guard(node, parents, facts)]
+
+
+def _read_as_guard(node: ast.AST, parents: Mapping[int, ast.AST], facts: Any) -> bool:
+    """Whether a node lies in an `if` test, a `return` value, an `and` or a registration call
+    (its statement is the last place to look)."""
+    child, parent = node, parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.If):
+            return child is parent.test
+        if isinstance(parent, ast.Return) or (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.And)) \
+                or (isinstance(parent, ast.Call) and _may_register(parent.func, facts)):
+            return True
+        if isinstance(parent, ast.stmt):
+            return False
+        child, parent = parent, parents.get(id(parent))
+    return False
 
 
 def _may_register(func: ast.expr, facts: Any) -> bool:
-    """Whether a callee may be one of `_REGISTRATIONS` (by its name, its last part or its alias)."""
-    parts = ast_dotted_parts(func)
-    last = func.attr if isinstance(func, ast.Attribute) else parts[-1] if parts else ""
-    return _last(facts.qualify(parts) if parts else None) in _REGISTRATION_NAMES or last in _REGISTRATION_NAMES
+    """Whether a callee may be one of `_REGISTRATIONS` (by its last part, or its alias's)."""
+    if isinstance(func, ast.Attribute):
+        return func.attr in _REGISTRATION_NAMES
+    return isinstance(func, ast.Name) and (func.id in _REGISTRATION_NAMES
+                                           or _last(facts.aliases.get(func.id)) in _REGISTRATION_NAMES)
 
 
 def _ast_npu_test(test: ast.expr, facts: Any) -> bool:
