@@ -158,7 +158,7 @@ def _guard_marks(model: FileModel) -> list[LineSpan]:
     arguments of a registration. Every node the rule acts on holds one (`target_lines`)."""
     facts, parents = model.facts, model.parents
     names = _GUARD_NAMES | {local for local, target in facts.aliases.items() if _last(target) in _GUARD_NAMES}
-    marks = [node for node in model.of_type(ast.Constant) if isinstance(node, ast.Constant)
+    marks: list[ast.expr] = [node for node in model.of_type(ast.Constant) if isinstance(node, ast.Constant)
              and isinstance(node.value, str) and _CUDA_LITERAL.fullmatch(node.value)]
     marks += [node for node in model.of_type(ast.Attribute) if isinstance(node, ast.Attribute)
               and (node.attr in ("is_cuda", "CUDA") or node.attr in _GUARD_NAMES)]
