@@ -17,7 +17,8 @@ identity), so a key can neither outlive its tree nor be mistaken for another nod
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -142,6 +143,33 @@ class TreeScratch(dict[str, Any]):
         return found
 
 
+# lines a rule may act on in one file (`Rule.target_lines`): (first, last), 1-based, inclusive
+LineSpan = tuple[int, int]
+
+
+class LineSpans:
+    """A rule's target lines in one file, merged and sorted: asked whether a piece meets them."""
+
+    def __init__(self, spans: Iterable[LineSpan]) -> None:
+        merged: list[list[int]] = []
+        for first, last in sorted(spans):
+            if merged and first <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], last)
+            else:
+                merged.append([first, last])
+        self.firsts = [first for first, _ in merged]
+        self.lasts = [last for _, last in merged]
+
+    def __bool__(self) -> bool:
+        return bool(self.firsts)
+
+    def meets(self, start: int, end: int) -> bool:
+        """Whether lines [start, end) hold a line of a span (the spans are disjoint and sorted,
+        so the last one starting before `end` reaches furthest among those)."""
+        i = bisect_right(self.firsts, end - 1) - 1
+        return i >= 0 and self.lasts[i] >= start
+
+
 class Rule:
     """Base of every codemod. Subclasses set the class attributes and define visit/leave methods."""
 
@@ -202,6 +230,18 @@ class Rule:
         """A regex for more text the rule acts on, built from the run's rule options: for a rule
         whose targets are names a project defines (the modules of its CUDA extensions, NPU311),
         which no fixed `prefilter` can spell. None (most rules): `prefilter` alone."""
+        return None
+
+    def target_lines(self) -> Iterable[LineSpan] | None:
+        """Where in this file the rule can act, worked out once per file on the `ast` model
+        (`self.context.model`) before LibCST parses anything: (first, last) line pairs. The engine
+        hands the rule only the pieces that meet one of them, and drops it for the file when there
+        is none, so no piece is parsed for a rule that would say nothing there. None (the default):
+        every piece its prefilter matches.
+
+        A gate must only leave out what the rule could never act on: every node that one of its
+        visit methods would rewrite, report or remember for a later node lies on the lines
+        returned (aliases included: `from torch.cuda import amp as a` makes `a` a target)."""
         return None
 
     # -- helpers for rule authors ------------------------------------------------------------

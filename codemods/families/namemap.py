@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 
 import libcst as cst
 
-from codemods.api.rule import Rule
+from codemods.analyses.references import qualified_references
+from codemods.api.rule import LineSpan, Rule
 from codemods.api.targets import npu_too_new
 from codemods.data.tables import load_data
 from codemods.model.cstnodes import alias_asname, dotted_expr, dotted_name, dotted_parts
@@ -120,7 +121,17 @@ def _words(words: Iterable[str]) -> str:
 
 
 class CoverageRule(Rule):
-    """Base of the coverage rules (a marker: name resolution is the shared `Rule.resolve`)."""
+    """Base of the coverage rules (name resolution is the shared `Rule.resolve`)."""
+
+    # the qualified callees a rule acts at, where it acts at nothing else (each of its visit
+    # methods first asks `self.resolve(call.func)` for one of them): its gate is then the lines
+    # of the chains that resolve to one (`Rule.target_lines`); empty: no gate
+    gate_names: ClassVar[frozenset[str]] = frozenset()
+
+    def target_lines(self) -> list[LineSpan] | None:
+        if not self.gate_names:
+            return None
+        return self.context.model.derived(qualified_references).lines(self.gate_names.__contains__)
 
 
 class NameMapRule(CoverageRule):

@@ -14,6 +14,7 @@ A computed value is not reported: nothing says which one it holds.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Collection, Sequence
 from functools import cache
@@ -21,9 +22,11 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, LineSpan, Rule
 from codemods.data import catalogue
 from codemods.model.cstnodes import find_all, string_value, verbatim_string, with_string
+from codemods.model.filemodel import FileModel
+from codemods.model.imports import split_lines
 from npu_migrate.core.diagnostics import Severity
 
 Entry = dict[str, Any]
@@ -49,6 +52,60 @@ def option_prefilter(code: str) -> str:
                      if not all(entry.get("calls") for entry in group))  # those are found by their callee
     spelled = [rf"(?:{names})\s*[=:]", rf"""["'](?:--)?(?:{names})["']"""] if names else []
     return "|".join(spelled + [rf"{re.escape(callee)}\(" for callee in sorted(callees)]) or r"(?!)"
+
+
+@cache
+def _entries_of(code: str) -> tuple[tuple[frozenset[str], frozenset[str], re.Pattern[str] | None], ...]:
+    """Each option or flag entry of `code`: how its name may be spelled (`half_precision_backend`,
+    `half-precision-backend` as a flag, the callee that takes it by position), its values and its
+    values' pattern."""
+    found = []
+    for entry in (*catalogue.option_entries(), *catalogue.option_entries("flag")):
+        if entry.get("code") != code:
+            continue
+        names = [entry["option"]] if entry.get("option") else [flag.lstrip("-") for flag in entry.get("flags", ())]
+        spellings = frozenset(n for name in names for n in (name, name.replace("_", "-"))) \
+            | {call.rsplit(".", 1)[-1] for call in entry.get("calls", ())}  # `RWKV(path, "cuda fp16")`: its import
+        pattern = re.compile(entry["pattern"]) if entry.get("pattern") is not None else None
+        found.append((spellings, frozenset(entry.get("values") or ()), pattern))
+    return tuple(found)
+
+
+def _named(model: FileModel, spellings: frozenset[str]) -> bool:
+    """Whether the file spells an option's name: in its text, or in a string whose escapes hide it."""
+    source = model.source
+    return any(name in source for name in spellings) or ("\\" in source and any(
+        isinstance(node, ast.Constant) and isinstance(node.value, str) and any(name in node.value for name in spellings)
+        for node in model.of_type(ast.Constant)))
+
+
+def _matching_literals(model: FileModel, code: str) -> list[LineSpan]:
+    """The lines of the file's literals whose text (as `literal_text` reads it) is a value of an
+    entry of `code` whose name the file spells: each value, renamed keyword, offered choice and
+    command word an option rule acts on is one, named by a keyword, key, target, parameter or
+    flag beside it (`OptionRule.target_lines`)."""
+    live = [(values, pattern) for spellings, values, pattern in _entries_of(code) if _named(model, spellings)]
+    if not live:
+        return []
+    values = frozenset().union(*(v for v, _ in live))
+    patterns = [p for _, p in live if p is not None]
+    lines: list[str] = []
+    found: list[LineSpan] = []
+    for node in model.of_type(ast.Constant):
+        assert isinstance(node, ast.Constant)
+        value = node.value
+        if isinstance(value, str):
+            text = value
+        elif value is None or isinstance(value, bool):
+            text = str(value)
+        elif isinstance(value, (int, float)) and node.lineno == node.end_lineno:
+            lines = lines or split_lines(model.source)
+            text = lines[node.lineno - 1].encode()[node.col_offset:node.end_col_offset].decode()  # as written
+        else:
+            continue
+        if text in values or any(p.fullmatch(text) for p in patterns):
+            found.append((node.lineno, node.end_lineno or node.lineno))
+    return found
 
 
 def literal_text(node: cst.BaseExpression) -> str | None:
@@ -81,6 +138,9 @@ class OptionRule(Rule):
 
     fix = Fix.SAFE
     severity = Severity.WARNING
+
+    def target_lines(self) -> list[LineSpan]:
+        return self.context.model.derived(_matching_literals, self.code)
 
     def option_found(self, entry: Entry, name: str, value: str, original: cst.BaseExpression,
                      updated: cst.BaseExpression) -> cst.BaseExpression:

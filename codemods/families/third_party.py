@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import ast
 import re
-from functools import cache
+from collections.abc import Iterable
+from functools import cache, lru_cache
 from typing import Any
 
 import libcst as cst
 
-from codemods.api.rule import Fix, Rule
+from codemods.analyses.references import qualified_references
+from codemods.api.rule import Fix, LineSpan, Rule
 from codemods.data import catalogue
 from codemods.model.cstnodes import dotted_name, dotted_parts, find_all, string_value
+from codemods.model.astnodes import ast_dotted_parts
+from codemods.model.filemodel import FileModel
 from npu_migrate.core.diagnostics import Severity
 from npu_migrate.core.discovery import CUDA_SUFFIXES
 
@@ -90,6 +94,106 @@ def _entries_by_place() -> dict[tuple[str | None, str], tuple[dict[str, Any], ..
     return {key: tuple(group) for key, group in found.items()}
 
 
+@lru_cache(maxsize=1 << 16)
+def _import_code(module: str) -> str | None:
+    """The code of the entry that reports an import of `module` (`ThirdPartyRule._report_import`)."""
+    entry = best_import_entry(module)
+    return entry.get("code") if entry is not None else None
+
+
+@lru_cache(maxsize=1 << 16)
+def _library_code(name: str) -> str | None:
+    """The code of the entry of the CUDA-only library a qualified name belongs to, if any."""
+    library = catalogue.cuda_only_library(name)
+    return _import_code(library) if library else None
+
+
+@cache
+def _codes_by_word() -> tuple[dict[str, frozenset[str | None]], dict[str, frozenset[str | None]], re.Pattern[str] | None]:
+    """The entries' names at "call"/"reference" and at "keyword", each -> the codes that report it,
+    and one pattern for every "api-call" entry (None: there is none)."""
+    named: dict[str, set[str | None]] = {}
+    keywords: dict[str, set[str | None]] = {}
+    patterns = []
+    for entry in entries():
+        places, code = set(entry["at"]), entry.get("code")
+        if places & {"call", "reference"}:
+            named.setdefault(entry["cuda"], set()).add(code)
+        if "keyword" in places:
+            keywords.setdefault(entry["cuda"], set()).add(code)
+        if "api-call" in places:
+            patterns.append(f"(?:{entry['pattern']})")
+    return ({k: frozenset(v) for k, v in named.items()}, {k: frozenset(v) for k, v in keywords.items()},
+            re.compile("|".join(patterns)) if patterns else None)
+
+
+def _library_lines(model: FileModel) -> dict[str | None, list[LineSpan]] | None:
+    """Where `ThirdPartyRule` can report in this file, by code: the imports it reports, the chains
+    that qualify to an entry's name or to a CUDA API of a library of the code, the calls that give
+    such a library a "cuda" target, the keywords of its "keyword" entries and the attributes its
+    "api-call" patterns name. None where `_qualify` also spells chains out (a library's head
+    imported, but no plain alias of the file). Once per file, for every code of the family."""
+    facts = model.facts
+    imported = {alias.name.split(".")[0] for node in model.of_type(ast.Import)
+                if isinstance(node, ast.Import) for alias in node.names if alias.asname is None}
+    if any(head not in facts.aliases for head in _heads() & imported):
+        return None
+    named, keywords, api_calls = _codes_by_word()
+    found: dict[str | None, list[LineSpan]] = {}
+
+    def add(codes: Iterable[str | None], spans: list[LineSpan]) -> None:
+        for code in set(codes) - {None}:
+            found.setdefault(code, []).extend(spans)
+
+    for name, spans in model.derived(qualified_references).by_name.items():
+        add([*named.get(name, ()), _library_code(name) if _CUDA_WORD.search(name) else None], spans)
+    for node in model.of_type(ast.Import):
+        if isinstance(node, ast.Import):
+            add([_import_code(a.name) for a in node.names], [_span(node)])
+    for node in model.of_type(ast.ImportFrom):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            add([_import_code(node.module if a.name == "*" else f"{node.module}.{a.name}") for a in node.names],
+                [_span(node)])
+    for call in _target_calls(model):
+        parts = ast_dotted_parts(call.func)
+        add([_library_code(facts.qualify(parts) or "")] if parts else [], [_span(call)])
+    for node in model.of_type(ast.keyword) if keywords else ():
+        if isinstance(node, ast.keyword) and node.arg in keywords:
+            add(keywords[node.arg], [_span(node)])
+    for node in model.of_type(ast.Attribute) if api_calls is not None else ():
+        if isinstance(node, ast.Attribute) and api_calls is not None and api_calls.fullmatch(node.attr):
+            add([code for (code, place), group in _entries_by_place().items() if place == "api-call"
+                 and any(re.fullmatch(e["pattern"], node.attr) for e in group)], [_span(node)])
+    return found
+
+
+def _span(node: ast.stmt | ast.expr | ast.keyword) -> LineSpan:
+    return node.lineno, node.end_lineno or node.lineno
+
+
+def _target_calls(model: FileModel) -> list[ast.Call]:
+    """The calls given a "cuda" target string (`_report_target`): positionally, or by a keyword
+    that names a target."""
+    parents = model.parents
+    calls = []
+    for node in model.of_type(ast.Constant):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and _CUDA_TARGET.fullmatch(node.value)):
+            continue
+        child: ast.AST = node
+        holder = parents.get(id(node))
+        if isinstance(holder, ast.Starred) or (isinstance(holder, ast.keyword) and holder.arg in _TARGET_KEYWORDS):
+            child, holder = holder, parents.get(id(holder))
+        if isinstance(holder, ast.Call) and child is not holder.func:
+            calls.append(holder)
+    return calls
+
+
+def _family_visits_only(rule: type[Rule]) -> bool:
+    """Whether a rule visits nodes with `ThirdPartyRule`'s methods alone (what `_library_lines` reads)."""
+    return all(getattr(rule, name) is getattr(ThirdPartyRule, name, None)
+               for name in dir(rule) if name.startswith(("visit_", "leave_")))
+
+
 def severity_of(entry: dict[str, Any]) -> Severity | None:
     """The entry's own severity (an engine with no route is an error), or None: the rule's."""
     return Severity(entry["severity"]) if "severity" in entry else None
@@ -99,6 +203,12 @@ class ThirdPartyRule(Rule):
     fix = Fix.NONE
     severity = Severity.WARNING
     default = True
+
+    def target_lines(self) -> list[LineSpan] | None:
+        if not _family_visits_only(type(self)):
+            return None  # a rule that visits more (NPU311) says nothing of it here
+        found = self.context.model.derived(_library_lines)
+        return None if found is None else found.get(self.code, [])
 
     def _entries(self, at: str) -> tuple[dict[str, Any], ...]:
         return _entries_by_place().get((self.code, at), ())

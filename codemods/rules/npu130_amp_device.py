@@ -24,8 +24,9 @@ import libcst as cst
 
 from codemods.analyses.devices import device_expr, mentions_cuda
 from codemods.analyses.portable import device_type, portable_ok
+from codemods.analyses.references import qualified_references
 from codemods.api.cases import Invalid, Valid
-from codemods.api.rule import Fix, Rule, RuleContext
+from codemods.api.rule import Fix, LineSpan, Rule, RuleContext
 from codemods.data.tables import load_data
 from codemods.model.cstnodes import alias_local, code_of, dotted_name, keyword, split_import
 from codemods.model.filemodel import FileModel
@@ -199,6 +200,21 @@ class AmpDevice(Rule):
         self._uses: AmpUses | None = None
         self._reported: set[str] = set()
         self._tails = frozenset(name.rsplit(".", 1)[1] for name in [*self.table.generic, *self.table.legacy])
+
+    def target_lines(self) -> list[LineSpan] | None:
+        """The chains that resolve into `torch.cuda.amp` or to a name of the table (every call,
+        decorator and attribute the rule acts on is one), and the imports it moves."""
+        table = self.table
+        found = self.context.model.derived(qualified_references).lines(
+            lambda name: (name.startswith(CUDA_AMP) and name[len(CUDA_AMP):len(CUDA_AMP) + 1] in ("", "."))
+            or name in table.generic or name in table.legacy)
+        if found is None:
+            return None
+        model = self.context.model
+        return found + [(node.lineno, node.end_lineno or node.lineno) for node in model.of_type(ast.Import)
+                        if isinstance(node, ast.Import) and any(a.name == CUDA_AMP for a in node.names)] \
+            + [(node.lineno, node.end_lineno or node.lineno) for node in model.of_type(ast.ImportFrom)
+               if isinstance(node, ast.ImportFrom) and not node.level and node.module in (CUDA_AMP, "torch.cuda")]
 
     @property
     def uses(self) -> AmpUses:

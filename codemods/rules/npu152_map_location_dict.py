@@ -67,6 +67,7 @@ class MapLocation(CoverageRule):
     severity = Severity.INFO
     # a keyword `map_location=`, or a dict or lambda as the second positional argument
     prefilter = r"map_location|load\s*\([^(),]*,\s*(?:\{|lambda)"
+    gate_names = frozenset(_LOADERS)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         position = _LOADERS.get(self.resolve(original_node.func) or "")

@@ -62,6 +62,7 @@ class DeviceIdsList(CoverageRule):
     fix = Fix.SAFE
     needs_torch_npu = True
     prefilter = r"""device_ids|(?:DataParallel|data_parallel)\s*\([^)]*[\[(]\s*f?['"]cuda"""
+    gate_names = frozenset(_DEVICE_IDS)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         position = _DEVICE_IDS.get(self.resolve(original_node.func) or "")

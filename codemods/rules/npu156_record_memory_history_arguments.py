@@ -105,6 +105,7 @@ class RecordMemoryHistory(CoverageRule):
     fix = Fix.SAFE
     severity = Severity.WARNING
     prefilter = r"_record_memory_history|_snapshot\b|_dump_snapshot"
+    gate_names = _HISTORY | _SNAPSHOT
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         qualified = self.resolve(original_node.func)

@@ -63,6 +63,7 @@ class CompileBackend(CoverageRule):
     fix = Fix.SAFE
     needs_torch_npu = True
     prefilter = r"cudagraphs|tensorrt"
+    gate_names = _COMPILE | _DYNAMO
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)

@@ -66,6 +66,7 @@ class CudaGraphArguments(CoverageRule):
     severity = Severity.WARNING
     # the rule acts on a 4th positional argument or on the two CUDA-only keywords
     prefilter = r"graph\s*\((?:[^()\n]*,){3}|enable_annotations|check_input_liveness"
+    gate_names = _GRAPH
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> Any:
         if self.resolve(original_node.func) not in _GRAPH:

@@ -23,7 +23,7 @@ from codemods.analyses.cudaonly import (
 from codemods.analyses.devices import device_positions
 from codemods.api.cases import Invalid, Valid
 from codemods.api.positions import node_positions
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, LineSpan, Rule
 from codemods.families.lightning import CUDA_ACCELERATORS, accelerator_variables
 from codemods.model.astnodes import ast_dotted_parts, iter_statements
 from codemods.data import catalogue
@@ -56,6 +56,7 @@ _TENSORRT = "TensorrtExecutionProvider"
 _CAPABILITY = frozenset({"torch.cuda.get_device_capability"})
 # torch.library calls that register an implementation for a device type
 _REGISTRATIONS = frozenset({"torch.library.custom_op", "torch.library.register_kernel", "torch.library.impl"})
+_REGISTRATION_NAMES = frozenset(_last(name) for name in _REGISTRATIONS)
 
 
 def _predicate_around(tree: ast.Module, line: int) -> str | None:
@@ -147,6 +148,48 @@ def _reaches_cuda_only(model: FileModel, project: Mapping[str, Mapping[str, str]
         for stmt in iter_statements(model.tree.body))
 
 
+# the names whose call `_cuda_guard` takes for a CUDA test (by their last part, or the alias's)
+_GUARD_NAMES = frozenset({"is_available"}) | _CUDA_AVAILABLE
+
+
+def _guard_marks(model: FileModel) -> list[LineSpan]:
+    """The lines of what `_cuda_guard` looks for (a "cuda" string, `.is_cuda`, `.CUDA`, an
+    availability call) where the rule reads it: an `if` test, a `return` value, an `and`, the
+    arguments of a registration. Every node the rule acts on holds one (`target_lines`)."""
+    facts, parents = model.facts, model.parents
+    names = _GUARD_NAMES | {local for local, target in facts.aliases.items() if _last(target) in _GUARD_NAMES}
+    marks: list[ast.expr] = [node for node in model.of_type(ast.Constant) if isinstance(node, ast.Constant)
+             and isinstance(node.value, str) and _CUDA_LITERAL.fullmatch(node.value)]
+    marks += [node for node in model.of_type(ast.Attribute) if isinstance(node, ast.Attribute)
+              and (node.attr in ("is_cuda", "CUDA") or node.attr in _GUARD_NAMES)]
+    marks += [node for node in model.of_type(ast.Name) if isinstance(node, ast.Name) and node.id in names]
+    return [(node.lineno, node.end_lineno or node.lineno) for node in marks if _read_as_guard(node, parents, facts)]
+
+
+def _read_as_guard(node: ast.AST, parents: Mapping[int, ast.AST], facts: Any) -> bool:
+    """Whether a node lies in an `if` test, a `return` value, an `and` or a registration call
+    (its statement is the last place to look)."""
+    child, parent = node, parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.If):
+            return child is parent.test
+        if isinstance(parent, ast.Return) or (isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.And)) \
+                or (isinstance(parent, ast.Call) and _may_register(parent.func, facts)):
+            return True
+        if isinstance(parent, ast.stmt):
+            return False
+        child, parent = parent, parents.get(id(parent))
+    return False
+
+
+def _may_register(func: ast.expr, facts: Any) -> bool:
+    """Whether a callee may be one of `_REGISTRATIONS` (by its last part, or its alias's)."""
+    if isinstance(func, ast.Attribute):
+        return func.attr in _REGISTRATION_NAMES
+    return isinstance(func, ast.Name) and (func.id in _REGISTRATION_NAMES
+                                           or _last(facts.aliases.get(func.id)) in _REGISTRATION_NAMES)
+
+
 def _ast_npu_test(test: ast.expr, facts: Any) -> bool:
     """`_npu_test` on the `ast`: an `"npu"` literal, `x.is_npu`, an enum's `.NPU`, `torch.npu.*`."""
     for node in ast.walk(test):
@@ -210,6 +253,9 @@ class CudaOnlyBranch(Rule):
         self._names: CudaOnlyNames | None = None
         self._accelerators: frozenset[str] | None = None
         self._kept: dict[str, int] | None = None
+
+    def target_lines(self) -> list[LineSpan]:
+        return self.context.model.derived(_guard_marks)
 
     def visit_If(self, node: cst.If) -> None:
         chains = self.tree.nodes("chained")  # the `elif` arms already seen as part of a chain

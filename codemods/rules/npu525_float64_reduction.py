@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from typing import Any
 
 import libcst as cst
 
 from codemods.api.cases import Invalid, Valid
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, LineSpan, Rule
 from codemods.data.tables import load_data
 from codemods.api.positions import node_positions
 from codemods.model.astnodes import ast_dotted_parts
@@ -124,6 +124,10 @@ class Float64Reduction(Rule):
 
     def _float64_targets(self) -> frozenset[int]:
         return self.context.model.derived(_float64_lines)
+
+    def target_lines(self) -> Iterable[LineSpan]:
+        """The lines of the float64 dtypes to turn, the only ones `leave_Attribute` rewrites."""
+        return [(line, line) for line in self._float64_targets()]
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> Any:
         if original_node.attr.value not in ("float64", "double") or not self._float64_targets() \

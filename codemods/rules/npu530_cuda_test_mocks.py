@@ -2,21 +2,40 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import libcst as cst
 
 from codemods.analyses.portable import generic_name
 from codemods.api.cases import Invalid, Valid
-from codemods.api.rule import Fix, Rule
+from codemods.api.rule import Fix, LineSpan, Rule
 from codemods.families.torch_cuda_api import cuda_names
 from codemods.model.cstnodes import dotted_expr
+from codemods.model.filemodel import FileModel
 from npu_migrate.core.diagnostics import Severity
 
 _PATCHERS = frozenset({"patch", "setattr", "delattr", "object"})
 # Lightning's test markers (`lightning.fabric.utilities.testing._runif_reasons`, litgpt's `_RunIf`)
 _SKIP_KEYWORDS = {"min_cuda_gpus": "that many CUDA GPUs are present (Lightning's `num_cuda_devices()`)",
                   "bf16_cuda": "a CUDA GPU supports bfloat16"}
+
+
+def _patch_lines(model: FileModel) -> list[LineSpan]:
+    """The calls a patcher may make of `torch.cuda` (a patcher's name, an argument that is a
+    string naming `torch.cuda.` or an attribute chain) and the skip keywords: all the rule acts on."""
+    found: list[LineSpan] = []
+    for node in model.of_type(ast.Call):
+        assert isinstance(node, ast.Call)
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        values = [a.value if isinstance(a, ast.Starred) else a for a in node.args] + [k.value for k in node.keywords]
+        if name in _PATCHERS and any(isinstance(v, ast.Attribute) or (isinstance(v, ast.Constant)
+                                     and isinstance(v.value, str) and "torch.cuda." in v.value) for v in values):
+            found.append((node.lineno, node.end_lineno or node.lineno))
+    found += [(node.lineno, node.end_lineno or node.lineno) for node in model.of_type(ast.keyword)
+              if isinstance(node, ast.keyword) and node.arg in _SKIP_KEYWORDS]
+    return found
 
 
 class CudaTestMocks(Rule):
@@ -64,6 +83,9 @@ class CudaTestMocks(Rule):
     # a patcher whose first argument names torch.cuda (as a dotted string or an object), or
     # Lightning's CUDA skip keywords
     prefilter = r"cuda(?:\.\w+)*[\"']?\s*,|cuda\.\w+[\"']\s*\)|min_cuda_gpus\s*=|bf16_cuda\s*="
+
+    def target_lines(self) -> list[LineSpan]:
+        return self.context.model.derived(_patch_lines)
 
     def visit_Arg(self, node: cst.Arg) -> None:
         """Lightning's `RunIf(min_cuda_gpus=N)` / `bf16_cuda=True` (`_runif_reasons`) count CUDA

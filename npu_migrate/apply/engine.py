@@ -19,7 +19,7 @@ import libcst as cst
 
 from codemods.analyses.portable import define_device, guard_import
 from codemods.api.prefilter import Prefilter, TextWords
-from codemods.api.rule import TEXT_LANGUAGES, Rule, RuleContext
+from codemods.api.rule import TEXT_LANGUAGES, LineSpans, Rule, RuleContext
 from codemods.api.runner import RuleRunner, handled_nodes
 from codemods.api.selectors import SWITCHED_OFF as SWITCHED_OFF  # its home; imported from here too
 from codemods.api.selectors import switched_off_option
@@ -212,6 +212,9 @@ def _release(context: RuleContext, rules: Iterable[Rule], runners: Iterable[Rule
 def _run_rules(text: str, path: str, ruleset: RuleSet, nest: bool, tree: ast.Module,
                sweeps: list[type[Rule]], context: RuleContext, rules: dict[type[Rule], Rule],
                runners: dict[tuple[Rule, ...], RuleRunner], outcome: FileOutcome) -> FileOutcome:
+    # each rule's own gate, read on the `ast` model: where in this file it can act (Rule.target_lines)
+    spans = {cls: LineSpans(found) for cls, rule in rules.items() if (found := rule.target_lines()) is not None}
+    rules = {cls: rule for cls, rule in rules.items() if spans.get(cls, True)}
     lines = split_lines(text)
     whole = not nest or any(cls.whole_statements for cls in rules)
     chunk_filters = ruleset.chunk_filters(rules, context.facts)
@@ -230,8 +233,9 @@ def _run_rules(text: str, path: str, ruleset: RuleSet, nest: bool, tree: ast.Mod
             continue
         code = "".join(code_lines[piece.start - 1:piece.end - 1]) if in_code else chunk
         chosen = tuple(rule for cls, rule in rules.items()
-                       if (prefilter := chunk_filters[cls]) is None
-                       or prefilter.search(code if cls in in_code else chunk))
+                       if ((prefilter := chunk_filters[cls]) is None
+                           or prefilter.search(code if cls in in_code else chunk))
+                       and (cls not in spans or spans[cls].meets(piece.start, piece.end)))
         if not chosen:
             pieces.append(chunk)
             continue
