@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
@@ -84,19 +85,19 @@ class DeviceString(DeviceRule):
     def __init__(self, context: RuleContext) -> None:
         super().__init__(context)
         self._depth = 0  # > 0 inside a function or class body
-        self._top_starts: frozenset[int] | None = None
+        self._def_spans: list[tuple[int, int]] | None = None  # lines of the file's functions and classes
 
     def _module_level(self) -> bool:
         """Whether the statement being looked at is a module-level one. The engine may hand us
-        a statement of a function body on its own: such a piece starts on a line where no
-        top-level statement starts."""
+        a statement of a function or class body on its own, or of a module-level `if` block:
+        the piece's first line tells, by the functions and classes of the file around it."""
         if self._depth:
             return False
-        if self._top_starts is None:
-            body = self.context.facts.tree.body
-            self._top_starts = frozenset(
-                [1] + [min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", ())]) for s in body])
-        return self.context.line_offset + 1 in self._top_starts
+        if self._def_spans is None:
+            self._def_spans = [(min([s.lineno] + [d.lineno for d in s.decorator_list]), s.end_lineno or s.lineno)
+                               for s in self.context.model.of_type(*_SCOPES) if isinstance(s, _SCOPES)]
+        line = self.context.line_offset + 1
+        return not any(first <= line <= last for first, last in self._def_spans)
 
     # -- calls: keywords of any call, positions of known functions and methods ---------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -239,6 +240,7 @@ class DeviceString(DeviceRule):
         return updated_node.with_changes(value=value) if value is not updated_node.value else updated_node
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.npu.is_available"})
 
 

@@ -8,6 +8,7 @@ from codemods.api.prefilter import Prefilter
 from codemods.api.registry import all_rules, select_rules
 from codemods.model.imports import split_lines
 from npu_migrate.apply import engine
+from npu_migrate.apply import pieces as P
 from npu_migrate.apply.pieces import PieceMatch, plan_pieces
 
 DEFAULT = engine.RuleSet(select_rules(all_rules()))
@@ -68,3 +69,53 @@ def test_cutting_a_table_changes_nothing_in_the_result(text):
     assert [(e.code, e.line, e.col) for e in cut.edits] == [(e.code, e.line, e.col) for e in whole.edits]
     assert [(d.code, d.line, d.col, d.message) for d in cut.diagnostics] == \
         [(d.code, d.line, d.col, d.message) for d in whole.diagnostics]
+
+
+# -- compound statements cut into their blocks ---------------------------------------------------
+COMPOUND = ('import torch\n\nif flag:\n    a = 1\n    b = x.cuda()\nelif other:  # c\n    c = 2\nelse:\n'
+            '    d = 3\n\ntry:\n    e = 4\nexcept ValueError:\n    f = y.cuda()\nfinally:\n    g = 5\n'
+            'for i in r:\n    h = 6\nelse:\n    k = z.cuda()\nwith ctx:\n    m = 7\n')
+
+
+def test_compound_statements_are_cut_at_their_headers_when_allowed():
+    lines = split_lines(COMPOUND)
+    every = PieceMatch(lines, Prefilter(r"\.cuda"), lines, None, P.cuttable_blocks(set()))
+    pieces = plan_pieces(lines, ast.parse(COMPOUND).body, 1, len(lines) + 1, "", every)
+    assert "".join("".join(lines[p.start - 1:p.end - 1]) for p in pieces) == COMPOUND
+    parsed = ["".join(lines[p.start - 1:p.end - 1]).strip() for p in pieces if p.parse]
+    assert parsed == ["b = x.cuda()", "f = y.cuda()", "k = z.cuda()"]
+    kept = PieceMatch(lines, Prefilter(r"\.cuda"), lines, None, P.cuttable_blocks({"If", "For", "Try"}))
+    whole = plan_pieces(lines, ast.parse(COMPOUND).body, 1, len(lines) + 1, "", kept)
+    assert ["".join(lines[p.start - 1:p.end - 1]).split(":")[0] for p in whole if p.parse] == [
+        "if flag", "try", "for i in r"]
+
+
+def test_a_rule_that_visits_if_keeps_every_if_whole_and_idle_hooks_do_not_count():
+    from codemods.api.runner import handled_nodes
+    from codemods.rules.npu120_torch_cuda_api import TorchCudaApi
+    from codemods.rules.npu511_cuda_only_branch import CudaOnlyBranch
+    assert ast.If not in P.cuttable_blocks(handled_nodes([CudaOnlyBranch], "npu"))
+    assert ast.If in P.cuttable_blocks(handled_nodes([TorchCudaApi], "npu"))  # its guards serve portable
+    assert ast.If not in P.cuttable_blocks(handled_nodes([TorchCudaApi], "portable"))
+
+
+BLOCK_CASES = [
+    # a module-level `if` block is module-level code: the device constant is left to the flow rule
+    "import torch\nif TEST_CUDA:\n    DEVICE_TYPE = 'cuda'\n    BACKEND = 'nccl'\nelif TEST_HPU:\n"
+    "    DEVICE_TYPE = 'hpu:0'\nprint(DEVICE_TYPE)\n",
+    "import torch\ntry:\n    import apex\nexcept ImportError:\n    apex = None\n\n"
+    "with torch.no_grad():\n    y = x.cuda()\nfor i in range(2):\n    device = 'cuda'\n    z = w.to(device)\n",
+    "import torch\ndef f(t):\n    if t is None:\n        return t\n    else:\n        dev = 'cuda:0'\n"
+    "        return t.to(dev)\n",
+]
+
+
+@pytest.mark.parametrize("text", BLOCK_CASES)
+@pytest.mark.parametrize("target", ["npu", "portable"])
+def test_cutting_blocks_changes_nothing_in_the_result(text, target):
+    rules = engine.RuleSet(select_rules(all_rules()), {"target": target})
+    cut = engine.migrate_text(text, "t.py", rules)
+    whole = engine._migrate(text, "t.py", rules, nest=False)
+    assert cut.new_text == whole.new_text
+    assert [(e.code, e.line, e.col) for e in cut.edits] == [(e.code, e.line, e.col) for e in whole.edits]
+    assert [(d.code, d.line, d.col) for d in cut.diagnostics] == [(d.code, d.line, d.col) for d in whole.diagnostics]
