@@ -26,6 +26,7 @@ class FileFacts:
         facts = cls(tree)
         bound: dict[str, str] = {}
         assigned: set[str] = set()
+        counts: dict[str, int] = {}  # name -> how many assignments bind it, anywhere
         for stmt in iter_statements(tree.body):
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
@@ -41,9 +42,11 @@ class FileFacts:
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 for assigned_to in targets:
-                    assigned.update(bound_names(assigned_to))
+                    for name in bound_names(assigned_to):
+                        assigned.add(name)
+                        counts[name] = counts.get(name, 0) + 1
         facts.aliases = {k: v for k, v in bound.items() if v != _AMBIGUOUS and k not in assigned}
-        facts.constants = _module_constants(tree)
+        facts.constants = _module_constants(tree, counts)
         facts.top_imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
         facts.header_end = _header_end(tree)
         return facts
@@ -65,19 +68,10 @@ def _bind(bound: dict[str, str], local: str, target: str) -> None:
     bound[local] = target if previous in (None, target) else _AMBIGUOUS
 
 
-def _module_constants(tree: ast.Module) -> dict[str, object]:
-    """Names assigned exactly once at module level, to a literal, and never reassigned anywhere."""
-    counts: dict[str, int] = {}
+def _module_constants(tree: ast.Module, counts: dict[str, int]) -> dict[str, object]:
+    """Names assigned exactly once at module level, to a literal, and never reassigned anywhere
+    (`counts`: how many assignments of the file bind each name)."""
     values: dict[str, object] = {}
-    for stmt in iter_statements(tree.body):
-        targets: list[ast.expr] = []
-        if isinstance(stmt, ast.Assign):
-            targets = stmt.targets
-        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
-            targets = [stmt.target]
-        for target in targets:
-            for name in bound_names(target):
-                counts[name] = counts.get(name, 0) + 1
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             if isinstance(stmt.value, ast.Constant):

@@ -36,11 +36,12 @@ def _argument(call: ast.Call, position: int | None, keyword: str) -> ast.expr | 
     return call.args[position]
 
 
-def _scopes(tree: ast.Module) -> list[list[ast.stmt]]:
+def _scopes(model: FileModel) -> list[list[ast.stmt]]:
     """The module's own statements and each function's body (a nested function counts in its
     own body and in the one around it)."""
-    found: list[list[ast.stmt]] = [[s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))]]
-    found += [node.body for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    found: list[list[ast.stmt]] = [[s for s in model.tree.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))]]
+    found += [node.body for node in model.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
+              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     return found
 
 
@@ -68,7 +69,7 @@ def _float64_lines(model: FileModel) -> frozenset[int]:
             holders.add(id(node))
             node = model.parents.get(id(node))
     found: set[int] = set()
-    for scope in _scopes(model.tree):
+    for scope in _scopes(model):
         if not any(id(statement) in holders for statement in scope):
             continue  # no reduction in this scope: nothing of it is reduced
         nodes = [n for s in scope for n in ast.walk(s)]
