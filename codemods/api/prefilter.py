@@ -36,7 +36,7 @@ class Prefilter:
     def __init__(self, pattern: str, parts: list[tuple[Words | None, re.Pattern[str]]] | None = None) -> None:
         self.pattern = pattern
         self.parts = parts if parts is not None else [
-            (required_words(part), re.compile(part)) for part in _top_level_alternatives(pattern)]
+            (required_words(part), re.compile(literal_first(part))) for part in _top_level_alternatives(pattern)]
         # all parts' words at once: a text with none of them (most statements the engine cuts a
         # file into) is answered by one short loop
         gated = len(self.parts) > 1 and all(words is not None for words, _ in self.parts)
@@ -105,6 +105,27 @@ def _top_level_alternatives(pattern: str) -> list[str]:
     except re.error:
         return [pattern]
     return parts
+
+
+# `\bword`: a leading word boundary, then a word of letters, digits and `_`
+_LEADING_WORD = re.compile(r"\\b([A-Za-z_]\w*)")
+
+
+def literal_first(pattern: str) -> str:
+    r"""`pattern` with a leading `\bword` spelled `word(?<!\wword)`: the same matches, but the
+    pattern opens with a literal, which `re` scans for fast, where a leading `\b` is tried at
+    every character (25x slower over torch's sources). A quantifier after the word keeps its last
+    letter out of the literal (`\bcudas?`)."""
+    found = _LEADING_WORD.match(pattern)
+    if found is None:
+        return pattern
+    word = found.group(1)
+    rest = pattern[found.end():]
+    if rest[:1] in ("*", "+", "?", "{"):
+        word, rest = word[:-1], word[-1] + rest
+    if not word or word[0].isdigit():
+        return pattern
+    return f"{word}(?<!\\w{word}){rest}"
 
 
 def _global_flags(pattern: str) -> int:

@@ -86,7 +86,7 @@ def name_map(data_file: str, code: str) -> NameMap:
 
 
 def name_prefilter(data_file: str, code: str) -> str:
-    """A regex matching every chunk that can use a mapped name.
+    r"""A regex matching every chunk that can use a mapped name.
 
     A use spelled as a chain shows the name's last two parts (`cudnn.benchmark`,
     `nvtx.range_push`, `ProfilerActivity.CUDA`), whichever alias starts it; an import shows the
@@ -94,7 +94,9 @@ def name_prefilter(data_file: str, code: str) -> str:
     that name and a dot (with its owner too when the name is a common word: `cuda.memory.`).
     Missed, a documented limit: uses in other statements through a module alias with another
     name (`import torch.profiler as tp` then `tp.profile`) or an imported name renamed with `as`.
-    Every branch starts with a literal ("." or "import"), so `re` skips ahead fast."""
+    Every branch starts with a literal (`owner.` or "import"): the prefilter searches each branch
+    alone, and `re` skips ahead to a literal fast (a leading `\.` with a lookbehind per name stopped
+    at every dot of the text)."""
     pairs: set[tuple[str, str]] = set()
     lasts: set[str] = set()
     members: set[tuple[str, str]] = set()
@@ -105,10 +107,12 @@ def name_prefilter(data_file: str, code: str) -> str:
             lasts.add(last)
             if entry.get("members") == "flag" or entry["action"] == "flag":
                 members.add((owner, last))
-    after_dot = [rf"(?<={re.escape(owner)}\.){re.escape(last)}\b" for owner, last in sorted(pairs)]
-    after_dot += [rf"(?<={re.escape(last if _distinctive(last) else f'{owner}.{last}')}\.)\w"
-                  for owner, last in sorted(members)]
-    return rf"\.(?:{'|'.join(after_dot)})|import[ \t]*(?:\([^)]*?|[^\n(]*?)\b(?:{_words(lasts)})\b"
+    by_owner: dict[str, set[str]] = {}
+    for owner, last in pairs:
+        by_owner.setdefault(owner, set()).add(last)
+    chains = [rf"{re.escape(owner)}\.(?:{_words(names)})\b" for owner, names in sorted(by_owner.items())]
+    chains += sorted({rf"{re.escape(last if _distinctive(last) else f'{owner}.{last}')}\.\w" for owner, last in members})
+    return "|".join(chains) + rf"|import[ \t]*(?:\([^)]*?|[^\n(]*?)\b(?:{_words(lasts)})\b"
 
 
 def _distinctive(word: str) -> bool:

@@ -99,3 +99,16 @@ def test_union_matches_where_any_does() -> None:
     assert Prefilter.union([Prefilter("x"), None]) is None
     never = Prefilter.union([])
     assert never is not None and not never.search("anything")
+
+
+@pytest.mark.parametrize("pattern", [r"\bamp\b", r"\bcuda\b(?:\.[A-Za-z_]|\s*[,)])", r"\bcudas?x", r"\btf32\s*=",
+                                     r"\b_amp", r"\bx{2}", r"\b(?:a|b)c"])
+def test_a_leading_word_boundary_spelled_literal_first_matches_the_same(pattern: str) -> None:
+    rewritten = re.compile(prefilter_module.literal_first(pattern))
+    original = re.compile(pattern)
+    for word in ("amp", "cuda", "cudax", "cudasx", "tf32 =", "_amp", "xx", "ac", "bc"):
+        for before in ("", " ", "_", "9", "é", ".", "(", "x"):
+            for after in ("", " ", "_", "9", ".x", ",", "é"):
+                text = f"{before}{word}{after}"
+                assert (rewritten.search(text) is None) == (original.search(text) is None), (pattern, text)
+    assert prefilter_module.literal_first(r"\bamp\b") == r"amp(?<!\wamp)\b"  # it opens with the literal
