@@ -149,7 +149,15 @@ def ordered_map(in_worker: Callable[[T], R], here: Callable[[T], R], items: Sequ
     finished = False
     try:
         # large files first would balance better, but the order must stay deterministic
-        yield from executor.map(in_worker, items, chunksize=max(1, min(16, len(items) // (jobs * 8))))
+        results = executor.map(in_worker, items, chunksize=max(1, min(16, len(items) // (jobs * 8))))
+        for count, result in enumerate(results, 1):
+            if count == len(items):
+                # every result is in: end the pool now, as a consumer that takes exactly as many
+                # results as it gave items never resumes this generator after the last one (its
+                # closing would otherwise count as a stop and kill the workers)
+                finished = True
+                executor.shutdown(wait=True)
+            yield result
         finished = True
     finally:
         if finished:
