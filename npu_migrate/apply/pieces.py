@@ -150,7 +150,7 @@ def _opens_line(lines: list[str], stmt: ast.stmt) -> bool:
     decorators = getattr(stmt, "decorator_list", None)
     if decorators:
         return lines[decorators[0].lineno - 1][:decorators[0].col_offset].strip(" \t\f") == "@"
-    return not lines[stmt.lineno - 1][:stmt.col_offset].strip(" \t\f")
+    return _starts_line(lines, stmt)
 
 
 # a statement this long whose value is a list, tuple or set display is cut at its elements: torch's
@@ -194,10 +194,10 @@ def _elements(lines: list[str], stmt: ast.stmt, a: int, b: int, indent: str,
     return pieces + [Piece(end, b, indent, False)]
 
 
-def _starts_line(lines: list[str], node: ast.expr) -> bool:
+def _starts_line(lines: list[str], node: ast.expr | ast.stmt) -> bool:
     """Only blanks before `node` on its first line (`col_offset` counts UTF-8 bytes: any other
     character before it makes the slice hold more than blanks, so the answer stays no)."""
-    return not lines[node.lineno - 1][:node.col_offset].strip(" \t")
+    return not lines[node.lineno - 1][:node.col_offset].strip(" \t\f")
 
 
 def _ends_clean(lines: list[str], node: ast.expr) -> bool:
